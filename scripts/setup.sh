@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs everything pipelab's build and tests need, on a fresh Debian machine
+# or one that already has it all. Idempotent: each step checks first, so a
+# second run takes a few seconds. Called by scripts/test.sh and scripts/build.sh.
+#
+# Pins: wasm-bindgen-cli must be exactly the `wasm-bindgen` crate version in
+# Cargo.lock, or the generated JS glue does not match the .wasm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_BINDGEN_VERSION=0.2.130
+CARGO_FUZZ_VERSION=0.13.2
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+
+# --- Debian packages -------------------------------------------------------
+apt_missing=()
+command -v redis-server >/dev/null || apt_missing+=(redis-server)
+command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
+  [ -x /usr/bin/chromium ] || apt_missing+=(chromium)
+fi
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  log "apt-get install ${apt_missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+fi
+# Debian starts a system redis-server on 6379 after install; tests use their own
+# on free ports, so it does no harm, but we never depend on it.
+
+# --- Rust targets and tools -------------------------------------------------
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+  log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
+  cargo install -q wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ] && ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
+  cargo install -q cargo-fuzz --version "$CARGO_FUZZ_VERSION"
+fi
+
+# --- Python (differential tests against hiredis and redis-py) --------------
+if ! python3 -c 'import hiredis, redis' 2>/dev/null; then
+  log "pip install hiredis redis"
+  python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
+fi
+
+# --- npm packages for web/ --------------------------------------------------
+if [ -f web/package.json ]; then
+  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    log "npm ci in web/"
+    (cd web && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+log "ok"
