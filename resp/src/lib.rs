@@ -1,0 +1,3 @@
+//! RESP codec (placeholder; being written).
+#![no_std]
+extern crate alloc;
