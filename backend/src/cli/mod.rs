@@ -1,0 +1,3 @@
+//! Subcommands of the `pipelab` binary, one file each.
+
+pub mod serve;
