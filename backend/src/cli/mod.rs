@@ -1,0 +1,4 @@
+//! The command line: one file per subcommand.
+
+pub mod input;
+pub mod resp;
