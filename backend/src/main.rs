@@ -20,6 +20,8 @@ enum Command {
     /// RESP and inline-command codec on files and pipes.
     #[command(subcommand)]
     Resp(cli::resp::RespCommand),
+    /// GET a health URL; exit 0 on 2xx (for container health checks).
+    Healthcheck(cli::healthcheck::HealthcheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,5 +35,6 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
+        Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
     }
 }
