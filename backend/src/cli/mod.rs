@@ -1,3 +1,6 @@
-//! Subcommands of the `pipelab` binary, one file each.
+//! The command line: one file per subcommand.
 
+pub mod healthcheck;
+pub mod input;
+pub mod resp;
 pub mod serve;
