@@ -1,8 +1,8 @@
 //! `pipelab`: run Redis command batches sequentially, pipelined or as
 //! MULTI/EXEC, measured per command; the REST API and playground server; RESP tools.
 
-mod exec;
+mod cli;
 
-fn main() {
-    println!("pipelab: under construction");
+fn main() -> std::process::ExitCode {
+    cli::main()
 }
