@@ -84,8 +84,9 @@ pub fn router(state: AppState) -> Router {
         .route("/info", get(info::info))
         .route("/openapi.json", get(openapi::openapi_json))
         .fallback(api_not_found)
-        .layer(middleware::from_fn(json_body_limit_error))
-        .layer(RequestBodyLimitLayer::new(body_limit));
+        // The last layer added is the outermost: the rewrite must see the limit's answer.
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(middleware::from_fn(json_body_limit_error));
     Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(health::healthz))
