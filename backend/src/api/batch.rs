@@ -4,9 +4,9 @@
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
-use serde_json::Value as JsonValue;
 use utoipa::ToSchema;
 
+use super::arg::ArgBytes;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::run::run_batch;
@@ -23,7 +23,7 @@ use pipelab::exec::Report;
 pub struct BatchRequest {
     /// Commands as argv arrays; a binary argument as `{"base64": "..."}`.
     #[schema(value_type = Option<Vec<Vec<schema::Arg>>>, example = json!([["SET", "k", "v"], ["GET", "k"]]))]
-    pub commands: Option<Vec<Vec<JsonValue>>>,
+    pub commands: Option<Vec<Vec<ArgBytes>>>,
     /// Commands as text: inline lines (split as redis-cli/Redis do, quotes
     /// allowed) or RESP multibulks, one command after the other.
     #[schema(example = "SET k v\nINCR k")]
@@ -44,7 +44,7 @@ pub struct BatchRequest {
     pub resp3: Option<bool>,
     /// Keys to WATCH before MULTI (transaction mode only).
     #[schema(value_type = Option<Vec<schema::Arg>>)]
-    pub watch: Option<Vec<JsonValue>>,
+    pub watch: Option<Vec<ArgBytes>>,
 }
 
 /// Run a batch of commands.
@@ -82,6 +82,6 @@ pub async fn batch(
         resp3: req.resp3,
         watch: req.watch,
     };
-    let batch = fields.prepare(&state.limits)?.batch(mode, &state.limits)?;
+    let batch = fields.prepare(&state.limits)?.into_batch(mode, &state.limits)?;
     Ok(Json(run_batch(&state, &batch).await?))
 }

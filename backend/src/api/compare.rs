@@ -7,9 +7,9 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value as JsonValue;
 use utoipa::ToSchema;
 
+use super::arg::ArgBytes;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::run::run_batch;
@@ -29,7 +29,7 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
 pub struct CompareRequest {
     /// Commands as argv arrays; a binary argument as `{"base64": "..."}`.
     #[schema(value_type = Option<Vec<Vec<schema::Arg>>>)]
-    pub commands: Option<Vec<Vec<JsonValue>>>,
+    pub commands: Option<Vec<Vec<ArgBytes>>>,
     /// Commands as inline lines or RESP.
     pub text: Option<String>,
     /// Modes to run; sequential always runs (first), as the baseline.
@@ -47,7 +47,7 @@ pub struct CompareRequest {
     pub resp3: Option<bool>,
     /// Keys to WATCH before the transaction run.
     #[schema(value_type = Option<Vec<schema::Arg>>)]
-    pub watch: Option<Vec<JsonValue>>,
+    pub watch: Option<Vec<ArgBytes>>,
     /// Also return each run's per-command results. Default false.
     pub include_results: Option<bool>,
 }
@@ -129,7 +129,7 @@ pub async fn compare(
     }
     .prepare(&state.limits)?;
     // `watch` belongs to the transaction run only; validate it as a transaction field.
-    let watch = BatchFields { watch: req.watch, commands: Some(vec![vec!["PING".into()]]), ..Default::default() }
+    let watch = BatchFields { watch: req.watch, commands: Some(vec![vec![ArgBytes(b"PING".to_vec())]]), ..Default::default() }
         .prepare(&state.limits)?
         .watch;
     // Validate every mode's batch before running any, so a refusal leaves no side effects.

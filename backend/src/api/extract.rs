@@ -76,7 +76,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             return Err(match inner.classify() {
                 serde_json::error::Category::Data => {
                     let field = if path == "." { "request body".to_string() } else { path };
-                    ApiError::field("invalid_field", field, strip_position(&inner))
+                    let message = strip_position(&inner);
+                    match super::arg::untag(&message) {
+                        Some((code, suffix, msg)) => {
+                            ApiError::field(code_name(code), format!("{field}{suffix}"), msg)
+                        }
+                        None => ApiError::field("invalid_field", field, message),
+                    }
                 }
                 _ => ApiError::field("invalid_json", "request body", format!("malformed JSON: {inner}")),
             });
@@ -86,6 +92,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         ApiError::field("invalid_json", "request body", format!("malformed JSON: {e}"))
     })?;
     Ok(value)
+}
+
+/// The `'static` name of a code carried in a serde message.
+fn code_name(code: &str) -> &'static str {
+    match code {
+        "invalid_base64" => "invalid_base64",
+        _ => "invalid_argument",
+    }
 }
 
 /// serde_json appends " at line L column C" to data errors; the field path

@@ -8,6 +8,7 @@
 //! The Redis target comes only from the server's configuration, never from
 //! a request.
 
+pub mod arg;
 pub mod batch;
 pub mod compare;
 pub mod error;

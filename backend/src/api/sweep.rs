@@ -13,9 +13,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value as JsonValue;
 use utoipa::ToSchema;
 
+use super::arg::ArgBytes;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::refuse::refusal;
@@ -36,7 +36,7 @@ const DEL_CHUNK: usize = 512;
 pub struct SweepRequest {
     /// argv template; `{i}` in any argument becomes the command's index (0-based).
     #[schema(value_type = Vec<schema::Arg>, example = json!(["SET", "sweep:{i}", "x"]))]
-    pub command: Vec<JsonValue>,
+    pub command: Vec<ArgBytes>,
     /// Commands per run, at least 1.
     #[schema(minimum = 1, example = 10000)]
     pub total: i64,
@@ -112,7 +112,7 @@ pub async fn sweep(
         .command
         .iter()
         .enumerate()
-        .map(|(j, a)| validate::argument(a, &format!("command[{j}]"), limits))
+        .map(|(j, a)| validate::argument(a.clone(), &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
     if let Some(reason) = refusal(&template, Mode::Pipeline) {
         return Err(ApiError::field("refused_command", "command", reason));

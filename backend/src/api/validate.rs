@@ -6,11 +6,7 @@
 //! its input: the API never splits arguments itself).
 
 use axum::http::StatusCode;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
-use base64::engine::DecodePaddingMode;
-use base64::Engine as _;
-use serde_json::Value as Json;
-
+use super::arg::ArgBytes;
 use super::error::ApiError;
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
@@ -21,22 +17,16 @@ pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 
-/// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
-const BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
 /// The fields every batch-running request shares, as received.
 #[derive(Debug, Default)]
 pub struct BatchFields {
-    pub commands: Option<Vec<Vec<Json>>>,
+    pub commands: Option<Vec<Vec<ArgBytes>>>,
     pub text: Option<String>,
     pub batch_size: Option<i64>,
     pub on_error: Option<String>,
     pub simulated_rtt_ms: Option<f64>,
     pub resp3: Option<bool>,
-    pub watch: Option<Vec<Json>>,
+    pub watch: Option<Vec<ArgBytes>>,
 }
 
 /// Where a command came from, to name it in errors.
@@ -98,7 +88,7 @@ impl BatchFields {
             watch: self
                 .watch
                 .unwrap_or_default()
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(i, a)| argument(a, &format!("watch[{i}]"), limits))
                 .collect::<Result<_, _>>()?,
@@ -110,6 +100,11 @@ impl Prepared {
     /// The batch for `mode`, after the per-mode checks (refused commands,
     /// `watch` outside transactions, simulated RTT that cannot fit the timeout).
     pub fn batch(&self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
+        self.clone().into_batch(mode, limits)
+    }
+
+    /// [`Prepared::batch`] without copying the commands.
+    pub fn into_batch(self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
         for (argv, origin) in self.commands.iter().zip(&self.origins) {
             if let Some(reason) = refusal(argv, mode) {
                 return Err(ApiError::field("refused_command", origin.field(), reason));
@@ -122,20 +117,21 @@ impl Prepared {
                 "only used in transaction mode (WATCH runs before MULTI)",
             ));
         }
+        let origins = self.origins;
         let batch = Batch {
-            commands: self.commands.clone(),
+            commands: self.commands,
             mode,
             batch_size: self.batch_size,
             on_error: self.on_error,
             simulated_rtt_ms: self.simulated_rtt_ms,
             resp3: self.resp3,
-            watch: self.watch.clone(),
+            watch: self.watch,
         };
         // The executor's own rules (one reply per command, ...), checked
         // here too so that /compare refuses before running any mode.
         pipelab::exec::validate(&batch).map_err(|e| {
             let field = match e.field.strip_prefix("commands[").and_then(|r| r.strip_suffix(']')) {
-                Some(i) => i.parse::<usize>().ok().and_then(|i| self.origins.get(i)).map_or(e.field.clone(), |o| o.field()),
+                Some(i) => i.parse::<usize>().ok().and_then(|i| origins.get(i)).map_or(e.field.clone(), |o| o.field()),
                 None => e.field.clone(),
             };
             let code = if field.starts_with("commands") || field.starts_with("text") { "refused_command" } else { "invalid_field" };
@@ -227,13 +223,13 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     Ok(v)
 }
 
-fn json_commands(cmds: Vec<Vec<Json>>, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+fn json_commands(cmds: Vec<Vec<ArgBytes>>, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
     if cmds.is_empty() {
         return Err(ApiError::field("empty_batch", "commands", "empty: a batch needs at least one command"));
     }
     check_count(cmds.len(), "commands", limits)?;
     let mut out = Vec::with_capacity(cmds.len());
-    for (i, cmd) in cmds.iter().enumerate() {
+    for (i, cmd) in cmds.into_iter().enumerate() {
         if cmd.is_empty() {
             return Err(ApiError::field(
                 "empty_argv",
@@ -241,11 +237,13 @@ fn json_commands(cmds: Vec<Vec<Json>>, limits: &Limits) -> Result<(Vec<Argv>, Ve
                 "a command needs at least one argument (its name)",
             ));
         }
-        let argv = cmd
-            .iter()
-            .enumerate()
-            .map(|(j, a)| argument(a, &format!("commands[{i}][{j}]"), limits))
-            .collect::<Result<Argv, _>>()?;
+        let mut argv = Vec::with_capacity(cmd.len());
+        for (j, a) in cmd.into_iter().enumerate() {
+            if a.0.len() > limits.max_arg_bytes {
+                check_arg_len(a.0.len(), &format!("commands[{i}][{j}]"), limits)?;
+            }
+            argv.push(a.0);
+        }
         out.push(argv);
     }
     let origins = (0..out.len()).map(Origin::Index).collect();
@@ -309,54 +307,9 @@ fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiErro
     Ok(())
 }
 
-/// One argument: a JSON string, or `{"base64": "..."}` for bytes that are
-/// not UTF-8 (CONTRACT.md section 1).
-pub fn argument(value: &Json, field: &str, limits: &Limits) -> Result<Vec<u8>, ApiError> {
-    let bytes = match value {
-        Json::String(s) => s.as_bytes().to_vec(),
-        Json::Object(map) if map.len() == 1 && map.contains_key("base64") => match &map["base64"] {
-            Json::String(b64) => BASE64.decode(b64).map_err(|e| {
-                ApiError::field("invalid_base64", format!("{field}.base64"), format!("invalid base64: {e}"))
-            })?,
-            other => {
-                return Err(ApiError::field(
-                    "invalid_argument",
-                    format!("{field}.base64"),
-                    format!("must be a base64 string, not {}", json_kind(other)),
-                ))
-            }
-        },
-        other => {
-            return Err(ApiError::field(
-                "invalid_argument",
-                field,
-                format!(
-                    "an argument must be a string or {{\"base64\": \"...\"}}, not {} ({})",
-                    json_kind(other),
-                    truncate(&other.to_string(), 40)
-                ),
-            ))
-        }
-    };
-    check_arg_len(bytes.len(), field, limits)?;
-    Ok(bytes)
-}
-
-fn json_kind(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
+/// One argument's bytes, within the size limit (its JSON form was checked
+/// while parsing, see [`ArgBytes`]).
+pub fn argument(value: ArgBytes, field: &str, limits: &Limits) -> Result<Vec<u8>, ApiError> {
+    check_arg_len(value.0.len(), field, limits)?;
+    Ok(value.0)
 }

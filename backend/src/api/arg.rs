@@ -1,0 +1,152 @@
+//! One command argument as it arrives in JSON: a string, or
+//! `{"base64": "..."}` for bytes that are not UTF-8 (CONTRACT.md section 1),
+//! deserialized straight into bytes.
+//!
+//! Going through `serde_json::Value` first would allocate every argument
+//! twice; a 100k-command batch has 300k of them. Errors carry their API
+//! error code inside the serde message ([`tagged`]), which
+//! [`super::extract`] unpacks, so that a number argument is
+//! `invalid_argument` and bad base64 is `invalid_base64`, each naming its
+//! JSON path.
+
+use std::fmt;
+
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine as _;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// Marks a serde error message as carrying an API error code:
+/// `\u{1}CODE\u{1}SUFFIX\u{1}message`, where SUFFIX is appended to the JSON
+/// path (`.base64`) and may be empty.
+const MARK: char = '\u{1}';
+
+/// An argument's bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgBytes(pub Vec<u8>);
+
+/// A serde error message tagged with an API error code (see [`untag`]).
+pub fn tagged(code: &str, path_suffix: &str, message: impl fmt::Display) -> String {
+    format!("{MARK}{code}{MARK}{path_suffix}{MARK}{message}")
+}
+
+/// The (code, path suffix, message) of a [`tagged`] message, if it is one.
+pub fn untag(message: &str) -> Option<(&str, &str, &str)> {
+    let rest = message.strip_prefix(MARK)?;
+    let mut parts = rest.splitn(3, MARK);
+    Some((parts.next()?, parts.next()?, parts.next()?))
+}
+
+fn not_an_argument<E: de::Error>(kind: &str) -> E {
+    E::custom(tagged(
+        "invalid_argument",
+        "",
+        format!("an argument must be a string or {{\"base64\": \"...\"}}, not {kind}"),
+    ))
+}
+
+impl<'de> Deserialize<'de> for ArgBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ArgVisitor)
+    }
+}
+
+struct ArgVisitor;
+
+impl<'de> Visitor<'de> for ArgVisitor {
+    type Value = ArgBytes;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or {\"base64\": \"...\"}")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<ArgBytes, E> {
+        Ok(ArgBytes(s.as_bytes().to_vec()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<ArgBytes, E> {
+        Ok(ArgBytes(s.into_bytes()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ArgBytes, E> {
+        Err(not_an_argument(&format!("a number ({v})")))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ArgBytes, E> {
+        Err(not_an_argument(&format!("a number ({v})")))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ArgBytes, E> {
+        Err(not_an_argument(&format!("a number ({v})")))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ArgBytes, E> {
+        Err(not_an_argument(&format!("a boolean ({v})")))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ArgBytes, E> {
+        Err(not_an_argument("null"))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<ArgBytes, A::Error> {
+        Err(not_an_argument("an array"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ArgBytes, A::Error> {
+        let mut bytes = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != "base64" || bytes.is_some() {
+                return Err(not_an_argument(&format!("an object with key {key:?} (only \"base64\" is allowed)")));
+            }
+            let text = map.next_value::<serde_json::Value>()?;
+            let serde_json::Value::String(text) = text else {
+                return Err(de::Error::custom(tagged("invalid_argument", ".base64", "must be a base64 string")));
+            };
+            bytes = Some(BASE64.decode(text.as_bytes()).map_err(|e| {
+                de::Error::custom(tagged("invalid_base64", ".base64", format!("invalid base64: {e}")))
+            })?);
+        }
+        bytes.map(ArgBytes).ok_or_else(|| not_an_argument("an empty object"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<ArgBytes, String> {
+        serde_json::from_str::<ArgBytes>(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn strings_and_base64() {
+        assert_eq!(parse(r#""SET""#).unwrap().0, b"SET");
+        assert_eq!(parse(r#""\u00e9""#).unwrap().0, "é".as_bytes());
+        assert_eq!(parse(r#"{"base64": "/wAB"}"#).unwrap().0, [0xff, 0, 1]);
+        assert_eq!(parse(r#"{"base64": "/wA"}"#).unwrap().0, [0xff, 0]);
+    }
+
+    #[test]
+    fn errors_carry_their_code() {
+        for (json, code, suffix) in [
+            ("5", "invalid_argument", ""),
+            ("null", "invalid_argument", ""),
+            ("[1]", "invalid_argument", ""),
+            ("true", "invalid_argument", ""),
+            (r#"{"hex": "ff"}"#, "invalid_argument", ""),
+            ("{}", "invalid_argument", ""),
+            (r#"{"base64": 5}"#, "invalid_argument", ".base64"),
+            (r#"{"base64": "!!"}"#, "invalid_base64", ".base64"),
+        ] {
+            let msg = parse(json).unwrap_err();
+            let (c, s, _) = untag(&msg).unwrap_or_else(|| panic!("{json}: untagged {msg}"));
+            assert_eq!((c, s), (code, suffix), "{json}");
+        }
+    }
+}

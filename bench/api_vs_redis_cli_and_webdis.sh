@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Benchmark (not a test) of the REST API, issue 4. Two comparisons on the
+# same machine, against the same redis-server (its own, on a free port):
+#
+#  1. A 100k-SET batch: POST /api/v1/batch (pipeline mode, batch_size 1000,
+#     timed by curl from the first byte sent to the last byte of the JSON
+#     report received) vs `redis-cli --pipe` on the same commands (RESP made
+#     by `pipelab resp encode`). Goal: API throughput >= 0.8x redis-cli's.
+#  2. A single-command batch (SET) with wrk at 1 and 64 connections vs
+#     Webdis (Debian package `webdis`) doing the same SET (GET /SET/key/value).
+#     Goal: requests/s >= Webdis's, p50 <= Webdis's.
+#
+# Usage: bench/api_vs_redis_cli_and_webdis.sh [SECONDS_PER_WRK_RUN (default 10)]
+# Installs wrk and webdis with apt-get if missing. Prints a Markdown table;
+# the figures and the machine they came from go in bench/README-api.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${1:-10}
+N=100000
+RUNS=5
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v webdis >/dev/null || missing+=(webdis)
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v curl >/dev/null || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[bench] apt-get install ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cargo build -q --release -p pipelab
+PIPELAB=target/release/pipelab
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+now_ns() { date +%s%N; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+wait_port() { # host port
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on $1:$2" >&2; exit 1
+}
+
+RPORT=$(free_port)
+redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  --logfile "$work/redis.log" &
+pids+=($!)
+wait_port 127.0.0.1 "$RPORT"
+
+APORT=$(free_port)
+PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" \
+  --web-dir "$work/none" >/dev/null 2>"$work/pipelab.log" &
+pids+=($!)
+wait_port 127.0.0.1 "$APORT"
+
+# --- 1. 100k SETs ----------------------------------------------------------
+python3 - "$work" "$N" <<'PY'
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+cmds = [["SET", f"key:{i:06d}", f"value:{i:06d}"] for i in range(n)]
+with open(f"{work}/cmds.txt", "w") as f:
+    f.write("".join(f"{c[0]} {c[1]} {c[2]}\n" for c in cmds))
+with open(f"{work}/batch.json", "w") as f:
+    json.dump({"commands": cmds, "mode": "pipeline", "batch_size": 1000}, f)
+PY
+"$PIPELAB" resp encode "$work/cmds.txt" >"$work/cmds.resp"
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+cli_times=()
+for _ in $(seq $RUNS); do
+  t0=$(now_ns)
+  out=$(redis-cli -p "$RPORT" --pipe <"$work/cmds.resp")
+  t1=$(now_ns)
+  grep -q "errors: 0, replies: $N" <<<"$out" || { echo "redis-cli --pipe: $out" >&2; exit 1; }
+  cli_times+=($(( (t1 - t0) / 1000 )))
+done
+cli_us=$(printf '%s\n' "${cli_times[@]}" | median)
+
+api_times=()
+exec_times=()
+for _ in $(seq $RUNS); do
+  t0=$(now_ns)
+  curl -sf -H 'content-type: application/json' --data-binary "@$work/batch.json" \
+    "http://127.0.0.1:$APORT/api/v1/batch" -o "$work/report.json"
+  t1=$(now_ns)
+  api_times+=($(( (t1 - t0) / 1000 )))
+  exec_times+=($(python3 -c "import json,sys; s=json.load(open('$work/report.json'))['summary']; assert s['ok']==$N, s; print(s['total_us'])"))
+done
+api_us=$(printf '%s\n' "${api_times[@]}" | median)
+exec_us=$(printf '%s\n' "${exec_times[@]}" | median)
+report_bytes=$(stat -c %s "$work/report.json")
+request_bytes=$(stat -c %s "$work/batch.json")
+
+# --- 2. one SET per request: wrk vs Webdis ---------------------------------
+WPORT=$(free_port)
+cat >"$work/webdis.json" <<JSON
+{"redis_host": "127.0.0.1", "redis_port": $RPORT, "http_host": "127.0.0.1", "http_port": $WPORT,
+ "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0,
+ "logfile": "$work/webdis.log"}
+JSON
+webdis "$work/webdis.json" &
+pids+=($!)
+wait_port 127.0.0.1 "$WPORT"
+curl -sf "http://127.0.0.1:$WPORT/SET/bench/v" | grep -q OK || { echo "webdis does not answer SET" >&2; exit 1; }
+
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"commands": [["SET", "bench", "v"]]}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+curl -sf -H 'content-type: application/json' -d '{"commands": [["SET", "bench", "v"]]}' \
+  "http://127.0.0.1:$APORT/api/v1/batch" | grep -q '"ok":1' || { echo "pipelab does not answer SET" >&2; exit 1; }
+
+# wrk output → "requests/s p50" (p50 in ms)
+wrk_run() { # connections url [script]
+  local c=$1 url=$2 script=${3:-} threads=2
+  [ "$c" = 1 ] && threads=1
+  local out
+  out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" --latency ${script:+-s "$script"} "$url")
+  local errors
+  errors=$(grep -E "Non-2xx|Socket errors" <<<"$out" || true)
+  [ -z "$errors" ] || echo "[bench] $url c=$c: $errors" >&2
+  local rps p50
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  p50=$(awk '$1 == "50%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
+  echo "$rps $p50"
+}
+
+read -r w1_rps w1_p50 < <(wrk_run 1 "http://127.0.0.1:$WPORT/SET/bench/v")
+read -r p1_rps p1_p50 < <(wrk_run 1 "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
+read -r w64_rps w64_p50 < <(wrk_run 64 "http://127.0.0.1:$WPORT/SET/bench/v")
+read -r p64_rps p64_p50 < <(wrk_run 64 "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
+
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+cli_rate=$(python3 -c "print(round($N / ($cli_us / 1e6)))")
+api_rate=$(python3 -c "print(round($N / ($api_us / 1e6)))")
+cat <<MD
+## Results ($(date -u +%Y-%m-%d), $(nproc) cores, $(redis-server --version | awk '{print $3}'), wrk ${DURATION}s per run)
+
+### 100k SETs in one batch (median of $RUNS runs)
+
+| client | wall time | SET/s | vs redis-cli |
+|---|---|---|---|
+| redis-cli --pipe | $(( cli_us / 1000 )) ms | $cli_rate | 1.00x |
+| POST /api/v1/batch (pipeline, batch_size 1000) | $(( api_us / 1000 )) ms | $api_rate | $(ratio "$cli_us" "$api_us")x |
+
+API detail: executor time (summary.total_us) $(( exec_us / 1000 )) ms; request $(( request_bytes / 1024 )) KiB of JSON, report $(( report_bytes / 1024 )) KiB of JSON.
+
+### One SET per request (wrk)
+
+| connections | Webdis req/s | pipelab req/s | ratio | Webdis p50 | pipelab p50 |
+|---|---|---|---|---|---|
+| 1 | $w1_rps | $p1_rps | $(ratio "$p1_rps" "$w1_rps")x | ${w1_p50} ms | ${p1_p50} ms |
+| 64 | $w64_rps | $p64_rps | $(ratio "$p64_rps" "$w64_rps")x | ${w64_p50} ms | ${p64_p50} ms |
+MD
