@@ -11,7 +11,13 @@ use pipelab::exec::Mode;
 
 /// Why `argv` may not run in `mode`, or `None` if it may.
 pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
-    let name = String::from_utf8_lossy(argv.first()?).to_ascii_uppercase();
+    let raw = argv.first()?;
+    // Fast path for the common case (this runs once per command of a batch):
+    // every refused name is at most 12 bytes, and most are not refused at all.
+    if raw.len() > 12 || !could_be_refused(raw) {
+        return None;
+    }
+    let name = String::from_utf8_lossy(raw).to_ascii_uppercase();
     let arg = |i: usize| argv.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_uppercase());
     let connection = |hint: &str| {
         Some(format!(
@@ -55,6 +61,20 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
     }
 }
 
+/// Every name [`refusal`] looks at further.
+const CANDIDATES: &[&[u8]] = &[
+    b"SELECT", b"HELLO", b"AUTH", b"QUIT", b"RESET", b"MONITOR", b"SUBSCRIBE", b"PSUBSCRIBE",
+    b"SSUBSCRIBE", b"UNSUBSCRIBE", b"PUNSUBSCRIBE", b"SUNSUBSCRIBE", b"SYNC", b"PSYNC", b"REPLCONF",
+    b"CLIENT", b"MULTI", b"EXEC", b"DISCARD", b"WATCH", b"UNWATCH", b"BLPOP", b"BRPOP", b"BZPOPMIN",
+    b"BZPOPMAX", b"BLMOVE", b"BRPOPLPUSH", b"BLMPOP", b"BZMPOP", b"WAIT", b"WAITAOF", b"XREAD",
+    b"XREADGROUP",
+];
+
+/// Cheap pre-filter, without allocating: is `name` one of [`CANDIDATES`]?
+fn could_be_refused(name: &[u8]) -> bool {
+    CANDIDATES.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
 /// True if `argv` is a blocking command whose timeout is 0 (wait forever).
 /// Argument positions follow the Redis command reference.
 fn blocking_forever(name: &str, argv: &[Vec<u8>]) -> bool {
@@ -95,7 +115,10 @@ mod tests {
         for cmd in ["select 1", "HELLO 3", "AUTH pw", "QUIT", "RESET", "MONITOR", "SUBSCRIBE ch",
             "psubscribe c*", "CLIENT REPLY OFF", "client tracking on", "BLPOP k 0",
             "BRPOP a b 0.0", "BLMOVE a b LEFT RIGHT 0", "BLMPOP 0 1 k LEFT", "BZMPOP 0 1 z MIN",
-            "WAIT 1 0", "XREAD COUNT 1 BLOCK 0 STREAMS s $", "XREADGROUP GROUP g c block 0 STREAMS s >"]
+            "WAIT 1 0", "XREAD COUNT 1 BLOCK 0 STREAMS s $", "XREADGROUP GROUP g c block 0 STREAMS s >",
+            "SSUBSCRIBE c", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE", "SYNC", "PSYNC ? -1",
+            "REPLCONF listening-port 1", "BZPOPMIN z 0", "BZPOPMAX z 0", "BRPOPLPUSH a b 0",
+            "WAITAOF 1 0 0"]
         {
             assert!(refusal(&argv(cmd), Mode::Pipeline).is_some(), "{cmd} should be refused");
         }
@@ -115,6 +138,8 @@ mod tests {
         assert!(refusal(&argv("MULTI"), Mode::Transaction).is_some());
         assert!(refusal(&argv("exec"), Mode::Transaction).is_some());
         assert!(refusal(&argv("WATCH k"), Mode::Transaction).is_some());
+        assert!(refusal(&argv("DISCARD"), Mode::Transaction).is_some());
+        assert!(refusal(&argv("unwatch"), Mode::Transaction).is_some());
         // BLPOP inside MULTI does not block.
         assert!(refusal(&argv("BLPOP k 0"), Mode::Transaction).is_none());
         assert!(refusal(&argv("SELECT 1"), Mode::Transaction).is_some());
