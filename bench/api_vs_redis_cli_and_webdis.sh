@@ -77,6 +77,8 @@ with open(f"{work}/cmds.txt", "w") as f:
     f.write("".join(f"{c[0]} {c[1]} {c[2]}\n" for c in cmds))
 with open(f"{work}/batch.json", "w") as f:
     json.dump({"commands": cmds, "mode": "pipeline", "batch_size": 1000}, f)
+with open(f"{work}/batch_errors.json", "w") as f:
+    json.dump({"commands": cmds, "mode": "pipeline", "batch_size": 1000, "results": "errors"}, f)
 PY
 "$PIPELAB" resp encode "$work/cmds.txt" >"$work/cmds.resp"
 
@@ -92,19 +94,20 @@ for _ in $(seq $RUNS); do
 done
 cli_us=$(printf '%s\n' "${cli_times[@]}" | median)
 
-api_times=()
-exec_times=()
-for _ in $(seq $RUNS); do
-  t0=$(now_ns)
-  curl -sf -H 'content-type: application/json' --data-binary "@$work/batch.json" \
-    "http://127.0.0.1:$APORT/api/v1/batch" -o "$work/report.json"
-  t1=$(now_ns)
-  api_times+=($(( (t1 - t0) / 1000 )))
-  exec_times+=($(python3 -c "import json,sys; s=json.load(open('$work/report.json'))['summary']; assert s['ok']==$N, s; print(s['total_us'])"))
-done
-api_us=$(printf '%s\n' "${api_times[@]}" | median)
-exec_us=$(printf '%s\n' "${exec_times[@]}" | median)
-report_bytes=$(stat -c %s "$work/report.json")
+api_run() { # body-file → "wall_us exec_us report_bytes" (medians / last)
+  local times=() execs=()
+  for _ in $(seq $RUNS); do
+    t0=$(now_ns)
+    curl -sf -H 'content-type: application/json' --data-binary "@$1" \
+      "http://127.0.0.1:$APORT/api/v1/batch" -o "$work/report.json"
+    t1=$(now_ns)
+    times+=($(( (t1 - t0) / 1000 )))
+    execs+=($(python3 -c "import json,sys; s=json.load(open('$work/report.json'))['summary']; assert s['ok']==$N, s; print(s['total_us'])"))
+  done
+  echo "$(printf '%s\n' "${times[@]}" | median) $(printf '%s\n' "${execs[@]}" | median) $(stat -c %s "$work/report.json")"
+}
+read -r api_us exec_us report_bytes < <(api_run "$work/batch.json")
+read -r apie_us exece_us reporte_bytes < <(api_run "$work/batch_errors.json")
 request_bytes=$(stat -c %s "$work/batch.json")
 
 # --- 2. one SET per request: wrk vs Webdis ---------------------------------
@@ -150,6 +153,7 @@ read -r p64_rps p64_p50 < <(wrk_run 64 "http://127.0.0.1:$APORT/api/v1/batch" "$
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 cli_rate=$(python3 -c "print(round($N / ($cli_us / 1e6)))")
 api_rate=$(python3 -c "print(round($N / ($api_us / 1e6)))")
+apie_rate=$(python3 -c "print(round($N / ($apie_us / 1e6)))")
 cat <<MD
 ## Results ($(date -u +%Y-%m-%d), $(nproc) cores, $(redis-server --version | awk '{print $3}'), wrk ${DURATION}s per run)
 
@@ -158,9 +162,10 @@ cat <<MD
 | client | wall time | SET/s | vs redis-cli |
 |---|---|---|---|
 | redis-cli --pipe | $(( cli_us / 1000 )) ms | $cli_rate | 1.00x |
-| POST /api/v1/batch (pipeline, batch_size 1000) | $(( api_us / 1000 )) ms | $api_rate | $(ratio "$cli_us" "$api_us")x |
+| POST /api/v1/batch (pipeline, batch_size 1000), every result | $(( api_us / 1000 )) ms | $api_rate | $(ratio "$cli_us" "$api_us")x |
+| same, \`"results": "errors"\` (summary only when all succeed) | $(( apie_us / 1000 )) ms | $apie_rate | $(ratio "$cli_us" "$apie_us")x |
 
-API detail: executor time (summary.total_us) $(( exec_us / 1000 )) ms; request $(( request_bytes / 1024 )) KiB of JSON, report $(( report_bytes / 1024 )) KiB of JSON.
+API detail: executor time (summary.total_us) $(( exec_us / 1000 )) ms and $(( exece_us / 1000 )) ms; request $(( request_bytes / 1024 )) KiB of JSON; report $(( report_bytes / 1024 )) KiB and $(( reporte_bytes / 1024 )) KiB of JSON.
 
 ### One SET per request (wrk)
 

@@ -77,6 +77,7 @@ fn cases() -> Vec<Case> {
             json!({"commands": (0..5).map(|_| json!(["PING"])).collect::<Vec<_>>(), "mode": "sequential", "simulated_rtt_ms": 1000}),
             400, "invalid_rtt", &["simulated_rtt_ms", "5 round trips", "batch timeout of 3000 ms"]),
         case("unknown on_error", B, json!({"commands": [["PING"]], "on_error": "explode"}), 400, "invalid_field", &["on_error", "stop"]),
+        case("unknown results filter", B, json!({"commands": [["PING"]], "results": "some"}), 400, "invalid_field", &["results", "errors"]),
         case("watch outside transaction", B, json!({"commands": [["PING"]], "watch": ["k"]}), 400, "invalid_field", &["watch", "transaction"]),
         case("watch number", B, json!({"commands": [["PING"]], "mode": "transaction", "watch": [1]}), 400, "invalid_argument", &["watch[0]"]),
         // --- refused commands

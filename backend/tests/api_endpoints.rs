@@ -67,6 +67,20 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
     assert_eq!(statuses(&res), ["error", "not_sent"]);
     assert_eq!(redis.cmd_str(&["EXISTS", "after"]), resp::Value::Integer(0));
 
+    // results: "errors" keeps only the non-ok results (with their index), "none" none.
+    let body = json!({"commands": [["SET", "s2", "x"], ["INCR", "s2"], ["GET", "s2"]], "results": "errors"});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["results"].as_array().unwrap().len(), 1);
+    assert_eq!(res["results"][0]["index"], 1);
+    assert_eq!(res["results"][0]["status"], "error");
+    assert_eq!((res["summary"]["ok"].as_u64(), res["summary"]["errors"].as_u64()), (Some(2), Some(1)));
+    let body = json!({"commands": [["SET", "s3", "x"], ["GET", "s3"]], "results": "none"});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["results"], json!([]));
+    assert_eq!(res["summary"]["ok"], 2);
+
     // simulated RTT: 4 sequential round trips of 20 ms take at least 80 ms.
     let body = json!({"commands": [["PING"], ["PING"], ["PING"], ["PING"]], "mode": "sequential", "simulated_rtt_ms": 20});
     let (status, res) = api.post("/api/v1/batch", &body).await;

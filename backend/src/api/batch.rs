@@ -13,7 +13,14 @@ use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
 use super::AppState;
-use pipelab::exec::Report;
+use pipelab::exec::{Report, Status};
+
+/// Which results a batch response carries.
+enum ResultsFilter {
+    All,
+    Errors,
+    None,
+}
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -45,6 +52,11 @@ pub struct BatchRequest {
     /// Keys to WATCH before MULTI (transaction mode only).
     #[schema(value_type = Option<Vec<schema::Arg>>)]
     pub watch: Option<Vec<ArgBytes>>,
+    /// Which per-command results to return: `all` (default), `errors` (only
+    /// those whose status is not `ok`, as `redis-cli --pipe` prints only
+    /// errors), or `none`. The summary always counts every command.
+    #[schema(value_type = Option<schema::ResultsFilter>)]
+    pub results: Option<String>,
 }
 
 /// Run a batch of commands.
@@ -73,6 +85,18 @@ pub async fn batch(
         Some(m) => validate::mode("mode", m)?,
         None => validate::DEFAULT_MODE,
     };
+    let keep = match req.results.as_deref() {
+        None | Some("all") => ResultsFilter::All,
+        Some("errors") => ResultsFilter::Errors,
+        Some("none") => ResultsFilter::None,
+        Some(other) => {
+            return Err(ApiError::field(
+                "invalid_field",
+                "results",
+                format!("unknown value {other:?}; expected \"all\", \"errors\" or \"none\""),
+            ))
+        }
+    };
     let fields = BatchFields {
         commands: req.commands,
         text: req.text,
@@ -83,5 +107,11 @@ pub async fn batch(
         watch: req.watch,
     };
     let batch = fields.prepare(&state.limits)?.into_batch(mode, &state.limits)?;
-    Ok(Json(run_batch(&state, &batch).await?))
+    let mut report = run_batch(&state, &batch).await?;
+    match keep {
+        ResultsFilter::All => {}
+        ResultsFilter::Errors => report.results.retain(|r| r.status != Status::Ok),
+        ResultsFilter::None => report.results.clear(),
+    }
+    Ok(Json(report))
 }

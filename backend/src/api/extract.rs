@@ -111,3 +111,29 @@ fn strip_position(err: &serde_json::Error) -> String {
         None => text,
     }
 }
+
+#[cfg(test)]
+mod timing {
+    /// Not a check: how long parsing a 100k-command batch takes
+    /// (`cargo test --release -p pipelab --bin pipelab parse_timing -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn parse_timing() {
+        let cmds: Vec<Vec<String>> =
+            (0..100_000).map(|i| vec!["SET".into(), format!("key:{i:06}"), format!("value:{i:06}")]).collect();
+        let body = serde_json::to_vec(&serde_json::json!({"commands": cmds, "mode": "pipeline"})).unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let req: super::super::batch::BatchRequest = super::parse_json(&body).unwrap();
+            let parsed = t.elapsed();
+            let limits = <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
+                &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x")).get_matches_from(["x"]),
+            )
+            .unwrap();
+            let t2 = std::time::Instant::now();
+            let fields = super::super::validate::BatchFields { commands: req.commands, ..Default::default() };
+            let batch = fields.prepare(&limits).unwrap().into_batch(pipelab::exec::Mode::Pipeline, &limits).unwrap();
+            eprintln!("parse {:?}, validate {:?} ({} commands)", parsed, t2.elapsed(), batch.commands.len());
+        }
+    }
+}

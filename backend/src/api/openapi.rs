@@ -20,7 +20,7 @@ use super::{batch, compare, error, info, schema, sweep};
     paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail,
-        schema::Arg, schema::ModeName, schema::OnErrorName, schema::Reply, schema::StatusName,
+        schema::Arg, schema::ModeName, schema::ResultsFilter, schema::OnErrorName, schema::Reply, schema::StatusName,
         schema::CommandResult, schema::Summary, schema::Transaction, schema::Rejected, schema::BatchResponse,
     )),
     tags(

@@ -43,6 +43,18 @@ pub enum OnErrorName {
     Stop,
 }
 
+/// Which per-command results a batch response carries.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultsFilter {
+    /// Every command's result (the default).
+    All,
+    /// Only results whose status is not ok (error, not_sent, unknown); each keeps its index.
+    Errors,
+    /// No per-command results; the summary still counts every command.
+    None,
+}
+
 /// One RESP2/RESP3 value as reply JSON (CONTRACT.md section 1).
 ///
 /// `type` is one of simple, error, integer, bulk, null, array, double,
