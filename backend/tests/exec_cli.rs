@@ -16,7 +16,8 @@ fn pipelab(args: &[&str], stdin: &[u8], env_url: Option<&str>) -> Output {
         cmd.env("REDIS_URL", u);
     }
     let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // The child may exit before reading (usage errors): a broken pipe is fine.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
     child.wait_with_output().unwrap()
 }
 
