@@ -1,0 +1,611 @@
+//! Incremental RESP2/RESP3 decoder.
+//!
+//! Decoding is two passes over the bytes of one top-level value: a *check*
+//! pass that validates the framing and finds where the value ends, then a
+//! *build* pass that allocates. The check pass never allocates from a length
+//! header (so `*2305843009213693954\r\n` costs nothing but an error or an
+//! "incomplete"), and it is resumable: its position and the stack of open
+//! aggregates survive an "incomplete" answer, so a value arriving in many
+//! chunks is not rescanned from its start. The build pass only runs on bytes
+//! already checked, and every aggregate it allocates has its elements present
+//! in the buffer.
+//!
+//! Number rules are those of Redis `string2ll` and hiredis `read.c`: `:+1`,
+//! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range.
+
+use crate::number::parse_i64;
+use crate::value::Value;
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Bounds on what the decoder accepts, so a hostile or broken peer cannot
+/// make it recurse or wait for gigabytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum nesting of aggregates (arrays, maps, sets, pushes,
+    /// attributes, streamed strings). Default 1024.
+    pub max_depth: usize,
+    /// Maximum length of one bulk string, blob error, verbatim string or
+    /// streamed-string chunk, in bytes. Default 512 MiB, Redis's
+    /// `proto-max-bulk-len` default.
+    pub max_bulk_len: u64,
+    /// Maximum element count of one aggregate (a map of N pairs counts N).
+    /// Default 2^32 − 1, hiredis's `REDIS_READER_MAX_ARRAY_ELEMENTS`.
+    pub max_aggregate_len: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_depth: 1024, max_bulk_len: 512 * 1024 * 1024, max_aggregate_len: u32::MAX as u64 }
+    }
+}
+
+/// Malformed input: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset, from the start of the buffer given to the decoder, of the
+    /// first byte that is wrong (for a bad header line: its type byte).
+    pub offset: usize,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte {}: {}", self.offset, self.message)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for DecodeError {}
+
+/// The answer for one call of [`Decoder::decode`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    /// A whole value, and how many bytes of the buffer it took.
+    Complete { value: Value, consumed: usize },
+    /// The buffer ends inside a value. `needed` is the number of further
+    /// bytes that are certainly required when the decoder knows it (inside a
+    /// bulk string), `None` when at least one more byte is.
+    Incomplete { needed: Option<usize> },
+}
+
+/// One open aggregate in the check pass.
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// Elements still expected (a map of N pairs expects 2N, attributes of N
+    /// pairs 2N + 1: the pairs and the value they belong to).
+    Counted { remaining: u64 },
+    /// `*?`, `~?`, `%?`: elements until `.`; `map` asks for an even count.
+    Streamed { map: bool, count: u64 },
+    /// `$?`: `;N` chunks until `;0`.
+    StreamedString,
+}
+
+/// Incremental decoder for one stream of RESP values.
+///
+/// Call [`decode`](Decoder::decode) with the bytes received so far. After
+/// `Incomplete`, call it again with the same bytes followed by more (the
+/// check pass resumes where it stopped). After `Complete { consumed }`, drop
+/// `consumed` bytes from the front before the next call. After an error the
+/// stream cannot be resynchronised: the decoder resets, and the caller should
+/// stop reading (as hiredis does).
+#[derive(Debug, Clone, Default)]
+pub struct Decoder {
+    limits: Limits,
+    /// Bytes of the current value already checked.
+    pos: usize,
+    /// Open aggregates of the current value; its length is bounded by
+    /// `limits.max_depth`, never by a length header.
+    stack: Vec<Frame>,
+}
+
+/// What [`decode_all`] found in a buffer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeAll {
+    /// Every complete value, in order.
+    pub values: Vec<Value>,
+    /// Bytes taken by `values`.
+    pub consumed: usize,
+    /// The first malformed value, if any (decoding stops there).
+    pub error: Option<DecodeError>,
+    /// True if the buffer ends inside a value.
+    pub incomplete: bool,
+}
+
+/// Decodes every value in `buf` with default limits (a convenience for
+/// whole buffers: CLI files, the page's RESP view, tests).
+pub fn decode_all(buf: &[u8]) -> DecodeAll {
+    let mut decoder = Decoder::new();
+    let mut out = DecodeAll { values: Vec::new(), consumed: 0, error: None, incomplete: false };
+    while out.consumed < buf.len() {
+        match decoder.decode(&buf[out.consumed..]) {
+            Ok(Decoded::Complete { value, consumed }) => {
+                out.values.push(value);
+                out.consumed += consumed;
+            }
+            Ok(Decoded::Incomplete { .. }) => {
+                out.incomplete = true;
+                break;
+            }
+            Err(mut e) => {
+                e.offset += out.consumed;
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The line that starts at `start` (type byte included), without its CRLF:
+/// `Some((line_end, next))` where `next` is the offset after the CRLF.
+#[inline]
+fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
+    let mut i = start + 1;
+    while i + 1 < buf.len() {
+        // Jump to the next CR; LF must follow it.
+        match buf[i..buf.len() - 1].iter().position(|&b| b == b'\r') {
+            None => return None,
+            Some(p) => {
+                i += p;
+                if buf[i + 1] == b'\n' {
+                    return Some((i, i + 2));
+                }
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+fn err(offset: usize, message: String) -> DecodeError {
+    DecodeError { offset, message }
+}
+
+fn show(bytes: &[u8]) -> String {
+    const MAX: usize = 40;
+    let mut s = String::with_capacity(bytes.len().min(MAX) + 2);
+    s.push('"');
+    for &b in bytes.iter().take(MAX) {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{:02x}", b)),
+        }
+    }
+    if bytes.len() > MAX {
+        s.push_str("...");
+    }
+    s.push('"');
+    s
+}
+
+fn type_name(t: u8) -> &'static str {
+    match t {
+        b'$' => "bulk string",
+        b'!' => "blob error",
+        b'=' => "verbatim string",
+        b'*' => "array",
+        b'%' => "map",
+        b'~' => "set",
+        b'>' => "push",
+        b'|' => "attribute",
+        b';' => "streamed string chunk",
+        _ => "value",
+    }
+}
+
+/// Parses a length header (`$`, `*`, …) strictly; `-1` is returned as `None`
+/// only where `allow_null`.
+fn parse_len(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
+    let n = parse_i64(line).ok_or_else(|| err(at, format!("invalid {} length {}", type_name(t), show(line))))?;
+    if n == -1 && allow_null {
+        return Ok(None);
+    }
+    if n < 0 {
+        return Err(err(at, format!("invalid {} length {} (must be >= 0{})", type_name(t), n, if allow_null { " or -1" } else { "" })));
+    }
+    let n = n as u64;
+    if n > max {
+        return Err(err(at, format!("{} length {} exceeds the limit of {} {}", type_name(t), n, max, what)));
+    }
+    if usize::try_from(n).is_err() {
+        return Err(err(at, format!("{} length {} does not fit this platform's address space", type_name(t), n)));
+    }
+    Ok(Some(n))
+}
+
+fn parse_double(line: &[u8]) -> Option<f64> {
+    // As hiredis: "inf", "-inf", "nan", "-nan" (any case), else a finite strtod value.
+    let s = core::str::from_utf8(line).ok()?;
+    if s.eq_ignore_ascii_case("inf") {
+        return Some(f64::INFINITY);
+    }
+    if s.eq_ignore_ascii_case("-inf") {
+        return Some(f64::NEG_INFINITY);
+    }
+    if s.eq_ignore_ascii_case("nan") || s.eq_ignore_ascii_case("-nan") {
+        return Some(f64::NAN);
+    }
+    // Only the plain decimal grammar: no spelled-out infinities, no spaces.
+    if !s.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+fn valid_big_number(line: &[u8]) -> bool {
+    let digits = line.strip_prefix(b"-").unwrap_or(line);
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+}
+
+impl Decoder {
+    /// A decoder with [`Limits::default`].
+    pub fn new() -> Self {
+        Self::with_limits(Limits::default())
+    }
+
+    /// A decoder with the given limits.
+    pub fn with_limits(limits: Limits) -> Self {
+        Decoder { limits, pos: 0, stack: Vec::new() }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Forgets a value under way (for a caller that changes buffers).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.stack.clear();
+    }
+
+    /// Decodes one value from the front of `buf`.
+    ///
+    /// Errors: [`DecodeError`] with the byte offset in `buf` of the first
+    /// bad byte; the decoder is reset.
+    pub fn decode(&mut self, buf: &[u8]) -> Result<Decoded, DecodeError> {
+        match self.check(buf) {
+            Ok(Some(end)) => {
+                self.reset();
+                let mut at = 0;
+                let value = build(&buf[..end], &mut at);
+                debug_assert_eq!(at, end);
+                Ok(Decoded::Complete { value, consumed: end })
+            }
+            Ok(None) => Ok(Decoded::Incomplete { needed: self.needed(buf) }),
+            Err(e) => {
+                self.reset();
+                Err(e)
+            }
+        }
+    }
+
+    /// Bytes certainly needed after an incomplete check, when known.
+    fn needed(&self, buf: &[u8]) -> Option<usize> {
+        // Only inside a bulk body is the count known; recompute it from the header at `pos`.
+        let start = self.pos;
+        let t = *buf.get(start)?;
+        if !matches!(t, b'$' | b'!' | b'=' | b';') {
+            return None;
+        }
+        let (line_end, next) = find_line(buf, start)?;
+        let n = parse_i64(&buf[start + 1..line_end])?;
+        let total = next.checked_add(usize::try_from(n).ok()?)?.checked_add(2)?;
+        total.checked_sub(buf.len()).filter(|&n| n > 0)
+    }
+
+    /// The check pass: `Ok(Some(end))` when a whole value ends at `end`,
+    /// `Ok(None)` when more bytes are needed.
+    fn check(&mut self, buf: &[u8]) -> Result<Option<usize>, DecodeError> {
+        if self.pos > buf.len() {
+            // The caller changed buffers: start over.
+            self.reset();
+        }
+        loop {
+            let start = self.pos;
+            if start >= buf.len() {
+                return Ok(None);
+            }
+            let in_streamed_string = matches!(self.stack.last(), Some(Frame::StreamedString));
+            let t = buf[start];
+            let Some((line_end, next)) = find_line(buf, start) else {
+                // Fail early on a bad type byte rather than waiting for a CRLF.
+                if !in_streamed_string && !is_type_byte(t) {
+                    return Err(self.bad_type(t, start));
+                }
+                return Ok(None);
+            };
+            let line = &buf[start + 1..line_end];
+
+            if in_streamed_string {
+                if t != b';' {
+                    return Err(err(start, format!("expected a streamed string chunk ';', found {}", show(&[t]))));
+                }
+                let n = parse_len(line, t, start, false, self.limits.max_bulk_len, "bytes")?.unwrap_or(0);
+                if n == 0 {
+                    self.pos = next;
+                    self.stack.pop();
+                    if let Some(end) = self.element_done() {
+                        return Ok(Some(end));
+                    }
+                    continue;
+                }
+                if !self.body_present(buf, next, n, t)? {
+                    return Ok(None);
+                }
+                self.pos = next + n as usize + 2;
+                continue;
+            }
+
+            match t {
+                b'+' | b'-' => {}
+                b':' => {
+                    if parse_i64(line).is_none() {
+                        return Err(err(start, format!("invalid integer {}", show(line))));
+                    }
+                }
+                b'_' => {
+                    if !line.is_empty() {
+                        return Err(err(start, format!("null '_' must be followed by CRLF, found {}", show(line))));
+                    }
+                }
+                b',' => {
+                    if parse_double(line).is_none() {
+                        return Err(err(start, format!("invalid double {}", show(line))));
+                    }
+                }
+                b'#' => {
+                    if line != b"t" && line != b"f" {
+                        return Err(err(start, format!("invalid boolean {} (expected t or f)", show(line))));
+                    }
+                }
+                b'(' => {
+                    if !valid_big_number(line) {
+                        return Err(err(start, format!("invalid big number {} (expected digits with an optional '-')", show(line))));
+                    }
+                }
+                b'$' | b'!' | b'=' => {
+                    if t == b'$' && line == b"?" {
+                        self.open(Frame::StreamedString, start)?;
+                        self.pos = next;
+                        continue;
+                    }
+                    let Some(n) = parse_len(line, t, start, t == b'$', self.limits.max_bulk_len, "bytes")? else {
+                        self.pos = next;
+                        if let Some(end) = self.element_done() {
+                            return Ok(Some(end));
+                        }
+                        continue;
+                    };
+                    if !self.body_present(buf, next, n, t)? {
+                        return Ok(None);
+                    }
+                    if t == b'=' && (n < 4 || buf[next + 3] != b':') {
+                        return Err(err(next, String::from("verbatim string must start with a 3-byte format and ':' (as \"txt:\")")));
+                    }
+                    self.pos = next + n as usize + 2;
+                    if let Some(end) = self.element_done() {
+                        return Ok(Some(end));
+                    }
+                    continue;
+                }
+                b'*' | b'~' | b'>' | b'%' | b'|' => {
+                    if line == b"?" && matches!(t, b'*' | b'~' | b'%') {
+                        self.open(Frame::Streamed { map: t == b'%', count: 0 }, start)?;
+                        self.pos = next;
+                        continue;
+                    }
+                    let Some(n) = parse_len(line, t, start, t == b'*', self.limits.max_aggregate_len, "elements")? else {
+                        self.pos = next;
+                        if let Some(end) = self.element_done() {
+                            return Ok(Some(end));
+                        }
+                        continue;
+                    };
+                    let remaining = match t {
+                        b'%' => n * 2,
+                        b'|' => n * 2 + 1,
+                        _ => n,
+                    };
+                    self.pos = next;
+                    if remaining == 0 {
+                        if let Some(end) = self.element_done() {
+                            return Ok(Some(end));
+                        }
+                    } else {
+                        self.open(Frame::Counted { remaining }, start)?;
+                    }
+                    continue;
+                }
+                b'.' => {
+                    let Some(Frame::Streamed { map, count }) = self.stack.last().copied() else {
+                        return Err(err(start, String::from("end of stream '.' outside a streamed aggregate")));
+                    };
+                    if !line.is_empty() {
+                        return Err(err(start, format!("end of stream '.' must be followed by CRLF, found {}", show(line))));
+                    }
+                    if map && count % 2 == 1 {
+                        return Err(err(start, String::from("streamed map ended after a key without its value")));
+                    }
+                    self.stack.pop();
+                }
+                b';' => return Err(err(start, String::from("streamed string chunk ';' outside a streamed string '$?'"))),
+                _ => return Err(self.bad_type(t, start)),
+            }
+            self.pos = next;
+            if let Some(end) = self.element_done() {
+                return Ok(Some(end));
+            }
+        }
+    }
+
+    fn bad_type(&self, t: u8, at: usize) -> DecodeError {
+        err(at, format!("invalid type byte {} (expected one of + - : $ * _ , # ! = ( % ~ | >)", show(&[t])))
+    }
+
+    /// Checks that the `n` bytes of a bulk body and their CRLF are present.
+    fn body_present(&self, buf: &[u8], body: usize, n: u64, t: u8) -> Result<bool, DecodeError> {
+        let n = n as usize; // fits: checked by parse_len
+        let Some(end) = body.checked_add(n).and_then(|e| e.checked_add(2)) else {
+            return Err(err(body, String::from("length overflows this platform's address space")));
+        };
+        if buf.len() < end {
+            return Ok(false);
+        }
+        if &buf[body + n..end] != b"\r\n" {
+            return Err(err(body + n, format!("{} of {} bytes is not followed by CRLF", type_name(t), n)));
+        }
+        Ok(true)
+    }
+
+    fn open(&mut self, frame: Frame, at: usize) -> Result<(), DecodeError> {
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(err(at, format!("nesting deeper than the limit of {} levels", self.limits.max_depth)));
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    /// Records that one element ended at `self.pos`; returns the end of the
+    /// top-level value when that completes it.
+    fn element_done(&mut self) -> Option<usize> {
+        loop {
+            match self.stack.last_mut() {
+                None => return Some(self.pos),
+                Some(Frame::Counted { remaining }) => {
+                    *remaining -= 1;
+                    if *remaining > 0 {
+                        return None;
+                    }
+                    self.stack.pop();
+                }
+                Some(Frame::Streamed { count, .. }) => {
+                    *count += 1;
+                    return None;
+                }
+                Some(Frame::StreamedString) => return None, // unreachable: chunks are not elements
+            }
+        }
+    }
+}
+
+fn is_type_byte(t: u8) -> bool {
+    matches!(t, b'+' | b'-' | b':' | b'$' | b'*' | b'_' | b',' | b'#' | b'!' | b'=' | b'(' | b'%' | b'~' | b'|' | b'>' | b'.' | b';')
+}
+
+/// The build pass over bytes the check pass accepted: it cannot fail, and
+/// falls back to harmless values rather than panicking should it ever be
+/// handed unchecked bytes.
+fn build(buf: &[u8], at: &mut usize) -> Value {
+    let start = *at;
+    let Some(&t) = buf.get(start) else { return Value::Null };
+    let Some((line_end, next)) = find_line(buf, start) else {
+        *at = buf.len();
+        return Value::Null;
+    };
+    let line = &buf[start + 1..line_end];
+    *at = next;
+    let len = || parse_i64(line).unwrap_or(0);
+    let mut body = |n: i64| -> Vec<u8> {
+        let n = (n.max(0) as usize).min(buf.len() - *at);
+        let v = buf[*at..*at + n].to_vec();
+        *at = (*at + n + 2).min(buf.len());
+        v
+    };
+    match t {
+        b'+' => Value::Simple(line.to_vec()),
+        b'-' => Value::Error(line.to_vec()),
+        b':' => Value::Integer(len()),
+        b'_' => Value::Null,
+        b',' => Value::Double(parse_double(line).unwrap_or(f64::NAN)),
+        b'#' => Value::Boolean(line == b"t"),
+        b'(' => Value::BigNumber(line.to_vec()),
+        b'$' if line == b"?" => {
+            let mut out = Vec::new();
+            while *at < buf.len() {
+                let Some((le, nx)) = find_line(buf, *at) else { break };
+                let n = parse_i64(&buf[*at + 1..le]).unwrap_or(0).max(0) as usize;
+                *at = nx;
+                if n == 0 {
+                    break;
+                }
+                let n = n.min(buf.len() - *at);
+                out.extend_from_slice(&buf[*at..*at + n]);
+                *at = (*at + n + 2).min(buf.len());
+            }
+            Value::Bulk(out)
+        }
+        b'$' => match len() {
+            -1 => Value::NullBulk,
+            n => Value::Bulk(body(n)),
+        },
+        b'!' => Value::BlobError(body(len())),
+        b'=' => {
+            let v = body(len());
+            let mut format = [0u8; 3];
+            for (f, b) in format.iter_mut().zip(&v) {
+                *f = *b;
+            }
+            Value::Verbatim { format, text: v.get(4..).unwrap_or_default().to_vec() }
+        }
+        b'*' | b'~' | b'%' if line == b"?" => {
+            let mut items = Vec::new();
+            while *at < buf.len() && buf[*at] != b'.' {
+                items.push(build(buf, at));
+            }
+            *at = (*at + 3).min(buf.len()); // ".\r\n"
+            match t {
+                b'*' => Value::Array(items),
+                b'~' => Value::Set(items),
+                _ => Value::Map(pairs(items)),
+            }
+        }
+        b'*' if line == b"-1" => Value::NullArray,
+        b'*' | b'~' | b'>' => {
+            // Safe capacity: every element takes at least 3 checked bytes.
+            let n = (len().max(0) as usize).min((buf.len() - *at) / 3);
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..len().max(0) {
+                items.push(build(buf, at));
+            }
+            match t {
+                b'*' => Value::Array(items),
+                b'~' => Value::Set(items),
+                _ => Value::Push(items),
+            }
+        }
+        b'%' | b'|' => {
+            let n = len().max(0) as usize;
+            let mut kv = Vec::with_capacity(n.min((buf.len() - *at) / 6));
+            for _ in 0..n {
+                let k = build(buf, at);
+                let v = build(buf, at);
+                kv.push((k, v));
+            }
+            if t == b'%' {
+                Value::Map(kv)
+            } else {
+                let value = build(buf, at);
+                Value::Attributed { attributes: kv, value: Box::new(value) }
+            }
+        }
+        _ => Value::Null,
+    }
+}
+
+fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, v));
+    }
+    out
+}
