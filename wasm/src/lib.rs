@@ -4,9 +4,6 @@
 //! here is the crossing into JavaScript: building JS objects, turning byte
 //! offsets into the UTF-16 positions an editor uses, and keeping integers that
 //! a JS number cannot hold exact (as `BigInt`).
-//!
-//! The one piece of logic that `resp` does not (yet) have is [`quote_arg`]:
-//! argv -> an inline line that `sdssplitargs` reads back to the same argv.
 
 use js_sys::{Array, BigInt, Object, Reflect, Uint32Array, Uint8Array, JSON};
 use resp::Value;
@@ -114,7 +111,7 @@ pub fn inline_to_resp(text: &str) -> Object {
 /// beyond ±(2^53 − 1) are `BigInt`, all others plain numbers.
 #[wasm_bindgen(js_name = decodeReplies)]
 pub fn decode_replies(bytes: &[u8]) -> Result<Object, JsError> {
-    let (values, consumed, error, incomplete) = resp::decode_all(bytes);
+    let resp::DecodeAll { values, consumed, error, incomplete } = resp::decode_all(bytes);
     let result = Object::new();
     set(&result, "values", values_to_js(&values)?);
     set(&result, "consumed", consumed as u32);
@@ -191,7 +188,7 @@ fn json_to_js(v: &serde_json::Value) -> JsValue {
 /// `respStart`, `respEnd` (byte offsets in `bytes`), `textStart`, `textEnd`
 /// (UTF-16 indices in `text`, line terminator excluded). On an error, the
 /// commands before it are still returned; `error.offset` is a byte offset in
-/// `bytes`, `line`/`column` 1-based. A stream that ends inside a command is
+/// `bytes`, `line` 1-based, `column` (1-based, characters) only for inline lines. A stream that ends inside a command is
 /// an error whose message says `incomplete`.
 #[wasm_bindgen(js_name = respToInline)]
 pub fn resp_to_inline(bytes: &[u8]) -> Object {
@@ -206,15 +203,11 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
         match reader.next(&bytes[pos..], true) {
             Ok(Some(req)) => {
                 let start = text_units;
-                let line_start = text.len();
-                for (i, arg) in req.argv.iter().enumerate() {
-                    if i > 0 {
-                        text.push(' ');
-                    }
-                    quote_arg(arg, &mut text);
-                }
-                text_units += utf16_len(&text[line_start..]);
-                spans.extend_from_slice(&[pos as u32, (pos + req.consumed) as u32, start, text_units]);
+                let line = resp::to_inline(&req.argv);
+                text_units += utf16_len(&line);
+                text.push_str(&line);
+                // `consumed` also covers blank lines before the request; `offset` is where it starts.
+                spans.extend_from_slice(&[req.offset as u32, (pos + req.consumed) as u32, start, text_units]);
                 text.push('\n');
                 text_units += 1;
                 commands += 1;
@@ -226,9 +219,11 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
             Ok(None) => break,
             Err(e) => {
                 let o = Object::new();
-                set(&o, "offset", (pos + e.offset) as u32);
+                set(&o, "offset", e.offset as u32);
                 set(&o, "line", e.line as u32);
-                set(&o, "column", e.column as u32);
+                if let Some(column) = e.column {
+                    set(&o, "column", column as u32);
+                }
                 set(&o, "message", e.message.as_str());
                 set(&result, "error", o);
                 break;
@@ -239,62 +234,6 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
     set(&result, "commands", commands);
     set(&result, "spans", Uint32Array::from(&spans[..]));
     result
-}
-
-/// Appends `arg` so that `sdssplitargs` (Redis src/sds.c) reads it back as
-/// the same bytes: bare when it is non-empty printable text without quotes
-/// or spaces, else in double quotes with the escapes `sdssplitargs` knows
-/// (`\\ \" \n \r \t \a \b \xHH`). Non-ASCII UTF-8 stays readable; bytes that
-/// are not UTF-8 become `\xHH`.
-fn quote_arg(arg: &[u8], out: &mut String) {
-    let bare = match std::str::from_utf8(arg) {
-        Ok(s) => !s.is_empty() && s.chars().all(|c| if c.is_ascii() { c.is_ascii_graphic() && c != '"' && c != '\'' } else { !c.is_control() && !c.is_whitespace() }),
-        Err(_) => false,
-    };
-    if bare {
-        out.push_str(std::str::from_utf8(arg).unwrap_or_default());
-        return;
-    }
-    out.push('"');
-    let mut rest = arg;
-    while !rest.is_empty() {
-        let (valid, bad) = match std::str::from_utf8(rest) {
-            Ok(s) => (s, &[][..]),
-            Err(e) => {
-                let (v, b) = rest.split_at(e.valid_up_to());
-                (std::str::from_utf8(v).unwrap_or_default(), b)
-            }
-        };
-        for c in valid.chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '"' => out.push_str("\\\""),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{7}' => out.push_str("\\a"),
-                '\u{8}' => out.push_str("\\b"),
-                c if c.is_ascii_graphic() || c == ' ' => out.push(c),
-                c if !c.is_ascii() && !c.is_control() => out.push(c),
-                c => push_hex(out, c as u8),
-            }
-        }
-        match bad.first() {
-            Some(&b) => {
-                push_hex(out, b);
-                rest = &bad[1..];
-            }
-            None => rest = &[],
-        }
-    }
-    out.push('"');
-}
-
-fn push_hex(out: &mut String, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push_str("\\x");
-    out.push(HEX[usize::from(b >> 4)] as char);
-    out.push(HEX[usize::from(b & 15)] as char);
 }
 
 /// One reply, given as reply JSON text (CONTRACT.md section 1), in the
