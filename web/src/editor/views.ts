@@ -59,7 +59,7 @@ class TextWidget extends WidgetType {
   }
 }
 
-const CRLF = Decoration.widget({ widget: new TextWidget('␍␊', 'cm-crlf', 'CR LF (\\r\\n): 2 bytes'), side: 1 });
+const CRLF = Decoration.widget({ widget: new TextWidget('\\r\\n', 'cm-crlf', 'CR LF: 2 bytes'), side: 1 });
 const activeLine = Decoration.line({ class: 'cm-activeCommand' });
 
 /** First command whose end is after `pos` (binary search on sorted `to`). */
@@ -224,7 +224,7 @@ export function createEditors(opts: {
         common('RESP bytes; each line ends with CR LF'),
         EditorState.lineSeparator.of('\r\n'),
         highlightSpecialChars({
-          addSpecial: /[\udc80-\udcff]/,
+          addSpecialChars: /[\udc80-\udcff]/,
           render: (code) => {
             const span = document.createElement('span');
             span.className = 'cm-rawByte';
