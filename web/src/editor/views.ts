@@ -44,7 +44,7 @@ class TextWidget extends WidgetType {
     super();
   }
   eq(other: TextWidget) {
-    return other.text === this.text && other.cls === this.cls;
+    return other.text === this.text && other.cls === this.cls && other.title === this.title;
   }
   toDOM() {
     const span = document.createElement('span');
@@ -90,14 +90,17 @@ function decorationsPlugin(showCrlf: boolean) {
     const map = view.state.field(mapField);
     const active = view.state.field(activeField);
     const marks: { pos: number; deco: Decoration }[] = [];
+    let crlfDone = 0; // last line marked: visible ranges may share a line
+    let cmdDone = 0; // first command not yet decorated
     for (const { from, to } of view.visibleRanges) {
       if (showCrlf) {
         for (let line = doc.lineAt(from); ; line = doc.line(line.number + 1)) {
-          if (line.number < doc.lines) marks.push({ pos: line.to, deco: CRLF });
+          if (line.number < doc.lines && line.number > crlfDone) marks.push({ pos: line.to, deco: CRLF });
+          crlfDone = Math.max(crlfDone, line.number);
           if (line.to >= to || line.number >= doc.lines) break;
         }
       }
-      for (let k = firstCommandAfter(map, from); k < map.from.length && map.from[k] <= to; k++) {
+      for (let k = Math.max(cmdDone, firstCommandAfter(map, from)); k < map.from.length && map.from[k] <= to; k++, cmdDone = k) {
         const last = doc.lineAt(Math.max(map.from[k], map.to[k] - (showCrlf ? 1 : 0)));
         const n = map.bytes[k];
         marks.push({
@@ -358,7 +361,8 @@ export function createEditors(opts: {
       // Keep the inline view as it was until the RESP parses again.
       const [pos] = bytesToPositions(respText, [r.error.offset]);
       const line = resp.state.doc.lineAt(Math.min(pos, resp.state.doc.length));
-      const message = `byte ${r.error.offset} (line ${r.error.line}, column ${r.error.column}): ${r.error.message}`;
+      const where = r.error.column === undefined ? `line ${r.error.line}` : `line ${r.error.line}, column ${r.error.column}`;
+      const message = `byte ${r.error.offset} (${where}): ${r.error.message}`;
       resp.dispatch(setDiagnostics(resp.state, [
         { from: pos, to: Math.min(pos + 1, line.to), severity: 'error', message },
       ]));

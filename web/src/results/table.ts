@@ -162,7 +162,7 @@ export class ResultsTable {
       toggle.addEventListener('click', () => {
         if (!raw.textContent) {
           const bytes = replyToResp(r.reply!);
-          raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n')}\n(${bytes.length} bytes)`;
+          raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
         }
         raw.hidden = !raw.hidden;
         toggle.textContent = raw.hidden ? 'Show raw RESP' : 'Hide raw RESP';
