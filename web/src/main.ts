@@ -7,7 +7,10 @@ import { createEditors, type BatchSnapshot } from './editor/views.js';
 import { ResultsTable } from './results/table.js';
 import { sample } from './samples.js';
 import { Timeline } from './timeline/timeline.js';
-import { loadWasm } from './wasm.js';
+import * as wasm from './wasm.js';
+import * as respText from './editor/respText.js';
+
+const { loadWasm } = wasm;
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -155,7 +158,7 @@ async function main() {
     extraKeys: runKeys,
   });
   // Expose for tests and the console.
-  (window as unknown as { pipelab: unknown }).pipelab = { editors, run };
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
 
   $<HTMLFormElement>('controls').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -176,8 +179,10 @@ async function main() {
   rtt.addEventListener('input', syncControls);
   for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
   $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
-    const text = sample((e.target as HTMLSelectElement).value);
+    const select = e.target as HTMLSelectElement;
+    const text = sample(select.value);
     if (text !== null) editors.setInline(text);
+    select.value = '';
   });
   syncControls();
 

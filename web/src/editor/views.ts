@@ -27,7 +27,12 @@ const mapField = StateField.define<CommandMap>({
   create: () => EMPTY_MAP,
   update(value, tr) {
     for (const e of tr.effects) if (e.is(setMap)) return e.value;
-    return value;
+    if (!tr.docChanged || value.from.length === 0) return value;
+    // Until the wasm pass re-derives the map (at once, or after a pause for
+    // big documents), keep the old commands where the edit moved them.
+    const from = value.from.map((p) => tr.changes.mapPos(p, 1));
+    const to = value.to.map((p, k) => Math.max(tr.changes.mapPos(p, -1), from[k]));
+    return { from, to, bytes: value.bytes };
   },
 });
 
@@ -100,7 +105,7 @@ function decorationsPlugin(showCrlf: boolean) {
           if (line.to >= to || line.number >= doc.lines) break;
         }
       }
-      for (let k = Math.max(cmdDone, firstCommandAfter(map, from)); k < map.from.length && map.from[k] <= to; k++, cmdDone = k) {
+      for (let k = Math.max(cmdDone, firstCommandAfter(map, from)); k < map.from.length && map.from[k] <= to && map.to[k] <= doc.length; k++, cmdDone = k) {
         const last = doc.lineAt(Math.max(map.from[k], map.to[k] - (showCrlf ? 1 : 0)));
         const n = map.bytes[k];
         marks.push({
