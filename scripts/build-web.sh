@@ -21,7 +21,7 @@ fi
 # codegen unit. Set through the environment so the workspace's release
 # profile (used by the native binary) stays as it is.
 log "cargo build pipelab-wasm (wasm32, release, opt-level s, LTO)"
-CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+CARGO_PROFILE_RELEASE_OPT_LEVEL=${PIPELAB_WASM_OPT_LEVEL:-s} CARGO_PROFILE_RELEASE_LTO=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
   cargo build -q --target wasm32-unknown-unknown --release -p pipelab-wasm
 wasm=target/wasm32-unknown-unknown/release/pipelab_wasm.wasm
 pkg=web/src/wasm-pkg
@@ -34,7 +34,7 @@ if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && command -v wasm-opt >/dev/null; then
   # rustc enables by default for wasm32-unknown-unknown; without them
   # wasm-opt rejects the module.
   opt=target/wasm-opt/pipelab_wasm.wasm
-  if wasm-opt -Os --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+  if wasm-opt -O${PIPELAB_WASM_OPT_LEVEL:-s} --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
       --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
       "$wasm" -o "$opt" 2>target/wasm-opt/log; then
     log "wasm-opt -Os: $(stat -c %s "$wasm") -> $(stat -c %s "$opt") bytes (before wasm-bindgen)"
