@@ -27,6 +27,14 @@ wasm=target/wasm32-unknown-unknown/release/pipelab_wasm.wasm
 pkg=web/src/wasm-pkg
 mkdir -p "$pkg" target/wasm-opt
 input=$wasm
+if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && ! command -v wasm-opt >/dev/null && command -v apt-get >/dev/null; then
+  # Optional: Debian's binaryen for wasm-opt (about 25% smaller module). A
+  # failed install only means an unoptimised module.
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  log "apt-get install binaryen (wasm-opt)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends binaryen >/dev/null 2>&1 \
+    || log "binaryen not installed; continuing without wasm-opt"
+fi
 if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && command -v wasm-opt >/dev/null; then
   # wasm-opt runs BEFORE wasm-bindgen: Debian's binaryen 108 run on
   # wasm-bindgen's output breaks its externref table ("WebAssembly.Table.set():

@@ -220,6 +220,21 @@ describe('runs against a real Redis', () => {
     assert.match(r[4].cls, /status-not_sent/);
   });
 
+  test('RESP3: HELLO 3 first, map replies in redis-cli format', async () => {
+    await setBatch('DEL e2e:h\nHSET e2e:h a 1\nHGETALL e2e:h');
+    await page.check('#resp3');
+    try {
+      await runWith({ mode: 'pipeline' });
+    } finally {
+      await page.uncheck('#resp3');
+    }
+    const r = await rows();
+    assert.equal(r[2].cells[2], '1# "a" => "1"');
+    await page.click('#results .rows .row[data-index="2"]');
+    await page.click('#detail button');
+    assert.match(await page.textContent('#detail .reply-raw'), /^%1\\r\\n/);
+  });
+
   test('10 000 commands: table stays virtual, timeline drawn, page responsive', async () => {
     await page.selectOption('#sample', 'set10000');
     assert.match(await page.textContent('#inline-status'), /10,000 commands/);
