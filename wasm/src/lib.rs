@@ -30,7 +30,11 @@ struct Utf16Cursor<'a> {
 
 impl<'a> Utf16Cursor<'a> {
     fn new(text: &'a str) -> Self {
-        Utf16Cursor { bytes: text.as_bytes(), byte: 0, units: 0 }
+        Utf16Cursor {
+            bytes: text.as_bytes(),
+            byte: 0,
+            units: 0,
+        }
     }
 
     /// UTF-16 index of byte offset `target` (clamped to the text length).
@@ -111,7 +115,12 @@ pub fn inline_to_resp(text: &str) -> Object {
 /// beyond ±(2^53 − 1) are `BigInt`, all others plain numbers.
 #[wasm_bindgen(js_name = decodeReplies)]
 pub fn decode_replies(bytes: &[u8]) -> Result<Object, JsError> {
-    let resp::DecodeAll { values, consumed, error, incomplete } = resp::decode_all(bytes);
+    let resp::DecodeAll {
+        values,
+        consumed,
+        error,
+        incomplete,
+    } = resp::decode_all(bytes);
     let mut tape = Tape::default();
     for v in &values {
         tape.push(v)?;
@@ -178,7 +187,13 @@ export function buildReplies(ops, nums, text, extra, count) {
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = buildReplies)]
-    fn build_replies(ops: &Uint32Array, nums: &Float64Array, text: &str, extra: &Array, count: u32) -> Array;
+    fn build_replies(
+        ops: &Uint32Array,
+        nums: &Float64Array,
+        text: &str,
+        extra: &Array,
+        count: u32,
+    ) -> Array;
 }
 
 #[derive(Default)]
@@ -194,9 +209,15 @@ struct Tape {
 impl Tape {
     /// Appends `b` to the text and its UTF-16 range to `ops`; false if not UTF-8.
     fn str(&mut self, b: &[u8]) -> bool {
-        let Ok(s) = std::str::from_utf8(b) else { return false };
+        let Ok(s) = std::str::from_utf8(b) else {
+            return false;
+        };
         let start = self.units;
-        self.units += if s.is_ascii() { s.len() as u32 } else { utf16_len(s) };
+        self.units += if s.is_ascii() {
+            s.len() as u32
+        } else {
+            utf16_len(s)
+        };
         self.text.push_str(s);
         self.ops.extend_from_slice(&[start, self.units]);
         true
@@ -227,23 +248,66 @@ impl Tape {
     fn try_push(&mut self, v: &Value) -> bool {
         let op = |t: &mut Self, code: u32| t.ops.push(code);
         match v {
-            Value::Simple(b) => { op(self, 0); self.str(b) }
-            Value::Error(b) => { op(self, 1); self.str(b) }
-            Value::Integer(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(i) => { op(self, 2); self.num(*i as f64); true }
-            Value::Bulk(b) => { op(self, 3); self.str(b) }
-            Value::Null | Value::NullBulk | Value::NullArray => { op(self, 4); true }
-            Value::Array(items) => { self.ops.extend_from_slice(&[5, items.len() as u32]); items.iter().all(|x| self.try_push(x)) }
-            Value::Double(d) => { op(self, 6); self.num(*d); true }
-            Value::Boolean(b) => { self.ops.extend_from_slice(&[7, u32::from(*b)]); true }
-            Value::BlobError(b) => { op(self, 8); self.str(b) }
-            Value::Verbatim { format, text } => { op(self, 9); self.str(format) && self.str(text) }
-            Value::BigNumber(b) => { op(self, 10); self.str(b) }
+            Value::Simple(b) => {
+                op(self, 0);
+                self.str(b)
+            }
+            Value::Error(b) => {
+                op(self, 1);
+                self.str(b)
+            }
+            Value::Integer(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(i) => {
+                op(self, 2);
+                self.num(*i as f64);
+                true
+            }
+            Value::Bulk(b) => {
+                op(self, 3);
+                self.str(b)
+            }
+            Value::Null | Value::NullBulk | Value::NullArray => {
+                op(self, 4);
+                true
+            }
+            Value::Array(items) => {
+                self.ops.extend_from_slice(&[5, items.len() as u32]);
+                items.iter().all(|x| self.try_push(x))
+            }
+            Value::Double(d) => {
+                op(self, 6);
+                self.num(*d);
+                true
+            }
+            Value::Boolean(b) => {
+                self.ops.extend_from_slice(&[7, u32::from(*b)]);
+                true
+            }
+            Value::BlobError(b) => {
+                op(self, 8);
+                self.str(b)
+            }
+            Value::Verbatim { format, text } => {
+                op(self, 9);
+                self.str(format) && self.str(text)
+            }
+            Value::BigNumber(b) => {
+                op(self, 10);
+                self.str(b)
+            }
             Value::Map(pairs) => {
                 self.ops.extend_from_slice(&[11, pairs.len() as u32]);
-                pairs.iter().all(|(k, x)| self.try_push(k) && self.try_push(x))
+                pairs
+                    .iter()
+                    .all(|(k, x)| self.try_push(k) && self.try_push(x))
             }
-            Value::Set(items) => { self.ops.extend_from_slice(&[12, items.len() as u32]); items.iter().all(|x| self.try_push(x)) }
-            Value::Push(items) => { self.ops.extend_from_slice(&[13, items.len() as u32]); items.iter().all(|x| self.try_push(x)) }
+            Value::Set(items) => {
+                self.ops.extend_from_slice(&[12, items.len() as u32]);
+                items.iter().all(|x| self.try_push(x))
+            }
+            Value::Push(items) => {
+                self.ops.extend_from_slice(&[13, items.len() as u32]);
+                items.iter().all(|x| self.try_push(x))
+            }
             Value::Integer(_) | Value::Attributed { .. } => false,
         }
     }
@@ -268,10 +332,14 @@ fn has_unsafe_integer(v: &Value) -> bool {
         Value::Array(items) | Value::Set(items) | Value::Push(items) => {
             items.iter().any(has_unsafe_integer)
         }
-        Value::Map(pairs) => pairs.iter().any(|(k, v)| has_unsafe_integer(k) || has_unsafe_integer(v)),
+        Value::Map(pairs) => pairs
+            .iter()
+            .any(|(k, v)| has_unsafe_integer(k) || has_unsafe_integer(v)),
         Value::Attributed { attributes, value } => {
             has_unsafe_integer(value)
-                || attributes.iter().any(|(k, v)| has_unsafe_integer(k) || has_unsafe_integer(v))
+                || attributes
+                    .iter()
+                    .any(|(k, v)| has_unsafe_integer(k) || has_unsafe_integer(v))
         }
         _ => false,
     }
@@ -330,7 +398,12 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
                 text_units += utf16_len(&line);
                 text.push_str(&line);
                 // `consumed` also covers blank lines before the request; `offset` is where it starts.
-                spans.extend_from_slice(&[req.offset as u32, (pos + req.consumed) as u32, start, text_units]);
+                spans.extend_from_slice(&[
+                    req.offset as u32,
+                    (pos + req.consumed) as u32,
+                    start,
+                    text_units,
+                ]);
                 text.push('\n');
                 text_units += 1;
                 commands += 1;
@@ -376,4 +449,3 @@ pub fn reply_to_resp(json: &str) -> Result<Uint8Array, JsError> {
     value.encode(&mut out);
     Ok(Uint8Array::from(&out[..]))
 }
-
