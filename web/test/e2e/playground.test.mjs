@@ -264,7 +264,34 @@ describe('runs against a real Redis', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
-  test('Redis killed: a banner says so, the editor still works', async () => {
+  test('Redis killed mid-batch: the command in flight is unknown, the rest not sent', async () => {
+    await setBatch(Array.from({ length: 40 }, (_, i) => `INCR e2e:slow:${i}`).join('\n'));
+    await page.check('input[name="mode"][value="sequential"]');
+    await page.fill('#rtt', '80');
+    await page.click('#run');
+    await page.waitForTimeout(1000); // about 12 of 40 round trips done
+    await redis.stop();
+    await page.waitForSelector('#summary dl, #summary .message.error', { timeout: 30000 });
+    await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 30000 });
+    const summary = await page.$$eval('#summary dl > div', (divs) => Object.fromEntries(divs.map((d) => [d.dataset.key, d.querySelector('dd').textContent])));
+    assert.ok(num(summary.ok) >= 1 && num(summary.ok) < 40, `ok ${summary.ok}`);
+    assert.equal(num(summary.ok) + num(summary.unknown) + num(summary.not_sent) + num(summary.errors), 40);
+    assert.equal(num(summary.unknown), 1, 'exactly the command in flight is unknown');
+    const all = await page.evaluate(() => {
+      const el = document.querySelector('#results');
+      el.scrollTop = 0;
+      return [...el.querySelectorAll('.rows .row')].map((r) => [Number(r.dataset.index), r.className, r.children[3].textContent]);
+    });
+    const unknown = all.find(([, , status]) => status === 'unknown');
+    assert.ok(unknown, 'the unknown row is rendered');
+    assert.match(unknown[1], /status-unknown/);
+    const notSent = all.filter(([, , status]) => status === 'not sent');
+    assert.ok(notSent.length > 0 && notSent.every(([, cls]) => /status-not_sent/.test(cls)));
+    await shot(page, 'e2e-09-redis-killed-mid-batch');
+    await page.fill('#rtt', '0');
+  });
+
+  test('Redis down: a banner says so, the editor still works', async () => {
     await redis.stop();
     await setBatch('PING');
     await page.click('#run');
@@ -273,14 +300,14 @@ describe('runs against a real Redis', () => {
     assert.match(await page.textContent('#summary'), /Run failed/);
     await typeInline('ECHO still-works');
     assert.equal(await respDoc(), '*2\r\n$4\r\nECHO\r\n$11\r\nstill-works\r\n');
-    await shot(page, 'e2e-09-redis-down');
+    await shot(page, 'e2e-10-redis-down');
   });
 
   test('API gone: the banner says the API is unreachable', async () => {
     await serve.stop();
     await page.click('#run');
     await page.waitForFunction(() => /API is unreachable/.test(document.querySelector('#banner')?.textContent ?? ''), null, { timeout: 15000 });
-    await shot(page, 'e2e-10-api-down');
+    await shot(page, 'e2e-11-api-down');
   });
 
   test('no uncaught errors in the page', () => {
