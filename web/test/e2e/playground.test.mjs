@@ -143,6 +143,12 @@ describe('editor (wasm, no backend needed)', () => {
     const message = await page.textContent('#resp-status .error-message');
     assert.match(message, /^byte 13 \(line 4\): invalid bulk length "x"$/);
     assert.equal(await inlineDoc(), 'GET k', 'the inline view keeps its text');
+    // Byte 13 is the `$` of `$x`, on line 4 of the RESP view.
+    const mark = await page.$('#resp-editor .cm-lintRange-error');
+    assert.ok(mark, 'an error underline is drawn');
+    assert.equal(await mark.textContent(), '$');
+    const line = await mark.evaluate((el) => [...el.closest('.cm-content').children].indexOf(el.closest('.cm-line')) + 1);
+    assert.equal(line, 4);
     await shot(page, 'e2e-03-resp-error');
   });
 });
