@@ -110,6 +110,29 @@ describe('editor (wasm, no backend needed)', () => {
     assert.equal(await inlineDoc(), 'SET user:1 "Ada Lovelace"\nINCR visits');
   });
 
+  test('typing RESP by keyboard in the RESP view (Enter is CR LF) adds a command to the inline view', async () => {
+    await setBatch('GET k');
+    await page.click('#resp-editor .cm-content');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('*1\n$4\nPING\n');
+    assert.equal(await respDoc(), '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n');
+    assert.equal(await inlineDoc(), 'GET k\nPING');
+    // Half-typed RESP is an error in the RESP view, and the inline view waits.
+    await page.keyboard.type('*1\n$4\nPI');
+    assert.match(await page.textContent('#resp-status .error-message'), /incomplete/);
+    assert.equal(await inlineDoc(), 'GET k\nPING');
+    await page.keyboard.type('NG\n');
+    assert.equal(await inlineDoc(), 'GET k\nPING\nPING');
+  });
+
+  test('the command under the cursor is highlighted in both views', async () => {
+    await setBatch('SET a 1\nGET a\nPING');
+    await page.click('#inline-editor .cm-line:nth-child(2)');
+    const lines = await page.$$eval('#resp-editor .cm-activeCommand', (ls) => ls.map((l) => l.textContent.replace(/\\r\\n.*$/, '')));
+    assert.deepEqual(lines, ['*2', '$3', 'GET', '$1', 'a']);
+    assert.equal(await page.$eval('#inline-editor .cm-activeCommand', (l) => l.textContent.replace(/\d+ B$/, '')), 'GET a');
+  });
+
   test('an unbalanced quote is underlined at its line and column, with the message', async () => {
     await typeInline('PING\nECHO "abc\nPING');
     const message = await page.textContent('#inline-status .error-message');
