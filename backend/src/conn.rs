@@ -477,7 +477,11 @@ impl Conn {
     pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, String> {
         let one_way = delay::one_way(settings.simulated_rtt_ms)?;
         let raw = connect_stream(target, settings.connect_timeout).await?;
-        let stream: Box<dyn Stream> = if one_way.is_zero() { raw } else { Box::new(delay::wrap(raw, one_way)) };
+        let stream: Box<dyn Stream> = if one_way.is_zero() {
+            raw
+        } else {
+            Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?)
+        };
         let mut conn = Conn {
             stream: Counted { inner: stream, syscalls: 0 },
             buf: vec![0; READ_CHUNK],
@@ -550,9 +554,15 @@ impl Conn {
     }
 
     /// Writes `bytes` as one write call (the kernel may split it, see
-    /// [`IoStats::write_syscalls`]) and returns when it completed.
+    /// [`IoStats::write_syscalls`]).
+    ///
+    /// Returns the instant the write was issued: a command counts as sent
+    /// from there. (Its completion is a poor clock: on a busy machine the
+    /// thread can be preempted by the very server it just woke, and then
+    /// "completed" comes after the reply.)
     pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
         self.stats.write_calls += 1;
+        let issued = Instant::now();
         let fut = async {
             self.stream.write_all(bytes).await?;
             self.stream.flush().await
@@ -560,7 +570,7 @@ impl Conn {
         match tokio::time::timeout(self.read_timeout, fut).await {
             Ok(Ok(())) => {
                 self.stats.bytes_sent += bytes.len() as u64;
-                Ok(Instant::now())
+                Ok(issued)
             }
             Ok(Err(e)) => Err(WriteError::Io(e)),
             Err(_) => Err(WriteError::Timeout(self.read_timeout.as_millis())),

@@ -88,7 +88,7 @@ pub struct CommandResult {
     /// The reply as reply JSON (CONTRACT.md section 1); absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<resp::Value>,
-    /// When the write that carried this command completed (µs from batch start).
+    /// When the write that carried this command was issued (µs from batch start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_us: Option<u64>,
     /// When this command's reply was fully read (µs from batch start).

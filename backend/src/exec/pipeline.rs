@@ -46,7 +46,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
                 break;
             }
         };
-        r.note_io(sent_at);
+        r.note_io(std::time::Instant::now());
         r.mark_sent(first + cur.count);
         let sent_us = r.us(sent_at);
         // A round trip: from here we wait for replies before writing more.

@@ -91,7 +91,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
             return;
         }
     };
-    r.note_io(sent_at);
+    r.note_io(Instant::now());
     r.mark_sent(first + n);
     let sent_us = r.us(sent_at);
     r.summary.round_trips += 1;
