@@ -1,9 +1,10 @@
 //! wasm-bindgen bindings over `resp` for the playground (CONTRACT.md section 4).
 //!
 //! Bindings only: every RESP, inline and display rule lives in `resp`. What is
-//! here is the crossing into JavaScript: building JS objects, turning byte
-//! offsets into the UTF-16 positions an editor uses, and keeping integers that
-//! a JS number cannot hold exact (as `BigInt`).
+//! here is the crossing into JavaScript: building JS objects (replies through
+//! a flat tape, see `Tape`), turning byte offsets into the UTF-16 positions an
+//! editor uses, and keeping integers that a JS number cannot hold exact (as
+//! `BigInt`).
 
 use js_sys::{Array, BigInt, Float64Array, Object, Reflect, Uint32Array, Uint8Array, JSON};
 use resp::Value;
