@@ -4,11 +4,14 @@
 # (scripts/setup.sh installs both); wasm-opt (Debian's binaryen) is optional.
 #
 #   PIPELAB_SKIP_PAGE=1   build only the wasm package (web/src/wasm-pkg)
+#   PIPELAB_SKIP_WASM=1   build only the page, from an existing web/src/wasm-pkg
+#                         (the Dockerfile's Node stage, which has no Rust)
 #   PIPELAB_NO_WASM_OPT=1 skip wasm-opt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[build-web] %s\n' "$*" >&2; }
 
+if [ "${PIPELAB_SKIP_WASM:-0}" != 1 ]; then
 # The generated JS glue must come from the same wasm-bindgen as the crate.
 want=$(awk '/^name = "wasm-bindgen"$/{getline; split($0, a, "\""); print a[2]; exit}' Cargo.lock)
 have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')
@@ -54,6 +57,8 @@ fi
 wasm-bindgen --target web --out-dir "$pkg" "$input"
 bg="$pkg/pipelab_wasm_bg.wasm"
 log "wasm: $(stat -c %s "$bg") bytes, $(gzip -9 -c "$bg" | wc -c) gzipped"
+fi
+[ -f web/src/wasm-pkg/pipelab_wasm.js ] || { log "web/src/wasm-pkg is missing: build it first (without PIPELAB_SKIP_WASM)"; exit 1; }
 
 [ "${PIPELAB_SKIP_PAGE:-0}" = 1 ] && exit 0
 cd web
