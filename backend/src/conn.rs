@@ -462,6 +462,9 @@ pub struct Conn {
     stats: IoStats,
     read_timeout: Duration,
     max_reply_bytes: Option<u64>,
+    /// When the last read returned: a reply completed by bytes already
+    /// buffered arrived then, not when it is decoded.
+    last_read_at: Instant,
     /// Out-of-band RESP3 push messages skipped (e.g. tracking invalidations).
     pub pushes_skipped: u64,
 }
@@ -491,7 +494,8 @@ impl Conn {
             stats: IoStats::default(),
             read_timeout: settings.read_timeout,
             max_reply_bytes: None,
-        pushes_skipped: 0,
+            last_read_at: Instant::now(),
+            pushes_skipped: 0,
         };
         conn.handshake(target, settings).await?;
         conn.reset_stats();
@@ -578,10 +582,10 @@ impl Conn {
     }
 
     /// Reads the next reply and the instant the read that completed it returned.
+    /// Replies are read in order, one per call: never skipped, never reordered.
     ///
     /// Out-of-band RESP3 push messages are skipped: they answer no command.
     pub async fn read_reply(&mut self) -> Result<(resp::Value, Instant), ReadError> {
-        let mut at = Instant::now();
         loop {
             if self.pos < self.filled {
                 match self.decoder.decode(&self.buf[self.pos..self.filled]) {
@@ -595,7 +599,7 @@ impl Conn {
                             self.pushes_skipped += 1;
                             continue;
                         }
-                        return Ok((value, at));
+                        return Ok((value, self.last_read_at));
                     }
                     Ok(resp::Decoded::Incomplete { needed }) => self.make_room(needed),
                     Err(e) => return Err(ReadError::Protocol(e.to_string())),
@@ -614,7 +618,7 @@ impl Conn {
                 Ok(Err(e)) => return Err(ReadError::Io(e)),
                 Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
             };
-            at = Instant::now();
+            self.last_read_at = Instant::now();
             self.filled += n;
             self.stats.bytes_received += n as u64;
         }

@@ -80,7 +80,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     };
     match plan.mode {
         Mode::Sequential => sequential::run(&mut r, plan.on_error).await,
-        Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error).await,
+        Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
         Mode::Transaction => transaction::run(&mut r, &plan.watch).await,
     }
     Ok(r.finish())

@@ -45,6 +45,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         return;
     }
     resp::encode_command(&[b"EXEC"], &mut body);
+    r.summary.batch_size = n;
 
     if !watch.is_empty() {
         let mut cmd = Vec::new();
