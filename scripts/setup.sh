@@ -8,6 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# `scripts/setup.sh --run`: only what building and running pipelab needs
+# (no browser, fuzzer or Python test libraries).
+if [ "${1:-}" = "--run" ]; then
+  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1
+fi
+
 WASM_BINDGEN_VERSION=0.2.130
 CARGO_FUZZ_VERSION=0.13.2
 
@@ -46,7 +52,7 @@ if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ] && ! cargo fuzz --version 2>/dev/null | gr
 fi
 
 # --- Python (differential tests against hiredis and redis-py) --------------
-if ! python3 -c 'import hiredis, redis' 2>/dev/null; then
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 2>/dev/null; then
   log "pip install hiredis redis"
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
