@@ -75,9 +75,16 @@ python3 - "$WORK/s1000.txt" <<'PY'
 import sys
 open(sys.argv[1], "w").write("".join(f"SET k:{i} {i}\n" for i in range(1000)))
 PY
-total_ms() { "$@" | sed -n 's/^time: \([0-9.]*\) ms.*/\1/p'; }
+REPS=3 # the tables below show the median of REPS runs
+median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+total_ms() { # median total time (ms) of REPS runs of a command
+  local xs=()
+  for _ in $(seq $REPS); do xs+=("$("$@" | sed -n 's/^time: \([0-9.]*\) ms.*/\1/p')"); done
+  median "${xs[@]}"
+}
 echo
-echo "# 1000 SETs, sequential vs pipeline (batch 1000), simulated RTT"
+echo "# load after the runs above: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# 1000 SETs, sequential vs pipeline (batch 1000), simulated RTT (median of $REPS runs)"
 echo "| added RTT (ms) | sequential (ms) | pipeline (ms) | speedup |"
 echo "|---|---|---|---|"
 for rtt in 0 0.2 0.5 1.2; do
@@ -91,9 +98,13 @@ python3 - "$WORK/s10k.txt" <<'PY'
 import sys
 open(sys.argv[1], "w").write("".join(f"SET k:{i} {i}\n" for i in range(10000)))
 PY
-cps() { "$@" | sed -n 's/^time: .* ms, \([0-9]*\) commands\/s/\1/p'; }
+cps() { # median commands/s of REPS runs
+  local xs=()
+  for _ in $(seq $REPS); do xs+=("$("$@" | sed -n 's/^time: .* ms, \([0-9]*\) commands\/s/\1/p')"); done
+  median "${xs[@]}" | cut -d. -f1
+}
 echo
-echo "# 10000 SETs in pipeline mode: commands/s by batch size"
+echo "# 10000 SETs in pipeline mode: commands/s by batch size (median of $REPS runs)"
 echo "| batch size | RTT 0 (loopback) | RTT 0.5 ms | round trips |"
 echo "|---|---|---|---|"
 for bs in 1 10 100 1000 10000; do
@@ -103,6 +114,8 @@ for bs in 1 10 100 1000 10000; do
 done
 
 # --- accuracy of the added RTT (sequential PING latency) ---------------------
+# Medians of per-command latency, so a stall of the (shared) machine does not
+# swamp the figure; the totals above include such stalls.
 echo
 echo "# Sequential PING latency (median of 500 reply_us - sent_us), added RTT"
 echo "| added RTT (ms) | measured (µs) | loopback + RTT (µs) | error |"

@@ -390,7 +390,9 @@ pub struct ConnSettings {
 pub struct IoStats {
     /// Calls of [`Conn::write`]: one per command (sequential) or chunk (pipeline).
     pub write_calls: u64,
-    /// `write` system calls on the socket those took (a large chunk may need several).
+    /// `write` system calls on the socket those took (a large chunk may need
+    /// several). Behind the delay line: writes into the line, which takes
+    /// each write whole.
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
