@@ -396,6 +396,9 @@ pub struct IoStats {
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages received and set aside: out-of-band data (e.g.
+    /// client-side caching invalidations) that answers no command.
+    pub pushes: u64,
 }
 
 /// Why a reply could not be read. The connection must be dropped after any of these.
@@ -467,8 +470,6 @@ pub struct Conn {
     /// When the last read returned: a reply completed by bytes already
     /// buffered arrived then, not when it is decoded.
     last_read_at: Instant,
-    /// Out-of-band RESP3 push messages skipped (e.g. tracking invalidations).
-    pub pushes_skipped: u64,
 }
 
 impl Conn {
@@ -497,7 +498,6 @@ impl Conn {
             read_timeout: settings.read_timeout,
             max_reply_bytes: None,
             last_read_at: Instant::now(),
-            pushes_skipped: 0,
         };
         conn.handshake(target, settings).await?;
         conn.reset_stats();
@@ -598,7 +598,7 @@ impl Conn {
                             self.filled = 0;
                         }
                         if matches!(value, resp::Value::Push(_)) {
-                            self.pushes_skipped += 1;
+                            self.stats.pushes += 1;
                             continue;
                         }
                         return Ok((value, self.last_read_at));

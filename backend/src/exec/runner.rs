@@ -184,11 +184,13 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
             self.summary.write_syscalls = io.write_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
+            self.summary.pushes = io.pushes;
         } else if let Some(io) = self.last_stats {
             self.summary.write_calls = io.write_calls;
             self.summary.write_syscalls = io.write_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
+            self.summary.pushes = io.pushes;
         }
         self.summary.commands = self.emitted;
         self.summary.total_us = self.us(self.last_io);
