@@ -30,6 +30,9 @@ fi
 if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
   [ -x /usr/bin/chromium ] || apt_missing+=(chromium)
 fi
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ]; then
+  command -v openssl >/dev/null || apt_missing+=(openssl)   # certificates for the TLS tests
+fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
   log "apt-get install ${apt_missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
