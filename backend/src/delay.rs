@@ -1,31 +1,45 @@
 //! The simulated-RTT delay line, shared by batches (`simulated_rtt_ms`) and
 //! `pipelab proxy`.
 //!
-//! It sits between two byte streams and holds every chunk it reads for
-//! RTT/2 before writing it on, in each direction. Chunks are stamped when
-//! they are read and released in order at their own deadline, so pipelined
-//! bytes are delayed, never throttled: a 1000-command chunk costs one RTT,
-//! not 1000 (a sleep per read would cost one per read call).
+//! [`DelayedStream`] stands in front of a real stream and holds every chunk
+//! of bytes for RTT/2 in each direction. Chunks are stamped when they are
+//! produced (when the client writes them, when the server's bytes are read
+//! off the socket) and released in order at their own deadline, so
+//! pipelined bytes are delayed, never throttled: a 1000-command chunk costs
+//! one RTT, not 1000 (a sleep per read would cost one per read call).
 //!
-//! Why a precise wait: tokio's timer has 1 ms granularity (and rounds up), so
-//! a 0.1 ms one-way delay cannot be a `sleep`. [`wait_until`] sleeps until
-//! ~2 ms before the deadline, then yields in a loop until it is reached.
+//! Why stamp at the producer and wait at the consumer: every task hand-off
+//! costs a thread wake-up (tens of µs on a busy machine). Here the hand-offs
+//! happen early, inside the held time, and the final wait is a spin by the
+//! party that acts at the deadline (the task writing to the socket; the
+//! reader of the stream), so the added latency is RTT/2 each way, not
+//! RTT/2 plus scheduling noise.
+//!
+//! Why not `tokio::time::sleep`: its 1 ms granularity (rounded up) cannot
+//! hold 0.1 ms. Waits use [`timer::Timer`]: a timerfd until 60 µs before the
+//! deadline, then re-polling.
+
+mod timer;
 
 use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::mpsc;
 
-/// Bytes read per chunk (one read call on the source side).
-const CHUNK_BYTES: usize = 64 * 1024;
-/// Chunks in flight per direction; bounds memory at 64 MiB per direction.
-/// Only reached when more than that is in flight within one RTT/2.
-const QUEUE_CHUNKS: usize = 1024;
-/// Below this remaining time the wait spins instead of using tokio's timer.
-const SPIN_BELOW: Duration = Duration::from_micros(2000);
-/// Buffer of the in-process pipe between the executor and the line.
-const DUPLEX_BYTES: usize = 256 * 1024;
+pub use timer::Timer;
+
+/// Bytes read from the socket per read call.
+const READ_BYTES: usize = 64 * 1024;
+/// Chunks from the server held at once; then reading the socket pauses
+/// (TCP backpressure), which only happens if the client stops reading.
+const DOWN_CHUNKS: usize = 1024;
+/// Bytes from the client held at once; then its writes wait.
+const UP_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest simulated RTT accepted, in ms (CONTRACT: 0 to 1000).
 pub const MAX_RTT_MS: f64 = 1000.0;
@@ -40,111 +54,221 @@ pub fn one_way(rtt_ms: f64) -> Result<Duration, String> {
     Ok(Duration::from_nanos((rtt_ms * 1_000_000.0 / 2.0).round() as u64))
 }
 
-/// Waits until `deadline` with µs precision: tokio's timer for all but the
-/// last [`SPIN_BELOW`], then a yield loop (other tasks keep running).
-pub async fn wait_until(deadline: Instant) {
-    let now = Instant::now();
-    if deadline <= now {
-        return;
-    }
-    if deadline - now > SPIN_BELOW {
-        tokio::time::sleep_until((deadline - SPIN_BELOW).into()).await;
-    }
-    while Instant::now() < deadline {
-        tokio::task::yield_now().await;
-    }
+/// What travels through the line.
+enum Data {
+    Bytes(Vec<u8>),
+    /// End of stream (shutdown of the sending side).
+    Eof,
+    /// The socket failed; delivered to the reader in order.
+    Error(io::ErrorKind, String),
 }
 
-/// Puts `upstream` behind a delay line of `one_way` in each direction and
-/// returns the near end: what is written to it reaches `upstream` `one_way`
-/// later, and what `upstream` sends arrives `one_way` later.
-///
-/// The line runs in a spawned task; dropping the returned stream ends it and
-/// closes `upstream` (no leak when a batch is cancelled). Must be called
-/// within a tokio runtime.
-pub fn wrap<S>(upstream: S, one_way: Duration) -> DuplexStream
-where
-    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-{
-    let (near, line_end) = tokio::io::duplex(DUPLEX_BYTES);
-    tokio::spawn(async move {
-        let _ = run(line_end, upstream, one_way).await;
-    });
-    near
-}
-
-/// Relays bytes both ways between `a` and `b`, each chunk held `one_way`.
-///
-/// An end-of-stream is delayed like data, then forwarded as a write shutdown.
-/// Returns when both directions have ended, or at the first I/O error (then
-/// both streams are dropped, which closes them).
-pub async fn run<A, B>(a: A, b: B, one_way: Duration) -> io::Result<()>
-where
-    A: AsyncRead + AsyncWrite + Send + Unpin,
-    B: AsyncRead + AsyncWrite + Send + Unpin,
-{
-    let (a_read, a_write) = tokio::io::split(a);
-    let (b_read, b_write) = tokio::io::split(b);
-    let (up_tx, up_rx) = mpsc::channel(QUEUE_CHUNKS);
-    let (down_tx, down_rx) = mpsc::channel(QUEUE_CHUNKS);
-    tokio::try_join!(
-        ingress(a_read, up_tx, one_way),
-        egress(up_rx, b_write),
-        ingress(b_read, down_tx, one_way),
-        egress(down_rx, a_write),
-    )?;
-    Ok(())
-}
-
-/// A chunk read at `deadline - one_way`; `None` is end-of-stream.
 struct Chunk {
+    /// When it may leave the line.
     deadline: Instant,
-    data: Option<Vec<u8>>,
+    data: Data,
 }
 
-/// Reads as fast as bytes come and stamps each chunk with its release time.
-async fn ingress<R: AsyncRead + Unpin>(
-    mut r: R,
-    tx: mpsc::Sender<Chunk>,
+/// Backpressure for the client's writes (bytes queued, and a writer waiting).
+#[derive(Default)]
+struct UpQueue {
+    bytes: AtomicUsize,
+    waiting: Mutex<Option<Waker>>,
+}
+
+/// A stream in front of `upstream` that adds `one_way` in each direction.
+///
+/// Writes are accepted at once (as a kernel buffer would) and reach the
+/// upstream `one_way` later; what the upstream sends can be read `one_way`
+/// after it arrived. Dropping it ends the line and closes the upstream, even
+/// while the upstream is silent (a cancelled batch does not leak its socket).
+pub struct DelayedStream {
+    up: mpsc::UnboundedSender<Chunk>,
+    up_queue: Arc<UpQueue>,
+    shut: bool,
+    down: mpsc::Receiver<Chunk>,
+    /// Received but not yet due.
+    pending: Option<Chunk>,
+    /// Due bytes being handed out, and how many were.
+    current: Option<(Vec<u8>, usize)>,
+    timer: Timer,
+    eof: bool,
     one_way: Duration,
-) -> io::Result<()> {
-    loop {
-        let mut buf = vec![0u8; CHUNK_BYTES];
-        let n = r.read(&mut buf).await?;
-        let deadline = Instant::now() + one_way;
-        let data = if n == 0 {
-            None
-        } else {
-            buf.truncate(n);
-            Some(buf)
-        };
-        let eof = data.is_none();
-        if tx.send(Chunk { deadline, data }).await.is_err() {
-            // The egress side failed; its error ends the line.
-            return Ok(());
-        }
-        if eof {
-            return Ok(());
+}
+
+/// Puts `upstream` behind the delay line (spawns its two socket tasks).
+/// Must be called within a tokio runtime. Errors only if no timer can be
+/// created (out of file descriptors).
+pub fn wrap<S>(upstream: S, one_way: Duration) -> io::Result<DelayedStream>
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let timer = Timer::new()?;
+    let up_timer = Timer::new()?;
+    let (r, w) = tokio::io::split(upstream);
+    let (up_tx, up_rx) = mpsc::unbounded_channel();
+    let (down_tx, down_rx) = mpsc::channel(DOWN_CHUNKS);
+    let up_queue = Arc::new(UpQueue::default());
+    tokio::spawn(uplink(up_rx, w, down_tx.clone(), up_queue.clone(), up_timer));
+    tokio::spawn(downlink(r, down_tx, one_way));
+    Ok(DelayedStream { up: up_tx, up_queue, shut: false, down: down_rx, pending: None, current: None, timer, eof: false, one_way })
+}
+
+/// Writes each client chunk to the socket at its deadline, in order.
+async fn uplink<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::UnboundedReceiver<Chunk>,
+    mut w: W,
+    errors: mpsc::Sender<Chunk>,
+    queue: Arc<UpQueue>,
+    mut timer: Timer,
+) {
+    while let Some(chunk) = rx.recv().await {
+        timer.wait_until(chunk.deadline).await;
+        match chunk.data {
+            Data::Bytes(bytes) => {
+                let res = async {
+                    w.write_all(&bytes).await?;
+                    w.flush().await
+                }
+                .await;
+                queue.bytes.fetch_sub(bytes.len(), Ordering::AcqRel);
+                if let Some(waker) = queue.waiting.lock().unwrap().take() {
+                    waker.wake();
+                }
+                if let Err(e) = res {
+                    // The reader learns of it in order, after what was already received.
+                    let _ = errors.try_send(Chunk { deadline: Instant::now(), data: Data::Error(e.kind(), e.to_string()) });
+                    return;
+                }
+            }
+            Data::Eof => {
+                let _ = w.shutdown().await;
+                return;
+            }
+            Data::Error(..) => return,
         }
     }
 }
 
-/// Writes each chunk at its deadline, in order.
-async fn egress<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Chunk>, mut w: W) -> io::Result<()> {
-    while let Some(chunk) = rx.recv().await {
-        wait_until(chunk.deadline).await;
-        match chunk.data {
-            Some(data) => {
-                w.write_all(&data).await?;
-                w.flush().await?;
+/// Reads the socket as fast as bytes come and stamps each chunk with its release time.
+async fn downlink<R: AsyncRead + Unpin>(mut r: R, tx: mpsc::Sender<Chunk>, one_way: Duration) {
+    let mut buf = vec![0u8; READ_BYTES];
+    loop {
+        let res = tokio::select! {
+            res = r.read(&mut buf) => res,
+            // The DelayedStream was dropped: stop, which closes the socket.
+            _ = tx.closed() => return,
+        };
+        let deadline = Instant::now() + one_way;
+        let data = match res {
+            Ok(0) => Data::Eof,
+            Ok(n) => Data::Bytes(buf[..n].to_vec()),
+            Err(e) => Data::Error(e.kind(), e.to_string()),
+        };
+        let end = !matches!(data, Data::Bytes(_));
+        if tx.send(Chunk { deadline, data }).await.is_err() || end {
+            return;
+        }
+    }
+}
+
+impl DelayedStream {
+    /// The one-way delay this line adds.
+    pub fn one_way(&self) -> Duration {
+        self.one_way
+    }
+
+}
+
+impl AsyncRead for DelayedStream {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if let Some((bytes, done)) = &mut this.current {
+                let n = (bytes.len() - *done).min(buf.remaining());
+                buf.put_slice(&bytes[*done..*done + n]);
+                *done += n;
+                if *done == bytes.len() {
+                    this.current = None;
+                }
+                return Poll::Ready(Ok(()));
             }
-            None => {
-                // The peer may already be gone; that is not an error here.
-                let _ = w.shutdown().await;
-                return Ok(());
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            let chunk = match this.pending.take() {
+                Some(c) => c,
+                None => match this.down.poll_recv(cx) {
+                    Poll::Ready(Some(c)) => c,
+                    Poll::Ready(None) => {
+                        this.eof = true;
+                        continue;
+                    }
+                    Poll::Pending => return Poll::Pending,
+                },
+            };
+            let deadline = chunk.deadline;
+            this.pending = Some(chunk);
+            if this.timer.poll_until(cx, deadline).is_pending() {
+                return Poll::Pending;
+            }
+            match this.pending.take().map(|c| c.data) {
+                Some(Data::Bytes(b)) => this.current = Some((b, 0)),
+                Some(Data::Eof) | None => this.eof = true,
+                Some(Data::Error(kind, msg)) => {
+                    this.eof = true;
+                    return Poll::Ready(Err(io::Error::new(kind, msg)));
+                }
             }
         }
     }
+}
+
+impl AsyncWrite for DelayedStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.shut {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "write after shutdown")));
+        }
+        let queued = self.up_queue.bytes.load(Ordering::Acquire);
+        if queued > 0 && queued + buf.len() > UP_BYTES {
+            *self.up_queue.waiting.lock().unwrap() = Some(cx.waker().clone());
+            // Re-check: the uplink may have drained in between.
+            if self.up_queue.bytes.load(Ordering::Acquire) == queued {
+                return Poll::Pending;
+            }
+        }
+        let chunk = Chunk { deadline: Instant::now() + self.one_way, data: Data::Bytes(buf.to_vec()) };
+        self.up_queue.bytes.fetch_add(buf.len(), Ordering::AcqRel);
+        match self.up.send(chunk) {
+            Ok(()) => Poll::Ready(Ok(buf.len())),
+            Err(_) => Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection behind the delay line failed"))),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Bytes in the line are "on the wire": nothing to flush.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.shut {
+            self.shut = true;
+            let _ = self.up.send(Chunk { deadline: Instant::now() + self.one_way, data: Data::Eof });
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Relays bytes both ways between a client and an upstream, adding
+/// `one_way` in each direction (`pipelab proxy`). Returns when both
+/// directions have ended, or at the first I/O error.
+pub async fn relay<A, B>(mut client: A, upstream: B, one_way: Duration) -> io::Result<()>
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let mut line = wrap(upstream, one_way)?;
+    tokio::io::copy_bidirectional(&mut client, &mut line).await?;
     Ok(())
 }
 
@@ -175,7 +299,7 @@ mod tests {
                 echo.write_all(&buf[..n]).await.unwrap();
             }
         });
-        let mut near = wrap(far, one_way(2.0).unwrap());
+        let mut near = wrap(far, one_way(2.0).unwrap()).unwrap();
         let t = Instant::now();
         near.write_all(b"ping").await.unwrap();
         let mut got = [0u8; 4];

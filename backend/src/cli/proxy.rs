@@ -69,7 +69,7 @@ pub async fn main(args: Args) -> ExitCode {
         tokio::spawn(async move {
             match connect_stream(&upstream, connect_timeout).await {
                 Ok(server) => {
-                    if let Err(e) = delay::run(client, server, one_way).await {
+                    if let Err(e) = delay::relay(client, server, one_way).await {
                         eprintln!("pipelab proxy: {peer}: {e}");
                     }
                 }

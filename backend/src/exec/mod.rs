@@ -88,7 +88,7 @@ pub struct CommandResult {
     /// The reply as reply JSON (CONTRACT.md section 1); absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<resp::Value>,
-    /// When the write that carried this command completed (µs from batch start).
+    /// When the write that carried this command was issued (µs from batch start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_us: Option<u64>,
     /// When this command's reply was fully read (µs from batch start).
@@ -114,6 +114,10 @@ pub struct Summary {
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages received (out-of-band, e.g. invalidations): not
+    /// replies, so not assigned to any command. Omitted from JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pushes: u64,
     /// Wall time of the whole batch in µs (connection handshake excluded).
     pub total_us: u64,
     /// `commands / total_us`, in commands per second.
@@ -123,6 +127,10 @@ pub struct Summary {
     pub batch_size: usize,
     /// Replies were read as RESP3 (`HELLO 3`).
     pub resp3: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Outcome of a transaction as a whole.
