@@ -37,7 +37,11 @@ pub enum EmbeddedError {
     #[error("could not start {bin}: {source}")]
     Spawn { bin: String, source: io::Error },
     #[error("{bin} exited at start ({status}); its log ends with:\n{log}")]
-    Exited { bin: String, status: String, log: String },
+    Exited {
+        bin: String,
+        status: String,
+        log: String,
+    },
     #[error("{bin} did not accept connections within {secs} s; its log ends with:\n{log}")]
     Timeout { bin: String, secs: u64, log: String },
 }
@@ -53,7 +57,10 @@ impl EmbeddedRedis {
         let dir = tempfile::Builder::new()
             .prefix("pipelab-redis-")
             .tempdir()
-            .map_err(|source| EmbeddedError::Spawn { bin: bin.into(), source })?;
+            .map_err(|source| EmbeddedError::Spawn {
+                bin: bin.into(),
+                source,
+            })?;
         let socket = dir.path().join("redis.sock");
         let log = dir.path().join("redis.log");
         let mut cmd = Command::new(bin);
@@ -91,9 +98,16 @@ impl EmbeddedRedis {
         }
         let child = cmd.spawn().map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => EmbeddedError::NotFound { bin: bin.into() },
-            _ => EmbeddedError::Spawn { bin: bin.into(), source },
+            _ => EmbeddedError::Spawn {
+                bin: bin.into(),
+                source,
+            },
         })?;
-        let mut me = EmbeddedRedis { child: Some(child), dir, socket };
+        let mut me = EmbeddedRedis {
+            child: Some(child),
+            dir,
+            socket,
+        };
         me.wait_ready(bin, &log)?;
         Ok(me)
     }
@@ -115,15 +129,27 @@ impl EmbeddedRedis {
     fn wait_ready(&mut self, bin: &str, log: &Path) -> Result<(), EmbeddedError> {
         let start = Instant::now();
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 self.child = None;
-                return Err(EmbeddedError::Exited { bin: bin.into(), status: status.to_string(), log: log_tail(log) });
+                return Err(EmbeddedError::Exited {
+                    bin: bin.into(),
+                    status: status.to_string(),
+                    log: log_tail(log),
+                });
             }
             if ping(&self.socket) {
                 return Ok(());
             }
             if start.elapsed() > START_TIMEOUT {
-                return Err(EmbeddedError::Timeout { bin: bin.into(), secs: START_TIMEOUT.as_secs(), log: log_tail(log) });
+                return Err(EmbeddedError::Timeout {
+                    bin: bin.into(),
+                    secs: START_TIMEOUT.as_secs(),
+                    log: log_tail(log),
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -135,7 +161,9 @@ impl EmbeddedRedis {
     }
 
     fn terminate(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
@@ -162,7 +190,9 @@ impl Drop for EmbeddedRedis {
 /// True if a PING on `socket` gets `+PONG` within 500 ms.
 fn ping(socket: &Path) -> bool {
     use std::io::{Read, Write};
-    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else { return false };
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     if s.write_all(b"PING\r\n").is_err() {
         return false;

@@ -9,17 +9,29 @@ use api_harness::{reply_value, Pipelab, RedisServer};
 use serde_json::{json, Value as Json};
 
 fn statuses(res: &Json) -> Vec<&str> {
-    res["results"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect()
+    res["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn batch_runs_in_each_mode_with_per_command_results() {
     let redis = RedisServer::start();
     let api = Pipelab::start(&redis.url, &[]);
-    let cmds = json!([["SET", "k", "v"], ["INCR", "k"], ["APPEND", "k", "w"], ["GET", "k"]]);
+    let cmds = json!([
+        ["SET", "k", "v"],
+        ["INCR", "k"],
+        ["APPEND", "k", "w"],
+        ["GET", "k"]
+    ]);
     for (mode, trips) in [("sequential", 4), ("pipeline", 1), ("transaction", 1)] {
         redis.cmd_str(&["DEL", "k"]);
-        let (status, res) = api.post("/api/v1/batch", &json!({"commands": cmds, "mode": mode})).await;
+        let (status, res) = api
+            .post("/api/v1/batch", &json!({"commands": cmds, "mode": mode}))
+            .await;
         assert_eq!(status, 200, "{mode}: {res}");
         let s = &res["summary"];
         assert_eq!(s["mode"], mode);
@@ -31,7 +43,10 @@ async fn batch_runs_in_each_mode_with_per_command_results() {
         assert_eq!(statuses(&res), ["ok", "error", "ok", "ok"], "{mode}");
         let r = &res["results"];
         assert_eq!(r[0]["reply"], json!({"type": "simple", "value": "OK"}));
-        assert_eq!(r[1]["reply"], json!({"type": "error", "value": "ERR value is not an integer or out of range"}));
+        assert_eq!(
+            r[1]["reply"],
+            json!({"type": "error", "value": "ERR value is not an integer or out of range"})
+        );
         assert_eq!(r[2]["reply"], json!({"type": "integer", "value": 2}));
         assert_eq!(r[3]["reply"], json!({"type": "bulk", "value": "vw"}));
         for (i, result) in r.as_array().unwrap().iter().enumerate() {
@@ -44,7 +59,11 @@ async fn batch_runs_in_each_mode_with_per_command_results() {
             assert!(res.get("transaction").is_none());
         }
         // The side effect is in Redis, not only in the report.
-        assert_eq!(redis.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"vw".to_vec()), "{mode}");
+        assert_eq!(
+            redis.cmd_str(&["GET", "k"]),
+            resp::Value::Bulk(b"vw".to_vec()),
+            "{mode}"
+        );
     }
 }
 
@@ -55,7 +74,9 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
 
     // batch_size: 5 commands in chunks of 2 → 3 round trips.
     let five = json!([["PING"], ["PING"], ["PING"], ["PING"], ["PING"]]);
-    let (status, res) = api.post("/api/v1/batch", &json!({"commands": five, "batch_size": 2})).await;
+    let (status, res) = api
+        .post("/api/v1/batch", &json!({"commands": five, "batch_size": 2}))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(res["summary"]["round_trips"], 3);
 
@@ -74,7 +95,13 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
     assert_eq!(res["results"].as_array().unwrap().len(), 1);
     assert_eq!(res["results"][0]["index"], 1);
     assert_eq!(res["results"][0]["status"], "error");
-    assert_eq!((res["summary"]["ok"].as_u64(), res["summary"]["errors"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(
+        (
+            res["summary"]["ok"].as_u64(),
+            res["summary"]["errors"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
     let body = json!({"commands": [["SET", "s3", "x"], ["GET", "s3"]], "results": "none"});
     let (status, res) = api.post("/api/v1/batch", &body).await;
     assert_eq!(status, 200);
@@ -85,15 +112,26 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
     let body = json!({"commands": [["PING"], ["PING"], ["PING"], ["PING"]], "mode": "sequential", "simulated_rtt_ms": 20});
     let (status, res) = api.post("/api/v1/batch", &body).await;
     assert_eq!(status, 200);
-    assert!(res["summary"]["total_us"].as_u64().unwrap() >= 80_000, "{}", res["summary"]);
+    assert!(
+        res["summary"]["total_us"].as_u64().unwrap() >= 80_000,
+        "{}",
+        res["summary"]
+    );
     assert_eq!(res["summary"]["simulated_rtt_ms"], 20.0);
 
     // resp3: HGETALL answers with a map.
     redis.cmd_str(&["HSET", "h", "f", "1"]);
-    let (status, res) = api.post("/api/v1/batch", &json!({"commands": [["HGETALL", "h"]], "resp3": true})).await;
+    let (status, res) = api
+        .post(
+            "/api/v1/batch",
+            &json!({"commands": [["HGETALL", "h"]], "resp3": true}),
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(res["results"][0]["reply"]["type"], "map", "{res}");
-    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["HGETALL", "h"]]})).await;
+    let (_, res) = api
+        .post("/api/v1/batch", &json!({"commands": [["HGETALL", "h"]]}))
+        .await;
     assert_eq!(res["results"][0]["reply"]["type"], "array");
 
     // watch: an untouched watched key lets the transaction commit.
@@ -116,15 +154,31 @@ async fn text_input_inline_and_resp() {
     let api = Pipelab::start(&redis.url, &[]);
     // Inline lines with quotes, a blank line, CRLF, then a RESP multibulk.
     let text = "SET t \"a b\"\r\n\nAPPEND t '!'\n*2\r\n$3\r\nGET\r\n$1\r\nt\r\n";
-    let (status, res) = api.post("/api/v1/batch", &json!({"text": text, "mode": "sequential"})).await;
+    let (status, res) = api
+        .post(
+            "/api/v1/batch",
+            &json!({"text": text, "mode": "sequential"}),
+        )
+        .await;
     assert_eq!(status, 200, "{res}");
     assert_eq!(res["summary"]["commands"], 3);
     assert_eq!(reply_value(&res["results"][2]), "a b!");
-    assert_eq!(redis.cmd_str(&["GET", "t"]), resp::Value::Bulk(b"a b!".to_vec()));
+    assert_eq!(
+        redis.cmd_str(&["GET", "t"]),
+        resp::Value::Bulk(b"a b!".to_vec())
+    );
     // Escapes as sdssplitargs reads them: "\x00\xff" is two bytes.
-    let (status, res) = api.post("/api/v1/batch", &json!({"text": "SET bin \"\\x00\\xff\"\nSTRLEN bin"})).await;
+    let (status, res) = api
+        .post(
+            "/api/v1/batch",
+            &json!({"text": "SET bin \"\\x00\\xff\"\nSTRLEN bin"}),
+        )
+        .await;
     assert_eq!(status, 200);
-    assert_eq!(res["results"][1]["reply"], json!({"type": "integer", "value": 2}));
+    assert_eq!(
+        res["results"][1]["reply"],
+        json!({"type": "integer", "value": 2})
+    );
 }
 
 #[tokio::test]
@@ -139,9 +193,18 @@ async fn binary_values_round_trip_as_base64() {
     ]});
     let (status, res) = api.post("/api/v1/batch", &body).await;
     assert_eq!(status, 200, "{res}");
-    assert_eq!(res["results"][1]["reply"], json!({"type": "bulk", "base64": "/wAB"}));
-    assert_eq!(res["results"][3]["reply"], json!({"type": "integer", "value": 2}));
-    assert_eq!(redis.cmd_str(&["GET", "key"]), resp::Value::Bulk(vec![0xff, 0x00, 0x01]));
+    assert_eq!(
+        res["results"][1]["reply"],
+        json!({"type": "bulk", "base64": "/wAB"})
+    );
+    assert_eq!(
+        res["results"][3]["reply"],
+        json!({"type": "integer", "value": 2})
+    );
+    assert_eq!(
+        redis.cmd_str(&["GET", "key"]),
+        resp::Value::Bulk(vec![0xff, 0x00, 0x01])
+    );
 }
 
 #[tokio::test]
@@ -149,7 +212,12 @@ async fn compare_runs_once_per_mode_with_speedups() {
     let redis = RedisServer::start();
     let api = Pipelab::start(&redis.url, &[]);
     let cmds: Vec<Json> = (0..20).map(|_| json!(["INCR", "counter"])).collect();
-    let (status, res) = api.post("/api/v1/compare", &json!({"commands": cmds, "simulated_rtt_ms": 2})).await;
+    let (status, res) = api
+        .post(
+            "/api/v1/compare",
+            &json!({"commands": cmds, "simulated_rtt_ms": 2}),
+        )
+        .await;
     assert_eq!(status, 200, "{res}");
     assert!(res["note"].as_str().unwrap().contains("once per mode"));
     let runs = res["runs"].as_array().unwrap();
@@ -159,19 +227,29 @@ async fn compare_runs_once_per_mode_with_speedups() {
     assert_eq!(runs[0]["summary"]["round_trips"], 20);
     assert_eq!(runs[1]["summary"]["round_trips"], 1);
     // 20 round trips of 2 ms against 1: pipelining must win clearly.
-    assert!(runs[1]["speedup_vs_sequential"].as_f64().unwrap() > 3.0, "{res}");
+    assert!(
+        runs[1]["speedup_vs_sequential"].as_f64().unwrap() > 3.0,
+        "{res}"
+    );
     assert!(runs[0].get("results").is_none());
     // Side effects repeat: 3 runs × 20 INCR.
-    assert_eq!(redis.cmd_str(&["GET", "counter"]), resp::Value::Bulk(b"60".to_vec()));
+    assert_eq!(
+        redis.cmd_str(&["GET", "counter"]),
+        resp::Value::Bulk(b"60".to_vec())
+    );
 
     // modes and include_results: sequential still runs first as the baseline.
-    let body = json!({"commands": [["INCR", "c2"]], "modes": ["pipeline"], "include_results": true});
+    let body =
+        json!({"commands": [["INCR", "c2"]], "modes": ["pipeline"], "include_results": true});
     let (status, res) = api.post("/api/v1/compare", &body).await;
     assert_eq!(status, 200);
     let runs = res["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[1]["mode"], "pipeline");
-    assert_eq!(runs[1]["results"][0]["reply"], json!({"type": "integer", "value": 2}));
+    assert_eq!(
+        runs[1]["results"][0]["reply"],
+        json!({"type": "integer", "value": 2})
+    );
 }
 
 #[tokio::test]
@@ -180,24 +258,39 @@ async fn sweep_measures_each_batch_size_and_deletes_its_keys() {
     let api = Pipelab::start(&redis.url, &[]);
     redis.cmd_str(&["SET", "sweep:5", "mine"]);
     redis.cmd_str(&["SET", "other", "x"]);
-    let body = json!({"command": ["SET", "sweep:{i}", "v{i}"], "total": 200, "batch_sizes": [1, 10, 100]});
+    let body =
+        json!({"command": ["SET", "sweep:{i}", "v{i}"], "total": 200, "batch_sizes": [1, 10, 100]});
     let (status, res) = api.post("/api/v1/sweep", &body).await;
     assert_eq!(status, 200, "{res}");
     let points = res["points"].as_array().unwrap();
-    let trips: Vec<u64> = points.iter().map(|p| p["round_trips"].as_u64().unwrap()).collect();
+    let trips: Vec<u64> = points
+        .iter()
+        .map(|p| p["round_trips"].as_u64().unwrap())
+        .collect();
     assert_eq!(trips, [200, 20, 2]);
     for p in points {
         assert_eq!(p["ok"], 200);
         assert!(p["commands_per_sec"].as_f64().unwrap() > 0.0);
         assert!(p["total_us"].as_u64().unwrap() > 0);
     }
-    assert_eq!(res["cleanup"], json!({"keys": 200, "preexisting": 1, "deleted": 199}));
+    assert_eq!(
+        res["cleanup"],
+        json!({"keys": 200, "preexisting": 1, "deleted": 199})
+    );
     // Only the keys the sweep created are gone; the one that existed stays (overwritten).
     assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(2));
-    assert_eq!(redis.cmd_str(&["GET", "sweep:5"]), resp::Value::Bulk(b"v5".to_vec()));
+    assert_eq!(
+        redis.cmd_str(&["GET", "sweep:5"]),
+        resp::Value::Bulk(b"v5".to_vec())
+    );
 
     // A command without keys: nothing to clean.
-    let (status, res) = api.post("/api/v1/sweep", &json!({"command": ["PING"], "total": 10, "batch_sizes": [5]})).await;
+    let (status, res) = api
+        .post(
+            "/api/v1/sweep",
+            &json!({"command": ["PING"], "total": 10, "batch_sizes": [5]}),
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(res["cleanup"]["keys"], 0);
     assert_eq!(res["points"][0]["round_trips"], 2);
@@ -209,7 +302,9 @@ async fn info_probes_and_not_found() {
     let api = Pipelab::start(&redis.url, &["--max-commands", "1234"]);
     let (status, info) = api.get("/api/v1/info").await;
     assert_eq!(status, 200);
-    let resp::Value::Bulk(server_info) = redis.cmd_str(&["INFO", "server"]) else { panic!() };
+    let resp::Value::Bulk(server_info) = redis.cmd_str(&["INFO", "server"]) else {
+        panic!()
+    };
     let server_info = String::from_utf8(server_info).unwrap();
     let version = info["redis"]["version"].as_str().unwrap();
     assert!(server_info.contains(&format!("redis_version:{version}\r\n")));
@@ -238,14 +333,24 @@ async fn web_files_are_served_or_explained() {
     let (status, ctype, body) = api.get_text("/").await;
     assert_eq!(status, 404);
     assert!(ctype.starts_with("text/html"));
-    assert!(body.contains("npm run build") && body.contains("--web-dir"), "{body}");
+    assert!(
+        body.contains("npm run build") && body.contains("--web-dir"),
+        "{body}"
+    );
 
     // Built while the server runs: served at once, client routes get index.html.
     std::fs::create_dir_all(dir.join("assets")).unwrap();
-    std::fs::write(dir.join("index.html"), "<!doctype html><title>playground</title>").unwrap();
+    std::fs::write(
+        dir.join("index.html"),
+        "<!doctype html><title>playground</title>",
+    )
+    .unwrap();
     std::fs::write(dir.join("assets/app.js"), "console.log(1)").unwrap();
     let (status, _, body) = api.get_text("/").await;
-    assert_eq!((status, body.as_str()), (200, "<!doctype html><title>playground</title>"));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "<!doctype html><title>playground</title>")
+    );
     let (status, ctype, body) = api.get_text("/assets/app.js").await;
     assert_eq!((status, body.as_str()), (200, "console.log(1)"));
     assert!(ctype.contains("javascript"), "{ctype}");
@@ -265,21 +370,42 @@ async fn openapi_document_matches_real_responses() {
     let (status, doc) = api.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
-    for (path, method) in [("/api/v1/batch", "post"), ("/api/v1/compare", "post"), ("/api/v1/sweep", "post"),
-        ("/api/v1/info", "get"), ("/api/v1/openapi.json", "get")]
-    {
-        assert!(doc["paths"][path][method].is_object(), "{method} {path} missing");
+    for (path, method) in [
+        ("/api/v1/batch", "post"),
+        ("/api/v1/compare", "post"),
+        ("/api/v1/sweep", "post"),
+        ("/api/v1/info", "get"),
+        ("/api/v1/openapi.json", "get"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing"
+        );
     }
     let schemas = &doc["components"]["schemas"];
-    for name in ["BatchRequest", "CompareRequest", "SweepRequest", "BatchResponse", "ErrorBody"] {
-        assert!(schemas[name]["example"].is_object(), "{name} has no example");
+    for name in [
+        "BatchRequest",
+        "CompareRequest",
+        "SweepRequest",
+        "BatchResponse",
+        "ErrorBody",
+    ] {
+        assert!(
+            schemas[name]["example"].is_object(),
+            "{name} has no example"
+        );
     }
-    assert!(doc["paths"]["/api/v1/compare"]["post"]["description"].as_str().unwrap().contains("once per mode"));
+    assert!(doc["paths"]["/api/v1/compare"]["post"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("once per mode"));
 
     // The request examples are valid requests.
-    for (path, name) in [("/api/v1/batch", "BatchRequest"), ("/api/v1/compare", "CompareRequest"),
-        ("/api/v1/sweep", "SweepRequest")]
-    {
+    for (path, name) in [
+        ("/api/v1/batch", "BatchRequest"),
+        ("/api/v1/compare", "CompareRequest"),
+        ("/api/v1/sweep", "SweepRequest"),
+    ] {
         let mut example = schemas[name]["example"].clone();
         if name == "SweepRequest" {
             example["total"] = json!(100);
@@ -291,25 +417,61 @@ async fn openapi_document_matches_real_responses() {
             "CompareRequest" => "CompareResponse",
             _ => "SweepResponse",
         };
-        check_against_schema(&doc, &json!({"$ref": format!("#/components/schemas/{schema_name}")}), &res, schema_name);
+        check_against_schema(
+            &doc,
+            &json!({"$ref": format!("#/components/schemas/{schema_name}")}),
+            &res,
+            schema_name,
+        );
     }
-    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["SET", "t", "1"], ["GET", "t"]], "mode": "transaction"})).await;
-    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/BatchResponse"}), &res, "transaction");
+    let (_, res) = api
+        .post(
+            "/api/v1/batch",
+            &json!({"commands": [["SET", "t", "1"], ["GET", "t"]], "mode": "transaction"}),
+        )
+        .await;
+    check_against_schema(
+        &doc,
+        &json!({"$ref": "#/components/schemas/BatchResponse"}),
+        &res,
+        "transaction",
+    );
     let (_, info) = api.get("/api/v1/info").await;
-    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/InfoResponse"}), &info, "info");
+    check_against_schema(
+        &doc,
+        &json!({"$ref": "#/components/schemas/InfoResponse"}),
+        &info,
+        "info",
+    );
     let (_, err) = api.post("/api/v1/batch", &json!({"commands": []})).await;
-    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/ErrorBody"}), &err, "error");
+    check_against_schema(
+        &doc,
+        &json!({"$ref": "#/components/schemas/ErrorBody"}),
+        &err,
+        "error",
+    );
 
     // The check has teeth: an undocumented property, or a missing required one, fails it.
     let batch_ref = json!({"$ref": "#/components/schemas/BatchResponse"});
     let mut extra = res.clone();
     extra["summary"]["undocumented"] = json!(1);
-    let caught = std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &extra, "extra"));
-    assert!(caught.is_err(), "an undocumented property passed the schema check");
+    let caught =
+        std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &extra, "extra"));
+    assert!(
+        caught.is_err(),
+        "an undocumented property passed the schema check"
+    );
     let mut missing = res.clone();
-    missing["results"][0].as_object_mut().unwrap().remove("index");
-    let caught = std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &missing, "missing"));
-    assert!(caught.is_err(), "a missing required property passed the schema check");
+    missing["results"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("index");
+    let caught =
+        std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &missing, "missing"));
+    assert!(
+        caught.is_err(),
+        "a missing required property passed the schema check"
+    );
 }
 
 /// Every object property in `value` is declared by `schema`, and every
@@ -317,7 +479,11 @@ async fn openapi_document_matches_real_responses() {
 /// Reply JSON values (schema `Reply`) are checked only for their `type`.
 fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
     let schema = resolve(doc, schema);
-    if let Some(alts) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Json::as_array) {
+    if let Some(alts) = schema
+        .get("oneOf")
+        .or_else(|| schema.get("anyOf"))
+        .and_then(Json::as_array)
+    {
         let non_null: Vec<&Json> = alts.iter().filter(|a| a["type"] != "null").collect();
         if value.is_null() {
             return;
@@ -329,19 +495,29 @@ fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
     }
     if let Some(r) = schema.get("$ref").and_then(Json::as_str) {
         if r.ends_with("/Reply") {
-            assert!(value["type"].is_string(), "{at}: reply without type: {value}");
+            assert!(
+                value["type"].is_string(),
+                "{at}: reply without type: {value}"
+            );
             return;
         }
     }
     match value {
         Json::Object(map) => {
-            let props = schema["properties"].as_object().unwrap_or_else(|| panic!("{at}: schema has no properties: {schema}"));
+            let props = schema["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{at}: schema has no properties: {schema}"));
             for (k, v) in map {
-                let prop = props.get(k).unwrap_or_else(|| panic!("{at}: property {k} is not in the schema"));
+                let prop = props
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{at}: property {k} is not in the schema"));
                 check_against_schema(doc, prop, v, &format!("{at}.{k}"));
             }
             for req in schema["required"].as_array().into_iter().flatten() {
-                assert!(map.contains_key(req.as_str().unwrap()), "{at}: required {req} missing in {value}");
+                assert!(
+                    map.contains_key(req.as_str().unwrap()),
+                    "{at}: required {req} missing in {value}"
+                );
             }
         }
         Json::Array(items) => {

@@ -102,17 +102,29 @@ impl<'de> Visitor<'de> for ArgVisitor {
         let mut bytes = None;
         while let Some(key) = map.next_key::<String>()? {
             if key != "base64" || bytes.is_some() {
-                return Err(not_an_argument(&format!("an object with key {key:?} (only \"base64\" is allowed)")));
+                return Err(not_an_argument(&format!(
+                    "an object with key {key:?} (only \"base64\" is allowed)"
+                )));
             }
             let text = map.next_value::<serde_json::Value>()?;
             let serde_json::Value::String(text) = text else {
-                return Err(de::Error::custom(tagged("invalid_argument", ".base64", "must be a base64 string")));
+                return Err(de::Error::custom(tagged(
+                    "invalid_argument",
+                    ".base64",
+                    "must be a base64 string",
+                )));
             };
             bytes = Some(BASE64.decode(text.as_bytes()).map_err(|e| {
-                de::Error::custom(tagged("invalid_base64", ".base64", format!("invalid base64: {e}")))
+                de::Error::custom(tagged(
+                    "invalid_base64",
+                    ".base64",
+                    format!("invalid base64: {e}"),
+                ))
             })?);
         }
-        bytes.map(ArgBytes).ok_or_else(|| not_an_argument("an empty object"))
+        bytes
+            .map(ArgBytes)
+            .ok_or_else(|| not_an_argument("an empty object"))
     }
 }
 

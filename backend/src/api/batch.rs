@@ -106,7 +106,9 @@ pub async fn batch(
         resp3: req.resp3,
         watch: req.watch,
     };
-    let batch = fields.prepare(&state.limits)?.into_batch(mode, &state.limits)?;
+    let batch = fields
+        .prepare(&state.limits)?
+        .into_batch(mode, &state.limits)?;
     let mut report = run_batch(&state, &batch).await?;
     match keep {
         ResultsFilter::All => {}

@@ -56,7 +56,9 @@ pub struct CompareRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompareResponse {
     /// The batch ran once per mode: side effects repeat.
-    #[schema(example = "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode.")]
+    #[schema(
+        example = "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode."
+    )]
     pub note: &'static str,
     pub runs: Vec<CompareRun>,
 }
@@ -103,7 +105,11 @@ pub async fn compare(
     let mut modes = vec![Mode::Sequential];
     let requested = match &req.modes {
         Some(list) if list.is_empty() => {
-            return Err(ApiError::field("invalid_field", "modes", "empty; leave it out to run all three modes"))
+            return Err(ApiError::field(
+                "invalid_field",
+                "modes",
+                "empty; leave it out to run all three modes",
+            ))
         }
         Some(list) => list
             .iter()
@@ -129,9 +135,13 @@ pub async fn compare(
     }
     .prepare(&state.limits)?;
     // `watch` belongs to the transaction run only; validate it as a transaction field.
-    let watch = BatchFields { watch: req.watch, commands: Some(vec![vec![ArgBytes(b"PING".to_vec())]]), ..Default::default() }
-        .prepare(&state.limits)?
-        .watch;
+    let watch = BatchFields {
+        watch: req.watch,
+        commands: Some(vec![vec![ArgBytes(b"PING".to_vec())]]),
+        ..Default::default()
+    }
+    .prepare(&state.limits)?
+    .watch;
     // Validate every mode's batch before running any, so a refusal leaves no side effects.
     let batches = modes
         .iter()
@@ -147,7 +157,9 @@ pub async fn compare(
     let mut runs: Vec<CompareRun> = Vec::with_capacity(batches.len());
     for batch in &batches {
         let report = run_batch(&state, batch).await?;
-        let baseline = runs.first().map_or(report.summary.total_us, |r| r.summary.total_us);
+        let baseline = runs
+            .first()
+            .map_or(report.summary.total_us, |r| r.summary.total_us);
         runs.push(CompareRun {
             mode: batch.mode,
             speedup_vs_sequential: (report.summary.total_us > 0)

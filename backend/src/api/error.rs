@@ -44,7 +44,14 @@ pub struct ErrorDetail {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, body: ErrorDetail { code, message: message.into(), field: None } }
+        ApiError {
+            status,
+            body: ErrorDetail {
+                code,
+                message: message.into(),
+                field: None,
+            },
+        }
     }
 
     /// 400 about one field; the message is prefixed with the field's name.
@@ -53,7 +60,11 @@ impl ApiError {
         let message = format!("{field}: {}", message.as_ref());
         ApiError {
             status: StatusCode::BAD_REQUEST,
-            body: ErrorDetail { code, message, field: Some(field) },
+            body: ErrorDetail {
+                code,
+                message,
+                field: Some(field),
+            },
         }
     }
 

@@ -59,13 +59,21 @@ fn is_length_limit(err: &axum::Error) -> bool {
 /// the JSON path.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::field("invalid_json", "request body", "empty; expected a JSON object"));
+        return Err(ApiError::field(
+            "invalid_json",
+            "request body",
+            "empty; expected a JSON object",
+        ));
     }
     // serde would read a JSON array as a struct's fields in order, giving
     // baffling paths like `[0][0]`; the API only takes objects.
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if let Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') = first {
-        return Err(ApiError::field("invalid_field", "request body", "must be a JSON object ({...})"));
+        return Err(ApiError::field(
+            "invalid_field",
+            "request body",
+            "must be a JSON object ({...})",
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
@@ -75,7 +83,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             let inner = err.into_inner();
             return Err(match inner.classify() {
                 serde_json::error::Category::Data => {
-                    let field = if path == "." { "request body".to_string() } else { path };
+                    let field = if path == "." {
+                        "request body".to_string()
+                    } else {
+                        path
+                    };
                     let message = strip_position(&inner);
                     match super::arg::untag(&message) {
                         Some((code, suffix, msg)) => {
@@ -84,12 +96,20 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                         None => ApiError::field("invalid_field", field, message),
                     }
                 }
-                _ => ApiError::field("invalid_json", "request body", format!("malformed JSON: {inner}")),
+                _ => ApiError::field(
+                    "invalid_json",
+                    "request body",
+                    format!("malformed JSON: {inner}"),
+                ),
             });
         }
     };
     de.end().map_err(|e| {
-        ApiError::field("invalid_json", "request body", format!("malformed JSON: {e}"))
+        ApiError::field(
+            "invalid_json",
+            "request body",
+            format!("malformed JSON: {e}"),
+        )
     })?;
     Ok(value)
 }
@@ -119,21 +139,36 @@ mod timing {
     #[test]
     #[ignore]
     fn parse_timing() {
-        let cmds: Vec<Vec<String>> =
-            (0..100_000).map(|i| vec!["SET".into(), format!("key:{i:06}"), format!("value:{i:06}")]).collect();
-        let body = serde_json::to_vec(&serde_json::json!({"commands": cmds, "mode": "pipeline"})).unwrap();
+        let cmds: Vec<Vec<String>> = (0..100_000)
+            .map(|i| vec!["SET".into(), format!("key:{i:06}"), format!("value:{i:06}")])
+            .collect();
+        let body =
+            serde_json::to_vec(&serde_json::json!({"commands": cmds, "mode": "pipeline"})).unwrap();
         for _ in 0..3 {
             let t = std::time::Instant::now();
             let req: super::super::batch::BatchRequest = super::parse_json(&body).unwrap();
             let parsed = t.elapsed();
             let limits = <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
-                &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x")).get_matches_from(["x"]),
+                &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
+                    .get_matches_from(["x"]),
             )
             .unwrap();
             let t2 = std::time::Instant::now();
-            let fields = super::super::validate::BatchFields { commands: req.commands, ..Default::default() };
-            let batch = fields.prepare(&limits).unwrap().into_batch(pipelab::exec::Mode::Pipeline, &limits).unwrap();
-            eprintln!("parse {:?}, validate {:?} ({} commands)", parsed, t2.elapsed(), batch.commands.len());
+            let fields = super::super::validate::BatchFields {
+                commands: req.commands,
+                ..Default::default()
+            };
+            let batch = fields
+                .prepare(&limits)
+                .unwrap()
+                .into_batch(pipelab::exec::Mode::Pipeline, &limits)
+                .unwrap();
+            eprintln!(
+                "parse {:?}, validate {:?} ({} commands)",
+                parsed,
+                t2.elapsed(),
+                batch.commands.len()
+            );
         }
     }
 }

@@ -35,7 +35,10 @@ pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
 /// Prometheus text exposition format 0.0.4.
 pub async fn metrics() -> impl IntoResponse {
     (
-        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         crate::telemetry::render_metrics(),
     )
 }

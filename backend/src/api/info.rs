@@ -66,17 +66,27 @@ pub struct Defaults {
 )]
 pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
-    let (reachable, version, mode, error) =
-        match command(&state, &[b"INFO", b"server"], wait).await {
-            Ok(reply) => match reply {
-                resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
-                    let text = String::from_utf8_lossy(&text);
-                    (true, info_field(&text, "redis_version"), info_field(&text, "redis_mode"), None)
-                }
-                other => (true, None, None, Some(format!("INFO server: {}", other.display()))),
-            },
-            Err(e) => (false, None, None, Some(e.body.message)),
-        };
+    let (reachable, version, mode, error) = match command(&state, &[b"INFO", b"server"], wait).await
+    {
+        Ok(reply) => match reply {
+            resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
+                let text = String::from_utf8_lossy(&text);
+                (
+                    true,
+                    info_field(&text, "redis_version"),
+                    info_field(&text, "redis_mode"),
+                    None,
+                )
+            }
+            other => (
+                true,
+                None,
+                None,
+                Some(format!("INFO server: {}", other.display())),
+            ),
+        },
+        Err(e) => (false, None, None, Some(e.body.message)),
+    };
     Json(InfoResponse {
         version: env!("CARGO_PKG_VERSION"),
         redis: RedisInfo {

@@ -64,7 +64,13 @@ pub struct Inner {
 impl AppState {
     pub fn new(target: RedisTarget, source: RedisSource, limits: Limits, web_dir: PathBuf) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        AppState(Arc::new(Inner { target, source, limits, web_dir, slots }))
+        AppState(Arc::new(Inner {
+            target,
+            source,
+            limits,
+            web_dir,
+            slots,
+        }))
     }
 }
 
@@ -102,7 +108,11 @@ async fn api_not_found(req: Request) -> error::ApiError {
     error::ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",
-        format!("no endpoint {} {} (see GET /api/v1/openapi.json)", req.method(), req.uri().path()),
+        format!(
+            "no endpoint {} {} (see GET /api/v1/openapi.json)",
+            req.method(),
+            req.uri().path()
+        ),
     )
 }
 

@@ -18,7 +18,10 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
         return None;
     }
     let name = String::from_utf8_lossy(raw).to_ascii_uppercase();
-    let arg = |i: usize| argv.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_uppercase());
+    let arg = |i: usize| {
+        argv.get(i)
+            .map(|a| String::from_utf8_lossy(a).to_ascii_uppercase())
+    };
     let connection = |hint: &str| {
         Some(format!(
             "{name} is refused: it changes the connection itself, and a batch has its connection \
@@ -26,7 +29,9 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
         ))
     };
     match name.as_str() {
-        "SELECT" => connection(" (choose the database in the server's Redis URL, redis://host:port/DB)"),
+        "SELECT" => {
+            connection(" (choose the database in the server's Redis URL, redis://host:port/DB)")
+        }
         "HELLO" => connection(" (set \"resp3\": true to speak RESP3)"),
         "AUTH" => connection(" (credentials belong in the server's Redis URL)"),
         "QUIT" | "RESET" => connection(""),
@@ -63,10 +68,38 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
 
 /// Every name [`refusal`] looks at further.
 const CANDIDATES: &[&[u8]] = &[
-    b"SELECT", b"HELLO", b"AUTH", b"QUIT", b"RESET", b"MONITOR", b"SUBSCRIBE", b"PSUBSCRIBE",
-    b"SSUBSCRIBE", b"UNSUBSCRIBE", b"PUNSUBSCRIBE", b"SUNSUBSCRIBE", b"SYNC", b"PSYNC", b"REPLCONF",
-    b"CLIENT", b"MULTI", b"EXEC", b"DISCARD", b"WATCH", b"UNWATCH", b"BLPOP", b"BRPOP", b"BZPOPMIN",
-    b"BZPOPMAX", b"BLMOVE", b"BRPOPLPUSH", b"BLMPOP", b"BZMPOP", b"WAIT", b"WAITAOF", b"XREAD",
+    b"SELECT",
+    b"HELLO",
+    b"AUTH",
+    b"QUIT",
+    b"RESET",
+    b"MONITOR",
+    b"SUBSCRIBE",
+    b"PSUBSCRIBE",
+    b"SSUBSCRIBE",
+    b"UNSUBSCRIBE",
+    b"PUNSUBSCRIBE",
+    b"SUNSUBSCRIBE",
+    b"SYNC",
+    b"PSYNC",
+    b"REPLCONF",
+    b"CLIENT",
+    b"MULTI",
+    b"EXEC",
+    b"DISCARD",
+    b"WATCH",
+    b"UNWATCH",
+    b"BLPOP",
+    b"BRPOP",
+    b"BZPOPMIN",
+    b"BZPOPMAX",
+    b"BLMOVE",
+    b"BRPOPLPUSH",
+    b"BLMPOP",
+    b"BZMPOP",
+    b"WAIT",
+    b"WAITAOF",
+    b"XREAD",
     b"XREADGROUP",
 ];
 
@@ -112,24 +145,63 @@ mod tests {
 
     #[test]
     fn refuses_connection_commands_and_endless_blocking() {
-        for cmd in ["select 1", "HELLO 3", "AUTH pw", "QUIT", "RESET", "MONITOR", "SUBSCRIBE ch",
-            "psubscribe c*", "CLIENT REPLY OFF", "client tracking on", "BLPOP k 0",
-            "BRPOP a b 0.0", "BLMOVE a b LEFT RIGHT 0", "BLMPOP 0 1 k LEFT", "BZMPOP 0 1 z MIN",
-            "WAIT 1 0", "XREAD COUNT 1 BLOCK 0 STREAMS s $", "XREADGROUP GROUP g c block 0 STREAMS s >",
-            "SSUBSCRIBE c", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE", "SYNC", "PSYNC ? -1",
-            "REPLCONF listening-port 1", "BZPOPMIN z 0", "BZPOPMAX z 0", "BRPOPLPUSH a b 0",
-            "WAITAOF 1 0 0"]
-        {
-            assert!(refusal(&argv(cmd), Mode::Pipeline).is_some(), "{cmd} should be refused");
+        for cmd in [
+            "select 1",
+            "HELLO 3",
+            "AUTH pw",
+            "QUIT",
+            "RESET",
+            "MONITOR",
+            "SUBSCRIBE ch",
+            "psubscribe c*",
+            "CLIENT REPLY OFF",
+            "client tracking on",
+            "BLPOP k 0",
+            "BRPOP a b 0.0",
+            "BLMOVE a b LEFT RIGHT 0",
+            "BLMPOP 0 1 k LEFT",
+            "BZMPOP 0 1 z MIN",
+            "WAIT 1 0",
+            "XREAD COUNT 1 BLOCK 0 STREAMS s $",
+            "XREADGROUP GROUP g c block 0 STREAMS s >",
+            "SSUBSCRIBE c",
+            "UNSUBSCRIBE",
+            "PUNSUBSCRIBE",
+            "SUNSUBSCRIBE",
+            "SYNC",
+            "PSYNC ? -1",
+            "REPLCONF listening-port 1",
+            "BZPOPMIN z 0",
+            "BZPOPMAX z 0",
+            "BRPOPLPUSH a b 0",
+            "WAITAOF 1 0 0",
+        ] {
+            assert!(
+                refusal(&argv(cmd), Mode::Pipeline).is_some(),
+                "{cmd} should be refused"
+            );
         }
     }
 
     #[test]
     fn allows_ordinary_and_bounded_commands() {
-        for cmd in ["SET k v", "GET k", "BLPOP k 1", "BRPOP k 0.5", "XREAD BLOCK 10 STREAMS s $",
-            "XREAD STREAMS s 0", "WAIT 0 100", "CLIENT SETNAME x", "MULTI", "EXEC", "WATCH k"]
-        {
-            assert!(refusal(&argv(cmd), Mode::Pipeline).is_none(), "{cmd} should be allowed");
+        for cmd in [
+            "SET k v",
+            "GET k",
+            "BLPOP k 1",
+            "BRPOP k 0.5",
+            "XREAD BLOCK 10 STREAMS s $",
+            "XREAD STREAMS s 0",
+            "WAIT 0 100",
+            "CLIENT SETNAME x",
+            "MULTI",
+            "EXEC",
+            "WATCH k",
+        ] {
+            assert!(
+                refusal(&argv(cmd), Mode::Pipeline).is_none(),
+                "{cmd} should be allowed"
+            );
         }
     }
 

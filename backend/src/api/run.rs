@@ -14,8 +14,8 @@ use tokio::time::{timeout_at, Instant};
 use super::error::ApiError;
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use pipelab::exec::{Batch, Mode, OnError, Report, Status};
 use pipelab::exec::{execute, ExecError, ExecOptions};
+use pipelab::exec::{Batch, Mode, OnError, Report, Status};
 
 /// Run `batch` within the server's limits.
 ///
@@ -78,7 +78,11 @@ async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError
 /// Run one command on its own connection with short timeouts (info,
 /// readiness, sweep bookkeeping). Returns the reply, which may be an error
 /// reply; 503 if Redis cannot be reached or did not answer.
-pub async fn command(state: &AppState, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, ApiError> {
+pub async fn command(
+    state: &AppState,
+    argv: &[&[u8]],
+    wait: Duration,
+) -> Result<resp::Value, ApiError> {
     let batch = Batch {
         commands: vec![argv.iter().map(|a| a.to_vec()).collect()],
         mode: Mode::Sequential,
@@ -88,16 +92,26 @@ pub async fn command(state: &AppState, argv: &[&[u8]], wait: Duration) -> Result
         resp3: false,
         watch: Vec::new(),
     };
-    let opts = ExecOptions { connect_timeout: wait, read_timeout: wait, max_reply_bytes: None };
+    let opts = ExecOptions {
+        connect_timeout: wait,
+        read_timeout: wait,
+        max_reply_bytes: None,
+    };
     let report = match tokio::time::timeout(wait * 2, execute(&state.target, &batch, &opts)).await {
         Ok(Ok(report)) => report,
         Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => return Err(ApiError::field("invalid_batch", e.field, e.message)),
+        Ok(Err(ExecError::Invalid(e))) => {
+            return Err(ApiError::field("invalid_batch", e.field, e.message))
+        }
         Err(_) => return Err(ApiError::unavailable("no answer in time")),
     };
     let result = report.results.into_iter().next();
     match result {
-        Some(r) if matches!(r.status, Status::Ok | Status::Error) && r.reply.is_some() => Ok(r.reply.unwrap()),
-        _ => Err(ApiError::unavailable("the connection failed before the reply")),
+        Some(r) if matches!(r.status, Status::Ok | Status::Error) && r.reply.is_some() => {
+            Ok(r.reply.unwrap())
+        }
+        _ => Err(ApiError::unavailable(
+            "the connection failed before the reply",
+        )),
     }
 }

@@ -129,6 +129,9 @@ pub struct Summary {
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages read between replies (not assigned to any
+    /// command); absent when 0.
+    pub pushes: Option<u64>,
     /// Wall time of the batch in µs (connection handshake excluded).
     pub total_us: u64,
     pub commands_per_sec: f64,

@@ -106,7 +106,11 @@ pub async fn sweep(
 ) -> Result<Json<SweepResponse>, ApiError> {
     let limits = &state.limits;
     if req.command.is_empty() {
-        return Err(ApiError::field("empty_argv", "command", "a command needs at least one argument (its name)"));
+        return Err(ApiError::field(
+            "empty_argv",
+            "command",
+            "a command needs at least one argument (its name)",
+        ));
     }
     let template = req
         .command
@@ -118,25 +122,40 @@ pub async fn sweep(
         return Err(ApiError::field("refused_command", "command", reason));
     }
     if req.total < 1 {
-        return Err(ApiError::field("invalid_field", "total", format!("must be at least 1, got {}", req.total)));
+        return Err(ApiError::field(
+            "invalid_field",
+            "total",
+            format!("must be at least 1, got {}", req.total),
+        ));
     }
     let total = req.total as u64;
     if total > limits.max_commands as u64 {
         return Err(ApiError::field(
             "too_many_commands",
             "total",
-            format!("{total} is over the server's limit of {} commands per batch", limits.max_commands),
+            format!(
+                "{total} is over the server's limit of {} commands per batch",
+                limits.max_commands
+            ),
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
     if req.batch_sizes.is_empty() {
-        return Err(ApiError::field("invalid_field", "batch_sizes", "empty: give at least one batch size"));
+        return Err(ApiError::field(
+            "invalid_field",
+            "batch_sizes",
+            "empty: give at least one batch size",
+        ));
     }
     if req.batch_sizes.len() > limits.max_sweep_points {
         return Err(ApiError::field(
             "invalid_field",
             "batch_sizes",
-            format!("{} entries, over the server's limit of {}", req.batch_sizes.len(), limits.max_sweep_points),
+            format!(
+                "{} entries, over the server's limit of {}",
+                req.batch_sizes.len(),
+                limits.max_sweep_points
+            ),
         ));
     }
     let mut sizes = Vec::with_capacity(req.batch_sizes.len());
@@ -222,7 +241,10 @@ pub async fn sweep(
 /// `template` with every `{i}` replaced by `i`.
 fn instantiate(template: &Argv, i: u64) -> Argv {
     let index = i.to_string();
-    template.iter().map(|arg| replace(arg, b"{i}", index.as_bytes())).collect()
+    template
+        .iter()
+        .map(|arg| replace(arg, b"{i}", index.as_bytes()))
+        .collect()
 }
 
 fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
@@ -253,17 +275,29 @@ async fn sweep_keys(state: &AppState, commands: &[Argv]) -> Result<Vec<Vec<u8>>,
     let names = match reply {
         resp::Value::Array(items) => items,
         other => {
-            let msg = other.error_message().map(|m| String::from_utf8_lossy(m).into_owned());
+            let msg = other
+                .error_message()
+                .map(|m| String::from_utf8_lossy(m).into_owned());
             return match msg {
                 Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
-                Some(m) => Err(ApiError::field("invalid_command", "command", format!("Redis rejects it: {m}"))),
-                None => Err(ApiError::field("invalid_command", "command", "COMMAND GETKEYS gave no key list")),
+                Some(m) => Err(ApiError::field(
+                    "invalid_command",
+                    "command",
+                    format!("Redis rejects it: {m}"),
+                )),
+                None => Err(ApiError::field(
+                    "invalid_command",
+                    "command",
+                    "COMMAND GETKEYS gave no key list",
+                )),
             };
         }
     };
     let mut positions = Vec::new();
     for name in names {
-        let resp::Value::Bulk(name) = name else { continue };
+        let resp::Value::Bulk(name) = name else {
+            continue;
+        };
         if let Some(j) = (1..first.len()).find(|j| first[*j] == name && !positions.contains(j)) {
             positions.push(j);
         }
@@ -297,14 +331,21 @@ async fn keys_absent(state: &AppState, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>,
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let commands = keys.iter().map(|k| vec![b"EXISTS".to_vec(), k.clone()]).collect();
+    let commands = keys
+        .iter()
+        .map(|k| vec![b"EXISTS".to_vec(), k.clone()])
+        .collect();
     let report = run_batch(state, &admin_batch(commands)).await?;
     let mut absent = Vec::new();
     for (key, r) in keys.iter().zip(&report.results) {
         match (&r.status, &r.reply) {
             (Status::Ok, Some(resp::Value::Integer(0))) => absent.push(key.clone()),
             (Status::Ok, Some(_)) => {}
-            _ => return Err(ApiError::unavailable("the connection failed while checking which keys exist")),
+            _ => {
+                return Err(ApiError::unavailable(
+                    "the connection failed while checking which keys exist",
+                ))
+            }
         }
     }
     Ok(absent)
@@ -317,7 +358,11 @@ async fn delete_keys(state: &AppState, keys: &[Vec<u8>]) -> Result<u64, ApiError
     }
     let commands = keys
         .chunks(DEL_CHUNK)
-        .map(|chunk| std::iter::once(b"DEL".to_vec()).chain(chunk.iter().cloned()).collect())
+        .map(|chunk| {
+            std::iter::once(b"DEL".to_vec())
+                .chain(chunk.iter().cloned())
+                .collect()
+        })
         .collect();
     // Cleanup must not be cut short by a slow Redis more than the rest is.
     let report = tokio::time::timeout(
@@ -343,7 +388,10 @@ mod tests {
     #[test]
     fn instantiates_every_placeholder() {
         let t: Argv = vec![b"SET".to_vec(), b"k:{i}:{i}".to_vec(), b"{i}x".to_vec()];
-        assert_eq!(instantiate(&t, 42), vec![b"SET".to_vec(), b"k:42:42".to_vec(), b"42x".to_vec()]);
+        assert_eq!(
+            instantiate(&t, 42),
+            vec![b"SET".to_vec(), b"k:42:42".to_vec(), b"42x".to_vec()]
+        );
         assert_eq!(replace(b"{i", b"{i}", b"1"), b"{i".to_vec());
     }
 }

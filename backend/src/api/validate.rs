@@ -5,11 +5,11 @@
 //! RESP, split by `resp::RequestReader` exactly as the Redis server splits
 //! its input: the API never splits arguments itself).
 
-use axum::http::StatusCode;
 use super::arg::ArgBytes;
 use super::error::ApiError;
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
+use axum::http::StatusCode;
 use pipelab::exec::{Argv, Batch, Mode, OnError};
 
 /// Default commands per pipeline chunk.
@@ -60,24 +60,23 @@ pub struct Prepared {
 impl BatchFields {
     /// Check everything that does not depend on the mode.
     pub fn prepare(self, limits: &Limits) -> Result<Prepared, ApiError> {
-        let (commands, origins) = match (self.commands, self.text) {
-            (Some(_), Some(_)) => {
-                return Err(ApiError::field(
-                    "conflicting_fields",
-                    "commands",
-                    "give either \"commands\" or \"text\", not both",
-                ))
-            }
-            (None, None) => {
-                return Err(ApiError::field(
+        let (commands, origins) =
+            match (self.commands, self.text) {
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::field(
+                        "conflicting_fields",
+                        "commands",
+                        "give either \"commands\" or \"text\", not both",
+                    ))
+                }
+                (None, None) => return Err(ApiError::field(
                     "missing_commands",
                     "commands",
                     "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
-                ))
-            }
-            (Some(cmds), None) => json_commands(cmds, limits)?,
-            (None, Some(text)) => text_commands(&text, limits)?,
-        };
+                )),
+                (Some(cmds), None) => json_commands(cmds, limits)?,
+                (None, Some(text)) => text_commands(&text, limits)?,
+            };
         Ok(Prepared {
             commands,
             origins,
@@ -130,11 +129,23 @@ impl Prepared {
         // The executor's own rules (one reply per command, ...), checked
         // here too so that /compare refuses before running any mode.
         pipelab::exec::validate(&batch).map_err(|e| {
-            let field = match e.field.strip_prefix("commands[").and_then(|r| r.strip_suffix(']')) {
-                Some(i) => i.parse::<usize>().ok().and_then(|i| origins.get(i)).map_or(e.field.clone(), |o| o.field()),
+            let field = match e
+                .field
+                .strip_prefix("commands[")
+                .and_then(|r| r.strip_suffix(']'))
+            {
+                Some(i) => i
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| origins.get(i))
+                    .map_or(e.field.clone(), |o| o.field()),
                 None => e.field.clone(),
             };
-            let code = if field.starts_with("commands") || field.starts_with("text") { "refused_command" } else { "invalid_field" };
+            let code = if field.starts_with("commands") || field.starts_with("text") {
+                "refused_command"
+            } else {
+                "invalid_field"
+            };
             ApiError::field(code, field, e.message)
         })?;
         check_rtt_budget(&batch, limits)?;
@@ -181,7 +192,9 @@ pub fn mode(field: &str, value: &str) -> Result<Mode, ApiError> {
         other => Err(ApiError::field(
             "unknown_mode",
             field,
-            format!("unknown mode {other:?}; expected \"sequential\", \"pipeline\" or \"transaction\""),
+            format!(
+                "unknown mode {other:?}; expected \"sequential\", \"pipeline\" or \"transaction\""
+            ),
         )),
     }
 }
@@ -223,9 +236,16 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     Ok(v)
 }
 
-fn json_commands(cmds: Vec<Vec<ArgBytes>>, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+fn json_commands(
+    cmds: Vec<Vec<ArgBytes>>,
+    limits: &Limits,
+) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
     if cmds.is_empty() {
-        return Err(ApiError::field("empty_batch", "commands", "empty: a batch needs at least one command"));
+        return Err(ApiError::field(
+            "empty_batch",
+            "commands",
+            "empty: a batch needs at least one command",
+        ));
     }
     check_count(cmds.len(), "commands", limits)?;
     let mut out = Vec::with_capacity(cmds.len());
@@ -273,12 +293,20 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>)
                     Some(c) => format!("line {}, column {}", e.line, c),
                     None => format!("line {} (byte {})", e.line, e.offset),
                 };
-                return Err(ApiError::field("parse_error", "text", format!("{at}: {}", e.message)));
+                return Err(ApiError::field(
+                    "parse_error",
+                    "text",
+                    format!("{at}: {}", e.message),
+                ));
             }
         }
     }
     if out.is_empty() {
-        return Err(ApiError::field("empty_batch", "text", "holds no command (only blank lines)"));
+        return Err(ApiError::field(
+            "empty_batch",
+            "text",
+            "holds no command (only blank lines)",
+        ));
     }
     Ok((out, origins))
 }
@@ -288,7 +316,10 @@ fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
         return Err(ApiError::field(
             "too_many_commands",
             field,
-            format!("more than the server's limit of {} commands per batch", limits.max_commands),
+            format!(
+                "more than the server's limit of {} commands per batch",
+                limits.max_commands
+            ),
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }
@@ -300,7 +331,10 @@ fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiErro
         return Err(ApiError::field(
             "argument_too_large",
             field,
-            format!("argument of {len} bytes, over the server's limit of {} bytes", limits.max_arg_bytes),
+            format!(
+                "argument of {len} bytes, over the server's limit of {} bytes",
+                limits.max_arg_bytes
+            ),
         )
         .with_status(StatusCode::PAYLOAD_TOO_LARGE));
     }

@@ -15,7 +15,10 @@ use super::AppState;
 pub async fn serve(State(state): State<AppState>, req: Request) -> Response {
     let index = state.web_dir.join("index.html");
     if !index.is_file() {
-        return (StatusCode::NOT_FOUND, Html(missing_page(&state.web_dir.display().to_string())))
+        return (
+            StatusCode::NOT_FOUND,
+            Html(missing_page(&state.web_dir.display().to_string())),
+        )
             .into_response();
     }
     // Unknown paths get index.html, so client-side routes survive a reload.
@@ -41,5 +44,8 @@ and <a href=\"/api/v1/info\">/api/v1/info</a>.</p></body></html>"
 }
 
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

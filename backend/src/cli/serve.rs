@@ -41,7 +41,10 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         },
     };
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("pipelab serve: cannot start the async runtime: {e}");
@@ -66,7 +69,10 @@ async fn serve(cfg: ServeConfig, target: RedisTarget, source: RedisSource) -> Ex
             return ExitCode::from(1);
         }
     };
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| cfg.listen.to_string());
+    let addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| cfg.listen.to_string());
     tracing::info!(%addr, redis = %target, web_dir = %cfg.web_dir.display(), "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
     println!("pipelab serve: listening on http://{addr} (Redis: {target})");

@@ -29,9 +29,17 @@ pub struct Pipelab {
 pub fn serve_command(args: &[&str]) -> (Command, u16) {
     let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pipelab"));
-    cmd.arg("serve").arg("--listen").arg(format!("127.0.0.1:{port}")).args(args);
+    cmd.arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(args);
     // Flags only: nothing from the environment of whoever runs the tests.
-    for var in ["REDIS_URL", "PIPELAB_LISTEN", "PIPELAB_WEB_DIR", "PIPELAB_MAX_BODY_BYTES"] {
+    for var in [
+        "REDIS_URL",
+        "PIPELAB_LISTEN",
+        "PIPELAB_WEB_DIR",
+        "PIPELAB_MAX_BODY_BYTES",
+    ] {
         cmd.env_remove(var);
     }
     (cmd, port)
@@ -51,7 +59,9 @@ impl Pipelab {
         let dir = tempfile::tempdir().unwrap();
         let stderr_path = dir.path().join("stderr.log");
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        cmd.stdout(Stdio::piped()).stderr(stderr).stdin(Stdio::null());
+        cmd.stdout(Stdio::piped())
+            .stderr(stderr)
+            .stdin(Stdio::null());
         let mut child = cmd.spawn().expect("spawn pipelab");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -66,10 +76,16 @@ impl Pipelab {
             Ok(line) => line,
             Err(_) => {
                 let _ = child.kill();
-                panic!("pipelab serve did not start; stderr:\n{}", std::fs::read_to_string(&stderr_path).unwrap_or_default());
+                panic!(
+                    "pipelab serve did not start; stderr:\n{}",
+                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
+                );
             }
         };
-        assert!(banner.contains("listening on"), "unexpected first line: {banner}");
+        assert!(
+            banner.contains("listening on"),
+            "unexpected first line: {banner}"
+        );
         Pipelab {
             port,
             base: format!("http://127.0.0.1:{port}"),
@@ -77,7 +93,10 @@ impl Pipelab {
             child: Some(child),
             stderr_path,
             _dir: dir,
-            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap(),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
         }
     }
 
@@ -107,7 +126,12 @@ impl Pipelab {
 
     /// GET `path`: status, content type and body text.
     pub async fn get_text(&self, path: &str) -> (u16, String, String) {
-        let res = self.client.get(format!("{}{}", self.base, path)).send().await.expect("HTTP request");
+        let res = self
+            .client
+            .get(format!("{}{}", self.base, path))
+            .send()
+            .await
+            .expect("HTTP request");
         let status = res.status().as_u16();
         let ctype = res
             .headers()
@@ -119,7 +143,10 @@ impl Pipelab {
 
     pub async fn get(&self, path: &str) -> (u16, Json) {
         let (status, _, text) = self.get_text(path).await;
-        (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+        )
     }
 
     /// SIGTERM and wait (10 s at most); the exit status code.
@@ -152,16 +179,21 @@ impl Drop for Pipelab {
 
 /// kill(2) through the `kill` utility (tests keep to std).
 pub fn unsafe_kill(pid: u32, signal: i32) {
-    let _ = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
 }
 
 /// Connections named `pipelab` (the executor's CLIENT SETNAME) in CLIENT LIST.
 pub fn pipelab_connections(redis: &RedisServer) -> usize {
     match redis.cmd_str(&["CLIENT", "LIST"]) {
-        resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => String::from_utf8_lossy(&text)
-            .lines()
-            .filter(|l| l.split(' ').any(|f| f == "name=pipelab"))
-            .count(),
+        resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
+            String::from_utf8_lossy(&text)
+                .lines()
+                .filter(|l| l.split(' ').any(|f| f == "name=pipelab"))
+                .count()
+        }
         other => panic!("CLIENT LIST: {other:?}"),
     }
 }
@@ -170,7 +202,10 @@ pub fn pipelab_connections(redis: &RedisServer) -> usize {
 pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !f() {
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs} s waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -191,8 +226,15 @@ pub fn read_response(mut s: TcpStream) -> (u16, String) {
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf).to_string();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
