@@ -113,6 +113,30 @@ async fn client_disconnect_mid_batch_leaks_no_connection() {
     );
 }
 
+/// A client leaving mid-sweep: the sweep stops and its keys are deleted all the same.
+#[tokio::test]
+async fn client_disconnect_mid_sweep_still_cleans_up() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    redis.cmd_str(&["SET", "keep", "1"]);
+    // 300 round trips of 20 ms: 6 s if left to run.
+    let body = json!({"command": ["SET", "gone:{i}", "x"], "total": 300, "batch_sizes": [1], "simulated_rtt_ms": 20})
+        .to_string();
+    let head = format!(
+        "POST /api/v1/sweep HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let socket = raw_request(api.port, &head, body.as_bytes());
+    wait_for(5, "the sweep to write keys", || match redis.cmd_str(&["DBSIZE"]) {
+        resp::Value::Integer(n) => n > 5,
+        _ => false,
+    });
+    drop(socket);
+    wait_for(3, "the sweep's keys to be deleted", || redis.cmd_str(&["DBSIZE"]) == resp::Value::Integer(1));
+    assert_eq!(redis.cmd_str(&["GET", "keep"]), resp::Value::Bulk(b"1".to_vec()));
+    wait_for(3, "no pipelab connection left", || pipelab_connections(&redis) == 0);
+}
+
 #[tokio::test]
 async fn fifty_concurrent_batches() {
     let redis = RedisServer::start();

@@ -189,6 +189,13 @@ pub async fn sweep(
     let commands: Vec<Argv> = (0..total).map(|i| instantiate(&template, i)).collect();
     let keys = sweep_keys(&state, &commands).await?;
     let fresh = keys_absent(&state, &keys).await?;
+    let fresh_count = fresh.len();
+    // If the client leaves mid-sweep, this handler is dropped; the guard
+    // then deletes the keys in a task of its own.
+    let mut guard = CleanupGuard {
+        state: state.clone(),
+        keys: Some(fresh),
+    };
 
     let mut points = Vec::with_capacity(sizes.len());
     let mut failure = None;
@@ -222,6 +229,7 @@ pub async fn sweep(
         }
     }
     // Clean up even after a failed run: its keys are there all the same.
+    let fresh = guard.keys.take().unwrap_or_default();
     let deleted = delete_keys(&state, &fresh).await;
     if let Some(e) = failure {
         return Err(e);
@@ -232,10 +240,30 @@ pub async fn sweep(
         points,
         cleanup: Cleanup {
             keys: keys.len() as u64,
-            preexisting: (keys.len() - fresh.len()) as u64,
+            preexisting: (keys.len() - fresh_count) as u64,
             deleted: deleted?,
         },
     }))
+}
+
+/// Deletes the sweep's keys when dropped before the handler took them
+/// back (the client disconnected and axum dropped the handler's future).
+struct CleanupGuard {
+    state: AppState,
+    keys: Option<Vec<Vec<u8>>>,
+}
+
+impl Drop for CleanupGuard {
+    fn drop(&mut self) {
+        if let Some(keys) = self.keys.take().filter(|k| !k.is_empty()) {
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                if let Err(e) = delete_keys(&state, &keys).await {
+                    tracing::warn!(keys = keys.len(), error = %e.body.message, "sweep cleanup after disconnect failed");
+                }
+            });
+        }
+    }
 }
 
 /// `template` with every `{i}` replaced by `i`.
