@@ -29,11 +29,14 @@ pub struct ErrorBody {
 /// What went wrong.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Stable machine-readable code, e.g. `invalid_json`, `invalid_field`,
+    /// Stable machine-readable code. 400: `invalid_json`, `invalid_body`,
+    /// `invalid_field`, `missing_commands`, `conflicting_fields`,
     /// `empty_batch`, `empty_argv`, `unknown_mode`, `invalid_base64`,
     /// `invalid_argument`, `parse_error`, `invalid_batch_size`, `invalid_rtt`,
-    /// `refused_command`, `too_many_commands`, `argument_too_large`,
-    /// `body_too_large`, `redis_unavailable`, `batch_timeout`, `busy`, `not_found`.
+    /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
+    /// rejects the command). 404: `not_found`. 413: `body_too_large`,
+    /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
+    /// `busy`. 504: `batch_timeout`.
     pub code: &'static str,
     /// Human-readable explanation, starting with the field it concerns.
     pub message: String,
