@@ -389,10 +389,29 @@ async fn openapi_document_matches_real_responses() {
         "SweepRequest",
         "BatchResponse",
         "ErrorBody",
+        "CompareResponse",
+        "SweepResponse",
+        "InfoResponse",
     ] {
         assert!(
             schemas[name]["example"].is_object(),
             "{name} has no example"
+        );
+    }
+    // Response examples follow their own schemas.
+    for name in [
+        "BatchResponse",
+        "CompareResponse",
+        "SweepResponse",
+        "InfoResponse",
+        "ErrorBody",
+    ] {
+        let schema_ref = json!({"$ref": format!("#/components/schemas/{name}")});
+        check_against_schema(
+            &doc,
+            &schema_ref,
+            &schemas[name]["example"],
+            &format!("{name} example"),
         );
     }
     assert!(doc["paths"]["/api/v1/compare"]["post"]["description"]

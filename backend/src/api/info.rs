@@ -16,6 +16,16 @@ use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
 
 /// Server facts.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "version": "0.1.0",
+    "redis": {"target": "redis://127.0.0.1:6379", "source": "configured", "reachable": true,
+        "version": "7.0.15", "mode": "standalone", "error": null},
+    "limits": {"max_body_bytes": 33554432, "max_commands": 200000, "max_arg_bytes": 8388608,
+        "max_reply_bytes": 67108864, "batch_timeout_ms": 30000, "connect_timeout_ms": 2000,
+        "max_concurrent_batches": 256, "max_sweep_points": 16},
+    "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
+        "resp3": false, "max_simulated_rtt_ms": 1000.0}
+}))]
 pub struct InfoResponse {
     /// pipelab's version.
     #[schema(example = "0.1.0")]

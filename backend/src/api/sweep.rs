@@ -50,6 +50,14 @@ pub struct SweepRequest {
 
 /// Throughput per batch size, and what the cleanup did.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "total": 10000, "simulated_rtt_ms": 0.2,
+    "points": [
+        {"batch_size": 1, "total_us": 2412000, "commands_per_sec": 4146.0, "round_trips": 10000, "ok": 10000, "errors": 0, "incomplete": 0},
+        {"batch_size": 100, "total_us": 61000, "commands_per_sec": 163934.0, "round_trips": 100, "ok": 10000, "errors": 0, "incomplete": 0}
+    ],
+    "cleanup": {"keys": 10000, "preexisting": 0, "deleted": 10000}
+}))]
 pub struct SweepResponse {
     pub total: u64,
     pub simulated_rtt_ms: f64,
