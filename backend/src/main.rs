@@ -1,9 +1,13 @@
 //! `pipelab`: run Redis command batches sequentially, pipelined or as
 //! MULTI/EXEC, measured per command; the REST API and playground server; RESP tools.
 
+mod api;
 mod cli;
+mod config;
+mod embedded;
 #[allow(dead_code)]
 mod exec;
+mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,6 +24,10 @@ enum Command {
     /// RESP and inline-command codec on files and pipes.
     #[command(subcommand)]
     Resp(cli::resp::RespCommand),
+    /// GET a health URL; exit 0 on 2xx (for container health checks).
+    Healthcheck(cli::healthcheck::HealthcheckArgs),
+    /// Serve the web playground and the REST API (/api/v1).
+    Serve(config::ServeConfig),
 }
 
 fn main() -> ExitCode {
@@ -33,5 +41,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
+        Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
+        Command::Serve(cfg) => cli::serve::main(cfg),
     }
 }

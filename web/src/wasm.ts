@@ -24,7 +24,8 @@ export interface RespToInline {
   commands: number;
   /** 4 per command: respStart, respEnd (bytes), textStart, textEnd (UTF-16). */
   spans: Uint32Array;
-  error?: { offset: number; line: number; column: number; message: string };
+  /** `column` only for inline lines; multibulk errors are located by byte. */
+  error?: { offset: number; line: number; column?: number; message: string };
 }
 
 export interface DecodedReplies {

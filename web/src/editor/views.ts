@@ -27,7 +27,12 @@ const mapField = StateField.define<CommandMap>({
   create: () => EMPTY_MAP,
   update(value, tr) {
     for (const e of tr.effects) if (e.is(setMap)) return e.value;
-    return value;
+    if (!tr.docChanged || value.from.length === 0) return value;
+    // Until the wasm pass re-derives the map (at once, or after a pause for
+    // big documents), keep the old commands where the edit moved them.
+    const from = value.from.map((p) => tr.changes.mapPos(p, 1));
+    const to = value.to.map((p, k) => Math.max(tr.changes.mapPos(p, -1), from[k]));
+    return { from, to, bytes: value.bytes };
   },
 });
 
@@ -44,7 +49,7 @@ class TextWidget extends WidgetType {
     super();
   }
   eq(other: TextWidget) {
-    return other.text === this.text && other.cls === this.cls;
+    return other.text === this.text && other.cls === this.cls && other.title === this.title;
   }
   toDOM() {
     const span = document.createElement('span');
@@ -59,7 +64,7 @@ class TextWidget extends WidgetType {
   }
 }
 
-const CRLF = Decoration.widget({ widget: new TextWidget('␍␊', 'cm-crlf', 'CR LF (\\r\\n): 2 bytes'), side: 1 });
+const CRLF = Decoration.widget({ widget: new TextWidget('\\r\\n', 'cm-crlf', 'CR LF: 2 bytes'), side: 1 });
 const activeLine = Decoration.line({ class: 'cm-activeCommand' });
 
 /** First command whose end is after `pos` (binary search on sorted `to`). */
@@ -90,14 +95,17 @@ function decorationsPlugin(showCrlf: boolean) {
     const map = view.state.field(mapField);
     const active = view.state.field(activeField);
     const marks: { pos: number; deco: Decoration }[] = [];
+    let crlfDone = 0; // last line marked: visible ranges may share a line
+    let cmdDone = 0; // first command not yet decorated
     for (const { from, to } of view.visibleRanges) {
       if (showCrlf) {
         for (let line = doc.lineAt(from); ; line = doc.line(line.number + 1)) {
-          if (line.number < doc.lines) marks.push({ pos: line.to, deco: CRLF });
+          if (line.number < doc.lines && line.number > crlfDone) marks.push({ pos: line.to, deco: CRLF });
+          crlfDone = Math.max(crlfDone, line.number);
           if (line.to >= to || line.number >= doc.lines) break;
         }
       }
-      for (let k = firstCommandAfter(map, from); k < map.from.length && map.from[k] <= to; k++) {
+      for (let k = Math.max(cmdDone, firstCommandAfter(map, from)); k < map.from.length && map.from[k] <= to && map.to[k] <= doc.length; k++, cmdDone = k) {
         const last = doc.lineAt(Math.max(map.from[k], map.to[k] - (showCrlf ? 1 : 0)));
         const n = map.bytes[k];
         marks.push({
@@ -224,7 +232,7 @@ export function createEditors(opts: {
         common('RESP bytes; each line ends with CR LF'),
         EditorState.lineSeparator.of('\r\n'),
         highlightSpecialChars({
-          addSpecial: /[\udc80-\udcff]/,
+          addSpecialChars: /[\udc80-\udcff]/,
           render: (code) => {
             const span = document.createElement('span');
             span.className = 'cm-rawByte';
@@ -358,7 +366,8 @@ export function createEditors(opts: {
       // Keep the inline view as it was until the RESP parses again.
       const [pos] = bytesToPositions(respText, [r.error.offset]);
       const line = resp.state.doc.lineAt(Math.min(pos, resp.state.doc.length));
-      const message = `byte ${r.error.offset} (line ${r.error.line}, column ${r.error.column}): ${r.error.message}`;
+      const where = r.error.column === undefined ? `line ${r.error.line}` : `line ${r.error.line}, column ${r.error.column}`;
+      const message = `byte ${r.error.offset} (${where}): ${r.error.message}`;
       resp.dispatch(setDiagnostics(resp.state, [
         { from: pos, to: Math.min(pos + 1, line.to), severity: 'error', message },
       ]));
