@@ -5,29 +5,30 @@ mod api;
 mod cli;
 mod config;
 mod embedded;
-#[allow(dead_code)]
-mod exec;
-mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(name = "pipelab", version, about = "Redis pipelining, measured: run batches, serve the playground, RESP tools")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 enum Command {
+    /// Execute a command file (inline lines or RESP) against Redis.
+    Run(cli::run::Args),
+    /// Serve the web playground and the REST API (/api/v1).
+    Serve(config::ServeConfig),
+    /// A TCP proxy that adds a simulated round-trip time (the delay line).
+    Proxy(cli::proxy::Args),
     /// RESP and inline-command codec on files and pipes.
     #[command(subcommand)]
     Resp(cli::resp::RespCommand),
     /// GET a health URL; exit 0 on 2xx (for container health checks).
     Healthcheck(cli::healthcheck::HealthcheckArgs),
-    /// Serve the web playground and the REST API (/api/v1).
-    Serve(config::ServeConfig),
 }
 
 fn main() -> ExitCode {
@@ -40,8 +41,10 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Run(args) => cli::block_on(cli::run::main(args)),
+        Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
+        Command::Serve(cfg) => cli::serve::main(cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
         Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
-        Command::Serve(cfg) => cli::serve::main(cfg),
     }
 }

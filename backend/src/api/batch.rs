@@ -13,7 +13,7 @@ use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
 use super::AppState;
-use crate::exec::Report;
+use pipelab::exec::Report;
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -16,7 +16,7 @@ use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
 use super::AppState;
-use crate::exec::{CommandResult, Mode, Summary, TransactionOutcome};
+use pipelab::exec::{CommandResult, Mode, Summary, TransactionOutcome};
 
 /// What the response says about side effects (also in the OpenAPI document).
 pub const NOTE: &str = "The batch ran once per mode, in this order, each on its own connection: \

@@ -61,6 +61,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::field("invalid_json", "request body", "empty; expected a JSON object"));
     }
+    // serde would read a JSON array as a struct's fields in order, giving
+    // baffling paths like `[0][0]`; the API only takes objects.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if let Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') = first {
+        return Err(ApiError::field("invalid_field", "request body", "must be a JSON object ({...})"));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => value,

@@ -1,7 +1,7 @@
 //! The REST API (`/api/v1`), health probes and the web playground's files.
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
-//! ([`validate`]), builds a [`crate::exec::Batch`], runs it through [`run`]
+//! ([`validate`]), builds a [`pipelab::exec::Batch`], runs it through [`run`]
 //! (limits, timeout, Redis errors → HTTP) and serializes the executor's
 //! `Report` as it is, so the API and `pipelab run --json` cannot drift apart.
 //!
@@ -36,7 +36,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
-use crate::scratch::RedisTarget;
+use pipelab::conn::RedisTarget;
 
 /// Where the Redis target came from (shown by GET /api/v1/info).
 #[derive(Debug, Clone)]
@@ -84,8 +84,9 @@ pub fn router(state: AppState) -> Router {
         .route("/info", get(info::info))
         .route("/openapi.json", get(openapi::openapi_json))
         .fallback(api_not_found)
-        .layer(middleware::from_fn(json_body_limit_error))
-        .layer(RequestBodyLimitLayer::new(body_limit));
+        // The last layer added is the outermost: the rewrite must see the limit's answer.
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(middleware::from_fn(json_body_limit_error));
     Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(health::healthz))

@@ -21,7 +21,7 @@ use super::{batch, compare, error, info, schema, sweep};
     components(schemas(
         error::ErrorBody, error::ErrorDetail,
         schema::Arg, schema::ModeName, schema::OnErrorName, schema::Reply, schema::StatusName,
-        schema::CommandResult, schema::Summary, schema::Transaction, schema::BatchResponse,
+        schema::CommandResult, schema::Summary, schema::Transaction, schema::Rejected, schema::BatchResponse,
     )),
     tags(
         (name = "batches", description = "Run commands against Redis"),

@@ -7,7 +7,7 @@
 //! connection or break that count, so they are refused up front with the
 //! reason.
 
-use crate::exec::Mode;
+use pipelab::exec::Mode;
 
 /// Why `argv` may not run in `mode`, or `None` if it may.
 pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {

@@ -13,8 +13,8 @@ use tokio::time::{timeout_at, Instant};
 
 use super::error::ApiError;
 use super::AppState;
-use crate::exec::{Batch, Mode, OnError, Report, Status};
-use crate::scratch::{execute, ExecError, ExecOptions};
+use pipelab::exec::{Batch, Mode, OnError, Report, Status};
+use pipelab::exec::{execute, ExecError, ExecOptions};
 
 /// Run `batch` within the server's limits.
 ///
@@ -46,6 +46,7 @@ pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiErr
     match timeout_at(deadline, execute(&state.target, batch, &opts)).await {
         Ok(Ok(report)) => Ok(report),
         Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
+        Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field("invalid_batch", e.field, e.message)),
         Err(_) => Err(ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
             "batch_timeout",
@@ -75,6 +76,7 @@ pub async fn command(state: &AppState, argv: &[&[u8]], wait: Duration) -> Result
     let report = match tokio::time::timeout(wait * 2, execute(&state.target, &batch, &opts)).await {
         Ok(Ok(report)) => report,
         Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
+        Ok(Err(ExecError::Invalid(e))) => return Err(ApiError::field("invalid_batch", e.field, e.message)),
         Err(_) => return Err(ApiError::unavailable("no answer in time")),
     };
     let result = report.results.into_iter().next();

@@ -99,7 +99,8 @@ pub struct CommandResult {
 #[derive(ToSchema)]
 #[schema(example = json!({"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
     "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
-    "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0}))]
+    "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+    "batch_size": 1000, "resp3": false}))]
 pub struct Summary {
     pub mode: Option<ModeName>,
     pub commands: u64,
@@ -109,25 +110,45 @@ pub struct Summary {
     pub unknown: u64,
     /// Times the executor waited for replies before writing more.
     pub round_trips: u64,
-    /// write calls on the socket.
+    /// Writes by the executor: one per command (sequential), per chunk
+    /// (pipeline), per MULTI…EXEC (transaction), plus one for WATCH.
     pub write_calls: u64,
+    /// write system calls those took (a large chunk may need several).
+    pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Wall time of the batch in µs (connection handshake excluded).
     pub total_us: u64,
     pub commands_per_sec: f64,
     pub simulated_rtt_ms: f64,
+    /// Commands per chunk (1 in sequential mode, all in transaction mode).
+    pub batch_size: u64,
+    /// Replies were read as RESP3 (HELLO 3).
+    pub resp3: bool,
 }
 
 /// Transaction outcome (transaction mode only).
 #[derive(ToSchema)]
 pub struct Transaction {
-    /// committed, aborted (EXECABORT: nothing ran) or watch_conflict (EXEC returned null).
+    /// committed (EXEC ran the commands; some may still have failed at run
+    /// time: no rollback), aborted (EXECABORT or EXEC failed: nothing ran),
+    /// watch_conflict (a WATCHed key changed: nothing ran), or unknown (the
+    /// connection failed before EXEC's reply).
     #[schema(example = "committed")]
     pub status: String,
-    /// For aborted: the command rejected at queue time.
+    /// For aborted: the first command rejected at queue time.
     pub rejected_index: Option<u64>,
+    /// Redis's error, or what happened to the connection.
     pub message: Option<String>,
+    /// Every command rejected at queue time, in order.
+    pub rejected: Option<Vec<Rejected>>,
+}
+
+/// A command Redis refused to queue inside MULTI.
+#[derive(ToSchema)]
+pub struct Rejected {
+    pub index: u64,
+    pub message: String,
 }
 
 /// The executor's report for a batch.
@@ -135,7 +156,8 @@ pub struct Transaction {
 #[schema(example = json!({
     "summary": {"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
         "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
-        "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0},
+        "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+        "batch_size": 1000, "resp3": false},
     "results": [
         {"index": 0, "status": "ok", "reply": {"type": "simple", "value": "OK"}, "sent_us": 3, "reply_us": 790},
         {"index": 1, "status": "error", "reply": {"type": "error",
@@ -146,4 +168,6 @@ pub struct BatchResponse {
     pub summary: Summary,
     pub results: Vec<CommandResult>,
     pub transaction: Option<Transaction>,
+    /// Why the connection was dropped mid-batch (results then hold unknown / not_sent).
+    pub connection_error: Option<String>,
 }

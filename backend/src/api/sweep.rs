@@ -23,7 +23,7 @@ use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use crate::exec::{Argv, Batch, Mode, OnError, Status};
+use pipelab::exec::{Argv, Batch, Mode, OnError, Status};
 
 /// Keys per DEL command during cleanup.
 const DEL_CHUNK: usize = 512;
@@ -244,6 +244,9 @@ fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
 /// those COMMAND GETKEYS reports for the first command.
 async fn sweep_keys(state: &AppState, commands: &[Argv]) -> Result<Vec<Vec<u8>>, ApiError> {
     let first = &commands[0];
+    if first.len() < 2 {
+        return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
+    }
     let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
     argv.extend(first.iter().map(|a| a.as_slice()));
     let reply = command(state, &argv, state.limits.connect_timeout()).await?;

@@ -14,10 +14,10 @@ use serde_json::Value as Json;
 use super::error::ApiError;
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{Argv, Batch, Mode, OnError};
+use pipelab::exec::{Argv, Batch, Mode, OnError};
 
 /// Default commands per pipeline chunk.
-pub const DEFAULT_BATCH_SIZE: usize = 1000;
+pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 
@@ -131,6 +131,16 @@ impl Prepared {
             resp3: self.resp3,
             watch: self.watch.clone(),
         };
+        // The executor's own rules (one reply per command, ...), checked
+        // here too so that /compare refuses before running any mode.
+        pipelab::exec::validate(&batch).map_err(|e| {
+            let field = match e.field.strip_prefix("commands[").and_then(|r| r.strip_suffix(']')) {
+                Some(i) => i.parse::<usize>().ok().and_then(|i| self.origins.get(i)).map_or(e.field.clone(), |o| o.field()),
+                None => e.field.clone(),
+            };
+            let code = if field.starts_with("commands") || field.starts_with("text") { "refused_command" } else { "invalid_field" };
+            ApiError::field(code, field, e.message)
+        })?;
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }

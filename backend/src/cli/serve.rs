@@ -12,7 +12,7 @@ use tracing_subscriber::EnvFilter;
 use crate::api::{self, AppState, RedisSource};
 use crate::config::ServeConfig;
 use crate::embedded::EmbeddedRedis;
-use crate::scratch::RedisTarget;
+use pipelab::conn::RedisTarget;
 
 /// How long in-flight requests may run after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(5);
