@@ -235,6 +235,7 @@ test('permalink: opening it restores the editor, mode, options and view', { time
   }));
   assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '1000', playground: true });
   // A damaged link says so and keeps the default batch.
+  await other.goto('about:blank'); // a new document: a fragment-only change would not reload
   await other.goto(url.slice(0, url.length - 8) + '~~');
   await other.waitForSelector('#permalink-error');
   assert.match(await other.innerText('#permalink-error'), /permalink/);
