@@ -48,7 +48,7 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
   return draw(canvas, {
     type: 'bar',
     data: {
-      labels: bars.map((b) => b.mode),
+      labels: bars.map((b) => [b.mode, `${fmt(b.value)} ${opts.unit}`]),
       datasets: [{ label: opts.title, data: bars.map((b) => b.value), backgroundColor: bars.map((b) => MODE_COLORS[b.mode] ?? '#888') }],
     },
     options: {
@@ -62,7 +62,9 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
         y: {
           type: opts.log ? 'logarithmic' : 'linear',
           title: { display: true, text: `${opts.title} (${opts.unit}${opts.log ? ', log scale' : ''})` },
-          ticks: { callback: (v) => fmt(Number(v)) },
+          ticks: { callback: (v) => (!opts.log || Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') },
+          // Half the power of ten below the smallest bar, so that a bar of exactly 1 still shows.
+          ...(opts.log ? { min: 10 ** Math.floor(Math.log10(Math.max(1e-3, Math.min(...bars.map((b) => b.value))))) / 2 } : {}),
         },
       },
     },
@@ -104,7 +106,7 @@ export function sweepChart(canvas: HTMLCanvasElement, series: SweepSeries[]): Ch
         tooltip: { callbacks: { label: (c) => `batch ${fmt(c.parsed.x ?? 0)}: ${fmt(c.parsed.y ?? 0)} commands/s` } },
       },
       scales: {
-        x: { type: 'logarithmic', title: { display: true, text: 'batch size (commands per round trip, log scale)' }, ticks: { callback: (v) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') } },
+        x: { type: 'logarithmic', title: { display: true, text: 'batch size (commands per round trip, log scale)' }, ticks: { maxRotation: 0, callback: (v) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') } },
         y: { type: 'logarithmic', title: { display: true, text: 'commands/s (log scale)' }, ticks: { callback: (v) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') } },
       },
     },

@@ -18,7 +18,7 @@ const RUNS = [
 function replyText(r: BatchResponse['results'][number]): string {
   if (!r.reply) return '—';
   const v = r.reply.value ?? r.reply.base64;
-  return r.reply.type === 'null' ? '(nil)' : `${r.reply.type === 'error' ? '(error) ' : ''}${String(v)}`;
+  return r.reply.type === 'null' ? '(nil)' : String(v);
 }
 
 export const lesson4: Lesson = {
@@ -53,7 +53,7 @@ export const lesson4: Lesson = {
           el('code', {}, c),
           ...results.map((r) => {
             const x = r.res.results[i];
-            return el('span', { class: `status ${x?.status}`, 'data-run': r.key, 'data-index': String(i), 'data-status': x?.status ?? '' }, `${x?.status ?? '?'} ${x?.status === 'not_sent' ? '' : replyText(x!)}`);
+            return el('span', { class: `status ${x?.status}`, 'data-run': r.key, 'data-index': String(i), 'data-status': x?.status ?? '' }, `${x?.status ?? '?'}${x?.status === 'not_sent' ? '' : `: ${replyText(x!)}`}`);
           }),
         ]);
         rows.push([el('i', {}, 'afterwards, GET tut:l4:after'), ...results.map((r) => el('span', { 'data-run': r.key, 'data-after': r.after }, r.after))]);
@@ -64,7 +64,7 @@ export const lesson4: Lesson = {
           verdict(
             statuses(cont) === 'ok,error,ok,ok' && statuses(stopOne) === 'ok,error,ok,ok' && statuses(stopB1) === 'ok,error,not_sent,not_sent',
             `continue: the error stayed at index 1 (HTTP 200, ${cont.res.summary.errors} error, ${cont.res.summary.ok} ok). ` +
-              `stop with everything in one write: ${stopOne.res.summary.ok} still ran — too late to stop. ` +
+              `stop with everything in one write: the ${stopOne.res.results.slice(2).filter((x) => x.status === 'ok').length} commands after the error still ran — they were on the wire before its reply. ` +
               `stop with batch size 1: ${stopB1.res.summary.not_sent ?? 0} not sent, but index 0's SET is not undone.`,
           ),
         );

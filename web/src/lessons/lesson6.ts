@@ -44,7 +44,11 @@ export const lesson6: Lesson = {
         If anyone changed the counter after WATCH, EXEC returns null and runs nothing; you read again and retry.</p>
         <p>A <b>Lua script</b> (<code>EVAL</code>) moves the read and the write into Redis: one round trip,
         and no other command runs while a script runs.</p>
-        <p>Each step runs on your Redis with ${RTT} ms RTT; the "other client" is a second batch on its own connection.</p>`),
+        <p>Each step runs on your Redis with ${RTT} ms RTT; the "other client" is a second batch on its own connection.
+        pipelab runs each batch on a connection of its own, so the page reads the counter first and then sends
+        <code>WATCH</code>, <code>GET</code>, <code>MULTI</code>, <code>SET</code>, <code>EXEC</code> as one sequential batch with the value it computed;
+        a real client does the GET after WATCH on the same connection and computes in between. What EXEC does when the
+        key changed after WATCH is the same either way, and that is what this step measures.</p>`),
       example: () => ({ text: [`SET ${KEY} ${START}`, `WATCH ${KEY}`, `GET ${KEY}`, 'MULTI', `SET ${KEY} ${2 * START}`, 'EXEC', SCRIPT, `GET ${KEY}`].join('\n'), mode: 'sequential', batch_size: 1, on_error: 'continue', simulated_rtt_ms: RTT }),
       async run(out) {
         // (a) In a pipeline, the SET leaves before the GET's reply arrives.

@@ -41,7 +41,9 @@ pipelab run data.resp --mode pipeline --batch-size 10000</pre>
         const cps = s.commands_per_sec ?? (s.commands * 1e6) / Math.max(1, s.total_us);
         const dl = el('button', { type: 'button', class: 'download-resp' }, `Download ${fmtInt(enc.resp.length)} bytes of RESP`);
         dl.addEventListener('click', () => download('tut-mass-insert.resp', enc.resp, 'application/octet-stream'));
-        const preview = new TextDecoder().decode(enc.resp.subarray(0, 120)).replace(/\r\n/g, '\\r\\n\n');
+        // The first two commands, one per line, CR LF shown as \r\n.
+        const firstTwo = enc.spans.length >= 10 ? enc.resp.subarray(0, enc.spans[9]) : enc.resp.subarray(0, 80);
+        const preview = new TextDecoder().decode(firstTwo).replace(/\r\n/g, '\\r\\n').replace(/\\r\\n\*/g, '\\r\\n\n*');
         const trickyText = new TextDecoder().decode(trickyResp.resp).replace(/\r\n/g, '\\r\\n').replace(/\n(?!$)/g, '\\n');
         out.replaceChildren(
           metrics([
@@ -54,7 +56,7 @@ pipelab run data.resp --mode pipeline --batch-size 10000</pre>
           ]),
           el('p', {}, 'The start of the RESP file:'),
           el('pre', { class: 'resp-preview' }, preview + '…'),
-          el('p', {}, 'An argument with spaces, quotes and a newline, inline and as RESP (every byte counted, nothing escaped):'),
+          el('p', {}, 'An argument with spaces, quotes and a newline, inline (quoted, escaped) and as RESP (length-prefixed; CR LF and LF shown as \\r\\n and \\n):'),
           el('pre', { class: 'resp-preview' }, `${tricky}\n→ ${trickyText}`),
           dl,
           verdict(
