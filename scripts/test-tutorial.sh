@@ -11,7 +11,10 @@
 # PIPELAB_SKIP_GO=1). The Rust redis crate comes from crates.io on the first
 # build of web/test/export-rs (not a workspace member).
 #   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab
-#   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippet (Jedis is not in Debian)
+#   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippets (Jedis is not in
+#                                Debian; Maven Central is unreachable)
+#   PIPELAB_GOREDIS_MODDIR=dir   also build and run the go-redis snippets: dir holds a go.mod
+#                                requiring github.com/redis/go-redis/v9 that resolves offline
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[test-tutorial] %s\n' "$*" >&2; }

@@ -144,6 +144,7 @@ test('go-redis snippet is valid Go (gofmt), where Go is installed', async (t) =>
     const out = await run(gofmt, ['-e', '-l', file]);
     assert.equal(out.code, 0, `gofmt rejected the ${mode} snippet:\n${out.stderr}\n${s.content}`);
     assert.equal(out.stderr, '');
+    assert.equal(out.stdout, '', 'the snippet is formatted as gofmt formats it');
   }
 });
 
@@ -164,6 +165,37 @@ test('Jedis snippet compiles and runs, where a Jedis class path is given (PIPELA
     if (batch === MIXED) {
       await checkMixedState(`jedis ${mode}`);
       assert.match(replyLines(out.stdout)[2].text, /^\(error\)/);
+    } else {
+      assert.equal(await redis.client.get('k'), 'original');
+      assert.match(out.stdout, /EXECABORT/);
+    }
+  }
+});
+
+test('go-redis snippet builds and runs, where a go-redis module is given (PIPELAB_GOREDIS_MODDIR)', async (t) => {
+  // A directory with a go.mod that requires github.com/redis/go-redis/v9 and resolves offline
+  // (module cache or replace directives): the Go module proxy is not reachable here.
+  const modDir = process.env.PIPELAB_GOREDIS_MODDIR;
+  if (!modDir) return t.skip('go-redis v9 is not packaged for Debian and the Go module proxy is unreachable: set PIPELAB_GOREDIS_MODDIR to check');
+  const { mkdirSync, copyFileSync } = await import('node:fs');
+  for (const [batch, mode] of [[MIXED, 'pipeline'], [MIXED, 'transaction'], [ABORTING, 'transaction']]) {
+    await redis.client.flushall();
+    await redis.client.set('k', 'original');
+    const s = ex.exportBatch('go-redis', batch, mode, encode);
+    const dir = join(tmpDir, `go-${mode}-${batch.length}`);
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(join(modDir, 'go.mod'), join(dir, 'go.mod'));
+    writeFileSync(join(dir, 'main.go'), s.content);
+    const env = { ...process.env, GOFLAGS: '-mod=mod', GOPROXY: 'off', GOSUMDB: 'off', GOTOOLCHAIN: 'local' };
+    const b = await run('go', ['build', '-o', 'app', '.'], { cwd: dir, env });
+    assert.equal(b.code, 0, `go build:\n${b.stderr}`);
+    const out = await run(join(dir, 'app'), [], { env: { ...process.env, REDIS_URL: redis.url } });
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    if (batch === MIXED) {
+      await checkMixedState(`go-redis ${mode}`);
+      const lines = replyLines(out.stdout);
+      assert.equal(lines.length, 7, out.stdout);
+      assert.match(lines[2].text, /^\(error\).*not an integer/);
     } else {
       assert.equal(await redis.client.get('k'), 'original');
       assert.match(out.stdout, /EXECABORT/);
