@@ -48,7 +48,7 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
   return draw(canvas, {
     type: 'bar',
     data: {
-      labels: bars.map((b) => [b.mode, `${fmt(b.value)} ${opts.unit}`]),
+      labels: bars.map((b) => [b.mode, `${fmt(b.value)} ${b.value === 1 ? opts.unit.replace(/s$/, '') : opts.unit}`]),
       datasets: [{ label: opts.title, data: bars.map((b) => b.value), backgroundColor: bars.map((b) => MODE_COLORS[b.mode] ?? '#888') }],
     },
     options: {

@@ -1,13 +1,15 @@
 // Lesson 3: batch size. Commands/s rises with the batch size until the RTT
 // is amortised, then flattens; past ~10k the cost is server memory.
 import { sweepChart } from '../charts/charts.js';
-import { sweep } from './endpoints.js';
+import { batch, sweep } from './endpoints.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, fmtMs, fmtX, prose, slider, table, verdict } from './ui.js';
+import { el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, table, verdict } from './ui.js';
 
 const SIZES = [1, 10, 100, 1000, 10000];
 const TOTAL = 10000;
 const TEMPLATE = ['SET', 'tut:l3:key:{i}', 'x'];
+/** Value size for the reply-memory measurement, bytes. */
+const VALUE = 100;
 
 export const lesson3: Lesson = {
   n: 3,
@@ -27,7 +29,8 @@ export const lesson3: Lesson = {
         <p>Why the usual advice is batches of about <b>10 000</b>, not "everything at once": Redis
         buffers the replies to a batch in the client's output buffer in server memory until the client
         reads them, and the client holds the whole batch too. A million-command pipeline means
-        a million replies held at once, for no further gain in throughput.</p>`),
+        a million replies held at once, for no further gain in throughput. The run also measures what
+        one round trip of 10 000 replies weighs on your deployment.</p>`),
       controls: rtt.root,
       example: () => ({ text: Array.from({ length: TOTAL }, (_, i) => `SET tut:l3:key:${i} x`).join('\n'), mode: 'pipeline', batch_size: 100, simulated_rtt_ms: rtt.value(), on_error: 'continue' }),
       async run(out) {
@@ -36,6 +39,11 @@ export const lesson3: Lesson = {
         const pts = res.points;
         const canvas = el('canvas', { id: 'l3-chart' });
         const cps = (b: number) => pts.find((p) => p.batch_size === b)?.commands_per_sec ?? 0;
+        // What one round trip of 10 000 replies weighs: GETs of a VALUE-byte string.
+        await batch({ text: `SET tut:l3:big ${'v'.repeat(VALUE)}`, mode: 'pipeline' });
+        const big = await batch({ text: lines(10000, () => 'GET tut:l3:big'), mode: 'pipeline', batch_size: 10000, simulated_rtt_ms: ms });
+        await batch({ text: 'DEL tut:l3:big', mode: 'pipeline' });
+        const perTrip = big.summary.bytes_received / Math.max(1, big.summary.round_trips);
         const firstGain = cps(10) / Math.max(1, cps(1));
         const lastGain = cps(10000) / Math.max(1, cps(1000));
         out.replaceChildren(
@@ -45,6 +53,11 @@ export const lesson3: Lesson = {
             pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec)]),
             { 'data-table': 'sweep' },
           ),
+          el('p', {}, `Reply memory: 10 000 GETs of a ${VALUE}-byte value in one round trip:`),
+          metrics([
+            { key: 'reply_bytes_per_round_trip', label: 'replies per round trip', value: perTrip, text: `${fmtInt(perTrip)} bytes` },
+            { key: 'reply_bytes_at_1m', label: 'the same at 1 000 000 per batch', value: perTrip * 100, text: `≈ ${fmtInt((perTrip * 100) / 1e6)} MB` },
+          ]),
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
           verdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,

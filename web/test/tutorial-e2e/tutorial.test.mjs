@@ -57,7 +57,9 @@ async function setSlider(id, value) {
 }
 
 test('tabs show the tutorial with seven lessons in order', async () => {
+  await page.screenshot({ path: join(artifacts, 'tutorial-playground.png') });
   await page.click('#tab-tutorial');
+  await page.screenshot({ path: join(artifacts, 'tutorial-overview.png') });
   assert.equal(await page.isVisible('#tutorial-view'), true);
   assert.equal(await page.isVisible('main'), false);
   const titles = await page.$$eval('.lesson h3', (hs) => hs.map((h) => h.textContent));
@@ -117,6 +119,8 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
   assert.ok(cps[10] > 2 * cps[1], `10: ${cps[10]} vs 1: ${cps[1]}`);
   assert.ok(cps[100] > cps[10], `100: ${cps[100]} vs 10: ${cps[10]}`);
   assert.ok(cps[10] / cps[1] > cps[10000] / cps[1000], 'the gain shrinks: 1→10 beats 1000→10000');
+  const m = await metricsOf(3);
+  assert.ok(Number(m.reply_bytes_per_round_trip) >= 10000 * 100, `10 000 replies of 100 bytes in one round trip: ${m.reply_bytes_per_round_trip} bytes`);
   assert.equal(await page.locator('#lesson-3 #l3-chart').count(), 1);
   assert.match(await page.getAttribute('#lesson-3 #l3-chart', 'aria-label'), /batch 10,000/);
 });
