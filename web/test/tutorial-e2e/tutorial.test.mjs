@@ -177,6 +177,24 @@ test('lesson 7: mass insertion in batches of 10 000', { timeout: 60_000 }, async
   assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
 });
 
+test('phone-sized screen: the tutorial with its results needs no horizontal scrolling', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    for (const view of ['tutorial', 'playground']) {
+      await page.click(`#tab-${view}`);
+      await page.waitForTimeout(100);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `${view}: no horizontal scrolling (${overflow}px)`);
+    }
+    await page.click('#tab-tutorial');
+    await page.locator('#lesson-5').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'tutorial-phone.png') });
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.click('#tab-tutorial');
+  }
+});
+
 test('compare view: three modes at 1 ms, bar charts, speedups', { timeout: 90_000 }, async () => {
   await page.click('#lesson-2 button.load-example');
   await page.click('#tab-compare');
