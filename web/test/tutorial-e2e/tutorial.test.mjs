@@ -195,6 +195,32 @@ test('phone-sized screen: the tutorial with its results needs no horizontal scro
   }
 });
 
+test('every lesson\'s "Load example" fills the playground with a batch that runs there', { timeout: 120_000 }, async () => {
+  const expected = { 1: 'sequential', 2: 'pipeline', 3: 'pipeline', 4: 'pipeline', 5: 'pipeline', 6: 'sequential', 7: 'pipeline' };
+  for (const n of [1, 2, 3, 4, 5, 6, 7]) {
+    await page.click('#tab-tutorial');
+    await page.click(`#lesson-${n} button.load-example`);
+    assert.equal(await page.isVisible('main'), true, `lesson ${n}: the playground is shown`);
+    await page.waitForFunction(() => window.pipelab.editors.snapshot().commands > 0);
+    const st = await page.evaluate(() => {
+      const s = window.pipelab.editors.snapshot();
+      return { commands: s.commands, errors: s.inlineErrors, first: s.inlineText.split('\n')[0], mode: document.querySelector('input[name="mode"]:checked').value };
+    });
+    assert.equal(st.errors, 0, `lesson ${n}: the example parses`);
+    assert.ok(st.commands >= 2, `lesson ${n}: ${st.commands} commands`);
+    assert.match(st.first, /tut:l\d/, `lesson ${n}: its own keys`);
+    assert.equal(st.mode, expected[n], `lesson ${n}: mode`);
+    // Runnable as loaded: the playground runs it and reports every command.
+    await page.evaluate(() => (document.getElementById('summary').textContent = ''));
+    await page.click('#run');
+    await page.waitForSelector('#summary [data-key="commands"], #summary .message.error', { timeout: 30_000 });
+    const summary = await page.innerText('#summary');
+    assert.doesNotMatch(summary, /Run failed|Fix /, `lesson ${n}: ${summary}`);
+    assert.equal(Number((await page.innerText('#summary [data-key="commands"] dd')).replace(/,/g, '')), st.commands, `lesson ${n}: all commands reported`);
+  }
+  await page.click('#tab-tutorial');
+});
+
 test('compare view: three modes at 1 ms, bar charts, speedups', { timeout: 90_000 }, async () => {
   await page.click('#lesson-2 button.load-example');
   await page.click('#tab-compare');
