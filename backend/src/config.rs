@@ -35,6 +35,16 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
     pub web_dir: PathBuf,
 
+    /// Log format on stderr: `text` or `json` (one object per line). The
+    /// level comes from PIPELAB_LOG (default `info`).
+    #[arg(long, env = "PIPELAB_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: crate::telemetry::LogFormat,
+
+    /// After SIGTERM or Ctrl-C: how long running batches may still finish
+    /// (ms) while no new connection is accepted.
+    #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    pub shutdown_grace_ms: u64,
+
     #[command(flatten)]
     pub limits: Limits,
 }

@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod config;
 mod embedded;
+mod telemetry;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -29,9 +29,10 @@ function showBanner(health: Health, detail?: string) {
   }
   banner.hidden = false;
   banner.dataset.kind = health;
+  const why = detail ? ` Server said: ${detail.replace(/^Redis is unreachable:\s*/i, '')}.` : '';
   banner.textContent = health === 'redis_down'
-    ? `Redis is unreachable: runs will fail until it is back. The editors still work (they run in your browser).${detail ? ` (${detail})` : ''}`
-    : `The pipelab API is unreachable: start it with \`pipelab serve\` to run batches. The editors still work (they run in your browser).${detail ? ` (${detail})` : ''}`;
+    ? `Redis is unreachable: runs fail until it is back. The editors still work (they run in your browser).${why}`
+    : `The pipelab API is unreachable: start it with \`pipelab serve\` to run batches. The editors still work (they run in your browser).${why}`;
 }
 
 async function refreshHealth() {

@@ -57,6 +57,11 @@ impl ApiError {
         }
     }
 
+    /// The stable machine-readable code (`busy`, `redis_unavailable`, ...).
+    pub fn code(&self) -> &'static str {
+        self.body.code
+    }
+
     pub fn with_status(mut self, status: StatusCode) -> Self {
         self.status = status;
         self

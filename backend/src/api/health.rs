@@ -1,5 +1,6 @@
 //! Probes for process supervisors and load balancers: `/healthz` (the
-//! process is alive) and `/readyz` (Redis answers PING).
+//! process is alive), `/readyz` (Redis answers PING) and `/metrics`
+//! (Prometheus text format, see [`crate::telemetry`]).
 
 use std::time::Duration;
 
@@ -29,4 +30,12 @@ pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
         .into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// Prometheus text exposition format 0.0.4.
+pub async fn metrics() -> impl IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        crate::telemetry::render_metrics(),
+    )
 }

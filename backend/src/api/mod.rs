@@ -91,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .fallback(web::serve)
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -13,6 +13,7 @@ use tokio::time::{timeout_at, Instant};
 
 use super::error::ApiError;
 use super::AppState;
+use crate::telemetry::BatchSpan;
 use pipelab::exec::{Batch, Mode, OnError, Report, Status};
 use pipelab::exec::{execute, ExecError, ExecOptions};
 
@@ -23,6 +24,21 @@ use pipelab::exec::{execute, ExecError, ExecOptions};
 /// `batch_timeout` (ran past `limits.batch_timeout_ms`; commands already
 /// written may have run).
 pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+    let span = BatchSpan::start(batch.mode, batch.commands.len());
+    let result = run_limited(state, batch).await;
+    match &result {
+        Ok(report) => span.finish(report),
+        Err(e) => span.fail(match e.code() {
+            "busy" => "busy",
+            "batch_timeout" => "timeout",
+            "redis_unavailable" => "redis_unavailable",
+            _ => "invalid",
+        }),
+    }
+    result
+}
+
+async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
     let _slot = timeout_at(deadline, state.slots.acquire())

@@ -2,28 +2,22 @@
 //!
 //! Without --redis / REDIS_URL it starts its own redis-server (see
 //! [`crate::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
-//! Shutdown lets running batches finish for up to [`DRAIN`], then exits.
+//! Shutdown stops accepting connections and lets running batches finish
+//! for up to `--shutdown-grace-ms`, then exits.
 
 use std::process::ExitCode;
 use std::time::Duration;
-
-use tracing_subscriber::EnvFilter;
 
 use crate::api::{self, AppState, RedisSource};
 use crate::config::ServeConfig;
 use crate::embedded::EmbeddedRedis;
 use pipelab::conn::RedisTarget;
 
-/// How long in-flight requests may run after a shutdown signal.
-const DRAIN: Duration = Duration::from_secs(5);
-
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
 /// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
 pub fn main(cfg: ServeConfig) -> ExitCode {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("PIPELAB_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .try_init();
+    crate::telemetry::init_logging(cfg.log_format);
+    crate::telemetry::install_metrics();
 
     // Started on the main thread: the child's death signal follows this thread.
     let (target, source, embedded) = match &cfg.redis {
@@ -84,10 +78,11 @@ async fn serve(cfg: ServeConfig, target: RedisTarget, source: RedisSource) -> Ex
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
+    let grace = Duration::from_millis(cfg.shutdown_grace_ms);
     let drain_deadline = async move {
         let mut rx = stop_rx;
         let _ = rx.wait_for(|stopped| *stopped).await;
-        tokio::time::sleep(DRAIN).await;
+        tokio::time::sleep(grace).await;
     };
     tokio::select! {
         res = server => {
@@ -96,7 +91,7 @@ async fn serve(cfg: ServeConfig, target: RedisTarget, source: RedisSource) -> Ex
                 return ExitCode::from(1);
             }
         }
-        _ = drain_deadline => tracing::warn!("requests still running after {DRAIN:?}; exiting anyway"),
+        _ = drain_deadline => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
     }
     tracing::info!("pipelab serve stopped");
     ExitCode::SUCCESS

@@ -124,7 +124,12 @@ export class Timeline {
       const results = this.data.results;
       for (let i = 0; i < results.length; i++) {
         const r = results[i];
-        if (r.status !== status || r.sent_us === undefined) continue;
+        if (r.status !== status) continue;
+        if (r.sent_us === undefined) {
+          // Never sent: a short grey mark at the end of the axis, so the row is not silently empty.
+          ctx.rect(sx(maxUs) - 4, MARGIN.top + i * rowH, 4, barH);
+          continue;
+        }
         const x0 = sx(r.sent_us);
         const x1 = sx(r.reply_us ?? maxUs);
         ctx.rect(x0, MARGIN.top + i * rowH, Math.max(x1 - x0, 1), barH);

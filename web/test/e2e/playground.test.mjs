@@ -110,6 +110,29 @@ describe('editor (wasm, no backend needed)', () => {
     assert.equal(await inlineDoc(), 'SET user:1 "Ada Lovelace"\nINCR visits');
   });
 
+  test('typing RESP by keyboard in the RESP view (Enter is CR LF) adds a command to the inline view', async () => {
+    await setBatch('GET k');
+    await page.click('#resp-editor .cm-content');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('*1\n$4\nPING\n');
+    assert.equal(await respDoc(), '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n');
+    assert.equal(await inlineDoc(), 'GET k\nPING');
+    // Half-typed RESP is an error in the RESP view, and the inline view waits.
+    await page.keyboard.type('*1\n$4\nPI');
+    assert.match(await page.textContent('#resp-status .error-message'), /incomplete/);
+    assert.equal(await inlineDoc(), 'GET k\nPING');
+    await page.keyboard.type('NG\n');
+    assert.equal(await inlineDoc(), 'GET k\nPING\nPING');
+  });
+
+  test('the command under the cursor is highlighted in both views', async () => {
+    await setBatch('SET a 1\nGET a\nPING');
+    await page.click('#inline-editor .cm-line:nth-child(2)');
+    const lines = await page.$$eval('#resp-editor .cm-activeCommand', (ls) => ls.map((l) => l.textContent.replace(/\\r\\n.*$/, '')));
+    assert.deepEqual(lines, ['*2', '$3', 'GET', '$1', 'a']);
+    assert.equal(await page.$eval('#inline-editor .cm-activeCommand', (l) => l.textContent.replace(/\d+ B$/, '')), 'GET a');
+  });
+
   test('an unbalanced quote is underlined at its line and column, with the message', async () => {
     await typeInline('PING\nECHO "abc\nPING');
     const message = await page.textContent('#inline-status .error-message');
@@ -143,6 +166,12 @@ describe('editor (wasm, no backend needed)', () => {
     const message = await page.textContent('#resp-status .error-message');
     assert.match(message, /^byte 13 \(line 4\): invalid bulk length "x"$/);
     assert.equal(await inlineDoc(), 'GET k', 'the inline view keeps its text');
+    // Byte 13 is the `$` of `$x`, on line 4 of the RESP view.
+    const mark = await page.$('#resp-editor .cm-lintRange-error');
+    assert.ok(mark, 'an error underline is drawn');
+    assert.equal(await mark.textContent(), '$');
+    const line = await mark.evaluate((el) => [...el.closest('.cm-content').children].indexOf(el.closest('.cm-line')) + 1);
+    assert.equal(line, 4);
     await shot(page, 'e2e-03-resp-error');
   });
 });
@@ -220,6 +249,21 @@ describe('runs against a real Redis', () => {
     assert.match(r[4].cls, /status-not_sent/);
   });
 
+  test('RESP3: HELLO 3 first, map replies in redis-cli format', async () => {
+    await setBatch('DEL e2e:h\nHSET e2e:h a 1\nHGETALL e2e:h');
+    await page.check('#resp3');
+    try {
+      await runWith({ mode: 'pipeline' });
+    } finally {
+      await page.uncheck('#resp3');
+    }
+    const r = await rows();
+    assert.equal(r[2].cells[2], '1# "a" => "1"');
+    await page.click('#results .rows .row[data-index="2"]');
+    await page.click('#detail button');
+    assert.match(await page.textContent('#detail .reply-raw'), /^%1\\r\\n/);
+  });
+
   test('10 000 commands: table stays virtual, timeline drawn, page responsive', async () => {
     await page.selectOption('#sample', 'set10000');
     assert.match(await page.textContent('#inline-status'), /10,000 commands/);
@@ -249,7 +293,34 @@ describe('runs against a real Redis', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
-  test('Redis killed: a banner says so, the editor still works', async () => {
+  test('Redis killed mid-batch: the command in flight is unknown, the rest not sent', async () => {
+    await setBatch(Array.from({ length: 40 }, (_, i) => `INCR e2e:slow:${i}`).join('\n'));
+    await page.check('input[name="mode"][value="sequential"]');
+    await page.fill('#rtt', '80');
+    await page.click('#run');
+    await page.waitForTimeout(1000); // about 12 of 40 round trips done
+    await redis.stop();
+    await page.waitForSelector('#summary dl, #summary .message.error', { timeout: 30000 });
+    await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 30000 });
+    const summary = await page.$$eval('#summary dl > div', (divs) => Object.fromEntries(divs.map((d) => [d.dataset.key, d.querySelector('dd').textContent])));
+    assert.ok(num(summary.ok) >= 1 && num(summary.ok) < 40, `ok ${summary.ok}`);
+    assert.equal(num(summary.ok) + num(summary.unknown) + num(summary.not_sent) + num(summary.errors), 40);
+    assert.equal(num(summary.unknown), 1, 'exactly the command in flight is unknown');
+    const all = await page.evaluate(() => {
+      const el = document.querySelector('#results');
+      el.scrollTop = 0;
+      return [...el.querySelectorAll('.rows .row')].map((r) => [Number(r.dataset.index), r.className, r.children[3].textContent]);
+    });
+    const unknown = all.find(([, , status]) => status === 'unknown');
+    assert.ok(unknown, 'the unknown row is rendered');
+    assert.match(unknown[1], /status-unknown/);
+    const notSent = all.filter(([, , status]) => status === 'not sent');
+    assert.ok(notSent.length > 0 && notSent.every(([, cls]) => /status-not_sent/.test(cls)));
+    await shot(page, 'e2e-09-redis-killed-mid-batch');
+    await page.fill('#rtt', '0');
+  });
+
+  test('Redis down: a banner says so, the editor still works', async () => {
     await redis.stop();
     await setBatch('PING');
     await page.click('#run');
@@ -258,14 +329,14 @@ describe('runs against a real Redis', () => {
     assert.match(await page.textContent('#summary'), /Run failed/);
     await typeInline('ECHO still-works');
     assert.equal(await respDoc(), '*2\r\n$4\r\nECHO\r\n$11\r\nstill-works\r\n');
-    await shot(page, 'e2e-09-redis-down');
+    await shot(page, 'e2e-10-redis-down');
   });
 
   test('API gone: the banner says the API is unreachable', async () => {
     await serve.stop();
     await page.click('#run');
     await page.waitForFunction(() => /API is unreachable/.test(document.querySelector('#banner')?.textContent ?? ''), null, { timeout: 15000 });
-    await shot(page, 'e2e-10-api-down');
+    await shot(page, 'e2e-11-api-down');
   });
 
   test('no uncaught errors in the page', () => {

@@ -138,3 +138,28 @@ test('parseJsonExact keeps API integers exact', () => {
   assert.equal(r.results[2].reply.value, 1234567890123456789.5);
   assert.equal(replyToJsonText(r.results[0].reply), '{"type":"integer","value":9223372036854775807}');
 });
+
+test('decodeReplies: a value needing the serializer fallback inside an aggregate, and values after it', () => {
+  const r = wasm.decodeReplies(bytes('+before\r\n*3\r\n+a\r\n$1\r\n\xff\r\n:1\r\n%1\r\n$1\r\nk\r\n|1\r\n+ttl\r\n:1\r\n:2\r\n+after\r\n'));
+  assert.equal(r.error, undefined);
+  assert.deepEqual(r.values, [
+    { type: 'simple', value: 'before' },
+    { type: 'array', value: [{ type: 'simple', value: 'a' }, { type: 'bulk', base64: '/w==' }, { type: 'integer', value: 1 }] },
+    { type: 'map', value: [[{ type: 'bulk', value: 'k' }, { type: 'integer', value: 2, attributes: [[{ type: 'simple', value: 'ttl' }, { type: 'integer', value: 1 }]] }]] },
+    { type: 'simple', value: 'after' },
+  ]);
+});
+
+test('decodeReplies: UTF-16 ranges of non-ASCII text, verbatim, big number, nan', () => {
+  const r = wasm.decodeReplies(new Uint8Array(Buffer.from('$8\r\nh€😀\r\n+ok\r\n=10\r\ntxt:ü😀\r\n(-12345678901234567890\r\n,nan\r\n~1\r\n#f\r\n>1\r\n_\r\n')));
+  assert.equal(r.error, undefined);
+  assert.deepEqual(r.values, [
+    { type: 'bulk', value: 'h€😀' },
+    { type: 'simple', value: 'ok' },
+    { type: 'verbatim', format: 'txt', value: 'ü😀' },
+    { type: 'big_number', value: '-12345678901234567890' },
+    { type: 'double', value: 'nan' },
+    { type: 'set', value: [{ type: 'boolean', value: false }] },
+    { type: 'push', value: [{ type: 'null' }] },
+  ]);
+});
