@@ -1,6 +1,6 @@
-// The share bar under the playground's controls: "Copy permalink" and
-// "Export", which shows the generated file for the chosen target and mode
-// with Download and Copy buttons.
+// Sharing: "Copy permalink" (in the tab bar, on every view) and the export
+// bar under the playground's controls, which shows the generated file for the
+// chosen target and mode with Download and Copy buttons.
 import type { PageState } from '../permalink.js';
 import { encodePermalink } from '../permalink.js';
 import { download } from './download.js';
@@ -21,9 +21,26 @@ function previewOf(content: string | Uint8Array): string {
   return text.replace(/\r\n/g, '\\r\\n\n') + (content.length > 64 * 1024 ? `\n… (${content.length} bytes in all)` : '');
 }
 
-export function shareBar(opts: { state: () => PageState & { view?: string } }): HTMLElement {
+/** "Copy permalink": the state (with the open view) into the address bar and the clipboard. */
+export function permalinkButton(state: () => PageState): HTMLElement {
+  const status = h('span', { class: 'share-status', role: 'status', id: 'permalink-status' });
+  const linkBtn = h('button', { type: 'button', id: 'permalink', title: 'A link that reopens this page with this batch, mode, options and view' }, 'Copy permalink');
+  linkBtn.addEventListener('click', async () => {
+    const frag = await encodePermalink(state());
+    history.replaceState(null, '', frag);
+    try {
+      await navigator.clipboard.writeText(location.href);
+      status.textContent = 'Copied (and in the address bar).';
+    } catch {
+      status.textContent = 'In the address bar.';
+    }
+  });
+  return h('span', { class: 'permalink' }, status, ' ', linkBtn);
+}
+
+/** The export bar under the playground's controls. */
+export function shareBar(opts: { state: () => PageState }): HTMLElement {
   const status = h('span', { class: 'share-status', role: 'status', id: 'share-status' });
-  const linkBtn = h('button', { type: 'button', id: 'permalink' }, 'Copy permalink');
   const target = h('select', { id: 'export-target', 'aria-label': 'Export format' }, ...TARGETS.map((t) => h('option', { value: t.id }, t.label)));
   const mode = h('select', { id: 'export-mode', 'aria-label': 'Export as' }, h('option', { value: 'pipeline' }, 'pipeline'), h('option', { value: 'transaction' }, 'MULTI/EXEC transaction'));
   const exportBtn = h('button', { type: 'button', id: 'export' }, 'Export');
@@ -34,17 +51,6 @@ export function shareBar(opts: { state: () => PageState & { view?: string } }): 
   const panel = h('div', { class: 'export-panel', id: 'export-panel' }, calls, pre, h('div', {}, dlBtn, ' ', copyBtn));
   panel.hidden = true;
   let current: ReturnType<typeof exportBatch> | null = null;
-
-  linkBtn.addEventListener('click', async () => {
-    const frag = await encodePermalink(opts.state());
-    history.replaceState(null, '', frag);
-    try {
-      await navigator.clipboard.writeText(location.href);
-      status.textContent = 'Permalink copied (and in the address bar).';
-    } catch {
-      status.textContent = 'Permalink is in the address bar.';
-    }
-  });
 
   const generate = () => {
     const s = opts.state();
@@ -81,5 +87,5 @@ export function shareBar(opts: { state: () => PageState & { view?: string } }): 
     }
   });
 
-  return h('section', { class: 'share', id: 'share', 'aria-label': 'Share and export' }, linkBtn, ' ', h('label', {}, 'Export ', target), ' ', mode, ' ', exportBtn, ' ', status, panel);
+  return h('section', { class: 'share', id: 'share', 'aria-label': 'Export' }, h('label', {}, 'Export the batch as ', target), ' ', mode, ' ', exportBtn, ' ', status, panel);
 }

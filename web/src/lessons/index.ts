@@ -1,7 +1,7 @@
 // Mounts the tutorial, the compare and sweep views, the tabs and the share
 // bar (permalink, export) around the playground, and restores a permalink.
 import type { Editors } from '../editor/views.js';
-import { shareBar } from '../export/panel.js';
+import { permalinkButton, shareBar } from '../export/panel.js';
 import { decodePermalink } from '../permalink.js';
 import { PlaygroundState } from './bridge.js';
 import { compareView } from './compareView.js';
@@ -29,7 +29,8 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
   tabs = new Tabs({ playground: main, tutorial, compare, sweep });
   (document.querySelector('header') ?? main).after(tabs.nav);
 
-  const share = shareBar({ state: () => ({ ...state.get(), view: tabs!.view }) });
+  tabs.nav.append(permalinkButton(() => ({ ...state.get(), view: tabs!.view })));
+  const share = shareBar({ state: () => state.get() });
   (document.getElementById('controls') ?? main.firstElementChild ?? main).after(share);
 
   // Restore a permalink: editor text, mode, options and the open view.
@@ -46,6 +47,6 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
     }
   } catch (e) {
     notice.textContent = `${(e as Error).message}. The page opened with its default batch.`;
-    share.after(notice);
+    tabs.nav.after(notice);
   }
 }

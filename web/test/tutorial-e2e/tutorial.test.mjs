@@ -261,11 +261,12 @@ test('permalink: opening it restores the editor, mode, options and view', { time
   await page.click('#tab-playground');
   const text = 'SET "k\\x00\\xff" "héllo ✓"\nINCR counter\nGET k';
   await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
+  await page.check('input[name="mode"][value="pipeline"]');
+  await page.fill('#batch-size', '7');
   await page.check('input[name="mode"][value="transaction"]');
   await page.fill('#rtt', '12.5');
   await page.selectOption('#on-error', 'stop');
-  await page.click('#tab-compare');
-  await page.click('#tab-playground');
+  await page.click('#tab-compare'); // the permalink button is on every view; the view is restored too
   await page.click('#permalink');
   await page.waitForFunction(() => location.hash.startsWith('#s='));
   const url = await page.evaluate(() => location.href);
@@ -279,9 +280,10 @@ test('permalink: opening it restores the editor, mode, options and view', { time
     rtt: document.getElementById('rtt').value,
     onError: document.getElementById('on-error').value,
     batchSize: document.getElementById('batch-size').value,
-    playground: !document.querySelector('main').hidden,
+    compareShown: !document.getElementById('compare-view').hidden,
+    playgroundShown: !document.querySelector('main').hidden,
   }));
-  assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '1000', playground: true });
+  assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', compareShown: true, playgroundShown: false });
   // A damaged link says so and keeps the default batch.
   await other.goto('about:blank'); // a new document: a fragment-only change would not reload
   await other.goto(url.slice(0, url.length - 8) + '~~');
