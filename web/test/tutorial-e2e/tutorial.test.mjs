@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifacts, launchBrowser, startRedis, startServe } from '../e2e/harness.mjs';
+import { artifacts, launchBrowser, repoRoot, startRedis, startServe } from '../e2e/harness.mjs';
 import { run, tmpDir } from '../tutorial/helpers.mjs';
 
 let redis, serve, browser, page;
@@ -174,6 +174,11 @@ test('lesson 7: mass insertion in batches of 10 000', { timeout: 60_000 }, async
   await dl.saveAs(file);
   const out = await run('redis-cli', ['-p', String(redis.port), '--pipe'], { input: readFileSync(file) });
   assert.match(out.stdout, /errors: 0, replies: 20000/, out.stdout + out.stderr);
+  // The lesson's other command line: pipelab run on the same file.
+  const bin = process.env.PIPELAB_BIN ?? join(repoRoot, 'target/debug/pipelab');
+  const pr = await run(bin, ['run', file, '--mode', 'pipeline', '--batch-size', '10000', '--redis', redis.url]);
+  assert.equal(pr.code, 0, pr.stdout + pr.stderr);
+  assert.match(pr.stdout, /errors: 0, replies: 20000/, pr.stdout);
   assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
 });
 
