@@ -43,14 +43,19 @@ export const lesson2: Lesson = {
             pipe.summary.round_trips === 1 && (ms < 1 || speedup >= 10),
             `At ${ms} ms RTT the pipeline took ${fmtMs(pipe.summary.total_us)} in ${fmtInt(pipe.summary.round_trips)} round trip(s), ${fmtX(speedup)} faster than ${fmtMs(seq.summary.total_us)} sequentially.`,
           ),
-          timelines(
-            [
-              { title: `sequential: ${fmtMs(seq.summary.total_us)}`, results: seq.results ?? [], totalUs: seq.summary.total_us, label },
-              { title: `pipeline: ${fmtMs(pipe.summary.total_us)}`, results: pipe.results ?? [], totalUs: pipe.summary.total_us, label },
-            ],
-            same.checked,
-          ),
         );
+        const runs = [
+          { title: `sequential: ${fmtMs(seq.summary.total_us)}`, results: seq.results ?? [], totalUs: seq.summary.total_us, label },
+          { title: `pipeline: ${fmtMs(pipe.summary.total_us)}`, results: pipe.results ?? [], totalUs: pipe.summary.total_us, label },
+        ];
+        let shown = timelines(runs, same.checked);
+        out.append(shown);
+        // Toggling the axis redraws this run's timelines.
+        same.onchange = () => {
+          const next = timelines(runs, same.checked);
+          shown.replaceWith(next);
+          shown = next;
+        };
       },
     };
   },

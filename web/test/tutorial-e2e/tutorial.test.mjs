@@ -107,6 +107,17 @@ test('lesson 2: the pipeline is one round trip and >= 10x faster at 1 ms RTT', {
   assert.ok(Number(m.speedup) >= 10, `speedup ${m.speedup}`);
   assert.ok(Number(m.sequential_us) > 10 * Number(m.pipeline_us));
   assert.equal(await page.locator('#lesson-2 canvas.lesson-timeline').count(), 2);
+  // Same time axis: the pipeline's timeline spans the sequential run; unticked, its own 1 round trip.
+  const span = async () => {
+    await page.waitForTimeout(100);
+    const label = await page.getAttribute('#lesson-2 figure:nth-child(2) canvas', 'aria-label');
+    return Number(/over ([\d.]+) ms/.exec(label)[1]);
+  };
+  const shared = await span();
+  await page.uncheck('#l2-same-axis');
+  const own = await span();
+  await page.check('#l2-same-axis');
+  assert.ok(shared > 10 * own, `shared axis ${shared} ms vs own ${own} ms`);
   assert.equal(await page.getAttribute('#lesson-2 .verdict', 'data-verdict'), 'holds');
 });
 
