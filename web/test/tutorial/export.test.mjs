@@ -61,7 +61,7 @@ const runners = {
     const dir = join(webDir, 'test/export-rs');
     writeFileSync(join(dir, 'snippet.rs'), snippet.content);
     // An explicit target dir: a CARGO_TARGET_DIR in the environment must not move the binary.
-    const built = await run('cargo', ['build', '-q', '--manifest-path', join(dir, 'Cargo.toml'), '--target-dir', join(dir, 'target')], {});
+    const built = await run('cargo', ['build', '-q', '--locked', '--manifest-path', join(dir, 'Cargo.toml'), '--target-dir', join(dir, 'target')], {});
     assert.equal(built.code, 0, `cargo build of the redis-rs snippet failed:\n${built.stderr}\n${snippet.content}`);
     return run(join(dir, 'target/debug/snippet'), [], { env: { ...process.env, REDIS_URL: redis.url } });
   },
