@@ -390,10 +390,15 @@ pub struct ConnSettings {
 pub struct IoStats {
     /// Calls of [`Conn::write`]: one per command (sequential) or chunk (pipeline).
     pub write_calls: u64,
-    /// `write` system calls on the socket those took (a large chunk may need several).
+    /// `write` system calls on the socket those took (a large chunk may need
+    /// several). Behind the delay line: writes into the line, which takes
+    /// each write whole.
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages received and set aside: out-of-band data (e.g.
+    /// client-side caching invalidations) that answers no command.
+    pub pushes: u64,
 }
 
 /// Why a reply could not be read. The connection must be dropped after any of these.
@@ -462,8 +467,9 @@ pub struct Conn {
     stats: IoStats,
     read_timeout: Duration,
     max_reply_bytes: Option<u64>,
-    /// Out-of-band RESP3 push messages skipped (e.g. tracking invalidations).
-    pub pushes_skipped: u64,
+    /// When the last read returned: a reply completed by bytes already
+    /// buffered arrived then, not when it is decoded.
+    last_read_at: Instant,
 }
 
 impl Conn {
@@ -491,7 +497,7 @@ impl Conn {
             stats: IoStats::default(),
             read_timeout: settings.read_timeout,
             max_reply_bytes: None,
-        pushes_skipped: 0,
+            last_read_at: Instant::now(),
         };
         conn.handshake(target, settings).await?;
         conn.reset_stats();
@@ -578,10 +584,10 @@ impl Conn {
     }
 
     /// Reads the next reply and the instant the read that completed it returned.
+    /// Replies are read in order, one per call: never skipped, never reordered.
     ///
     /// Out-of-band RESP3 push messages are skipped: they answer no command.
     pub async fn read_reply(&mut self) -> Result<(resp::Value, Instant), ReadError> {
-        let mut at = Instant::now();
         loop {
             if self.pos < self.filled {
                 match self.decoder.decode(&self.buf[self.pos..self.filled]) {
@@ -592,10 +598,10 @@ impl Conn {
                             self.filled = 0;
                         }
                         if matches!(value, resp::Value::Push(_)) {
-                            self.pushes_skipped += 1;
+                            self.stats.pushes += 1;
                             continue;
                         }
-                        return Ok((value, at));
+                        return Ok((value, self.last_read_at));
                     }
                     Ok(resp::Decoded::Incomplete { needed }) => self.make_room(needed),
                     Err(e) => return Err(ReadError::Protocol(e.to_string())),
@@ -614,7 +620,7 @@ impl Conn {
                 Ok(Err(e)) => return Err(ReadError::Io(e)),
                 Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
             };
-            at = Instant::now();
+            self.last_read_at = Instant::now();
             self.filled += n;
             self.stats.bytes_received += n as u64;
         }

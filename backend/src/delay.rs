@@ -115,15 +115,13 @@ where
 }
 
 /// Writes each client chunk to the socket at its deadline, in order.
-async fn uplink<W: AsyncWrite>(
+async fn uplink<W: AsyncWrite + Unpin>(
     mut rx: mpsc::UnboundedReceiver<Chunk>,
     mut w: W,
     errors: mpsc::Sender<Chunk>,
     queue: Arc<UpQueue>,
     mut timer: Timer,
-) where
-    W: Unpin,
-{
+) {
     while let Some(chunk) = rx.recv().await {
         timer.wait_until(chunk.deadline).await;
         match chunk.data {

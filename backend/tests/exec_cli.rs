@@ -74,9 +74,10 @@ fn json_document() {
 fn bad_inline_input_exit_2_says_what_was_sent() {
     let s = RedisServer::start();
     let input = b"SET a 1\nSET b 2\nSET c \"unterminated\nSET d 4\n";
-    for mode in ["sequential", "pipeline"] {
+    // Batch size 1 in pipeline mode finds the bad line while prefetching.
+    for (mode, batch) in [("sequential", "1000"), ("pipeline", "1000"), ("pipeline", "1")] {
         s.cmd_str(&["FLUSHALL"]);
-        let out = pipelab(&["run", "--mode", mode, "--redis", &s.url], input, None);
+        let out = pipelab(&["run", "--mode", mode, "--batch-size", batch, "--redis", &s.url], input, None);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("line 3, column 7"), "{stderr}");

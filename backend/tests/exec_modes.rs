@@ -294,3 +294,31 @@ async fn invalid_batches_are_refused() {
         }
     }
 }
+
+/// RESP3 out-of-band pushes (client-side caching invalidations) arrive
+/// between replies; they answer no command and must not shift replies.
+#[tokio::test]
+async fn resp3_pushes_do_not_shift_replies() {
+    let server = RedisServer::start();
+    let lines = ["CLIENT TRACKING ON", "GET tracked", "SET tracked new", "GET tracked", "SET tracked newer", "PING"];
+    for mode in [Mode::Sequential, Mode::Pipeline] {
+        server.cmd_str(&["SET", "tracked", "old"]);
+        let mut b = batch(mode, &lines);
+        b.resp3 = true;
+        let r = run(&server, &b).await;
+        let replies: Vec<Value> = r.results.iter().map(|c| c.reply.clone().unwrap()).collect();
+        assert_eq!(
+            replies,
+            vec![
+                Value::Simple(b"OK".to_vec()),
+                bulk("old"),
+                Value::Simple(b"OK".to_vec()),
+                bulk("new"),
+                Value::Simple(b"OK".to_vec()),
+                Value::Simple(b"PONG".to_vec()),
+            ],
+            "{mode:?}"
+        );
+        assert!(r.summary.pushes >= 2, "invalidation pushes were received: {:?}", r.summary);
+    }
+}

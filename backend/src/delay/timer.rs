@@ -78,6 +78,8 @@ mod imp {
         }
 
         /// Sets the timerfd to fire at `at` (std's `Instant` is CLOCK_MONOTONIC on Linux).
+        // `time_t` and `c_long` are not i64 on every Linux target.
+        #[allow(clippy::unnecessary_cast)]
         fn arm(&mut self, at: Instant) -> io::Result<()> {
             let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
             // SAFETY: valid out-pointer.

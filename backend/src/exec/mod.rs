@@ -114,6 +114,10 @@ pub struct Summary {
     pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages received (out-of-band, e.g. invalidations): not
+    /// replies, so not assigned to any command. Omitted from JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pushes: u64,
     /// Wall time of the whole batch in µs (connection handshake excluded).
     pub total_us: u64,
     /// `commands / total_us`, in commands per second.
@@ -123,6 +127,10 @@ pub struct Summary {
     pub batch_size: usize,
     /// Replies were read as RESP3 (`HELLO 3`).
     pub resp3: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Outcome of a transaction as a whole.

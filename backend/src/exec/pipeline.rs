@@ -1,9 +1,12 @@
 //! Pipeline mode: chunks of `batch_size` commands, each written in one
 //! write, then its replies read as they arrive: ⌈N / batch_size⌉ round trips.
 //!
-//! While Redis works on a chunk, the next one is pulled from the source and
-//! encoded, so parsing input overlaps the round trip instead of adding to it.
-//! Sequential mode is this loop with chunks of one command.
+//! With `prefetch`, the next chunk is pulled from the source and encoded
+//! while Redis works on the current one, so parsing input overlaps the
+//! round trip instead of adding to it. (A source that blocks then delays the
+//! reading of replies, so sequential mode, where each reply time matters,
+//! does not prefetch.) Sequential mode is this loop with chunks of one
+//! command.
 
 use super::runner::Runner;
 use super::source::{CommandSource, ResultSink};
@@ -28,7 +31,12 @@ impl Chunk {
     }
 }
 
-pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, size: usize, on_error: OnError) {
+pub(super) async fn run<S: CommandSource, K: ResultSink>(
+    r: &mut Runner<'_, S, K>,
+    size: usize,
+    on_error: OnError,
+    prefetch: bool,
+) {
     let mut cur = Chunk::default();
     let mut next = Chunk::default();
     cur.fill(r, size);
@@ -51,7 +59,9 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         let sent_us = r.us(sent_at);
         // A round trip: from here we wait for replies before writing more.
         r.summary.round_trips += 1;
-        next.fill(r, size);
+        if prefetch {
+            next.fill(r, size);
+        }
 
         let mut had_error = false;
         let mut lost = false;
@@ -75,7 +85,11 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         if lost || (had_error && on_error == OnError::Stop) {
             break;
         }
-        std::mem::swap(&mut cur, &mut next);
+        if prefetch {
+            std::mem::swap(&mut cur, &mut next);
+        } else {
+            cur.fill(r, size);
+        }
     }
     r.rest_not_sent();
 }

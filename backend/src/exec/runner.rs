@@ -80,7 +80,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     };
     match plan.mode {
         Mode::Sequential => sequential::run(&mut r, plan.on_error).await,
-        Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error).await,
+        Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
         Mode::Transaction => transaction::run(&mut r, &plan.watch).await,
     }
     Ok(r.finish())
@@ -184,11 +184,13 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
             self.summary.write_syscalls = io.write_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
+            self.summary.pushes = io.pushes;
         } else if let Some(io) = self.last_stats {
             self.summary.write_calls = io.write_calls;
             self.summary.write_syscalls = io.write_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
+            self.summary.pushes = io.pushes;
         }
         self.summary.commands = self.emitted;
         self.summary.total_us = self.us(self.last_io);

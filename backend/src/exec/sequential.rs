@@ -9,5 +9,5 @@ use super::{pipeline, OnError};
 /// With `on_error: stop`, nothing is sent after the first error reply.
 pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, on_error: OnError) {
     // One command per write and per wait: exactly a pipeline of chunk size 1.
-    pipeline::run(r, 1, on_error).await
+    pipeline::run(r, 1, on_error, false).await
 }

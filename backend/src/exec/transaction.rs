@@ -20,7 +20,7 @@ use super::{Rejected, Status, TransactionOutcome, TransactionStatus};
 use crate::conn::reply_text;
 
 /// What Redis said for one command inside MULTI.
-enum Queued {
+enum QueueReply {
     /// `+QUEUED`: its result comes from EXEC.
     Queued,
     /// An error at queue time (the command was not queued), read at this instant.
@@ -45,6 +45,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         return;
     }
     resp::encode_command(&[b"EXEC"], &mut body);
+    r.summary.batch_size = n;
 
     if !watch.is_empty() {
         let mut cmd = Vec::new();
@@ -98,7 +99,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
 
     // 1 reply for MULTI, n for the commands, 1 for EXEC: exactly one per command written.
     let mut multi_error = None;
-    let mut queued: Vec<Queued> = Vec::with_capacity(n);
+    let mut queued: Vec<QueueReply> = Vec::with_capacity(n);
     let mut exec: Option<(resp::Value, Instant)> = None;
     let mut lost: Option<String> = None;
     for k in 0..n + 2 {
@@ -118,11 +119,11 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         } else if k <= n {
             let is_queued = matches!(reply.unattributed(), resp::Value::Simple(s) if s == b"QUEUED");
             queued.push(if is_queued {
-                Queued::Queued
+                QueueReply::Queued
             } else if reply.is_error() {
-                Queued::Rejected(reply, at)
+                QueueReply::Rejected(reply, at)
             } else {
-                Queued::Ran(reply, at)
+                QueueReply::Ran(reply, at)
             });
         } else {
             exec = Some((reply, at));
@@ -136,13 +137,13 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         .iter()
         .enumerate()
         .filter_map(|(i, q)| match q {
-            Queued::Rejected(v, _) => Some(Rejected { index: first + i, message: reply_text(v) }),
+            QueueReply::Rejected(v, _) => Some(Rejected { index: first + i, message: reply_text(v) }),
             _ => None,
         })
         .collect();
     let first_rejected = rejected.first().map(|x| (x.index, x.message.clone()));
 
-    let queued_count = queued.iter().filter(|q| matches!(q, Queued::Queued)).count();
+    let queued_count = queued.iter().filter(|q| matches!(q, QueueReply::Queued)).count();
     // EXEC's verdict: the results of queued commands, or why none ran.
     let (status, mut results, nothing_ran_reply, message) = match &exec {
         None => (TransactionStatus::Unknown, None, None, lost.clone()),
@@ -172,11 +173,11 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
     let exec_at = exec.as_ref().map(|(_, at)| *at);
     for i in 0..n {
         match queued.get(i) {
-            Some(Queued::Rejected(v, at)) | Some(Queued::Ran(v, at)) => {
+            Some(QueueReply::Rejected(v, at)) | Some(QueueReply::Ran(v, at)) => {
                 let at = *at;
                 r.emit_reply(v.clone(), sent_us, at);
             }
-            Some(Queued::Queued) => match (&mut results, &nothing_ran_reply, exec_at) {
+            Some(QueueReply::Queued) => match (&mut results, &nothing_ran_reply, exec_at) {
                 (Some(items), _, Some(at)) => {
                     let item = items.next().expect("length checked");
                     r.emit_reply(item, sent_us, at);
