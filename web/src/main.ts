@@ -9,6 +9,7 @@ import { sample } from './samples.js';
 import { Timeline } from './timeline/timeline.js';
 import * as wasm from './wasm.js';
 import * as respText from './editor/respText.js';
+import { mountTutorial } from './lessons/index.js';
 
 const { loadWasm } = wasm;
 
@@ -186,6 +187,8 @@ async function main() {
     select.value = '';
   });
   syncControls();
+  // Tutorial, compare and sweep views, share bar; restores a permalink.
+  await mountTutorial({ editors });
 
   await refreshHealth();
   setInterval(() => {
