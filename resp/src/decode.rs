@@ -26,7 +26,8 @@ use core::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Maximum nesting of aggregates (arrays, maps, sets, pushes,
-    /// attributes, streamed strings). Default 1024.
+    /// attributes, streamed strings); an empty aggregate nests nothing.
+    /// Default 1024.
     pub max_depth: usize,
     /// Maximum length of one bulk string, blob error, verbatim string or
     /// streamed-string chunk, in bytes. Default 512 MiB, Redis's
@@ -501,18 +502,76 @@ fn is_type_byte(t: u8) -> bool {
     matches!(t, b'+' | b'-' | b':' | b'$' | b'*' | b'_' | b',' | b'#' | b'!' | b'=' | b'(' | b'%' | b'~' | b'|' | b'>' | b'.' | b';')
 }
 
-/// The build pass over bytes the check pass accepted: it cannot fail, and
-/// falls back to harmless values rather than panicking should it ever be
-/// handed unchecked bytes.
+/// An aggregate being built: its kind, the elements so far, and how many
+/// are still expected (`None`: streamed, until `.`).
+struct Open {
+    kind: u8,
+    items: Vec<Value>,
+    remaining: Option<usize>,
+}
+
+impl Open {
+    fn finish(self) -> Value {
+        match self.kind {
+            b'*' => Value::Array(self.items),
+            b'~' => Value::Set(self.items),
+            b'>' => Value::Push(self.items),
+            b'%' => Value::Map(pairs(self.items)),
+            _ => {
+                // `|`: the pairs, then the value they belong to.
+                let mut items = self.items;
+                let value = if items.len() % 2 == 1 { items.pop().unwrap_or(Value::Null) } else { Value::Null };
+                Value::Attributed { attributes: pairs(items), value: Box::new(value) }
+            }
+        }
+    }
+}
+
+/// The build pass over bytes the check pass accepted. Iterative, with an
+/// explicit stack, so that the 1024 levels the limits allow cannot overflow
+/// a thread's stack (a wasm module has 1 MiB). It cannot fail, and falls
+/// back to harmless values rather than panicking should it ever be handed
+/// unchecked bytes.
 fn build(buf: &[u8], at: &mut usize) -> Value {
-    let start = *at;
-    let Some(&t) = buf.get(start) else { return Value::Null };
-    let Some((line_end, next)) = find_line(buf, start) else {
-        *at = buf.len();
-        return Value::Null;
-    };
-    let line = &buf[start + 1..line_end];
-    *at = next;
+    let mut stack: Vec<Open> = Vec::new();
+    loop {
+        let start = *at;
+        let item = match (buf.get(start), find_line(buf, start)) {
+            (Some(&t), Some((line_end, next))) => {
+                *at = next;
+                build_item(buf, t, &buf[start + 1..line_end], at, &mut stack)
+            }
+            // Unchecked bytes: close what is open.
+            _ => {
+                *at = buf.len();
+                match stack.pop() {
+                    Some(open) => Some(open.finish()),
+                    None => return Value::Null,
+                }
+            }
+        };
+        let Some(mut value) = item else { continue };
+        // Hand the value to the aggregates it completes.
+        loop {
+            let Some(top) = stack.last_mut() else { return value };
+            top.items.push(value);
+            match &mut top.remaining {
+                Some(r) if *r <= 1 => {
+                    value = stack.pop().map(Open::finish).unwrap_or(Value::Null);
+                }
+                Some(r) => {
+                    *r -= 1;
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// One header line (type `t`, content `line`) and its body: `Some(value)`
+/// for a scalar or a finished aggregate, `None` when an aggregate opened.
+fn build_item(buf: &[u8], t: u8, line: &[u8], at: &mut usize, stack: &mut Vec<Open>) -> Option<Value> {
     let len = || parse_i64(line).unwrap_or(0);
     let mut body = |n: i64| -> Vec<u8> {
         let n = (n.max(0) as usize).min(buf.len() - *at);
@@ -520,7 +579,7 @@ fn build(buf: &[u8], at: &mut usize) -> Value {
         *at = (*at + n + 2).min(buf.len());
         v
     };
-    match t {
+    Some(match t {
         b'+' => Value::Simple(line.to_vec()),
         b'-' => Value::Error(line.to_vec()),
         b':' => Value::Integer(len()),
@@ -557,48 +616,28 @@ fn build(buf: &[u8], at: &mut usize) -> Value {
             Value::Verbatim { format, text: v.get(4..).unwrap_or_default().to_vec() }
         }
         b'*' | b'~' | b'%' if line == b"?" => {
-            let mut items = Vec::new();
-            while *at < buf.len() && buf[*at] != b'.' {
-                items.push(build(buf, at));
-            }
-            *at = (*at + 3).min(buf.len()); // ".\r\n"
-            match t {
-                b'*' => Value::Array(items),
-                b'~' => Value::Set(items),
-                _ => Value::Map(pairs(items)),
-            }
+            stack.push(Open { kind: t, items: Vec::new(), remaining: None });
+            return None;
         }
+        b'.' => stack.pop().map(Open::finish).unwrap_or(Value::Null),
         b'*' if line == b"-1" => Value::NullArray,
-        b'*' | b'~' | b'>' => {
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = len().max(0) as u64;
+            let count = match t {
+                b'%' => n.saturating_mul(2),
+                b'|' => n.saturating_mul(2).saturating_add(1),
+                _ => n,
+            };
+            if count == 0 {
+                return Some(Open { kind: t, items: Vec::new(), remaining: Some(0) }.finish());
+            }
             // Safe capacity: every element takes at least 3 checked bytes.
-            let n = (len().max(0) as usize).min((buf.len() - *at) / 3);
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..len().max(0) {
-                items.push(build(buf, at));
-            }
-            match t {
-                b'*' => Value::Array(items),
-                b'~' => Value::Set(items),
-                _ => Value::Push(items),
-            }
-        }
-        b'%' | b'|' => {
-            let n = len().max(0) as usize;
-            let mut kv = Vec::with_capacity(n.min((buf.len() - *at) / 6));
-            for _ in 0..n {
-                let k = build(buf, at);
-                let v = build(buf, at);
-                kv.push((k, v));
-            }
-            if t == b'%' {
-                Value::Map(kv)
-            } else {
-                let value = build(buf, at);
-                Value::Attributed { attributes: kv, value: Box::new(value) }
-            }
+            let cap = (count.min(usize::MAX as u64) as usize).min((buf.len() - *at) / 3);
+            stack.push(Open { kind: t, items: Vec::with_capacity(cap), remaining: Some(count.min(usize::MAX as u64) as usize) });
+            return None;
         }
         _ => Value::Null,
-    }
+    })
 }
 
 fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
