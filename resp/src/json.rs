@@ -15,7 +15,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use serde::de::Error as _;
+use core::fmt;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -146,8 +148,6 @@ struct Wire {
     attributes: Option<Vec<(Value, Value)>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum WireValue {
     Bool(bool),
     Int(i64),
@@ -155,6 +155,84 @@ enum WireValue {
     Text(String),
     Pairs(Vec<(Value, Value)>),
     List(Vec<Value>),
+}
+
+/// One element of an array `"value"`: a reply object, or a `[key, value]` pair.
+enum Element {
+    Reply(Value),
+    Pair(Value, Value),
+}
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Element;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a reply object or a [key, value] pair")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Element, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Element::Reply)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element, A::Error> {
+                let k = seq.next_element::<Value>()?.ok_or_else(|| A::Error::custom("a [key, value] pair needs 2 elements, got 0"))?;
+                let v = seq.next_element::<Value>()?.ok_or_else(|| A::Error::custom("a [key, value] pair needs 2 elements, got 1"))?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(A::Error::custom("a [key, value] pair needs 2 elements, got more"));
+                }
+                Ok(Element::Pair(k, v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Hand-written rather than `#[serde(untagged)]`, so that an error deep
+/// inside says what is wrong instead of "did not match any variant".
+impl<'de> Deserialize<'de> for WireValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WireValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"value\": a number, boolean, string, or an array of replies or of [key, value] pairs")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<WireValue, E> {
+                Ok(WireValue::Bool(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<WireValue, E> {
+                Ok(WireValue::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WireValue, E> {
+                // Beyond i64: only a double can hold it.
+                Ok(i64::try_from(v).map(WireValue::Int).unwrap_or(WireValue::Float(v as f64)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<WireValue, E> {
+                Ok(WireValue::Float(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WireValue, E> {
+                Ok(WireValue::Text(String::from(v)))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<WireValue, E> {
+                Ok(WireValue::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireValue, A::Error> {
+                let mut list = Vec::new();
+                let mut pairs = Vec::new();
+                while let Some(e) = seq.next_element::<Element>()? {
+                    match e {
+                        Element::Reply(v) => list.push(v),
+                        Element::Pair(k, v) => pairs.push((k, v)),
+                    }
+                    if !list.is_empty() && !pairs.is_empty() {
+                        return Err(A::Error::custom("\"value\" mixes replies and [key, value] pairs"));
+                    }
+                }
+                Ok(if pairs.is_empty() { WireValue::List(list) } else { WireValue::Pairs(pairs) })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl<'de> Deserialize<'de> for Value {
