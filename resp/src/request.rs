@@ -8,7 +8,7 @@
 //! CRLF after a bulk argument is checked (the server skips two bytes
 //! unseen), and multibulk/bulk headers get byte offsets in their messages.
 
-use crate::inline::{column_of, split_args};
+use crate::inline::{column_of, split_line};
 use crate::number::parse_i64;
 use alloc::format;
 use alloc::string::String;
@@ -157,7 +157,7 @@ impl RequestReader {
         if line.len() > self.max_inline_len {
             return Err(self.err_at(buf, start, format!("inline command longer than {} bytes (write it as RESP)", self.max_inline_len)));
         }
-        match split_args(line) {
+        match split_line(line) {
             Ok(argv) => Ok(Some((argv, next))),
             Err(e) => {
                 let mut err = self.err_at(buf, start + e.offset, String::from(e.message));

@@ -106,6 +106,18 @@ fn nul_ends_the_line_as_in_c() {
 }
 
 #[test]
+fn nul_in_a_line_of_text_is_an_error() {
+    // The server never finds the end of such a line (tests/redis_server.rs).
+    let p = parse_inline(b"PING\nSET k a\0b\nECHO \"\\x00\"");
+    assert_eq!(p.commands.len(), 2);
+    assert_eq!(p.commands[1].argv, args(&[b"ECHO", b"\0"]));
+    assert_eq!(p.errors.len(), 1);
+    let e = &p.errors[0];
+    assert_eq!((e.line, e.column, e.offset), (2, 8, 12));
+    assert!(e.message.starts_with("NUL byte in an inline command"), "{e}");
+}
+
+#[test]
 fn multi_line_text() {
     let p = parse_inline(b"SET a 1\r\n\r\n  \nGET a\nECHO \"x y\"");
     assert!(p.errors.is_empty());

@@ -113,6 +113,15 @@ fn inline_errors_have_line_and_column() {
 }
 
 #[test]
+fn nul_in_an_inline_line_is_an_error() {
+    let e = all(b"PING\nSET k a\0b\n").unwrap_err();
+    assert_eq!((e.line, e.column, e.offset), (2, Some(8), 12));
+    assert!(e.message.contains("NUL byte"), "{e}");
+    // In a bulk argument a NUL is just a byte.
+    assert_eq!(argvs(b"*1\r\n$1\r\n\0\r\n"), vec![vec![b"\0".to_vec()]]);
+}
+
+#[test]
 fn inline_length_limit() {
     assert_eq!(PROTO_INLINE_MAX_SIZE, 65536);
     assert_eq!(PROTO_MAX_BULK_LEN, 512 << 20);
