@@ -7,7 +7,9 @@
 //! - doubles are numbers, or the strings `"inf"`, `"-inf"`, `"nan"`;
 //! - maps and attributes are arrays of `[key, value]` pairs;
 //! - the three nulls are all `{"type":"null"}` (deserialized as RESP3 `_`);
-//! - attributes ride on the value they precede as `"attributes"`.
+//! - attributes ride on the value they precede as `"attributes"`;
+//! - a verbatim format that is not UTF-8 (Redis only sends `txt` and `mkd`)
+//!   is `"format_base64"` instead of `"format"`.
 
 use crate::value::Value;
 use alloc::boxed::Box;
@@ -112,7 +114,11 @@ impl Serialize for Value {
             Value::Double(d) => m.serialize_entry("value", d)?,
             Value::Boolean(b) => m.serialize_entry("value", b)?,
             Value::Verbatim { format, text } => {
-                m.serialize_entry("format", &String::from_utf8_lossy(format))?;
+                // Redis sends `txt` or `mkd`; other bytes stay lossless.
+                match core::str::from_utf8(format) {
+                    Ok(f) => m.serialize_entry("format", f)?,
+                    Err(_) => m.serialize_entry("format_base64", &STANDARD.encode(format))?,
+                }
                 text_entry(&mut m, text)?;
             }
             Value::BigNumber(n) => m.serialize_entry("value", &String::from_utf8_lossy(n))?,
@@ -144,6 +150,8 @@ struct Wire {
     base64: Option<String>,
     #[serde(default)]
     format: Option<String>,
+    #[serde(default)]
+    format_base64: Option<String>,
     #[serde(default)]
     attributes: Option<Vec<(Value, Value)>>,
 }
@@ -259,8 +267,13 @@ impl<'de> Deserialize<'de> for Value {
             "bulk" => Value::Bulk(bytes(&w)?),
             "blob_error" => Value::BlobError(bytes(&w)?),
             "verbatim" => {
-                let f = w.format.as_deref().unwrap_or("txt").as_bytes();
-                let format: [u8; 3] = f.try_into().map_err(|_| D::Error::custom("verbatim \"format\" must be 3 bytes"))?;
+                let f = match (&w.format, &w.format_base64) {
+                    (Some(f), None) => f.clone().into_bytes(),
+                    (None, Some(b)) => STANDARD.decode(b.as_bytes()).map_err(|e| D::Error::custom(alloc::format!("invalid base64 in \"format_base64\": {}", e)))?,
+                    (None, None) => b"txt".to_vec(),
+                    (Some(_), Some(_)) => return Err(D::Error::custom("verbatim: \"format\" or \"format_base64\", not both")),
+                };
+                let format: [u8; 3] = f.as_slice().try_into().map_err(|_| D::Error::custom("verbatim \"format\" must be 3 bytes"))?;
                 Value::Verbatim { format, text: bytes(&w)? }
             }
             "integer" => match w.value {

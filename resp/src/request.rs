@@ -103,19 +103,21 @@ impl RequestReader {
     /// The next command at the front of `buf` (the unconsumed bytes).
     ///
     /// `Ok(None)`: more bytes are needed — or, with `eof`, the stream holds
-    /// no further command. With `eof`, a last line without `\n` is a
+    /// no further command (only blank lines, `*0` or `*-1` may remain). Nothing
+    /// is consumed then: call again with the same bytes and more. With `eof`, a last line without `\n` is a
     /// command, and a multibulk cut short is an error.
     pub fn next(&mut self, buf: &[u8], eof: bool) -> Result<Option<Request>, RequestError> {
         let mut pos = 0;
         loop {
+            // "More bytes needed" consumes nothing, not even the blank lines
+            // skipped on the way: the caller feeds them again, and line and
+            // offset counts stay right.
             if pos >= buf.len() {
-                self.advance(&buf[..pos]);
                 return Ok(None);
             }
             let start = pos;
             let parsed = if buf[pos] == b'*' { self.multibulk(buf, pos, eof)? } else { self.inline(buf, pos, eof)? };
             let Some((argv, end)) = parsed else {
-                self.advance(&buf[..start]);
                 return Ok(None);
             };
             pos = end;

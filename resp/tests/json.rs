@@ -76,6 +76,8 @@ fn non_utf8_strings_use_base64() {
     row(b"-\xfe\r\n", json!({"type":"error","base64":"/g=="}));
     row(b"!1\r\n\xff\r\n", json!({"type":"blob_error","base64":"/w=="}));
     row(b"=5\r\ntxt:\xff\r\n", json!({"type":"verbatim","format":"txt","base64":"/w=="}));
+    // Found by tests/prop.rs: a format that is not UTF-8 was written lossily.
+    row(b"=4\r\n\xff\x00a:\r\n", json!({"type":"verbatim","format_base64":"/wBh","value":""}));
     // Valid UTF-8 beyond ASCII stays text.
     row("$2\r\n\u{e9}\r\n".as_bytes(), json!({"type":"bulk","value":"é"}));
 }
