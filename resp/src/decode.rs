@@ -11,7 +11,23 @@
 //! in the buffer.
 //!
 //! Number rules are those of Redis `string2ll` and hiredis `read.c`: `:+1`,
-//! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range.
+//! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range. Simple
+//! strings and errors with a lone CR or LF are errors, as in hiredis.
+//!
+//! Checked against hiredis on thousands of generated inputs
+//! (`tests/hiredis_diff.rs`). Deliberate differences, where we follow the
+//! RESP3 specification and Redis rather than hiredis's leniency:
+//! - `#T`/`#F` are errors (hiredis takes upper case);
+//! - a big number needs digits: `(` and `(-` are errors;
+//! - the CRLF after a bulk body is checked (hiredis skips two bytes unseen);
+//! - only `$-1` and `*-1` are nulls: `-1` as the length of `%`, `~`, `>`,
+//!   `|`, `=`, `!` is an error (hiredis reads a null);
+//! - [`Limits`]: a bulk string over 512 MiB is an error, not a wait;
+//! - blob errors `!`, streamed strings and aggregates, and doubles of 326 or
+//!   more characters are accepted (the PyPI hiredis build rejects them), and
+//!   doubles with a leading `+` or that underflow to 0 (`1e-400`) are
+//!   accepted as the RESP3 grammar and C hiredis (`strtod`) do (the PyPI
+//!   hiredis build rejects them).
 
 use crate::number::parse_i64;
 use crate::value::Value;
@@ -347,7 +363,16 @@ impl Decoder {
             }
 
             match t {
-                b'+' | b'-' => {}
+                b'+' | b'-' => {
+                    // As hiredis: a line with a lone CR or LF is not a
+                    // simple string (RESP forbids them; a CR LF pair would end it).
+                    if let Some(p) = line.iter().position(|&b| b == b'\r' || b == b'\n') {
+                        return Err(err(
+                            start + 1 + p,
+                            format!("{} contains a {} byte (not allowed in a simple string or error)", if t == b'+' { "simple string" } else { "simple error" }, if line[p] == b'\r' { "CR" } else { "LF" }),
+                        ));
+                    }
+                }
                 b':' => {
                     if parse_i64(line).is_none() {
                         return Err(err(start, format!("invalid integer {}", show(line))));

@@ -59,8 +59,11 @@ fn incomplete_with(input: &[u8], limits: Limits) -> Option<usize> {
 fn simple_string() {
     assert_eq!(one(b"+OK\r\n"), simple("OK"));
     assert_eq!(one(b"+\r\n"), simple(""));
-    // A lone CR or LF is content: only CR LF ends the line (as hiredis).
-    assert_eq!(one(b"+a\rb\nc\r\n"), Value::Simple(b"a\rb\nc".to_vec()));
+    // Only CR LF ends the line; a lone CR or LF inside is an error (as hiredis).
+    error_at(b"+a\rb\r\n", 2, "simple string contains a CR byte");
+    error_at(b"+ab\nc\r\n", 3, "simple string contains a LF byte");
+    error_at(b"*2\r\n:1\r\n-E\nR\r\n", 10, "simple error contains a LF byte");
+    assert_eq!(incomplete(b"+a\nb"), None);
     assert_eq!(one(b"+\xff\x00\r\n"), Value::Simple(vec![0xff, 0]));
 }
 
