@@ -145,7 +145,9 @@ impl RequestReader {
             Some(p) => (start + p, start + p + 1),
             None if eof => (buf.len(), buf.len()),
             None => {
-                if buf.len() - start > self.max_inline_len {
+                // Room for the CR that may come before the LF: the verdict
+                // must not depend on where the stream was cut.
+                if buf.len() - start > self.max_inline_len + 1 {
                     return Err(self.err_at(buf, start, format!("inline command longer than {} bytes (write it as RESP)", self.max_inline_len)));
                 }
                 return Ok(None);
@@ -171,12 +173,18 @@ impl RequestReader {
 
     /// A header line `<t><number>\r\n` at `at`: the number and the offset after it.
     fn header(&self, buf: &[u8], at: usize, eof: bool, what: &str) -> Result<Option<(i64, usize)>, RequestError> {
+        // The same limit whether or not the CR has arrived, so that the
+        // verdict does not depend on where the stream was cut.
+        let too_long = || self.err_at(buf, at, format!("{} header longer than {} bytes", what, self.max_inline_len));
         let Some(cr) = buf[at..].iter().position(|&b| b == b'\r').map(|p| at + p) else {
             if buf.len() - at > self.max_inline_len {
-                return Err(self.err_at(buf, at, format!("{} header longer than {} bytes", what, self.max_inline_len)));
+                return Err(too_long());
             }
             return self.cut(buf, at, eof, what);
         };
+        if cr - at > self.max_inline_len {
+            return Err(too_long());
+        }
         if cr + 1 >= buf.len() {
             return self.cut(buf, at, eof, what);
         }

@@ -148,11 +148,40 @@ fn inline_length_limit() {
     assert!(r.next(b"ECHO abcdefgh", false).is_err());
     assert_eq!(r.next(b"ECHO abc", false).unwrap(), None);
     // And the default, on a multibulk header too.
-    let long = vec![b'a'; PROTO_INLINE_MAX_SIZE + 1];
+    // (one byte of slack for the CR that may precede the LF)
+    let long = vec![b'a'; PROTO_INLINE_MAX_SIZE + 2];
     assert!(RequestReader::new().next(&long, false).is_err());
+    assert_eq!(RequestReader::new().next(&long[1..], false).unwrap(), None);
     let mut star = b"*".to_vec();
     star.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
     assert!(RequestReader::new().next(&star, false).unwrap_err().message.contains("multibulk header longer"));
+}
+
+/// Found by the fuzz target: the limit verdict depended on where the stream
+/// was cut (a CR arriving after the limit, a line ending in CR).
+#[test]
+fn limit_verdicts_do_not_depend_on_chunking() {
+    let mut header = b"*".to_vec();
+    header.extend_from_slice(&[b'1'; 9]);
+    header.extend_from_slice(b"\rx");
+    for cut in 1..=header.len() {
+        let mut r = RequestReader::new();
+        r.max_inline_len = 8;
+        let first = r.next(&header[..cut], false);
+        let e = match first {
+            Err(e) => e,
+            Ok(None) => r.next(&header, false).unwrap_err(),
+            Ok(Some(req)) => panic!("{req:?}"),
+        };
+        assert_eq!((e.offset, e.message.as_str()), (0, "multibulk header longer than 8 bytes"), "cut {cut}");
+    }
+    // An inline line of exactly the limit, whose CR arrives before its LF.
+    let line = b"ECHO abc\r\n";
+    for cut in 1..=line.len() {
+        let mut r = RequestReader::new();
+        r.max_inline_len = 8;
+        assert_eq!(r.next(&line[..cut], false).unwrap().map(|q| q.argv), if cut == line.len() { Some(args(&["ECHO", "abc"])) } else { None }, "cut {cut}");
+    }
 }
 
 #[test]

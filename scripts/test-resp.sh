@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Tests of the `resp` crate (issue 2, the codec part), from the repo root:
+#   - cargo test -p resp --all-features: unit tests of every type, error and
+#     limit; property tests; differential tests against hiredis (python3 +
+#     PyPI hiredis), redis-server (inline splitting, request streams) and
+#     redis-cli (display) — each starts its own redis-server on a free port;
+#   - the wasm32 build (no std, reply JSON on);
+#   - both cargo-fuzz targets built and run for RESP_FUZZ_SECONDS (default 20)
+#     each (skip with PIPELAB_SKIP_FUZZ=1; cargo-fuzz comes from setup.sh).
+# Benchmarks are not tests: `cargo bench -p resp --bench decode` (resp/BENCH.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS="${RESP_FUZZ_SECONDS:-20}"
+log() { printf '[test-resp] %s\n' "$*" >&2; }
+
+log "cargo test -p resp --all-features"
+cargo test -p resp --all-features
+
+log "wasm32 build"
+cargo build -p resp --target wasm32-unknown-unknown --no-default-features --features json
+cargo build -p resp --target wasm32-unknown-unknown --no-default-features
+
+if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ]; then
+  # The machine has a stable toolchain only: RUSTC_BOOTSTRAP lets cargo-fuzz
+  # pass its nightly flags (-Zsanitizer=address).
+  export RUSTC_BOOTSTRAP=1
+  log "cargo fuzz build"
+  (cd fuzz && cargo fuzz build -O)
+  for target in decode inline; do
+    log "cargo fuzz run $target for ${FUZZ_SECONDS}s"
+    mkdir -p "fuzz/corpus/$target"
+    (cd fuzz && cargo fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
+      -max_total_time="$FUZZ_SECONDS" -dict=resp.dict -max_len=4096 -print_final_stats=1 2>&1 | tail -n 12)
+  done
+fi
+log "ok"
