@@ -118,6 +118,9 @@ pub struct Decoder {
     /// Open aggregates of the current value; its length is bounded by
     /// `limits.max_depth`, never by a length header.
     stack: Vec<Frame>,
+    /// The build pass's stack, kept between values to save an allocation
+    /// per aggregate (empty between calls).
+    build_stack: Vec<Open>,
 }
 
 /// What [`decode_all`] found in a buffer.
@@ -179,6 +182,7 @@ fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     None
 }
 
+#[cold]
 fn err(offset: usize, message: String) -> DecodeError {
     DecodeError { offset, message }
 }
@@ -217,9 +221,40 @@ fn type_name(t: u8) -> &'static str {
     }
 }
 
+/// A plain length (`0`, or 1 to 18 digits without a leading zero), parsed
+/// without overflow checks: the common case of every header, kept inline.
+#[inline(always)]
+fn fast_len(line: &[u8]) -> Option<u64> {
+    match line {
+        [b'0'] => Some(0),
+        [b'1'..=b'9', ..] if line.len() <= 18 => {
+            let mut n = 0u64;
+            for &c in line {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    return None;
+                }
+                n = n * 10 + d as u64;
+            }
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
 /// Parses a length header (`$`, `*`, …) strictly; `-1` is returned as `None`
 /// only where `allow_null`.
+#[inline(always)]
 fn parse_len(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
+    match fast_len(line) {
+        Some(n) if n <= max && usize::try_from(n).is_ok() => Ok(Some(n)),
+        _ => parse_len_slow(line, t, at, allow_null, max, what),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn parse_len_slow(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
     let n = parse_i64(line).ok_or_else(|| err(at, format!("invalid {} length {}", type_name(t), show(line))))?;
     if n == -1 && allow_null {
         return Ok(None);
@@ -270,7 +305,7 @@ impl Decoder {
 
     /// A decoder with the given limits.
     pub fn with_limits(limits: Limits) -> Self {
-        Decoder { limits, pos: 0, stack: Vec::new() }
+        Decoder { limits, pos: 0, stack: Vec::new(), build_stack: Vec::new() }
     }
 
     /// The limits in force.
@@ -293,7 +328,7 @@ impl Decoder {
             Ok(Some(end)) => {
                 self.reset();
                 let mut at = 0;
-                let value = build(&buf[..end], &mut at);
+                let value = build(&buf[..end], &mut at, &mut self.build_stack);
                 debug_assert_eq!(at, end);
                 Ok(Decoded::Complete { value, consumed: end })
             }
@@ -399,7 +434,7 @@ impl Decoder {
                     }
                 }
                 b'$' | b'!' | b'=' => {
-                    if t == b'$' && line == b"?" {
+                    if t == b'$' && line.len() == 1 && line[0] == b'?' {
                         self.open(Frame::StreamedString, start)?;
                         self.pos = next;
                         continue;
@@ -424,7 +459,7 @@ impl Decoder {
                     continue;
                 }
                 b'*' | b'~' | b'>' | b'%' | b'|' => {
-                    if line == b"?" && matches!(t, b'*' | b'~' | b'%') {
+                    if line.len() == 1 && line[0] == b'?' && matches!(t, b'*' | b'~' | b'%') {
                         self.open(Frame::Streamed { map: t == b'%', count: 0 }, start)?;
                         self.pos = next;
                         continue;
@@ -486,7 +521,7 @@ impl Decoder {
         if buf.len() < end {
             return Ok(false);
         }
-        if &buf[body + n..end] != b"\r\n" {
+        if buf[body + n] != b'\r' || buf[body + n + 1] != b'\n' {
             return Err(err(body + n, format!("{} of {} bytes is not followed by CRLF", type_name(t), n)));
         }
         Ok(true)
@@ -529,6 +564,7 @@ fn is_type_byte(t: u8) -> bool {
 
 /// An aggregate being built: its kind, the elements so far, and how many
 /// are still expected (`None`: streamed, until `.`).
+#[derive(Debug, Clone)]
 struct Open {
     kind: u8,
     items: Vec<Value>,
@@ -557,14 +593,14 @@ impl Open {
 /// a thread's stack (a wasm module has 1 MiB). It cannot fail, and falls
 /// back to harmless values rather than panicking should it ever be handed
 /// unchecked bytes.
-fn build(buf: &[u8], at: &mut usize) -> Value {
-    let mut stack: Vec<Open> = Vec::new();
+fn build(buf: &[u8], at: &mut usize, stack: &mut Vec<Open>) -> Value {
+    stack.clear();
     loop {
         let start = *at;
         let item = match (buf.get(start), find_line(buf, start)) {
             (Some(&t), Some((line_end, next))) => {
                 *at = next;
-                build_item(buf, t, &buf[start + 1..line_end], at, &mut stack)
+                build_item(buf, t, &buf[start + 1..line_end], at, stack)
             }
             // Unchecked bytes: close what is open.
             _ => {
@@ -597,7 +633,7 @@ fn build(buf: &[u8], at: &mut usize) -> Value {
 /// One header line (type `t`, content `line`) and its body: `Some(value)`
 /// for a scalar or a finished aggregate, `None` when an aggregate opened.
 fn build_item(buf: &[u8], t: u8, line: &[u8], at: &mut usize, stack: &mut Vec<Open>) -> Option<Value> {
-    let len = || parse_i64(line).unwrap_or(0);
+    let len = || fast_len(line).map(|n| n as i64).or_else(|| parse_i64(line)).unwrap_or(0);
     let mut body = |n: i64| -> Vec<u8> {
         let n = (n.max(0) as usize).min(buf.len() - *at);
         let v = buf[*at..*at + n].to_vec();
@@ -612,7 +648,7 @@ fn build_item(buf: &[u8], t: u8, line: &[u8], at: &mut usize, stack: &mut Vec<Op
         b',' => Value::Double(parse_double(line).unwrap_or(f64::NAN)),
         b'#' => Value::Boolean(line == b"t"),
         b'(' => Value::BigNumber(line.to_vec()),
-        b'$' if line == b"?" => {
+        b'$' if line.len() == 1 && line[0] == b'?' => {
             let mut out = Vec::new();
             while *at < buf.len() {
                 let Some((le, nx)) = find_line(buf, *at) else { break };
@@ -640,7 +676,7 @@ fn build_item(buf: &[u8], t: u8, line: &[u8], at: &mut usize, stack: &mut Vec<Op
             }
             Value::Verbatim { format, text: v.get(4..).unwrap_or_default().to_vec() }
         }
-        b'*' | b'~' | b'%' if line == b"?" => {
+        b'*' | b'~' | b'%' if line.len() == 1 && line[0] == b'?' => {
             stack.push(Open { kind: t, items: Vec::new(), remaining: None });
             return None;
         }
