@@ -161,6 +161,41 @@ pub fn decode_all(buf: &[u8]) -> DecodeAll {
     out
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Nonzero where a byte of `w` is zero; its lowest set bit is exact (higher
+/// ones may be false positives, which finding the first match ignores).
+#[inline(always)]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(LO) & !w & HI
+}
+
+/// The first `a` or `b` in `hay`, eight bytes at a time (no `unsafe`, no
+/// dependency: this crate builds for wasm32 with `core` alone).
+#[inline(always)]
+fn find_either(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+    let (pa, pb) = (LO * a as u64, LO * b as u64);
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let hit = zero_bytes(w ^ pa) | zero_bytes(w ^ pb);
+        if hit != 0 {
+            return Some(base + (hit.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks.remainder().iter().position(|&c| c == a || c == b).map(|p| base + p)
+}
+
+#[inline(always)]
+fn find_byte(hay: &[u8], a: u8) -> Option<usize> {
+    find_either(hay, a, a)
+}
+
 /// The line that starts at `start` (type byte included), without its CRLF:
 /// `Some((line_end, next))` where `next` is the offset after the CRLF.
 #[inline]
@@ -168,7 +203,7 @@ fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     let mut i = start + 1;
     while i + 1 < buf.len() {
         // Jump to the next CR; LF must follow it.
-        match buf[i..buf.len() - 1].iter().position(|&b| b == b'\r') {
+        match find_byte(&buf[i..buf.len() - 1], b'\r') {
             None => return None,
             Some(p) => {
                 i += p;
@@ -401,7 +436,7 @@ impl Decoder {
                 b'+' | b'-' => {
                     // As hiredis: a line with a lone CR or LF is not a
                     // simple string (RESP forbids them; a CR LF pair would end it).
-                    if let Some(p) = line.iter().position(|&b| b == b'\r' || b == b'\n') {
+                    if let Some(p) = find_either(line, b'\r', b'\n') {
                         return Err(err(
                             start + 1 + p,
                             format!("{} contains a {} byte (not allowed in a simple string or error)", if t == b'+' { "simple string" } else { "simple error" }, if line[p] == b'\r' { "CR" } else { "LF" }),
@@ -708,4 +743,26 @@ fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
         out.push((k, v));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time search finds exactly what a byte loop finds, at
+    /// every alignment and length, with decoys that trip the zero-byte trick
+    /// (0x0c, 0x0e: one off CR; 0x8d: CR with the top bit set).
+    #[test]
+    fn find_either_matches_a_byte_loop() {
+        let alphabet = [b'a', b'\r', b'\n', 0x0c, 0x0e, 0x8d, 0x00, 0xff, 0x0b];
+        let mut seed = 1u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (seed >> 58) as usize;
+            let hay: Vec<u8> = (0..len).map(|i| alphabet[((seed >> (i % 50)) as usize + i * 7) % alphabet.len()]).collect();
+            let slow = hay.iter().position(|&c| c == b'\r' || c == b'\n');
+            assert_eq!(find_either(&hay, b'\r', b'\n'), slow, "{hay:?}");
+            assert_eq!(find_byte(&hay, b'\r'), hay.iter().position(|&c| c == b'\r'), "{hay:?}");
+        }
+    }
 }
