@@ -283,6 +283,7 @@ fn fast_len(line: &[u8]) -> Option<u64> {
 fn parse_len(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
     match fast_len(line) {
         Some(n) if n <= max && usize::try_from(n).is_ok() => Ok(Some(n)),
+        None if allow_null && line == b"-1" => Ok(None),
         _ => parse_len_slow(line, t, at, allow_null, max, what),
     }
 }
@@ -444,7 +445,7 @@ impl Decoder {
                     }
                 }
                 b':' => {
-                    if parse_i64(line).is_none() {
+                    if fast_len(line).is_none() && parse_i64(line).is_none() {
                         return Err(err(start, format!("invalid integer {}", show(line))));
                     }
                 }
