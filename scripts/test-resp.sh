@@ -4,7 +4,8 @@
 #     limit; property tests; differential tests against hiredis (python3 +
 #     PyPI hiredis), redis-server (inline splitting, request streams) and
 #     redis-cli (display) — each starts its own redis-server on a free port;
-#   - the wasm32 build (no std, reply JSON on);
+#   - the wasm32 build (no std, with and without reply JSON), and a few
+#     checks run as wasm32 under node (resp/wasm32-check: 32-bit lengths);
 #   - both cargo-fuzz targets built and run for RESP_FUZZ_SECONDS (default 20)
 #     each (skip with PIPELAB_SKIP_FUZZ=1; cargo-fuzz comes from setup.sh).
 # Benchmarks are not tests: `cargo bench -p resp --bench decode` (resp/BENCH.md).
@@ -20,6 +21,12 @@ cargo test -p resp --all-features
 log "wasm32 build"
 cargo build -p resp --target wasm32-unknown-unknown --no-default-features --features json
 cargo build -p resp --target wasm32-unknown-unknown --no-default-features
+
+# 32-bit usize: lengths beyond the address space are errors (run under node
+# by wasm-bindgen-test-runner, which setup.sh installs with wasm-bindgen-cli).
+log "wasm32 checks under node"
+(cd resp/wasm32-check && CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --target wasm32-unknown-unknown)
 
 if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ]; then
   # The machine has a stable toolchain only: RUSTC_BOOTSTRAP lets cargo-fuzz
