@@ -97,8 +97,11 @@ fn theirs_resp3(buf: &[u8]) -> usize {
     n
 }
 
+/// Name, input, and the redis-protocol decoder for it.
+type Case = (&'static str, Vec<u8>, fn(&[u8]) -> usize);
+
 fn bench(c: &mut Criterion) {
-    let cases: [(&str, Vec<u8>, fn(&[u8]) -> usize); 3] =
+    let cases: [Case; 3] =
         [("set_commands", set_commands(), theirs_resp2), ("mixed_resp2", mixed_resp2(), theirs_resp2), ("mixed_resp3", mixed_resp3(), theirs_resp3)];
     for (name, buf, theirs) in cases {
         // Both decoders agree on the count before being timed.

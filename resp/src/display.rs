@@ -153,7 +153,7 @@ fn multiline(v: &Value) -> bool {
 fn child_prefix(prefix: &str, n: usize) -> (usize, String) {
     let width = crate::number::digits(n);
     let mut child = String::from(prefix);
-    child.extend(core::iter::repeat(' ').take(width + 2));
+    child.extend(core::iter::repeat_n(' ', width + 2));
     (width, child)
 }
 

@@ -81,6 +81,9 @@ impl Default for RequestReader {
     }
 }
 
+/// One request's argv and the offset just after it (empty argv: skipped).
+type Parsed = (Vec<Vec<u8>>, usize);
+
 fn count_lines(b: &[u8]) -> usize {
     b.iter().filter(|&&c| c == b'\n').count()
 }
@@ -140,7 +143,7 @@ impl RequestReader {
         RequestError { offset: self.offset + at, line: self.line + count_lines(&buf[..at]), column: None, message }
     }
 
-    fn inline(&self, buf: &[u8], start: usize, eof: bool) -> Result<Option<(Vec<Vec<u8>>, usize)>, RequestError> {
+    fn inline(&self, buf: &[u8], start: usize, eof: bool) -> Result<Option<Parsed>, RequestError> {
         let (line_end, next) = match buf[start..].iter().position(|&b| b == b'\n') {
             Some(p) => (start + p, start + p + 1),
             None if eof => (buf.len(), buf.len()),
@@ -206,7 +209,7 @@ impl RequestReader {
         }
     }
 
-    fn multibulk(&self, buf: &[u8], start: usize, eof: bool) -> Result<Option<(Vec<Vec<u8>>, usize)>, RequestError> {
+    fn multibulk(&self, buf: &[u8], start: usize, eof: bool) -> Result<Option<Parsed>, RequestError> {
         let Some((n, mut pos)) = self.header(buf, start, eof, "multibulk")? else { return Ok(None) };
         if n <= 0 {
             return Ok(Some((Vec::new(), pos)));

@@ -480,14 +480,9 @@ fn resumes_across_chunks_of_every_size() {
         let mut got = Vec::new();
         for piece in stream.chunks(chunk) {
             buf.extend_from_slice(piece);
-            loop {
-                match d.decode(&buf).unwrap() {
-                    Decoded::Complete { value, consumed } => {
-                        got.push(value);
-                        buf.drain(..consumed);
-                    }
-                    Decoded::Incomplete { .. } => break,
-                }
+            while let Decoded::Complete { value, consumed } = d.decode(&buf).unwrap() {
+                got.push(value);
+                buf.drain(..consumed);
             }
         }
         assert!(buf.is_empty());

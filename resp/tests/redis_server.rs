@@ -18,6 +18,7 @@ use std::net::TcpStream;
 const CASES: usize = 4000;
 
 /// A line of the bytes that matter to sdssplitargs.
+#[allow(clippy::explicit_auto_deref)] // `*` picks `&[u8]` out of `&&[u8]`
 fn gen_line(rng: &mut Rng) -> Vec<u8> {
     const ATOMS: &[&[u8]] = &[
         b"a", b"b", b"Z", b"0", b"7", b"f", b"x", b"n", b"r", b"t", b"q", b" ", b" ", b"  ", b"\t", b"\r", b"\x0b", b"\x0c",
