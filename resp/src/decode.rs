@@ -46,10 +46,11 @@ pub struct Limits {
     /// Default 1024.
     pub max_depth: usize,
     /// Maximum length of one bulk string, blob error, verbatim string or
-    /// streamed-string chunk, in bytes. Default 512 MiB, Redis's
+    /// streamed string (each chunk and the whole), in bytes. Default 512 MiB, Redis's
     /// `proto-max-bulk-len` default.
     pub max_bulk_len: u64,
-    /// Maximum element count of one aggregate (a map of N pairs counts N).
+    /// Maximum element count of one aggregate, streamed ones included (a map
+    /// of N pairs counts N).
     /// Default 2^32 − 1, hiredis's `REDIS_READER_MAX_ARRAY_ELEMENTS`.
     pub max_aggregate_len: u64,
 }
@@ -96,10 +97,11 @@ enum Frame {
     /// Elements still expected (a map of N pairs expects 2N, attributes of N
     /// pairs 2N + 1: the pairs and the value they belong to).
     Counted { remaining: u64 },
-    /// `*?`, `~?`, `%?`: elements until `.`; `map` asks for an even count.
-    Streamed { map: bool, count: u64 },
-    /// `$?`: `;N` chunks until `;0`.
-    StreamedString,
+    /// `*?`, `~?`, `%?` (type byte `t`, header at `at`): elements until `.`;
+    /// a map asks for an even count.
+    Streamed { t: u8, at: usize, count: u64 },
+    /// `$?`: `;N` chunks until `;0`, `total` bytes so far.
+    StreamedString { total: u64 },
 }
 
 /// Incremental decoder for one stream of RESP values.
@@ -402,7 +404,11 @@ impl Decoder {
             if start >= buf.len() {
                 return Ok(None);
             }
-            let in_streamed_string = matches!(self.stack.last(), Some(Frame::StreamedString));
+            let streamed_total = match self.stack.last() {
+                Some(Frame::StreamedString { total }) => Some(*total),
+                _ => None,
+            };
+            let in_streamed_string = streamed_total.is_some();
             let t = buf[start];
             let Some((line_end, next)) = find_line(buf, start) else {
                 // Fail early on a bad type byte rather than waiting for a CRLF.
@@ -418,10 +424,15 @@ impl Decoder {
                     return Err(err(start, format!("expected a streamed string chunk ';', found {}", show(&[t]))));
                 }
                 let n = parse_len(line, t, start, false, self.limits.max_bulk_len, "bytes")?.unwrap_or(0);
+                // The whole string is one bulk string: its total is limited too.
+                let total = streamed_total.unwrap_or(0).saturating_add(n);
+                if total > self.limits.max_bulk_len {
+                    return Err(err(start, format!("streamed string of {} bytes exceeds the limit of {} bytes", total, self.limits.max_bulk_len)));
+                }
                 if n == 0 {
                     self.pos = next;
                     self.stack.pop();
-                    if let Some(end) = self.element_done() {
+                    if let Some(end) = self.element_done()? {
                         return Ok(Some(end));
                     }
                     continue;
@@ -430,6 +441,9 @@ impl Decoder {
                     return Ok(None);
                 }
                 self.pos = next + n as usize + 2;
+                if let Some(Frame::StreamedString { total: t }) = self.stack.last_mut() {
+                    *t = total;
+                }
                 continue;
             }
 
@@ -471,13 +485,13 @@ impl Decoder {
                 }
                 b'$' | b'!' | b'=' => {
                     if t == b'$' && line.len() == 1 && line[0] == b'?' {
-                        self.open(Frame::StreamedString, start)?;
+                        self.open(Frame::StreamedString { total: 0 }, start)?;
                         self.pos = next;
                         continue;
                     }
                     let Some(n) = parse_len(line, t, start, t == b'$', self.limits.max_bulk_len, "bytes")? else {
                         self.pos = next;
-                        if let Some(end) = self.element_done() {
+                        if let Some(end) = self.element_done()? {
                             return Ok(Some(end));
                         }
                         continue;
@@ -489,20 +503,20 @@ impl Decoder {
                         return Err(err(next, String::from("verbatim string must start with a 3-byte format and ':' (as \"txt:\")")));
                     }
                     self.pos = next + n as usize + 2;
-                    if let Some(end) = self.element_done() {
+                    if let Some(end) = self.element_done()? {
                         return Ok(Some(end));
                     }
                     continue;
                 }
                 b'*' | b'~' | b'>' | b'%' | b'|' => {
                     if line.len() == 1 && line[0] == b'?' && matches!(t, b'*' | b'~' | b'%') {
-                        self.open(Frame::Streamed { map: t == b'%', count: 0 }, start)?;
+                        self.open(Frame::Streamed { t, at: start, count: 0 }, start)?;
                         self.pos = next;
                         continue;
                     }
                     let Some(n) = parse_len(line, t, start, t == b'*', self.limits.max_aggregate_len, "elements")? else {
                         self.pos = next;
-                        if let Some(end) = self.element_done() {
+                        if let Some(end) = self.element_done()? {
                             return Ok(Some(end));
                         }
                         continue;
@@ -514,7 +528,7 @@ impl Decoder {
                     };
                     self.pos = next;
                     if remaining == 0 {
-                        if let Some(end) = self.element_done() {
+                        if let Some(end) = self.element_done()? {
                             return Ok(Some(end));
                         }
                     } else {
@@ -523,13 +537,13 @@ impl Decoder {
                     continue;
                 }
                 b'.' => {
-                    let Some(Frame::Streamed { map, count }) = self.stack.last().copied() else {
+                    let Some(Frame::Streamed { t: st, count, .. }) = self.stack.last().copied() else {
                         return Err(err(start, String::from("end of stream '.' outside a streamed aggregate")));
                     };
                     if !line.is_empty() {
                         return Err(err(start, format!("end of stream '.' must be followed by CRLF, found {}", show(line))));
                     }
-                    if map && count % 2 == 1 {
+                    if st == b'%' && count % 2 == 1 {
                         return Err(err(start, String::from("streamed map ended after a key without its value")));
                     }
                     self.stack.pop();
@@ -538,7 +552,7 @@ impl Decoder {
                 _ => return Err(self.bad_type(t, start)),
             }
             self.pos = next;
-            if let Some(end) = self.element_done() {
+            if let Some(end) = self.element_done()? {
                 return Ok(Some(end));
             }
         }
@@ -573,22 +587,29 @@ impl Decoder {
 
     /// Records that one element ended at `self.pos`; returns the end of the
     /// top-level value when that completes it.
-    fn element_done(&mut self) -> Option<usize> {
+    /// Errors: a streamed aggregate grows past `max_aggregate_len`.
+    fn element_done(&mut self) -> Result<Option<usize>, DecodeError> {
+        let max = self.limits.max_aggregate_len;
         loop {
             match self.stack.last_mut() {
-                None => return Some(self.pos),
+                None => return Ok(Some(self.pos)),
                 Some(Frame::Counted { remaining }) => {
                     *remaining -= 1;
                     if *remaining > 0 {
-                        return None;
+                        return Ok(None);
                     }
                     self.stack.pop();
                 }
-                Some(Frame::Streamed { count, .. }) => {
+                Some(Frame::Streamed { t, at, count }) => {
                     *count += 1;
-                    return None;
+                    // A map counts pairs, as its header would.
+                    let n = if *t == b'%' { count.div_ceil(2) } else { *count };
+                    if n > max {
+                        return Err(err(*at, format!("streamed {} has more than the limit of {} elements", type_name(*t), max)));
+                    }
+                    return Ok(None);
                 }
-                Some(Frame::StreamedString) => return None, // unreachable: chunks are not elements
+                Some(Frame::StreamedString { .. }) => return Ok(None), // unreachable: chunks are not elements
             }
         }
     }

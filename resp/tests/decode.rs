@@ -616,9 +616,10 @@ fn bulk_limit_custom() {
     error_at_with(b"*2\r\n$1\r\na\r\n$4\r\nabcd\r\n", 11, "exceeds the limit of 3 bytes", l);
     error_at_with(b"!4\r\nabcd\r\n", 0, "blob error length 4 exceeds", l);
     error_at_with(b"=8\r\ntxt:abcd\r\n", 0, "verbatim string length 8 exceeds", l);
-    // Per chunk, not per streamed string.
-    assert!(matches!(Decoder::with_limits(l).decode(b"$?\r\n;3\r\nabc\r\n;3\r\ndef\r\n;0\r\n"), Ok(Decoded::Complete { .. })));
+    // Per chunk, and for the whole streamed string, which is one bulk string.
+    assert!(matches!(Decoder::with_limits(l).decode(b"$?\r\n;2\r\nab\r\n;1\r\nc\r\n;0\r\n"), Ok(Decoded::Complete { .. })));
     error_at_with(b"$?\r\n;3\r\nabc\r\n;4\r\ndefg\r\n;0\r\n", 13, "streamed string chunk length 4 exceeds", l);
+    error_at_with(b"$?\r\n;2\r\nab\r\n;2\r\ncd\r\n;0\r\n", 12, "streamed string of 4 bytes exceeds the limit of 3 bytes", l);
     // The limit is checked on the header, before the body arrives.
     error_at_with(b"$4\r\n", 0, "exceeds", l);
     // Simple strings are lines, not bulk strings: not limited.
@@ -645,6 +646,12 @@ fn aggregate_limit_custom() {
     assert!(matches!(Decoder::with_limits(l).decode(b"%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n"), Ok(Decoded::Complete { .. })));
     error_at_with(b"%3\r\n", 0, "map length 3 exceeds", l);
     error_at_with(b"*1\r\n~3\r\n", 4, "set length 3 exceeds", l);
+    // Streamed aggregates are counted as they grow (error at their header).
+    assert!(matches!(Decoder::with_limits(l).decode(b"*?\r\n:1\r\n:2\r\n.\r\n"), Ok(Decoded::Complete { .. })));
+    error_at_with(b"*?\r\n:1\r\n:2\r\n:3\r\n", 0, "streamed array has more than the limit of 2 elements", l);
+    error_at_with(b"*1\r\n~?\r\n:1\r\n:2\r\n:3\r\n.\r\n", 4, "streamed set has more than the limit of 2", l);
+    assert!(matches!(Decoder::with_limits(l).decode(b"%?\r\n:1\r\n:2\r\n:3\r\n:4\r\n.\r\n"), Ok(Decoded::Complete { .. })));
+    error_at_with(b"%?\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n", 0, "streamed map has more than the limit of 2", l);
     // `*-1` is a null, not a length.
     assert!(matches!(Decoder::with_limits(l).decode(b"*-1\r\n"), Ok(Decoded::Complete { .. })));
 }
