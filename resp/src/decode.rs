@@ -8,7 +8,12 @@
 //! aggregates survive an "incomplete" answer, so a value arriving in many
 //! chunks is not rescanned from its start. The build pass only runs on bytes
 //! already checked, and every aggregate it allocates has its elements present
-//! in the buffer.
+//! in the buffer. Both passes are iterative (explicit stacks), so the 1024
+//! levels the default limits allow cannot overflow a thread's stack.
+//!
+//! A length that does not fit the platform's `usize` (beyond 4 GiB on
+//! wasm32, where the playground runs this code) is an error even when the
+//! limits would allow it (`resp/wasm32-check`).
 //!
 //! Number rules are those of Redis `string2ll` and hiredis `read.c`: `:+1`,
 //! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range. Simple
@@ -46,12 +51,12 @@ pub struct Limits {
     /// Default 1024.
     pub max_depth: usize,
     /// Maximum length of one bulk string, blob error, verbatim string or
-    /// streamed string (each chunk and the whole), in bytes. Default 512 MiB, Redis's
-    /// `proto-max-bulk-len` default.
+    /// streamed string (each chunk and the whole), in bytes. Default
+    /// 512 MiB, Redis's `proto-max-bulk-len` default.
     pub max_bulk_len: u64,
     /// Maximum element count of one aggregate, streamed ones included (a map
-    /// of N pairs counts N).
-    /// Default 2^32 − 1, hiredis's `REDIS_READER_MAX_ARRAY_ELEMENTS`.
+    /// of N pairs counts N). Default 2^32 − 1, hiredis's
+    /// `REDIS_READER_MAX_ARRAY_ELEMENTS`.
     pub max_aggregate_len: u64,
 }
 

@@ -16,7 +16,8 @@
 //! on thousands of generated inputs (its deliberate differences, where we
 //! follow the RESP3 specification and Redis, are listed in [`decode`]),
 //! inline splitting and request streams against redis-server, the display
-//! against redis-cli. See `resp/tests/` and `scripts/test-resp.sh`.
+//! against redis-cli; both parsers are fuzzed (`fuzz/`). See `resp/tests/`,
+//! `scripts/test-resp.sh` and, for speed, `resp/BENCH.md`.
 #![no_std]
 #![forbid(unsafe_code)]
 extern crate alloc;
