@@ -26,7 +26,7 @@ cargo build -p resp --target wasm32-unknown-unknown --no-default-features
 # by wasm-bindgen-test-runner, which setup.sh installs with wasm-bindgen-cli).
 log "wasm32 checks under node"
 (cd resp/wasm32-check && CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --target wasm32-unknown-unknown)
+  cargo test --release --target wasm32-unknown-unknown)
 
 if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ]; then
   # The machine has a stable toolchain only: RUSTC_BOOTSTRAP lets cargo-fuzz

@@ -49,3 +49,22 @@ fn the_codec_works_the_same() {
     let p = resp::parse_inline(b"SET k \"a b\"\nGET k");
     assert_eq!(p.commands.len(), 2);
 }
+
+/// The deepest value the default limits allow (1024 levels) decodes,
+/// encodes, displays, serializes to reply JSON and drops within the stack a
+/// wasm module gets under node/V8, in a release build (as the playground
+/// ships). A debug build exceeds V8's call stack in serde_json's recursion
+/// (the decoder's own passes are iterative), hence `--release` in
+/// scripts/test-resp.sh.
+#[wasm_bindgen_test]
+fn the_deepest_value_fits_the_wasm_stack() {
+    let mut input = b"*1\r\n%1\r\n".repeat(512);
+    input.extend_from_slice(b":1\r\n");
+    input.extend_from_slice(&b":2\r\n".repeat(512));
+    let all = decode_all(&input);
+    assert!(all.error.is_none() && !all.incomplete);
+    let v = &all.values[0];
+    assert_eq!(v.to_resp(), input);
+    assert!(v.display().contains("(integer) 1"));
+    assert!(serde_json::to_string(v).unwrap().contains("\"integer\""));
+}
