@@ -102,9 +102,8 @@ enum Frame {
     /// Elements still expected (a map of N pairs expects 2N, attributes of N
     /// pairs 2N + 1: the pairs and the value they belong to).
     Counted { remaining: u64 },
-    /// `*?`, `~?`, `%?` (type byte `t`, header at `at`): elements until `.`;
-    /// a map asks for an even count.
-    Streamed { t: u8, at: usize, count: u64 },
+    /// `*?`, `~?`, `%?`: elements until `.`; a map asks for an even count.
+    Streamed { map: bool, count: u64 },
     /// `$?`: `;N` chunks until `;0`, `total` bytes so far.
     StreamedString { total: u64 },
 }
@@ -409,12 +408,20 @@ impl Decoder {
             if start >= buf.len() {
                 return Ok(None);
             }
+            let t = buf[start];
             let streamed_total = match self.stack.last() {
                 Some(Frame::StreamedString { total }) => Some(*total),
+                Some(&Frame::Streamed { map, count }) if t != b'.' => {
+                    // One more element in a streamed aggregate: within the limit?
+                    let max = self.limits.max_aggregate_len;
+                    if count >= if map { max.saturating_mul(2) } else { max } {
+                        return Err(too_many(map, start, max));
+                    }
+                    None
+                }
                 _ => None,
             };
             let in_streamed_string = streamed_total.is_some();
-            let t = buf[start];
             let Some((line_end, next)) = find_line(buf, start) else {
                 // Fail early on a bad type byte rather than waiting for a CRLF.
                 if !in_streamed_string && !is_type_byte(t) {
@@ -432,12 +439,12 @@ impl Decoder {
                 // The whole string is one bulk string: its total is limited too.
                 let total = streamed_total.unwrap_or(0).saturating_add(n);
                 if total > self.limits.max_bulk_len {
-                    return Err(err(start, format!("streamed string of {} bytes exceeds the limit of {} bytes", total, self.limits.max_bulk_len)));
+                    return Err(too_long(start, total, self.limits.max_bulk_len));
                 }
                 if n == 0 {
                     self.pos = next;
                     self.stack.pop();
-                    if let Some(end) = self.element_done()? {
+                    if let Some(end) = self.element_done() {
                         return Ok(Some(end));
                     }
                     continue;
@@ -496,7 +503,7 @@ impl Decoder {
                     }
                     let Some(n) = parse_len(line, t, start, t == b'$', self.limits.max_bulk_len, "bytes")? else {
                         self.pos = next;
-                        if let Some(end) = self.element_done()? {
+                        if let Some(end) = self.element_done() {
                             return Ok(Some(end));
                         }
                         continue;
@@ -508,20 +515,20 @@ impl Decoder {
                         return Err(err(next, String::from("verbatim string must start with a 3-byte format and ':' (as \"txt:\")")));
                     }
                     self.pos = next + n as usize + 2;
-                    if let Some(end) = self.element_done()? {
+                    if let Some(end) = self.element_done() {
                         return Ok(Some(end));
                     }
                     continue;
                 }
                 b'*' | b'~' | b'>' | b'%' | b'|' => {
                     if line.len() == 1 && line[0] == b'?' && matches!(t, b'*' | b'~' | b'%') {
-                        self.open(Frame::Streamed { t, at: start, count: 0 }, start)?;
+                        self.open(Frame::Streamed { map: t == b'%', count: 0 }, start)?;
                         self.pos = next;
                         continue;
                     }
                     let Some(n) = parse_len(line, t, start, t == b'*', self.limits.max_aggregate_len, "elements")? else {
                         self.pos = next;
-                        if let Some(end) = self.element_done()? {
+                        if let Some(end) = self.element_done() {
                             return Ok(Some(end));
                         }
                         continue;
@@ -533,7 +540,7 @@ impl Decoder {
                     };
                     self.pos = next;
                     if remaining == 0 {
-                        if let Some(end) = self.element_done()? {
+                        if let Some(end) = self.element_done() {
                             return Ok(Some(end));
                         }
                     } else {
@@ -542,13 +549,13 @@ impl Decoder {
                     continue;
                 }
                 b'.' => {
-                    let Some(Frame::Streamed { t: st, count, .. }) = self.stack.last().copied() else {
+                    let Some(Frame::Streamed { map, count }) = self.stack.last().copied() else {
                         return Err(err(start, String::from("end of stream '.' outside a streamed aggregate")));
                     };
                     if !line.is_empty() {
                         return Err(err(start, format!("end of stream '.' must be followed by CRLF, found {}", show(line))));
                     }
-                    if st == b'%' && count % 2 == 1 {
+                    if map && count % 2 == 1 {
                         return Err(err(start, String::from("streamed map ended after a key without its value")));
                     }
                     self.stack.pop();
@@ -557,7 +564,7 @@ impl Decoder {
                 _ => return Err(self.bad_type(t, start)),
             }
             self.pos = next;
-            if let Some(end) = self.element_done()? {
+            if let Some(end) = self.element_done() {
                 return Ok(Some(end));
             }
         }
@@ -592,32 +599,39 @@ impl Decoder {
 
     /// Records that one element ended at `self.pos`; returns the end of the
     /// top-level value when that completes it.
-    /// Errors: a streamed aggregate grows past `max_aggregate_len`.
-    fn element_done(&mut self) -> Result<Option<usize>, DecodeError> {
-        let max = self.limits.max_aggregate_len;
+    fn element_done(&mut self) -> Option<usize> {
         loop {
             match self.stack.last_mut() {
-                None => return Ok(Some(self.pos)),
+                None => return Some(self.pos),
                 Some(Frame::Counted { remaining }) => {
                     *remaining -= 1;
                     if *remaining > 0 {
-                        return Ok(None);
+                        return None;
                     }
                     self.stack.pop();
                 }
-                Some(Frame::Streamed { t, at, count }) => {
+                Some(Frame::Streamed { count, .. }) => {
+                    // Checked against the limit when the next element starts.
                     *count += 1;
-                    // A map counts pairs, as its header would.
-                    let n = if *t == b'%' { count.div_ceil(2) } else { *count };
-                    if n > max {
-                        return Err(err(*at, format!("streamed {} has more than the limit of {} elements", type_name(*t), max)));
-                    }
-                    return Ok(None);
+                    return None;
                 }
-                Some(Frame::StreamedString { .. }) => return Ok(None), // unreachable: chunks are not elements
+                Some(Frame::StreamedString { .. }) => return None, // unreachable: chunks are not elements
             }
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many(map: bool, at: usize, max: u64) -> DecodeError {
+    let what = if map { "streamed map" } else { "streamed aggregate" };
+    err(at, format!("{} has more than the limit of {} elements", what, max))
+}
+
+#[cold]
+#[inline(never)]
+fn too_long(at: usize, total: u64, max: u64) -> DecodeError {
+    err(at, format!("streamed string of {} bytes exceeds the limit of {} bytes", total, max))
 }
 
 fn is_type_byte(t: u8) -> bool {

@@ -646,12 +646,13 @@ fn aggregate_limit_custom() {
     assert!(matches!(Decoder::with_limits(l).decode(b"%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n"), Ok(Decoded::Complete { .. })));
     error_at_with(b"%3\r\n", 0, "map length 3 exceeds", l);
     error_at_with(b"*1\r\n~3\r\n", 4, "set length 3 exceeds", l);
-    // Streamed aggregates are counted as they grow (error at their header).
+    // Streamed aggregates are counted as they grow (error at the first
+    // element beyond the limit).
     assert!(matches!(Decoder::with_limits(l).decode(b"*?\r\n:1\r\n:2\r\n.\r\n"), Ok(Decoded::Complete { .. })));
-    error_at_with(b"*?\r\n:1\r\n:2\r\n:3\r\n", 0, "streamed array has more than the limit of 2 elements", l);
-    error_at_with(b"*1\r\n~?\r\n:1\r\n:2\r\n:3\r\n.\r\n", 4, "streamed set has more than the limit of 2", l);
+    error_at_with(b"*?\r\n:1\r\n:2\r\n:3\r\n", 12, "streamed aggregate has more than the limit of 2 elements", l);
+    error_at_with(b"*1\r\n~?\r\n:1\r\n:2\r\n:3\r\n.\r\n", 16, "streamed aggregate has more than the limit of 2", l);
     assert!(matches!(Decoder::with_limits(l).decode(b"%?\r\n:1\r\n:2\r\n:3\r\n:4\r\n.\r\n"), Ok(Decoded::Complete { .. })));
-    error_at_with(b"%?\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n", 0, "streamed map has more than the limit of 2", l);
+    error_at_with(b"%?\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n", 20, "streamed map has more than the limit of 2", l);
     // `*-1` is a null, not a length.
     assert!(matches!(Decoder::with_limits(l).decode(b"*-1\r\n"), Ok(Decoded::Complete { .. })));
 }
