@@ -25,6 +25,9 @@ cargo build -p resp --target wasm32-unknown-unknown --no-default-features
 # 32-bit usize: lengths beyond the address space are errors (run under node
 # by wasm-bindgen-test-runner, which setup.sh installs with wasm-bindgen-cli).
 log "wasm32 checks under node"
+for tool in node wasm-bindgen-test-runner; do
+  command -v "$tool" >/dev/null || { log "$tool not found: run scripts/setup.sh"; exit 1; }
+done
 (cd resp/wasm32-check && CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --release --target wasm32-unknown-unknown)
 
