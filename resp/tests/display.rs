@@ -50,6 +50,7 @@ fn aggregates() {
         "1) \"a\"\n2) 1) (nil)\n   2) (error) ERR x\n3) 1) (empty array)\n"
     );
     assert_eq!(shown(b"~2\r\n+a\r\n+b\r\n"), "1~ a\n2~ b\n");
+    assert_eq!(shown(b">2\r\n$7\r\nmessage\r\n:1\r\n"), "1) \"message\"\n2) (integer) 1\n");
     // A multi-line map value starts on its own line; a one-line one does not.
     assert_eq!(shown(b"%2\r\n+a\r\n:1\r\n+b\r\n*2\r\n:2\r\n:3\r\n"), "1# a => (integer) 1\n2# b => \n   1) (integer) 2\n   2) (integer) 3\n");
     assert_eq!(shown(b"%1\r\n+a\r\n*1\r\n%1\r\n+b\r\n:1\r\n"), "1# a => 1) 1# b => (integer) 1\n");
