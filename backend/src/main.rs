@@ -1,8 +1,51 @@
 //! `pipelab`: run Redis command batches sequentially, pipelined or as
 //! MULTI/EXEC, measured per command; the REST API and playground server; RESP tools.
 
-mod exec;
+mod api;
+mod cli;
+mod config;
+mod embedded;
+mod telemetry;
 
-fn main() {
-    println!("pipelab: under construction");
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "pipelab", version, about = "Redis pipelining, measured: run batches, serve the playground, RESP tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Execute a command file (inline lines or RESP) against Redis.
+    Run(cli::run::Args),
+    /// Serve the web playground and the REST API (/api/v1).
+    Serve(config::ServeConfig),
+    /// A TCP proxy that adds a simulated round-trip time (the delay line).
+    Proxy(cli::proxy::Args),
+    /// RESP and inline-command codec on files and pipes.
+    #[command(subcommand)]
+    Resp(cli::resp::RespCommand),
+    /// GET a health URL; exit 0 on 2xx (for container health checks).
+    Healthcheck(cli::healthcheck::HealthcheckArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap's own help/version exit 0; bad usage exits 2 (CONTRACT.md section 2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Run(args) => cli::block_on(cli::run::main(args)),
+        Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
+        Command::Serve(cfg) => cli::serve::main(cfg),
+        Command::Resp(cmd) => cli::resp::run(cmd).into(),
+        Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
+    }
 }

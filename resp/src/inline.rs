@@ -215,8 +215,10 @@ pub(crate) fn split_line(line: &[u8]) -> Result<Vec<Vec<u8>>, SplitError> {
 }
 
 /// Writes argv back as one inline line that [`split_args`] reads as the same
-/// argv: bare words where that is safe, else double quotes with escapes
-/// (the `sdscatrepr` escapes; bytes outside printable ASCII as `\xHH`).
+/// argv: bare words where that is safe, else double quotes with the
+/// `sdscatrepr` escapes. Text that is valid UTF-8 keeps its printable
+/// characters (`héllo` stays `héllo`); control characters and bytes that are
+/// not UTF-8 become `\xHH`.
 pub fn to_inline(argv: &[impl AsRef<[u8]>]) -> String {
     let mut s = String::new();
     for (i, a) in argv.iter().enumerate() {
@@ -224,11 +226,33 @@ pub fn to_inline(argv: &[impl AsRef<[u8]>]) -> String {
             s.push(' ');
         }
         let a = a.as_ref();
-        let bare = !a.is_empty() && a.iter().all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\'');
-        if bare {
-            s.extend(a.iter().map(|&b| b as char));
-        } else {
-            crate::display::push_repr(&mut s, a);
+        match core::str::from_utf8(a) {
+            Ok(text) if !text.is_empty() && text.chars().all(|c| !c.is_control() && !c.is_whitespace() && c != '"' && c != '\'' && c != '\u{0}') => {
+                s.push_str(text)
+            }
+            Ok(text) => {
+                s.push('"');
+                for c in text.chars() {
+                    match c {
+                        '\\' => s.push_str("\\\\"),
+                        '"' => s.push_str("\\\""),
+                        '\n' => s.push_str("\\n"),
+                        '\r' => s.push_str("\\r"),
+                        '\t' => s.push_str("\\t"),
+                        '\u{7}' => s.push_str("\\a"),
+                        '\u{8}' => s.push_str("\\b"),
+                        c if c.is_control() => {
+                            let mut b = [0u8; 4];
+                            for byte in c.encode_utf8(&mut b).bytes() {
+                                let _ = core::fmt::Write::write_fmt(&mut s, format_args!("\\x{:02x}", byte));
+                            }
+                        }
+                        c => s.push(c),
+                    }
+                }
+                s.push('"');
+            }
+            Err(_) => crate::display::push_repr(&mut s, a),
         }
     }
     s

@@ -6,7 +6,21 @@
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
 //! (CONTRACT.md section 3).
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+use crate::conn::RedisTarget;
+
+mod pipeline;
+mod runner;
+mod sequential;
+mod source;
+mod transaction;
+mod validate;
+
+pub use source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport, VecSource};
+pub use validate::{check_command, validate, BatchError};
 
 /// One command: its argv, as bytes (binary-safe).
 pub type Argv = Vec<Vec<u8>>;
@@ -74,7 +88,7 @@ pub struct CommandResult {
     /// The reply as reply JSON (CONTRACT.md section 1); absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<resp::Value>,
-    /// When the write that carried this command completed (µs from batch start).
+    /// When the write that carried this command was issued (µs from batch start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_us: Option<u64>,
     /// When this command's reply was fully read (µs from batch start).
@@ -93,15 +107,30 @@ pub struct Summary {
     pub unknown: usize,
     /// Times the executor waited for replies before writing more.
     pub round_trips: u64,
-    /// `write` calls on the socket.
+    /// Write calls by the executor: one per command (sequential), per chunk
+    /// (pipeline), per MULTI…EXEC (transaction), plus one for WATCH.
     pub write_calls: u64,
+    /// `write` system calls those took (a large chunk may need several).
+    pub write_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// RESP3 push messages received (out-of-band, e.g. invalidations): not
+    /// replies, so not assigned to any command. Omitted from JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pushes: u64,
     /// Wall time of the whole batch in µs (connection handshake excluded).
     pub total_us: u64,
     /// `commands / total_us`, in commands per second.
     pub commands_per_sec: f64,
     pub simulated_rtt_ms: f64,
+    /// Commands per chunk in pipeline mode (1 in sequential mode, all in transaction mode).
+    pub batch_size: usize,
+    /// Replies were read as RESP3 (`HELLO 3`).
+    pub resp3: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Outcome of a transaction as a whole.
@@ -109,19 +138,36 @@ pub struct Summary {
 pub struct TransactionOutcome {
     /// `committed`, `aborted` (EXECABORT: nothing ran) or `watch_conflict` (EXEC returned null).
     pub status: TransactionStatus,
-    /// For `aborted`: the index of the command rejected at queue time and Redis's error.
+    /// For `aborted`: the index of the (first) command rejected at queue time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected_index: Option<usize>,
+    /// Why: Redis's queue-time error for `rejected_index`, EXEC's error, or
+    /// what happened to the connection (`unknown`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Every command rejected at queue time (wrong arity, unknown command…), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
+}
+
+/// A command Redis refused to queue inside MULTI; EXEC then fails with EXECABORT.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejected {
+    pub index: usize,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransactionStatus {
+    /// EXEC ran the queued commands (some may still have failed at run time, e.g. WRONGTYPE: no rollback).
     Committed,
+    /// Nothing ran: a command was rejected at queue time (EXECABORT) or EXEC failed.
     Aborted,
+    /// Nothing ran: a WATCHed key changed before EXEC, which returned null.
     WatchConflict,
+    /// The connection failed before EXEC's reply: the commands may or may not have run.
+    Unknown,
 }
 
 /// The executor's answer for a batch.
@@ -131,4 +177,116 @@ pub struct Report {
     pub results: Vec<CommandResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transaction: Option<TransactionOutcome>,
+    /// Why the connection was dropped mid-batch (then results hold `unknown` / `not_sent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_error: Option<String>,
+}
+
+/// Limits of one execution that are the caller's, not the batch's.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Socket connect plus TLS (default 5 s).
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of a reply, and for a write to make
+    /// progress (default 30 s). On expiry the connection is dropped and the
+    /// commands awaiting replies are `unknown`.
+    pub read_timeout: Duration,
+    /// Stop reading once more than this many reply bytes arrived, drop the
+    /// connection, report the rest `unknown` (`None`: no limit).
+    pub max_reply_bytes: Option<u64>,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions { connect_timeout: Duration::from_secs(5), read_timeout: Duration::from_secs(30), max_reply_bytes: None }
+    }
+}
+
+/// Why a batch did not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Could not connect, or the handshake (AUTH, HELLO, SELECT) failed,
+    /// before any command was written. The API answers 503.
+    #[error("{0}")]
+    Connect(String),
+    /// The batch breaks a rule of [`validate`]; nothing was sent. The API answers 400.
+    #[error("{0}")]
+    Invalid(#[from] BatchError),
+}
+
+/// How a stream of commands is sent: a [`Batch`] without its commands.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub mode: Mode,
+    pub batch_size: usize,
+    pub on_error: OnError,
+    pub simulated_rtt_ms: f64,
+    pub resp3: bool,
+    pub watch: Vec<Vec<u8>>,
+}
+
+/// Default commands per pipeline chunk.
+pub const DEFAULT_BATCH_SIZE: usize = 1000;
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            mode: Mode::Pipeline,
+            batch_size: DEFAULT_BATCH_SIZE,
+            on_error: OnError::Continue,
+            simulated_rtt_ms: 0.0,
+            resp3: false,
+            watch: Vec::new(),
+        }
+    }
+}
+
+impl Batch {
+    /// The batch's settings without its commands.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            mode: self.mode,
+            batch_size: self.batch_size,
+            on_error: self.on_error,
+            simulated_rtt_ms: self.simulated_rtt_ms,
+            resp3: self.resp3,
+            watch: self.watch.clone(),
+        }
+    }
+}
+
+/// Runs `batch` against `target` on a new connection and reports every command.
+///
+/// Errors only if nothing was sent: [`ExecError::Invalid`] (checked before
+/// connecting) or [`ExecError::Connect`]. Everything after the first write is
+/// in the [`Report`]: a connection lost mid-batch gives `unknown` for written
+/// commands without reply and `not_sent` for the rest, never a retry.
+///
+/// Dropping the future drops the connection (and its delay line), which closes it.
+pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
+    validate(batch)?;
+    let mut source = VecSource::new(&batch.commands);
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let out = execute_stream(target, &batch.plan(), &mut source, &mut results, opts).await?;
+    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+}
+
+/// The executor over a stream: pulls commands from `source` as it sends
+/// them and hands each [`CommandResult`] to `sink`, in index order, so that
+/// millions of commands run in constant memory (`pipelab run`). Transaction
+/// mode holds the whole batch, as MULTI…EXEC is one write.
+///
+/// Each command pulled is checked with [`check_command`]; a command that
+/// fails the check, or a source error, stops the stream like the end of
+/// input, and [`StreamReport::input_error`] says where and how many commands
+/// were sent before it. Errors as for [`execute`].
+pub async fn execute_stream<S: CommandSource, K: ResultSink>(
+    target: &RedisTarget,
+    plan: &Plan,
+    source: &mut S,
+    sink: &mut K,
+    opts: &ExecOptions,
+) -> Result<StreamReport<S::Error>, ExecError> {
+    validate::check_plan(plan)?;
+    runner::run(target, plan, source, sink, opts).await
 }

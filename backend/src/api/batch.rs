@@ -1,0 +1,87 @@
+//! `POST /api/v1/batch`: run one batch, answer with the executor's report
+//! (CONTRACT.md section 3).
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value as JsonValue;
+use utoipa::ToSchema;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiJson;
+use super::run::run_batch;
+use super::schema;
+use super::validate::{self, BatchFields};
+use super::AppState;
+use pipelab::exec::Report;
+
+/// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"commands": [["SET", "k", "v"], ["INCR", "k"]], "mode": "pipeline",
+    "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.5}))]
+pub struct BatchRequest {
+    /// Commands as argv arrays; a binary argument as `{"base64": "..."}`.
+    #[schema(value_type = Option<Vec<Vec<schema::Arg>>>, example = json!([["SET", "k", "v"], ["GET", "k"]]))]
+    pub commands: Option<Vec<Vec<JsonValue>>>,
+    /// Commands as text: inline lines (split as redis-cli/Redis do, quotes
+    /// allowed) or RESP multibulks, one command after the other.
+    #[schema(example = "SET k v\nINCR k")]
+    pub text: Option<String>,
+    /// Default `pipeline`.
+    #[schema(value_type = Option<schema::ModeName>)]
+    pub mode: Option<String>,
+    /// Commands per pipeline chunk, at least 1. Default 1000. Pipeline mode only.
+    #[schema(minimum = 1, example = 1000)]
+    pub batch_size: Option<i64>,
+    /// Default `continue`.
+    #[schema(value_type = Option<schema::OnErrorName>)]
+    pub on_error: Option<String>,
+    /// Extra delay per round trip in ms, 0 to 1000 (fractions allowed). Default 0.
+    #[schema(minimum = 0, maximum = 1000, example = 0.5)]
+    pub simulated_rtt_ms: Option<f64>,
+    /// Speak RESP3 (HELLO 3) on the batch's connection. Default false.
+    pub resp3: Option<bool>,
+    /// Keys to WATCH before MULTI (transaction mode only).
+    #[schema(value_type = Option<Vec<schema::Arg>>)]
+    pub watch: Option<Vec<JsonValue>>,
+}
+
+/// Run a batch of commands.
+///
+/// 200 whenever the batch was accepted, even if commands failed: see each
+/// result's `status`. The connection is the batch's own, opened for it and
+/// closed after it.
+#[utoipa::path(
+    post,
+    path = "/api/v1/batch",
+    tag = "batches",
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "The batch ran; per-command results", body = schema::BatchResponse),
+        (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
+        (status = 413, description = "Over a size limit (body, commands, argument)", body = ErrorBody),
+        (status = 503, description = "Redis unreachable, or all batch slots busy", body = ErrorBody),
+        (status = 504, description = "The batch ran past the batch timeout", body = ErrorBody),
+    )
+)]
+pub async fn batch(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<BatchRequest>,
+) -> Result<Json<Report>, ApiError> {
+    let mode = match &req.mode {
+        Some(m) => validate::mode("mode", m)?,
+        None => validate::DEFAULT_MODE,
+    };
+    let fields = BatchFields {
+        commands: req.commands,
+        text: req.text,
+        batch_size: req.batch_size,
+        on_error: req.on_error,
+        simulated_rtt_ms: req.simulated_rtt_ms,
+        resp3: req.resp3,
+        watch: req.watch,
+    };
+    let batch = fields.prepare(&state.limits)?.batch(mode, &state.limits)?;
+    Ok(Json(run_batch(&state, &batch).await?))
+}

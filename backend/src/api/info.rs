@@ -1,0 +1,110 @@
+//! `GET /api/v1/info`: which Redis the server runs batches against, and the
+//! limits and defaults a client should know before sending one.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::run::command;
+use super::schema::ModeName;
+use super::validate::DEFAULT_BATCH_SIZE;
+use super::{AppState, RedisSource};
+use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
+
+/// Server facts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InfoResponse {
+    /// pipelab's version.
+    #[schema(example = "0.1.0")]
+    pub version: &'static str,
+    pub redis: RedisInfo,
+    pub limits: Limits,
+    pub defaults: Defaults,
+}
+
+/// The Redis server behind the API. `reachable: false` with `error` when it
+/// does not answer right now (this endpoint still answers 200).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RedisInfo {
+    /// The target, password never shown, e.g. `redis://127.0.0.1:6379` or `unix:///tmp/…/redis.sock`.
+    pub target: String,
+    /// `embedded`: a redis-server started by `pipelab serve`; `configured`: --redis / REDIS_URL.
+    #[schema(example = "embedded")]
+    pub source: &'static str,
+    pub reachable: bool,
+    /// `redis_version` from INFO server.
+    #[schema(example = "7.0.15")]
+    pub version: Option<String>,
+    /// `redis_mode` from INFO server: standalone, cluster or sentinel.
+    #[schema(example = "standalone")]
+    pub mode: Option<String>,
+    pub error: Option<String>,
+}
+
+/// What a batch request gets for the fields it leaves out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Defaults {
+    pub mode: ModeName,
+    pub batch_size: u64,
+    #[schema(example = "continue")]
+    pub on_error: &'static str,
+    pub simulated_rtt_ms: f64,
+    pub resp3: bool,
+    /// The largest simulated_rtt_ms accepted.
+    pub max_simulated_rtt_ms: f64,
+}
+
+/// Redis version and mode, the server's limits and defaults.
+#[utoipa::path(
+    get,
+    path = "/api/v1/info",
+    tag = "server",
+    responses((status = 200, description = "Server facts", body = InfoResponse))
+)]
+pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
+    let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
+    let (reachable, version, mode, error) =
+        match command(&state, &[b"INFO", b"server"], wait).await {
+            Ok(reply) => match reply {
+                resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
+                    let text = String::from_utf8_lossy(&text);
+                    (true, info_field(&text, "redis_version"), info_field(&text, "redis_mode"), None)
+                }
+                other => (true, None, None, Some(format!("INFO server: {}", other.display()))),
+            },
+            Err(e) => (false, None, None, Some(e.body.message)),
+        };
+    Json(InfoResponse {
+        version: env!("CARGO_PKG_VERSION"),
+        redis: RedisInfo {
+            target: state.target.to_string(),
+            source: match state.source {
+                RedisSource::Embedded => "embedded",
+                RedisSource::Configured => "configured",
+            },
+            reachable,
+            version,
+            mode,
+            error,
+        },
+        limits: state.limits.clone(),
+        defaults: Defaults {
+            mode: ModeName::Pipeline,
+            batch_size: DEFAULT_BATCH_SIZE as u64,
+            on_error: "continue",
+            simulated_rtt_ms: 0.0,
+            resp3: false,
+            max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
+        },
+    })
+}
+
+/// The value of `name:value` in INFO output.
+fn info_field(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}

@@ -1,0 +1,120 @@
+//! The REST API (`/api/v1`), health probes and the web playground's files.
+//!
+//! Thin adapter over the executor: each endpoint validates its JSON
+//! ([`validate`]), builds a [`pipelab::exec::Batch`], runs it through [`run`]
+//! (limits, timeout, Redis errors → HTTP) and serializes the executor's
+//! `Report` as it is, so the API and `pipelab run --json` cannot drift apart.
+//!
+//! The Redis target comes only from the server's configuration, never from
+//! a request.
+
+pub mod batch;
+pub mod compare;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod info;
+pub mod openapi;
+pub mod refuse;
+pub mod run;
+pub mod schema;
+pub mod sweep;
+pub mod validate;
+pub mod web;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::sync::Semaphore;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::config::Limits;
+use pipelab::conn::RedisTarget;
+
+/// Where the Redis target came from (shown by GET /api/v1/info).
+#[derive(Debug, Clone)]
+pub enum RedisSource {
+    /// `--redis` / `REDIS_URL`.
+    Configured,
+    /// A redis-server child started by `pipelab serve`.
+    Embedded,
+}
+
+/// Shared by every request; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub target: RedisTarget,
+    pub source: RedisSource,
+    pub limits: Limits,
+    pub web_dir: PathBuf,
+    /// One permit per running batch (`limits.max_concurrent_batches`).
+    pub slots: Semaphore,
+}
+
+impl AppState {
+    pub fn new(target: RedisTarget, source: RedisSource, limits: Limits, web_dir: PathBuf) -> Self {
+        let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
+        AppState(Arc::new(Inner { target, source, limits, web_dir, slots }))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+/// The whole HTTP surface: /api/v1/*, /healthz, /readyz, and the web files at /.
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.limits.max_body_bytes;
+    let api = Router::new()
+        .route("/batch", post(batch::batch))
+        .route("/compare", post(compare::compare))
+        .route("/sweep", post(sweep::sweep))
+        .route("/info", get(info::info))
+        .route("/openapi.json", get(openapi::openapi_json))
+        .fallback(api_not_found)
+        // The last layer added is the outermost: the rewrite must see the limit's answer.
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(middleware::from_fn(json_body_limit_error));
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(web::serve)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn api_not_found(req: Request) -> error::ApiError {
+    error::ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no endpoint {} {} (see GET /api/v1/openapi.json)", req.method(), req.uri().path()),
+    )
+}
+
+/// RequestBodyLimitLayer answers an over-long Content-Length with a
+/// plain-text 413 before any handler runs; give it the API's error shape.
+async fn json_body_limit_error(req: Request, next: Next) -> Response {
+    let res = next.run(req).await;
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if res.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
+        return extract::body_too_large().into_response();
+    }
+    res
+}

@@ -1,0 +1,42 @@
+//! `GET /api/v1/openapi.json`: the OpenAPI 3.1 document, generated from the
+//! handlers' and types' annotations (utoipa), with examples.
+
+use axum::Json;
+use utoipa::OpenApi;
+
+use super::{batch, compare, error, info, schema, sweep};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "pipelab API",
+        description = "Run Redis command batches sequentially, pipelined or as MULTI/EXEC, \
+            measured per command. Every error is `{\"error\": {\"code\", \"message\", \"field\"}}`. \
+            Each batch has its own Redis connection, only while it runs; commands that change \
+            the connection itself (SELECT, HELLO, AUTH, QUIT, RESET, MONITOR, SUBSCRIBE and \
+            friends, blocking commands with timeout 0) are refused. /compare runs the batch \
+            once per mode, so its side effects repeat.",
+    ),
+    paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
+    components(schemas(
+        error::ErrorBody, error::ErrorDetail,
+        schema::Arg, schema::ModeName, schema::OnErrorName, schema::Reply, schema::StatusName,
+        schema::CommandResult, schema::Summary, schema::Transaction, schema::Rejected, schema::BatchResponse,
+    )),
+    tags(
+        (name = "batches", description = "Run commands against Redis"),
+        (name = "server", description = "About this server"),
+    )
+)]
+pub struct ApiDoc;
+
+/// This document.
+#[utoipa::path(
+    get,
+    path = "/api/v1/openapi.json",
+    tag = "server",
+    responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json"))
+)]
+pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

@@ -1,0 +1,122 @@
+//! Commands the API refuses to run.
+//!
+//! Each batch has its own Redis connection, only for the duration of the
+//! batch, and the executor counts one reply per command. Commands that change
+//! the connection itself (its database, protocol, user, reply mode), turn it
+//! into a stream of pushes, or block it forever would either be lost with the
+//! connection or break that count, so they are refused up front with the
+//! reason.
+
+use pipelab::exec::Mode;
+
+/// Why `argv` may not run in `mode`, or `None` if it may.
+pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
+    let name = String::from_utf8_lossy(argv.first()?).to_ascii_uppercase();
+    let arg = |i: usize| argv.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_uppercase());
+    let connection = |hint: &str| {
+        Some(format!(
+            "{name} is refused: it changes the connection itself, and a batch has its connection \
+             only while it runs{hint}"
+        ))
+    };
+    match name.as_str() {
+        "SELECT" => connection(" (choose the database in the server's Redis URL, redis://host:port/DB)"),
+        "HELLO" => connection(" (set \"resp3\": true to speak RESP3)"),
+        "AUTH" => connection(" (credentials belong in the server's Redis URL)"),
+        "QUIT" | "RESET" => connection(""),
+        "MONITOR" | "SUBSCRIBE" | "PSUBSCRIBE" | "SSUBSCRIBE" | "UNSUBSCRIBE" | "PUNSUBSCRIBE"
+        | "SUNSUBSCRIBE" | "SYNC" | "PSYNC" | "REPLCONF" => Some(format!(
+            "{name} is refused: it turns the connection into a stream of messages that outlives \
+             the batch"
+        )),
+        "CLIENT" => match arg(1).as_deref() {
+            Some(sub @ ("REPLY" | "TRACKING")) => Some(format!(
+                "CLIENT {sub} is refused: it changes which replies the connection gets, and the \
+                 batch expects exactly one reply per command"
+            )),
+            _ => None,
+        },
+        "MULTI" | "EXEC" | "DISCARD" if mode == Mode::Transaction => Some(format!(
+            "{name} is refused in transaction mode: the executor sends MULTI and EXEC itself \
+             (use pipeline mode to write them by hand)"
+        )),
+        "WATCH" | "UNWATCH" if mode == Mode::Transaction => Some(format!(
+            "{name} is refused in transaction mode: list the keys in the request's \"watch\" field"
+        )),
+        // Inside MULTI a blocking command does not block, so only the other
+        // modes need a finite timeout.
+        _ if mode != Mode::Transaction => blocking_forever(&name, argv).then(|| {
+            format!(
+                "{name} with timeout 0 is refused: it could block the batch's connection forever \
+                 (give it a timeout)"
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// True if `argv` is a blocking command whose timeout is 0 (wait forever).
+/// Argument positions follow the Redis command reference.
+fn blocking_forever(name: &str, argv: &[Vec<u8>]) -> bool {
+    let zero = |a: Option<&Vec<u8>>| {
+        a.and_then(|a| std::str::from_utf8(a).ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .is_some_and(|t| t == 0.0)
+    };
+    match name {
+        // BLPOP key [key ...] timeout, and friends: the timeout is last.
+        "BLPOP" | "BRPOP" | "BZPOPMIN" | "BZPOPMAX" | "BLMOVE" | "BRPOPLPUSH" => {
+            argv.len() >= 3 && zero(argv.last())
+        }
+        // BLMPOP timeout numkeys key ..., BZMPOP timeout numkeys key ...
+        "BLMPOP" | "BZMPOP" => zero(argv.get(1)),
+        // WAIT numreplicas timeout; WAITAOF numlocal numreplicas timeout
+        "WAIT" => zero(argv.get(2)),
+        "WAITAOF" => zero(argv.get(3)),
+        // XREAD [COUNT n] [BLOCK ms] STREAMS ...; XREADGROUP GROUP g c [COUNT n] [BLOCK ms] ...
+        "XREAD" | "XREADGROUP" => argv
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(b"BLOCK"))
+            .is_some_and(|i| zero(argv.get(i + 1))),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<Vec<u8>> {
+        s.split(' ').map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn refuses_connection_commands_and_endless_blocking() {
+        for cmd in ["select 1", "HELLO 3", "AUTH pw", "QUIT", "RESET", "MONITOR", "SUBSCRIBE ch",
+            "psubscribe c*", "CLIENT REPLY OFF", "client tracking on", "BLPOP k 0",
+            "BRPOP a b 0.0", "BLMOVE a b LEFT RIGHT 0", "BLMPOP 0 1 k LEFT", "BZMPOP 0 1 z MIN",
+            "WAIT 1 0", "XREAD COUNT 1 BLOCK 0 STREAMS s $", "XREADGROUP GROUP g c block 0 STREAMS s >"]
+        {
+            assert!(refusal(&argv(cmd), Mode::Pipeline).is_some(), "{cmd} should be refused");
+        }
+    }
+
+    #[test]
+    fn allows_ordinary_and_bounded_commands() {
+        for cmd in ["SET k v", "GET k", "BLPOP k 1", "BRPOP k 0.5", "XREAD BLOCK 10 STREAMS s $",
+            "XREAD STREAMS s 0", "WAIT 0 100", "CLIENT SETNAME x", "MULTI", "EXEC", "WATCH k"]
+        {
+            assert!(refusal(&argv(cmd), Mode::Pipeline).is_none(), "{cmd} should be allowed");
+        }
+    }
+
+    #[test]
+    fn transaction_mode_rules() {
+        assert!(refusal(&argv("MULTI"), Mode::Transaction).is_some());
+        assert!(refusal(&argv("exec"), Mode::Transaction).is_some());
+        assert!(refusal(&argv("WATCH k"), Mode::Transaction).is_some());
+        // BLPOP inside MULTI does not block.
+        assert!(refusal(&argv("BLPOP k 0"), Mode::Transaction).is_none());
+        assert!(refusal(&argv("SELECT 1"), Mode::Transaction).is_some());
+    }
+}

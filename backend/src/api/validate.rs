@@ -1,0 +1,362 @@
+//! Request validation shared by /batch, /compare and /sweep: turns the JSON
+//! fields into argvs and a [`Batch`], or an [`ApiError`] naming the field.
+//!
+//! Commands come either as JSON argv arrays or as `text` (inline lines or
+//! RESP, split by `resp::RequestReader` exactly as the Redis server splits
+//! its input: the API never splits arguments itself).
+
+use axum::http::StatusCode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine as _;
+use serde_json::Value as Json;
+
+use super::error::ApiError;
+use super::refuse::refusal;
+use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
+use pipelab::exec::{Argv, Batch, Mode, OnError};
+
+/// Default commands per pipeline chunk.
+pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
+/// Default mode of /batch.
+pub const DEFAULT_MODE: Mode = Mode::Pipeline;
+
+/// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// The fields every batch-running request shares, as received.
+#[derive(Debug, Default)]
+pub struct BatchFields {
+    pub commands: Option<Vec<Vec<Json>>>,
+    pub text: Option<String>,
+    pub batch_size: Option<i64>,
+    pub on_error: Option<String>,
+    pub simulated_rtt_ms: Option<f64>,
+    pub resp3: Option<bool>,
+    pub watch: Option<Vec<Json>>,
+}
+
+/// Where a command came from, to name it in errors.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    Index(usize),
+    Line(usize),
+}
+
+impl Origin {
+    fn field(self) -> String {
+        match self {
+            Origin::Index(i) => format!("commands[{i}]"),
+            Origin::Line(l) => format!("text, line {l}"),
+        }
+    }
+}
+
+/// Validated fields, ready to become a [`Batch`] in any mode.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub commands: Vec<Argv>,
+    origins: Vec<Origin>,
+    pub batch_size: usize,
+    pub on_error: OnError,
+    pub simulated_rtt_ms: f64,
+    pub resp3: bool,
+    pub watch: Vec<Vec<u8>>,
+}
+
+impl BatchFields {
+    /// Check everything that does not depend on the mode.
+    pub fn prepare(self, limits: &Limits) -> Result<Prepared, ApiError> {
+        let (commands, origins) = match (self.commands, self.text) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::field(
+                    "conflicting_fields",
+                    "commands",
+                    "give either \"commands\" or \"text\", not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ApiError::field(
+                    "missing_commands",
+                    "commands",
+                    "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
+                ))
+            }
+            (Some(cmds), None) => json_commands(cmds, limits)?,
+            (None, Some(text)) => text_commands(&text, limits)?,
+        };
+        Ok(Prepared {
+            commands,
+            origins,
+            batch_size: batch_size(self.batch_size)?,
+            on_error: on_error(self.on_error.as_deref())?,
+            simulated_rtt_ms: rtt(self.simulated_rtt_ms)?,
+            resp3: self.resp3.unwrap_or(false),
+            watch: self
+                .watch
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+                .map(|(i, a)| argument(a, &format!("watch[{i}]"), limits))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+impl Prepared {
+    /// The batch for `mode`, after the per-mode checks (refused commands,
+    /// `watch` outside transactions, simulated RTT that cannot fit the timeout).
+    pub fn batch(&self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
+        for (argv, origin) in self.commands.iter().zip(&self.origins) {
+            if let Some(reason) = refusal(argv, mode) {
+                return Err(ApiError::field("refused_command", origin.field(), reason));
+            }
+        }
+        if !self.watch.is_empty() && mode != Mode::Transaction {
+            return Err(ApiError::field(
+                "invalid_field",
+                "watch",
+                "only used in transaction mode (WATCH runs before MULTI)",
+            ));
+        }
+        let batch = Batch {
+            commands: self.commands.clone(),
+            mode,
+            batch_size: self.batch_size,
+            on_error: self.on_error,
+            simulated_rtt_ms: self.simulated_rtt_ms,
+            resp3: self.resp3,
+            watch: self.watch.clone(),
+        };
+        // The executor's own rules (one reply per command, ...), checked
+        // here too so that /compare refuses before running any mode.
+        pipelab::exec::validate(&batch).map_err(|e| {
+            let field = match e.field.strip_prefix("commands[").and_then(|r| r.strip_suffix(']')) {
+                Some(i) => i.parse::<usize>().ok().and_then(|i| self.origins.get(i)).map_or(e.field.clone(), |o| o.field()),
+                None => e.field.clone(),
+            };
+            let code = if field.starts_with("commands") || field.starts_with("text") { "refused_command" } else { "invalid_field" };
+            ApiError::field(code, field, e.message)
+        })?;
+        check_rtt_budget(&batch, limits)?;
+        Ok(batch)
+    }
+}
+
+/// Least number of round trips `batch` needs: each costs at least the
+/// simulated RTT.
+pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize) -> u64 {
+    let n = commands as u64;
+    match mode {
+        Mode::Sequential => n,
+        Mode::Pipeline => n.div_ceil(batch_size.max(1) as u64),
+        Mode::Transaction => 1,
+    }
+}
+
+/// Refuse up front a batch whose simulated RTT alone exceeds the batch
+/// timeout, instead of letting it run into a 504.
+fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
+    let trips = min_round_trips(batch.mode, batch.commands.len(), batch.batch_size);
+    let ms = trips as f64 * batch.simulated_rtt_ms;
+    if ms > limits.batch_timeout_ms as f64 {
+        return Err(ApiError::field(
+            "invalid_rtt",
+            "simulated_rtt_ms",
+            format!(
+                "{trips} round trips × {} ms = {:.0} ms of simulated RTT, over the batch timeout of \
+                 {} ms; lower simulated_rtt_ms, send fewer commands or raise batch_size",
+                batch.simulated_rtt_ms, ms, limits.batch_timeout_ms
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `mode`: one of sequential, pipeline, transaction.
+pub fn mode(field: &str, value: &str) -> Result<Mode, ApiError> {
+    match value {
+        "sequential" => Ok(Mode::Sequential),
+        "pipeline" => Ok(Mode::Pipeline),
+        "transaction" => Ok(Mode::Transaction),
+        other => Err(ApiError::field(
+            "unknown_mode",
+            field,
+            format!("unknown mode {other:?}; expected \"sequential\", \"pipeline\" or \"transaction\""),
+        )),
+    }
+}
+
+pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(DEFAULT_BATCH_SIZE),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) => Err(ApiError::field(
+            "invalid_batch_size",
+            "batch_size",
+            format!("must be at least 1 (commands per pipeline chunk), got {n}"),
+        )),
+    }
+}
+
+fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
+    match value {
+        None | Some("continue") => Ok(OnError::Continue),
+        Some("stop") => Ok(OnError::Stop),
+        Some(other) => Err(ApiError::field(
+            "invalid_field",
+            "on_error",
+            format!("unknown value {other:?}; expected \"continue\" or \"stop\""),
+        )),
+    }
+}
+
+/// `simulated_rtt_ms`: finite, 0 to 1000 ms (CONTRACT.md).
+pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
+    let v = value.unwrap_or(0.0);
+    if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {
+        return Err(ApiError::field(
+            "invalid_rtt",
+            "simulated_rtt_ms",
+            format!("must be between 0 and {MAX_SIMULATED_RTT_MS} ms, got {v}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn json_commands(cmds: Vec<Vec<Json>>, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+    if cmds.is_empty() {
+        return Err(ApiError::field("empty_batch", "commands", "empty: a batch needs at least one command"));
+    }
+    check_count(cmds.len(), "commands", limits)?;
+    let mut out = Vec::with_capacity(cmds.len());
+    for (i, cmd) in cmds.iter().enumerate() {
+        if cmd.is_empty() {
+            return Err(ApiError::field(
+                "empty_argv",
+                format!("commands[{i}]"),
+                "a command needs at least one argument (its name)",
+            ));
+        }
+        let argv = cmd
+            .iter()
+            .enumerate()
+            .map(|(j, a)| argument(a, &format!("commands[{i}][{j}]"), limits))
+            .collect::<Result<Argv, _>>()?;
+        out.push(argv);
+    }
+    let origins = (0..out.len()).map(Origin::Index).collect();
+    Ok((out, origins))
+}
+
+fn text_commands(text: &str, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+    let buf = text.as_bytes();
+    let mut reader = resp::RequestReader::new();
+    reader.max_bulk_len = limits.max_arg_bytes as u64;
+    let (mut out, mut origins) = (Vec::new(), Vec::new());
+    let mut pos = 0;
+    loop {
+        match reader.next(&buf[pos..], true) {
+            Ok(Some(req)) => {
+                pos += req.consumed;
+                origins.push(Origin::Line(req.line));
+                check_count(out.len() + 1, "text", limits)?;
+                for arg in &req.argv {
+                    check_arg_len(arg.len(), &format!("text, line {}", req.line), limits)?;
+                }
+                out.push(req.argv);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let at = match e.column {
+                    Some(c) => format!("line {}, column {}", e.line, c),
+                    None => format!("line {} (byte {})", e.line, e.offset),
+                };
+                return Err(ApiError::field("parse_error", "text", format!("{at}: {}", e.message)));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(ApiError::field("empty_batch", "text", "holds no command (only blank lines)"));
+    }
+    Ok((out, origins))
+}
+
+fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
+    if n > limits.max_commands {
+        return Err(ApiError::field(
+            "too_many_commands",
+            field,
+            format!("more than the server's limit of {} commands per batch", limits.max_commands),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
+    }
+    Ok(())
+}
+
+fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
+    if len > limits.max_arg_bytes {
+        return Err(ApiError::field(
+            "argument_too_large",
+            field,
+            format!("argument of {len} bytes, over the server's limit of {} bytes", limits.max_arg_bytes),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
+    }
+    Ok(())
+}
+
+/// One argument: a JSON string, or `{"base64": "..."}` for bytes that are
+/// not UTF-8 (CONTRACT.md section 1).
+pub fn argument(value: &Json, field: &str, limits: &Limits) -> Result<Vec<u8>, ApiError> {
+    let bytes = match value {
+        Json::String(s) => s.as_bytes().to_vec(),
+        Json::Object(map) if map.len() == 1 && map.contains_key("base64") => match &map["base64"] {
+            Json::String(b64) => BASE64.decode(b64).map_err(|e| {
+                ApiError::field("invalid_base64", format!("{field}.base64"), format!("invalid base64: {e}"))
+            })?,
+            other => {
+                return Err(ApiError::field(
+                    "invalid_argument",
+                    format!("{field}.base64"),
+                    format!("must be a base64 string, not {}", json_kind(other)),
+                ))
+            }
+        },
+        other => {
+            return Err(ApiError::field(
+                "invalid_argument",
+                field,
+                format!(
+                    "an argument must be a string or {{\"base64\": \"...\"}}, not {} ({})",
+                    json_kind(other),
+                    truncate(&other.to_string(), 40)
+                ),
+            ))
+        }
+    };
+    check_arg_len(bytes.len(), field, limits)?;
+    Ok(bytes)
+}
+
+fn json_kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}

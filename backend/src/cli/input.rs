@@ -1,0 +1,43 @@
+//! What every subcommand shares: opening `FILE|-`, and the exit status of
+//! CONTRACT.md section 2.
+
+use std::io::BufRead;
+use std::process::ExitCode;
+
+/// Exit status: 0 success; 1 the work ran but Redis returned error replies
+/// (as `redis-cli --pipe`); 2 bad usage or input that cannot be parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    ErrorReplies = 1,
+    BadInput = 2,
+}
+
+impl Exit {
+    /// An I/O failure: a closed pipe (`| head`) ends quietly, anything else is reported.
+    pub fn from_io(e: std::io::Error) -> Exit {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Exit::Ok;
+        }
+        eprintln!("error: {e}");
+        Exit::BadInput
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// `-` is stdin; anything else a file, with its name in the error.
+pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
+    const CAP: usize = 256 * 1024;
+    if file == "-" {
+        return Ok(Box::new(std::io::BufReader::with_capacity(CAP, std::io::stdin())));
+    }
+    match std::fs::File::open(file) {
+        Ok(f) => Ok(Box::new(std::io::BufReader::with_capacity(CAP, f))),
+        Err(e) => Err(std::io::Error::new(e.kind(), format!("cannot open {file}: {e}"))),
+    }
+}

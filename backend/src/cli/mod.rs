@@ -1,0 +1,23 @@
+//! The command line: one file per subcommand. Exit status (CONTRACT.md §2):
+//! 0 success, 1 the work ran but Redis returned error replies, 2 bad usage or input.
+
+pub mod healthcheck;
+pub mod input;
+pub mod proxy;
+pub mod resp;
+pub mod run;
+pub mod serve;
+
+use std::future::Future;
+use std::process::ExitCode;
+
+/// Runs an async subcommand on a small multi-threaded runtime.
+pub fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt.block_on(f),
+        Err(e) => {
+            eprintln!("pipelab: cannot start the async runtime: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `pipelab proxy --listen ADDR --upstream URL --rtt MS`: the delay line of
+//! `simulated_rtt_ms` as a standalone TCP proxy, so that any client
+//! (redis-cli, redis-benchmark, your application) can feel a given RTT.
+//!
+//! Bytes are relayed untouched (the client does its own AUTH/SELECT); with a
+//! `rediss://` upstream the proxy speaks TLS to Redis and plain TCP to clients.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pipelab::conn::{connect_stream, RedisTarget};
+use pipelab::delay;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:6380")]
+    listen: String,
+    /// Redis to forward to (defaults to REDIS_URL, then redis://127.0.0.1:6379).
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    upstream: String,
+    /// Round-trip time to add, in ms (0 to 1000, fractional): RTT/2 each way.
+    #[arg(long, default_value_t = 0.0)]
+    rtt: f64,
+    /// Timeout for connecting to the upstream, in ms.
+    #[arg(long, default_value_t = 5000)]
+    connect_timeout_ms: u64,
+}
+
+pub async fn main(args: Args) -> ExitCode {
+    let upstream = match RedisTarget::parse(&args.upstream) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pipelab proxy: --upstream: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let one_way = match delay::one_way(args.rtt) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("pipelab proxy: --rtt: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("pipelab proxy: cannot listen on {}: {e}", args.listen);
+            return ExitCode::from(1);
+        }
+    };
+    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen.clone());
+    eprintln!("pipelab proxy: listening on {local}, forwarding to {upstream} with {} ms added RTT", args.rtt);
+    let connect_timeout = Duration::from_millis(args.connect_timeout_ms);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = tokio::signal::ctrl_c() => return ExitCode::SUCCESS,
+        };
+        let (client, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("pipelab proxy: accept: {e}");
+                continue;
+            }
+        };
+        let _ = client.set_nodelay(true);
+        let upstream = upstream.clone();
+        tokio::spawn(async move {
+            match connect_stream(&upstream, connect_timeout).await {
+                Ok(server) => {
+                    if let Err(e) = delay::relay(client, server, one_way).await {
+                        eprintln!("pipelab proxy: {peer}: {e}");
+                    }
+                }
+                // Dropping `client` closes it: the client sees the refusal at once.
+                Err(e) => eprintln!("pipelab proxy: {peer}: {e}"),
+            }
+        });
+    }
+}

@@ -1,0 +1,162 @@
+//! `pipelab resp encode|decode|format|inline`: the codec on files and pipes,
+//! streamed so that a file of millions of commands needs constant memory.
+//! Exit status as CONTRACT.md section 2: 0 success, 2 input that cannot be
+//! parsed (message on stderr: `line L, column C: …` or `byte N: …`).
+
+use super::input::{open_input, Exit};
+use clap::Subcommand;
+use resp::{Decoded, Decoder, RequestReader};
+use std::io::{BufRead, Write};
+
+#[derive(Debug, Subcommand)]
+pub enum RespCommand {
+    /// Inline commands, one per line (split as Redis `sdssplitargs`; blank
+    /// lines skipped) -> RESP multibulk bytes on stdout.
+    Encode {
+        /// Input file, or `-` for stdin.
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// A RESP byte stream -> one reply-JSON value per line (NDJSON).
+    Decode {
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// A RESP byte stream -> each value as redis-cli prints it.
+    Format {
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// Commands as RESP or inline (mixed, as the server reads them) -> one
+    /// inline line per command, quoted so that it reads back the same.
+    Inline {
+        #[arg(default_value = "-")]
+        file: String,
+    },
+}
+
+pub fn run(cmd: RespCommand) -> Exit {
+    let result = match cmd {
+        RespCommand::Encode { file } => encode(&file),
+        RespCommand::Decode { file } => decode(&file, |v, out| {
+            serde_json::to_writer(&mut *out, v)?;
+            out.write_all(b"\n")
+        }),
+        RespCommand::Format { file } => decode(&file, |v, out| out.write_all(v.display().as_bytes())),
+        RespCommand::Inline { file } => inline(&file),
+    };
+    result.unwrap_or_else(Exit::from_io)
+}
+
+fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
+}
+
+fn encode(file: &str) -> std::io::Result<Exit> {
+    let mut input = open_input(file)?;
+    let mut out = stdout();
+    let (mut line_no, mut written) = (0usize, 0usize);
+    let mut line = Vec::new();
+    let mut resp = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        match resp::split_args(text) {
+            Ok(argv) if argv.is_empty() => {}
+            Ok(argv) => {
+                resp.clear();
+                resp::encode_command(&argv, &mut resp);
+                out.write_all(&resp)?;
+                written += 1;
+            }
+            Err(e) => {
+                out.flush()?;
+                let col = resp::inline::column_of(text, e.offset);
+                eprintln!("line {line_no}, column {col}: {}", e.message);
+                eprintln!("({written} commands before line {line_no} were written)");
+                return Ok(Exit::BadInput);
+            }
+        }
+    }
+    out.flush()?;
+    Ok(Exit::Ok)
+}
+
+/// Streams a RESP file through the incremental decoder, handing each value to `emit`.
+fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std::io::Result<()>) -> std::io::Result<Exit> {
+    let mut input = open_input(file)?;
+    let mut out = stdout();
+    let mut decoder = Decoder::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut start = 0; // first unconsumed byte of buf
+    let mut base = 0usize; // stream offset of buf[0]
+    loop {
+        match decoder.decode(&buf[start..]) {
+            Ok(Decoded::Complete { value, consumed }) => {
+                emit(&value, &mut out)?;
+                start += consumed;
+                continue;
+            }
+            Ok(Decoded::Incomplete { .. }) => {}
+            Err(e) => {
+                out.flush()?;
+                eprintln!("byte {}: {}", base + start + e.offset, e.message);
+                return Ok(Exit::BadInput);
+            }
+        }
+        // Need more bytes: drop what is consumed, read a chunk.
+        if start > 0 {
+            buf.drain(..start);
+            base += start;
+            start = 0;
+        }
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            out.flush()?;
+            if buf.is_empty() {
+                return Ok(Exit::Ok);
+            }
+            eprintln!("byte {}: incomplete value: the input ends inside it ({} bytes left over)", base, buf.len());
+            return Ok(Exit::BadInput);
+        }
+        let n = chunk.len();
+        buf.extend_from_slice(chunk);
+        input.consume(n);
+    }
+}
+
+fn inline(file: &str) -> std::io::Result<Exit> {
+    let mut input = open_input(file)?;
+    let mut out = stdout();
+    let mut reader = RequestReader::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut eof = false;
+    loop {
+        match reader.next(&buf, eof) {
+            Ok(Some(req)) => {
+                writeln!(out, "{}", resp::to_inline(&req.argv))?;
+                buf.drain(..req.consumed);
+            }
+            Ok(None) if eof => break,
+            Ok(None) => {
+                let chunk = input.fill_buf()?;
+                let n = chunk.len();
+                eof = n == 0;
+                buf.extend_from_slice(chunk);
+                input.consume(n);
+            }
+            Err(e) => {
+                out.flush()?;
+                eprintln!("{e}");
+                return Ok(Exit::BadInput);
+            }
+        }
+    }
+    out.flush()?;
+    Ok(Exit::Ok)
+}

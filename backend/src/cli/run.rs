@@ -1,0 +1,345 @@
+//! `pipelab run [FILE|-] --mode … [--batch-size N] [--rtt MS] [--redis URL] [--json]`:
+//! streams a command file (inline lines or RESP, told apart per command as
+//! the Redis server does) through the executor, in constant memory like
+//! `redis-cli --pipe`, and prints a summary ending with `errors: N, replies: M`.
+//!
+//! Exit status: 0 all replies ok; 1 error replies, `unknown` commands or a
+//! lost/refused connection; 2 bad usage or input (with line/column or byte
+//! offset, and which commands had been sent before it).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::time::Duration;
+
+use pipelab::conn::RedisTarget;
+use pipelab::exec::{
+    self, Argv, CommandResult, CommandSource, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
+    StreamReport,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Command file: inline commands one per line, RESP multibulks, or both; `-` for stdin.
+    #[arg(default_value = "-")]
+    file: String,
+    /// sequential: one round trip per command; pipeline: one per chunk; transaction: MULTI…EXEC.
+    #[arg(long, value_enum, default_value = "pipeline")]
+    mode: ModeArg,
+    /// Commands per pipeline chunk (one write, one round trip each).
+    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+    /// Simulated round-trip time to add, in ms (0 to 1000, fractional).
+    #[arg(long, default_value_t = 0.0)]
+    rtt: f64,
+    /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis: String,
+    /// Print the full result document (summary and one result per command) as JSON.
+    #[arg(long)]
+    json: bool,
+    /// After a chunk with an error reply: keep going, or send nothing more.
+    #[arg(long, value_enum, default_value = "continue")]
+    on_error: OnErrorArg,
+    /// Switch the connection to RESP3 (HELLO 3).
+    #[arg(long)]
+    resp3: bool,
+    /// Key to WATCH before a transaction (repeatable).
+    #[arg(long)]
+    watch: Vec<String>,
+    /// Longest wait for a reply, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    Sequential,
+    Pipeline,
+    Transaction,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OnErrorArg {
+    Continue,
+    Stop,
+}
+
+/// Error replies shown on stderr before the rest are only counted.
+const SHOWN_ERRORS: usize = 20;
+/// Bytes read from the file per read call.
+const READ_BYTES: usize = 256 * 1024;
+
+pub async fn main(args: Args) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("pipelab run: {m}");
+        ExitCode::from(2)
+    };
+    let target = match RedisTarget::parse(&args.redis) {
+        Ok(t) => t,
+        Err(e) => return usage(format!("--redis: {e}")),
+    };
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return usage("--timeout must be a positive number of seconds".into());
+    }
+    let input: Box<dyn Read> = if args.file == "-" {
+        Box::new(io::stdin())
+    } else {
+        match File::open(&args.file) {
+            Ok(f) => Box::new(f),
+            Err(e) => return usage(format!("{}: {e}", args.file)),
+        }
+    };
+    let plan = Plan {
+        mode: match args.mode {
+            ModeArg::Sequential => Mode::Sequential,
+            ModeArg::Pipeline => Mode::Pipeline,
+            ModeArg::Transaction => Mode::Transaction,
+        },
+        batch_size: args.batch_size as usize,
+        on_error: match args.on_error {
+            OnErrorArg::Continue => OnError::Continue,
+            OnErrorArg::Stop => OnError::Stop,
+        },
+        simulated_rtt_ms: args.rtt,
+        resp3: args.resp3,
+        watch: args.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
+    };
+    let opts = ExecOptions { read_timeout: Duration::from_secs_f64(args.timeout), ..ExecOptions::default() };
+
+    let lines = Rc::new(RefCell::new(VecDeque::new()));
+    let mut source = FileSource::new(input, lines.clone());
+    let mut sink = CliSink::new(lines, args.json);
+    let report = exec::execute_stream(&target, &plan, &mut source, &mut sink, &opts).await;
+    let report = match report {
+        Ok(r) => r,
+        Err(ExecError::Invalid(e)) => return usage(e.to_string()),
+        Err(ExecError::Connect(e)) => {
+            eprintln!("pipelab run: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    sink.finish(&report, &target);
+    let s = &report.summary;
+    if report.input_error.is_some() {
+        ExitCode::from(2)
+    } else if s.errors > 0 || s.unknown > 0 || report.connection_error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Why the file cannot be read on.
+#[derive(Debug)]
+enum SourceError {
+    Parse(resp::RequestError),
+    Io(io::Error),
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceError::Parse(e) => write!(f, "{e}"),
+            SourceError::Io(e) => write!(f, "reading the input: {e}"),
+        }
+    }
+}
+
+/// The file, read in blocks and split into commands as the server would;
+/// holds at most one block plus one command.
+struct FileSource {
+    input: Box<dyn Read>,
+    buf: Vec<u8>,
+    /// `buf[pos..filled]` is not consumed yet; `base` is the stream offset of `buf[0]`.
+    pos: usize,
+    filled: usize,
+    base: usize,
+    eof: bool,
+    reader: resp::RequestReader,
+    /// Line of each command handed out whose result has not arrived yet.
+    lines: Rc<RefCell<VecDeque<usize>>>,
+}
+
+impl FileSource {
+    fn new(input: Box<dyn Read>, lines: Rc<RefCell<VecDeque<usize>>>) -> Self {
+        FileSource {
+            input,
+            buf: vec![0; READ_BYTES],
+            pos: 0,
+            filled: 0,
+            base: 0,
+            eof: false,
+            reader: resp::RequestReader::new(),
+            lines,
+        }
+    }
+
+    fn read_more(&mut self) -> io::Result<()> {
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
+            self.base += self.pos;
+            self.pos = 0;
+        }
+        if self.buf.len() - self.filled < READ_BYTES / 2 {
+            let len = self.buf.len() * 2;
+            self.buf.resize(len, 0);
+        }
+        loop {
+            match self.input.read(&mut self.buf[self.filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.filled += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl CommandSource for FileSource {
+    type Error = SourceError;
+
+    fn next_command(&mut self) -> Result<Option<Argv>, SourceError> {
+        loop {
+            let res = self.reader.next(&self.buf[self.pos..self.filled], self.eof);
+            // The reader also skips blank lines without returning them: follow its offset.
+            self.pos = self.reader.offset() - self.base;
+            match res {
+                Ok(Some(req)) => {
+                    self.lines.borrow_mut().push_back(req.line);
+                    return Ok(Some(req.argv));
+                }
+                Ok(None) if self.eof => return Ok(None),
+                Ok(None) => self.read_more().map_err(SourceError::Io)?,
+                Err(e) => return Err(SourceError::Parse(e)),
+            }
+        }
+    }
+}
+
+/// Counts results (constant memory), shows the first error replies, and
+/// with `--json` streams each result as it comes.
+struct CliSink {
+    lines: Rc<RefCell<VecDeque<usize>>>,
+    json: Option<BufWriter<io::Stdout>>,
+    results: usize,
+    shown_errors: usize,
+    /// Index and line of the last command that was written to Redis.
+    last_sent: Option<(usize, usize)>,
+}
+
+impl CliSink {
+    fn new(lines: Rc<RefCell<VecDeque<usize>>>, json: bool) -> Self {
+        CliSink { lines, json: json.then(|| BufWriter::with_capacity(1 << 16, io::stdout())), results: 0, shown_errors: 0, last_sent: None }
+    }
+
+    fn finish(&mut self, report: &StreamReport<SourceError>, target: &RedisTarget) {
+        let s = &report.summary;
+        let input = report.input_error.as_ref().map(|e| {
+            let (line, column, offset) = match &e.kind {
+                InputErrorKind::Source(SourceError::Parse(p)) => (Some(p.line), p.column, Some(p.offset)),
+                _ => (None, None, None),
+            };
+            (e, line, column, offset)
+        });
+        if let Some(out) = &mut self.json {
+            if self.results == 0 {
+                let _ = out.write_all(b"{\"results\":[");
+            }
+            let _ = write!(out, "],\"summary\":");
+            let _ = serde_json::to_writer(&mut *out, s);
+            if let Some(t) = &report.transaction {
+                let _ = write!(out, ",\"transaction\":");
+                let _ = serde_json::to_writer(&mut *out, t);
+            }
+            if let Some(c) = &report.connection_error {
+                let _ = write!(out, ",\"connection_error\":");
+                let _ = serde_json::to_writer(&mut *out, c);
+            }
+            if let Some((e, line, column, offset)) = &input {
+                let v = serde_json::json!({
+                    "message": e.to_string(), "index": e.index, "sent": e.sent,
+                    "line": line, "column": column, "offset": offset,
+                });
+                let _ = write!(out, ",\"input_error\":{v}");
+            }
+            let _ = out.write_all(b"}\n");
+            let _ = out.flush();
+        } else {
+            let mode = match s.mode {
+                Some(Mode::Sequential) => "sequential".to_string(),
+                Some(Mode::Pipeline) => format!("pipeline (batch size {})", s.batch_size),
+                Some(Mode::Transaction) => "transaction".to_string(),
+                None => "-".to_string(),
+            };
+            println!("mode: {mode}, simulated RTT: {} ms, redis: {target}", s.simulated_rtt_ms);
+            println!(
+                "commands: {} (ok {}, errors {}, not sent {}, unknown {})",
+                s.commands, s.ok, s.errors, s.not_sent, s.unknown
+            );
+            println!(
+                "round trips: {}, writes: {} ({} syscalls), bytes sent: {}, bytes received: {}",
+                s.round_trips, s.write_calls, s.write_syscalls, s.bytes_sent, s.bytes_received
+            );
+            println!("time: {:.3} ms, {:.0} commands/s", s.total_us as f64 / 1000.0, s.commands_per_sec);
+            if let Some(t) = &report.transaction {
+                let status = serde_json::to_value(t.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                match &t.message {
+                    Some(m) => println!("transaction: {status}: {m}"),
+                    None => println!("transaction: {status}"),
+                }
+            }
+            if let Some(c) = &report.connection_error {
+                println!("connection lost: {c}");
+            }
+            println!("errors: {}, replies: {}", s.errors, s.ok + s.errors);
+        }
+        if let Some((e, _, _, _)) = &input {
+            eprintln!("pipelab run: {e}");
+            let read_before = e.index;
+            let sent = match (e.sent, self.last_sent) {
+                (0, _) | (_, None) => "no command before it was sent".to_string(),
+                (n, Some((_, line))) if n == read_before => format!("the {n} commands before it (through line {line}) were sent"),
+                (n, Some((_, line))) => format!("{n} of the {read_before} commands before it (through line {line}) were sent"),
+            };
+            eprintln!("pipelab run: input stopped there: {sent}; nothing after it was read or sent");
+        }
+        if let Some(c) = &report.connection_error {
+            eprintln!("pipelab run: connection lost: {c}");
+        }
+    }
+}
+
+impl ResultSink for CliSink {
+    fn push(&mut self, r: CommandResult) {
+        let line = self.lines.borrow_mut().pop_front().unwrap_or(0);
+        if matches!(r.status, Status::Ok | Status::Error | Status::Unknown) {
+            self.last_sent = Some((r.index, line));
+        }
+        if r.status == Status::Error && self.json.is_none() {
+            if self.shown_errors < SHOWN_ERRORS {
+                let text = r.reply.as_ref().map(pipelab::conn::reply_text).unwrap_or_default();
+                eprintln!("command {} (line {line}): {text}", r.index);
+            } else if self.shown_errors == SHOWN_ERRORS {
+                eprintln!("(further error replies are only counted)");
+            }
+            self.shown_errors += 1;
+        }
+        if let Some(out) = &mut self.json {
+            let _ = out.write_all(if self.results == 0 { b"{\"results\":[" } else { b"," });
+            let _ = serde_json::to_writer(&mut *out, &r);
+        }
+        self.results += 1;
+    }
+}

@@ -1,0 +1,101 @@
+//! Configuration of `pipelab serve`: every setting is a flag and an
+//! environment variable alike (`--listen` / `PIPELAB_LISTEN`, `--redis` /
+//! `REDIS_URL`, ...), so the same binary runs from a terminal or a container.
+//!
+//! The limits exist because the API runs arbitrary batches for whoever can
+//! reach it: each one bounds a resource a single request could otherwise
+//! exhaust (memory for the body, the arguments and the replies; time; Redis
+//! connections).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// `pipelab serve` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to listen on (HTTP).
+    #[arg(long, env = "PIPELAB_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Redis to run batches against: redis://[user:pass@]host:port[/db],
+    /// rediss://..., or unix:///path.sock. Without it, pipelab starts its own
+    /// redis-server (from PATH) and stops it on exit.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis: Option<String>,
+
+    /// The redis-server binary started when no --redis is given.
+    #[arg(long, env = "PIPELAB_REDIS_SERVER", default_value = "redis-server")]
+    pub redis_server: String,
+
+    /// Directory with the web playground's built files (`npm run build` in web/).
+    #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
+    pub web_dir: PathBuf,
+
+    /// Log format on stderr: `text` or `json` (one object per line). The
+    /// level comes from PIPELAB_LOG (default `info`).
+    #[arg(long, env = "PIPELAB_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: crate::telemetry::LogFormat,
+
+    /// After SIGTERM or Ctrl-C: how long running batches may still finish
+    /// (ms) while no new connection is accepted.
+    #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    pub shutdown_grace_ms: u64,
+
+    #[command(flatten)]
+    pub limits: Limits,
+}
+
+/// Per-request limits. All sizes in bytes, all times in ms.
+#[derive(clap::Args, Debug, Clone, Serialize, ToSchema)]
+pub struct Limits {
+    /// Largest request body accepted (bytes); larger bodies get 413.
+    #[arg(long, env = "PIPELAB_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Most commands in one batch (also the largest sweep `total`).
+    #[arg(long, env = "PIPELAB_MAX_COMMANDS", default_value_t = 200_000)]
+    pub max_commands: usize,
+
+    /// Largest single argument (bytes, after base64 decoding).
+    #[arg(long, env = "PIPELAB_MAX_ARG_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub max_arg_bytes: usize,
+
+    /// Most reply bytes read for one batch; past it the executor stops
+    /// reading, drops the connection and reports the rest `unknown`.
+    #[arg(long, env = "PIPELAB_MAX_REPLY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_reply_bytes: u64,
+
+    /// Longest a batch may run (ms), simulated RTT included; past it the
+    /// request gets 504 and the connection is dropped.
+    #[arg(long, env = "PIPELAB_BATCH_TIMEOUT_MS", default_value_t = 30_000)]
+    pub batch_timeout_ms: u64,
+
+    /// Longest wait for the TCP/Unix connection to Redis and its handshake (ms).
+    #[arg(long, env = "PIPELAB_CONNECT_TIMEOUT_MS", default_value_t = 2_000)]
+    pub connect_timeout_ms: u64,
+
+    /// Batches running at once (each holds one Redis connection); more wait
+    /// for a free slot, up to the batch timeout.
+    #[arg(long, env = "PIPELAB_MAX_CONCURRENT_BATCHES", default_value_t = 256)]
+    pub max_concurrent_batches: usize,
+
+    /// Most entries in a sweep's `batch_sizes`.
+    #[arg(long, env = "PIPELAB_MAX_SWEEP_POINTS", default_value_t = 16)]
+    pub max_sweep_points: usize,
+}
+
+/// The largest `simulated_rtt_ms` accepted (CONTRACT.md: 0 to 1000 ms).
+pub const MAX_SIMULATED_RTT_MS: f64 = 1000.0;
+
+impl Limits {
+    pub fn batch_timeout(&self) -> Duration {
+        Duration::from_millis(self.batch_timeout_ms)
+    }
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+}

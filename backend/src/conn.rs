@@ -1,0 +1,724 @@
+//! One connection to Redis: where to connect ([`RedisTarget`], from a URL),
+//! the socket (TCP, Unix, TLS with rustls), the handshake (AUTH, SELECT,
+//! `HELLO 3`, `CLIENT SETNAME pipelab`) and the read buffer that turns
+//! bytes into replies, timestamped when the read that completed them returned.
+//!
+//! A [`Conn`] is used for one batch and dropped: after a timeout or an error it
+//! may hold unread replies, and reusing it would hand those replies to the
+//! wrong commands (redis-py#2624, ioredis#800, redis-rs#698).
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use crate::delay;
+
+/// Default Redis port.
+pub const DEFAULT_PORT: u16 = 6379;
+/// Name given to every connection with `CLIENT SETNAME` (shows in `CLIENT LIST`).
+pub const CLIENT_NAME: &str = "pipelab";
+
+/// Where a Redis server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Tcp { host: String, port: u16 },
+    Unix { path: PathBuf },
+}
+
+/// TLS settings for `rediss://` URLs.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TlsSettings {
+    /// Skip certificate verification (URL fragment `#insecure`, as redis-rs).
+    pub insecure: bool,
+    /// PEM file of extra trusted CA certificates (URL query `?tls_ca=PATH`);
+    /// without it the Mozilla roots of `webpki-roots` are trusted.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// A Redis server and the credentials to use, parsed from a URL.
+///
+/// `Debug` and `Display` never show the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisTarget {
+    pub endpoint: Endpoint,
+    /// `Some` for `rediss://`.
+    pub tls: Option<TlsSettings>,
+    /// ACL user (Redis 6+); `None` authenticates as `default`.
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// Database number sent with `SELECT` (0 is not sent).
+    pub db: u32,
+}
+
+/// Why a URL is not a Redis target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Redis URL: {0}")]
+pub struct TargetError(pub String);
+
+fn bad(msg: impl Into<String>) -> TargetError {
+    TargetError(msg.into())
+}
+
+impl RedisTarget {
+    /// Parses `redis://[user:pass@]host[:port][/db]`, `rediss://…` (TLS;
+    /// `#insecure` skips verification, `?tls_ca=PATH` adds a CA file),
+    /// `unix:///path.sock[?db=N&user=U&password=P]` or a bare `/path.sock`.
+    ///
+    /// User and password are percent-decoded. The host may be `[ipv6]`.
+    /// Errors name the part that is wrong.
+    pub fn parse(url: &str) -> Result<RedisTarget, TargetError> {
+        let url = url.trim();
+        if url.starts_with('/') {
+            return Ok(RedisTarget::unix(PathBuf::from(url)));
+        }
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad(format!("`{url}` has no scheme (expected redis://, rediss:// or unix://)")))?;
+        let (rest, fragment) = match rest.split_once('#') {
+            Some((r, f)) => (r, Some(f)),
+            None => (rest, None),
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (rest, None),
+        };
+        let params = parse_query(query.unwrap_or(""))?;
+        let mut target = match scheme.to_ascii_lowercase().as_str() {
+            "redis" | "rediss" => {
+                let mut t = parse_tcp(rest)?;
+                if scheme.eq_ignore_ascii_case("rediss") {
+                    t.tls = Some(TlsSettings { insecure: fragment == Some("insecure"), ca_file: None });
+                } else if fragment.is_some_and(|f| !f.is_empty()) {
+                    return Err(bad("a #fragment is only meaningful for rediss:// (#insecure)"));
+                }
+                t
+            }
+            "unix" | "redis+unix" => {
+                if rest.is_empty() {
+                    return Err(bad("unix:// needs a socket path, e.g. unix:///tmp/redis.sock"));
+                }
+                RedisTarget::unix(PathBuf::from(percent_decode(rest, "socket path")?))
+            }
+            other => return Err(bad(format!("unsupported scheme `{other}` (expected redis, rediss or unix)"))),
+        };
+        for (key, value) in params {
+            match key.as_str() {
+                "db" => target.db = parse_db(&value)?,
+                "user" | "username" => target.username = Some(value).filter(|v| !v.is_empty()),
+                "pass" | "password" => target.password = Some(value),
+                "tls_ca" => match &mut target.tls {
+                    Some(tls) => tls.ca_file = Some(PathBuf::from(value)),
+                    None => return Err(bad("tls_ca is only meaningful for rediss://")),
+                },
+                other => return Err(bad(format!("unknown query parameter `{other}` (known: db, user, password, tls_ca)"))),
+            }
+        }
+        Ok(target)
+    }
+
+    fn unix(path: PathBuf) -> RedisTarget {
+        RedisTarget { endpoint: Endpoint::Unix { path }, tls: None, username: None, password: None, db: 0 }
+    }
+}
+
+fn parse_tcp(rest: &str) -> Result<RedisTarget, TargetError> {
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let (userinfo, hostport) = match authority.rfind('@') {
+        Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
+        None => (None, authority),
+    };
+    let (mut username, mut password) = (None, None);
+    if let Some(info) = userinfo {
+        match info.split_once(':') {
+            Some((u, p)) => {
+                username = Some(percent_decode(u, "user")?).filter(|u| !u.is_empty());
+                password = Some(percent_decode(p, "password")?);
+            }
+            // `redis://secret@host` is read as a password, as redis-cli -u does.
+            None => password = Some(percent_decode(info, "password")?),
+        }
+    }
+    let (host, port) = if let Some(after) = hostport.strip_prefix('[') {
+        let end = after.find(']').ok_or_else(|| bad("IPv6 host is missing `]`"))?;
+        let host = &after[..end];
+        let port = match &after[end + 1..] {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or_else(|| bad("expected `:port` after `]`"))?),
+        };
+        (host.to_string(), port)
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (hostport.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("host is empty"));
+    }
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| bad(format!("port `{p}` is not a number in 1..65535")))?,
+    };
+    let db = match path.trim_end_matches('/') {
+        "" => 0,
+        d => parse_db(d)?,
+    };
+    Ok(RedisTarget { endpoint: Endpoint::Tcp { host, port }, tls: None, username, password, db })
+}
+
+fn parse_db(s: &str) -> Result<u32, TargetError> {
+    s.parse::<u32>().map_err(|_| bad(format!("database `{s}` is not a non-negative integer")))
+}
+
+fn parse_query(q: &str) -> Result<Vec<(String, String)>, TargetError> {
+    let mut out = Vec::new();
+    for pair in q.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        out.push((percent_decode(k, "query")?, percent_decode(v, "query")?));
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str, what: &str) -> Result<String, TargetError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let byte = hex
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| bad(format!("bad percent-escape in {what} at byte {i}")))?;
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad(format!("{what} is not UTF-8 after percent-decoding")))
+}
+
+impl fmt::Display for RedisTarget {
+    /// The URL with the password replaced by `***`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let user = self.username.as_deref().unwrap_or("");
+        let cred = match (&self.username, &self.password) {
+            (_, Some(_)) => format!("{user}:***@"),
+            (Some(u), None) => format!("{u}@"),
+            (None, None) => String::new(),
+        };
+        match &self.endpoint {
+            Endpoint::Tcp { host, port } => {
+                let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
+                let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+                write!(f, "{scheme}://{cred}{host}:{port}")?;
+                if self.db != 0 {
+                    write!(f, "/{}", self.db)?;
+                }
+                Ok(())
+            }
+            Endpoint::Unix { path } => {
+                write!(f, "unix://{}", path.display())?;
+                if self.db != 0 {
+                    write!(f, "?db={}", self.db)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Debug for RedisTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTarget")
+            .field("endpoint", &self.endpoint)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("db", &self.db)
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sockets
+
+/// Any byte stream a connection can run over (TCP, Unix, TLS, delay line).
+pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// Opens the socket (and TLS session) to `target`, without any Redis
+/// handshake; `pipelab proxy` relays raw bytes over it.
+///
+/// Errors: timeout after `connect_timeout`, refused, TLS failure; the message
+/// names the target (without password).
+pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> Result<Box<dyn Stream>, String> {
+    let fut = async {
+        let r: Result<Box<dyn Stream>, String> = match &target.endpoint {
+            Endpoint::Tcp { host, port } => {
+                let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(|e| e.to_string())?;
+                // Each write is a whole command or chunk: send it now.
+                tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+                match &target.tls {
+                    None => Ok(Box::new(tcp) as Box<dyn Stream>),
+                    Some(tls) => Ok(Box::new(tls_connect(tcp, host, tls).await?) as Box<dyn Stream>),
+                }
+            }
+            #[cfg(unix)]
+            Endpoint::Unix { path } => {
+                let s = tokio::net::UnixStream::connect(path).await.map_err(|e| e.to_string())?;
+                Ok(Box::new(s) as Box<dyn Stream>)
+            }
+            #[cfg(not(unix))]
+            Endpoint::Unix { .. } => Err("Unix sockets are not supported on this platform".to_string()),
+        };
+        r
+    };
+    match tokio::time::timeout(connect_timeout, fut).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("cannot connect to {target}: {e}")),
+        Err(_) => Err(format!("cannot connect to {target}: timed out after {} ms", connect_timeout.as_millis())),
+    }
+}
+
+async fn tls_connect(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+    tls: &TlsSettings,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let config = if tls.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAny(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &tls.ca_file {
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("TLS CA file {}: {e}", path.display()))? {
+                let cert = cert.map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
+                roots.add(cert).map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    let name = ServerName::try_from(host.to_string()).map_err(|e| format!("TLS server name `{host}`: {e}"))?;
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))
+}
+
+mod insecure {
+    //! `rediss://…#insecure`: accept any certificate (still checks the
+    //! handshake signatures, so the session itself is sound).
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, SignatureScheme};
+    use std::sync::Arc;
+
+    #[derive(Debug)]
+    pub struct AcceptAny(pub Arc<rustls::crypto::CryptoProvider>);
+
+    impl ServerCertVerifier for AcceptAny {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The connection
+
+/// How to open a [`Conn`].
+#[derive(Clone, Debug)]
+pub struct ConnSettings {
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of a reply (also bounds each write).
+    pub read_timeout: Duration,
+    /// Switch to RESP3 with `HELLO 3`.
+    pub resp3: bool,
+    /// Put the socket behind the delay line: this round-trip time in ms is added.
+    pub simulated_rtt_ms: f64,
+    /// Stop reading once this many reply bytes were received (`None`: no limit).
+    pub max_reply_bytes: Option<u64>,
+}
+
+/// Byte and call counts on one connection, since [`Conn::reset_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Calls of [`Conn::write`]: one per command (sequential) or chunk (pipeline).
+    pub write_calls: u64,
+    /// `write` system calls on the socket those took (a large chunk may need
+    /// several). Behind the delay line: writes into the line, which takes
+    /// each write whole.
+    pub write_syscalls: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// RESP3 push messages received and set aside: out-of-band data (e.g.
+    /// client-side caching invalidations) that answers no command.
+    pub pushes: u64,
+}
+
+/// Why a reply could not be read. The connection must be dropped after any of these.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("connection closed by the server")]
+    Closed,
+    #[error("no reply within {0} ms (read timeout)")]
+    Timeout(u128),
+    #[error("read failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("the server sent malformed RESP: {0}")]
+    Protocol(String),
+    #[error("reply limit reached: more than {0} bytes received")]
+    Limit(u64),
+}
+
+/// Why a write failed. What it carried may or may not have reached Redis.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("no progress writing within {0} ms (timeout)")]
+    Timeout(u128),
+    #[error("write failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Counts `write` system calls under `write_all`.
+struct Counted {
+    inner: Box<dyn Stream>,
+    syscalls: u64,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(_)) = r {
+            self.syscalls += 1;
+        }
+        r
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Read buffer growth step, in bytes.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// An open, handshaken connection to Redis. Use it for one batch, then drop it.
+pub struct Conn {
+    stream: Counted,
+    /// Received bytes; `buf[pos..filled]` not yet decoded.
+    buf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+    decoder: resp::Decoder,
+    stats: IoStats,
+    read_timeout: Duration,
+    max_reply_bytes: Option<u64>,
+    /// When the last read returned: a reply completed by bytes already
+    /// buffered arrived then, not when it is decoded.
+    last_read_at: Instant,
+}
+
+impl Conn {
+    /// Connects, puts the socket behind the delay line if
+    /// `settings.simulated_rtt_ms > 0`, and runs the handshake in one write:
+    /// `HELLO 3 [AUTH user pass] SETNAME pipelab` (RESP3) or
+    /// `[AUTH [user] pass]` + `CLIENT SETNAME pipelab` (RESP2), then `SELECT db`.
+    ///
+    /// Errors (a message naming the step and Redis's error) if the socket,
+    /// TLS, AUTH, HELLO or SELECT fails. Stats start at zero after the handshake.
+    pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, String> {
+        let one_way = delay::one_way(settings.simulated_rtt_ms)?;
+        let raw = connect_stream(target, settings.connect_timeout).await?;
+        let stream: Box<dyn Stream> = if one_way.is_zero() {
+            raw
+        } else {
+            Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?)
+        };
+        let mut conn = Conn {
+            stream: Counted { inner: stream, syscalls: 0 },
+            buf: vec![0; READ_CHUNK],
+            pos: 0,
+            filled: 0,
+            decoder: resp::Decoder::new(),
+            stats: IoStats::default(),
+            read_timeout: settings.read_timeout,
+            max_reply_bytes: None,
+            last_read_at: Instant::now(),
+        };
+        conn.handshake(target, settings).await?;
+        conn.reset_stats();
+        conn.max_reply_bytes = settings.max_reply_bytes;
+        Ok(conn)
+    }
+
+    async fn handshake(&mut self, target: &RedisTarget, settings: &ConnSettings) -> Result<(), String> {
+        let mut steps: Vec<(&str, Vec<Vec<u8>>, bool)> = Vec::new(); // (name, argv, fatal)
+        let user = target.username.clone().unwrap_or_else(|| "default".into());
+        if settings.resp3 {
+            let mut argv: Vec<Vec<u8>> = vec!["HELLO".into(), "3".into()];
+            if let Some(pass) = &target.password {
+                argv.extend([b"AUTH".to_vec(), user.clone().into_bytes(), pass.clone().into_bytes()]);
+            }
+            argv.extend([b"SETNAME".to_vec(), CLIENT_NAME.into()]);
+            steps.push(("HELLO 3", argv, true));
+        } else {
+            if let Some(pass) = &target.password {
+                let mut argv: Vec<Vec<u8>> = vec!["AUTH".into()];
+                if target.username.is_some() {
+                    argv.push(user.clone().into_bytes());
+                }
+                argv.push(pass.clone().into_bytes());
+                steps.push(("AUTH", argv, true));
+            }
+            // Not fatal: some proxies do not implement CLIENT SETNAME.
+            steps.push(("CLIENT SETNAME", vec!["CLIENT".into(), "SETNAME".into(), CLIENT_NAME.into()], false));
+        }
+        if target.db != 0 {
+            steps.push(("SELECT", vec!["SELECT".into(), target.db.to_string().into_bytes()], true));
+        }
+        let mut out = Vec::new();
+        for (_, argv, _) in &steps {
+            resp::encode_command(argv, &mut out);
+        }
+        let fail = |step: &str, e: &dyn fmt::Display| format!("handshake with {target} failed at {step}: {e}");
+        self.write(&out).await.map_err(|e| fail(steps[0].0, &e))?;
+        let mut first_error = None;
+        for (name, _, fatal) in &steps {
+            let (reply, _) = self.read_reply().await.map_err(|e| fail(name, &e))?;
+            if reply.is_error() && *fatal && first_error.is_none() {
+                first_error = Some(fail(name, &reply_text(&reply)));
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Byte and call counts since the handshake.
+    pub fn stats(&self) -> IoStats {
+        IoStats { write_syscalls: self.stream.syscalls, ..self.stats }
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = IoStats::default();
+        self.stream.syscalls = 0;
+    }
+
+    /// Writes `bytes` as one write call (the kernel may split it, see
+    /// [`IoStats::write_syscalls`]).
+    ///
+    /// Returns the instant the write was issued: a command counts as sent
+    /// from there. (Its completion is a poor clock: on a busy machine the
+    /// thread can be preempted by the very server it just woke, and then
+    /// "completed" comes after the reply.)
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
+        self.stats.write_calls += 1;
+        let issued = Instant::now();
+        let fut = async {
+            self.stream.write_all(bytes).await?;
+            self.stream.flush().await
+        };
+        match tokio::time::timeout(self.read_timeout, fut).await {
+            Ok(Ok(())) => {
+                self.stats.bytes_sent += bytes.len() as u64;
+                Ok(issued)
+            }
+            Ok(Err(e)) => Err(WriteError::Io(e)),
+            Err(_) => Err(WriteError::Timeout(self.read_timeout.as_millis())),
+        }
+    }
+
+    /// Reads the next reply and the instant the read that completed it returned.
+    /// Replies are read in order, one per call: never skipped, never reordered.
+    ///
+    /// Out-of-band RESP3 push messages are skipped: they answer no command.
+    pub async fn read_reply(&mut self) -> Result<(resp::Value, Instant), ReadError> {
+        loop {
+            if self.pos < self.filled {
+                match self.decoder.decode(&self.buf[self.pos..self.filled]) {
+                    Ok(resp::Decoded::Complete { value, consumed }) => {
+                        self.pos += consumed;
+                        if self.pos == self.filled {
+                            self.pos = 0;
+                            self.filled = 0;
+                        }
+                        if matches!(value, resp::Value::Push(_)) {
+                            self.stats.pushes += 1;
+                            continue;
+                        }
+                        return Ok((value, self.last_read_at));
+                    }
+                    Ok(resp::Decoded::Incomplete { needed }) => self.make_room(needed),
+                    Err(e) => return Err(ReadError::Protocol(e.to_string())),
+                }
+            } else {
+                self.make_room(None);
+            }
+            if let Some(limit) = self.max_reply_bytes {
+                if self.stats.bytes_received > limit {
+                    return Err(ReadError::Limit(limit));
+                }
+            }
+            let n = match tokio::time::timeout(self.read_timeout, self.stream.read(&mut self.buf[self.filled..])).await {
+                Ok(Ok(0)) => return Err(ReadError::Closed),
+                Ok(Ok(n)) => n,
+                Ok(Err(e)) => return Err(ReadError::Io(e)),
+                Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
+            };
+            self.last_read_at = Instant::now();
+            self.filled += n;
+            self.stats.bytes_received += n as u64;
+        }
+    }
+
+    /// Ensures free space after `filled`: moves undecoded bytes to the front
+    /// and grows the buffer when a reply needs more than is free.
+    fn make_room(&mut self, needed: Option<usize>) {
+        let pending = self.filled - self.pos;
+        let want = pending + needed.unwrap_or(0).max(READ_CHUNK / 4);
+        if self.pos > 0 && (self.buf.len() - self.filled < READ_CHUNK / 4 || self.pos > self.buf.len() / 2) {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.pos = 0;
+            self.filled = pending;
+        }
+        if self.buf.len() - self.filled < READ_CHUNK / 4 || self.buf.len() < want {
+            let new_len = (self.buf.len() * 2).max(want + READ_CHUNK);
+            self.buf.resize(new_len, 0);
+        }
+    }
+}
+
+/// The text of an error or status reply, lossily decoded.
+pub fn reply_text(v: &resp::Value) -> String {
+    match v {
+        resp::Value::Error(b) | resp::Value::BlobError(b) | resp::Value::Simple(b) | resp::Value::Bulk(b) => {
+            String::from_utf8_lossy(b).into_owned()
+        }
+        other => other.display(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(host: &str, port: u16) -> Endpoint {
+        Endpoint::Tcp { host: host.into(), port }
+    }
+
+    #[test]
+    fn parses_redis_urls() {
+        let t = RedisTarget::parse("redis://127.0.0.1:6390").unwrap();
+        assert_eq!(t.endpoint, tcp("127.0.0.1", 6390));
+        assert_eq!((t.username, t.password, t.db, t.tls), (None, None, 0, None));
+
+        let t = RedisTarget::parse("redis://alice:p%40ss%3Aw@redis.example:7000/3").unwrap();
+        assert_eq!(t.endpoint, tcp("redis.example", 7000));
+        assert_eq!(t.username.as_deref(), Some("alice"));
+        assert_eq!(t.password.as_deref(), Some("p@ss:w"));
+        assert_eq!(t.db, 3);
+
+        let t = RedisTarget::parse("redis://:secret@localhost").unwrap();
+        assert_eq!(t.endpoint, tcp("localhost", 6379));
+        assert_eq!((t.username.as_deref(), t.password.as_deref()), (None, Some("secret")));
+
+        let t = RedisTarget::parse("rediss://[::1]:6380/1#insecure").unwrap();
+        assert_eq!(t.endpoint, tcp("::1", 6380));
+        assert_eq!(t.tls, Some(TlsSettings { insecure: true, ca_file: None }));
+        assert_eq!(t.db, 1);
+
+        let t = RedisTarget::parse("rediss://h?tls_ca=/etc/ca.pem").unwrap();
+        assert_eq!(t.tls.unwrap().ca_file, Some(PathBuf::from("/etc/ca.pem")));
+    }
+
+    #[test]
+    fn parses_unix_sockets() {
+        let t = RedisTarget::parse("/tmp/redis.sock").unwrap();
+        assert_eq!(t.endpoint, Endpoint::Unix { path: "/tmp/redis.sock".into() });
+        let t = RedisTarget::parse("unix:///tmp/r.sock?db=2&password=x").unwrap();
+        assert_eq!(t.endpoint, Endpoint::Unix { path: "/tmp/r.sock".into() });
+        assert_eq!((t.db, t.password.as_deref()), (2, Some("x")));
+    }
+
+    #[test]
+    fn rejects_bad_urls_naming_the_part() {
+        for (url, part) in [
+            ("localhost:6379", "scheme"),
+            ("http://x", "scheme"),
+            ("redis://h:99999", "port"),
+            ("redis://h:0", "port"),
+            ("redis://h/abc", "database"),
+            ("redis://:6379", "host"),
+            ("redis://h?foo=1", "foo"),
+            ("redis://a:%zz@h", "percent"),
+            ("redis://[::1", "]"),
+            ("redis://h?tls_ca=x", "tls_ca"),
+        ] {
+            let e = RedisTarget::parse(url).unwrap_err().to_string();
+            assert!(e.contains(part), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn debug_and_display_hide_the_password() {
+        let t = RedisTarget::parse("redis://bob:hunter2@h:1/2").unwrap();
+        let d = format!("{t:?} {t}");
+        assert!(!d.contains("hunter2"), "{d}");
+        assert_eq!(t.to_string(), "redis://bob:***@h:1/2");
+    }
+}

@@ -1,0 +1,161 @@
+//! What an operator watches: Prometheus metrics at `/metrics` and one
+//! structured log line per batch. Both see only counts, modes, outcomes and
+//! durations — never keys, values or arguments, which may be private.
+//!
+//! Metric names (Prometheus text format, rendered by
+//! `metrics-exporter-prometheus`):
+//!
+//! | name | type | labels | meaning |
+//! |---|---|---|---|
+//! | `pipelab_batches_total` | counter | `mode`, `outcome` | batches run; outcome `ok` (every command ok), `error_replies`, `unknown` (some outcome unknown), `aborted`/`watch_conflict` (transactions), `redis_unavailable`, `timeout`, `busy`, `invalid` |
+//! | `pipelab_commands_total` | counter | `mode`, `status` | commands by status (`ok`, `error`, `not_sent`, `unknown`) |
+//! | `pipelab_batch_duration_seconds` | histogram | `mode` | wall time of each batch run, connection included |
+//! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
+//! | `pipelab_batches_in_flight` | gauge | | batches running now |
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use pipelab::exec::{Mode, Report, Status, TransactionStatus};
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Batch durations in seconds: 100 µs (loopback, one command) to 60 s.
+const DURATION_BUCKETS: &[f64] = &[0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0];
+
+/// Installs the process-wide metrics recorder (idempotent: tests build many routers).
+pub fn install_metrics() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full("pipelab_batch_duration_seconds".into()), DURATION_BUCKETS)
+            .expect("static, non-empty buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        // Another recorder may already be installed (a test binary): keep rendering ours.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+/// The Prometheus text exposition of every metric so far.
+pub fn render_metrics() -> String {
+    install_metrics().render()
+}
+
+fn mode_label(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Sequential => "sequential",
+        Mode::Pipeline => "pipeline",
+        Mode::Transaction => "transaction",
+    }
+}
+
+/// One batch as the operator sees it: created when it starts, finished
+/// with its report or its failure. Dropped unfinished (the client went
+/// away), it still leaves the in-flight gauge and logs `cancelled`.
+pub struct BatchSpan {
+    id: u64,
+    mode: Mode,
+    commands: usize,
+    started: std::time::Instant,
+    done: bool,
+}
+
+impl BatchSpan {
+    pub fn start(mode: Mode, commands: usize) -> Self {
+        install_metrics();
+        metrics::gauge!("pipelab_batches_in_flight").increment(1.0);
+        BatchSpan { id: NEXT_BATCH_ID.fetch_add(1, Ordering::Relaxed), mode, commands, started: std::time::Instant::now(), done: false }
+    }
+
+    /// The executor returned a report.
+    pub fn finish(mut self, report: &Report) {
+        let mode = mode_label(self.mode);
+        let s = &report.summary;
+        for (status, n) in [(Status::Ok, s.ok), (Status::Error, s.errors), (Status::NotSent, s.not_sent), (Status::Unknown, s.unknown)] {
+            if n > 0 {
+                let label = match status {
+                    Status::Ok => "ok",
+                    Status::Error => "error",
+                    Status::NotSent => "not_sent",
+                    Status::Unknown => "unknown",
+                };
+                metrics::counter!("pipelab_commands_total", "mode" => mode, "status" => label).increment(n as u64);
+            }
+        }
+        let outcome = match report.transaction.as_ref().map(|t| t.status) {
+            Some(TransactionStatus::Aborted) => "aborted",
+            Some(TransactionStatus::WatchConflict) => "watch_conflict",
+            _ if s.unknown > 0 => "unknown",
+            _ if s.errors > 0 || s.not_sent > 0 => "error_replies",
+            _ => "ok",
+        };
+        self.end(outcome, Some(report));
+    }
+
+    /// The batch did not run to a report: `outcome` is one of
+    /// `redis_unavailable`, `timeout`, `busy`, `invalid`.
+    pub fn fail(mut self, outcome: &'static str) {
+        if outcome == "redis_unavailable" {
+            metrics::counter!("pipelab_redis_connection_failures_total").increment(1);
+        }
+        self.end(outcome, None);
+    }
+
+    fn end(&mut self, outcome: &'static str, report: Option<&Report>) {
+        self.done = true;
+        let mode = mode_label(self.mode);
+        let elapsed = self.started.elapsed();
+        metrics::gauge!("pipelab_batches_in_flight").decrement(1.0);
+        metrics::counter!("pipelab_batches_total", "mode" => mode, "outcome" => outcome).increment(1);
+        metrics::histogram!("pipelab_batch_duration_seconds", "mode" => mode).record(elapsed.as_secs_f64());
+        let (round_trips, errors, unknown) = report.map_or((0, 0, 0), |r| (r.summary.round_trips, r.summary.errors, r.summary.unknown));
+        tracing::info!(
+            batch_id = self.id,
+            mode,
+            commands = self.commands,
+            outcome,
+            errors,
+            unknown,
+            round_trips,
+            duration_ms = duration_ms(elapsed),
+            "batch"
+        );
+    }
+}
+
+fn duration_ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl Drop for BatchSpan {
+    fn drop(&mut self) {
+        if !self.done {
+            self.end("cancelled", None);
+        }
+    }
+}
+
+/// Log format of `pipelab serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (for log shippers).
+    Json,
+}
+
+/// Logs go to stderr; the level comes from `PIPELAB_LOG` (e.g. `info`,
+/// `pipelab=debug`), default `info`.
+pub fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("PIPELAB_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

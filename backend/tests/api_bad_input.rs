@@ -1,0 +1,171 @@
+//! Every kind of bad request gets a 4xx with `{"error": {"code", "message"}}`
+//! naming the field, and nothing reaches Redis. Table-driven: one row per case.
+
+mod api_harness;
+mod common;
+
+use api_harness::{pipelab_connections, raw_request, read_response, Pipelab, RedisServer};
+use serde_json::{json, Value as Json};
+
+struct Case {
+    name: &'static str,
+    path: &'static str,
+    /// Raw request body (most are JSON; some deliberately are not).
+    body: String,
+    status: u16,
+    code: &'static str,
+    /// Must appear in the message (the field, a line/column, ...).
+    says: &'static [&'static str],
+}
+
+fn case(name: &'static str, path: &'static str, body: Json, status: u16, code: &'static str, says: &'static [&'static str]) -> Case {
+    Case { name, path, body: body.to_string(), status, code, says }
+}
+
+fn raw(name: &'static str, path: &'static str, body: &str, status: u16, code: &'static str, says: &'static [&'static str]) -> Case {
+    Case { name, path, body: body.to_string(), status, code, says }
+}
+
+const B: &str = "/api/v1/batch";
+const C: &str = "/api/v1/compare";
+const S: &str = "/api/v1/sweep";
+
+fn cases() -> Vec<Case> {
+    let long_arg = "x".repeat(101);
+    let many: Vec<Json> = (0..11).map(|_| json!(["PING"])).collect();
+    vec![
+        // --- malformed JSON and wrong types
+        raw("truncated JSON", B, "{\"commands\": [[\"PING\"]", 400, "invalid_json", &["request body", "line 1 column"]),
+        raw("not JSON", B, "SET k v", 400, "invalid_json", &["request body", "malformed JSON"]),
+        raw("empty body", B, "", 400, "invalid_json", &["request body", "empty"]),
+        raw("trailing garbage", B, "{\"commands\": [[\"PING\"]]} x", 400, "invalid_json", &["trailing"]),
+        case("body is an array", B, json!([["PING"]]), 400, "invalid_field", &["request body"]),
+        case("commands is a string", B, json!({"commands": "SET k v"}), 400, "invalid_field", &["commands", "sequence"]),
+        case("command is a string", B, json!({"commands": ["PING"]}), 400, "invalid_field", &["commands[0]"]),
+        case("unknown field", B, json!({"commands": [["PING"]], "batchsize": 3}), 400, "invalid_field", &["batchsize"]),
+        case("mode not a string", B, json!({"commands": [["PING"]], "mode": 5}), 400, "invalid_field", &["mode"]),
+        case("resp3 not a bool", B, json!({"commands": [["PING"]], "resp3": "yes"}), 400, "invalid_field", &["resp3"]),
+        // --- commands
+        case("empty batch", B, json!({"commands": []}), 400, "empty_batch", &["commands"]),
+        case("empty argv", B, json!({"commands": [["PING"], []]}), 400, "empty_argv", &["commands[1]"]),
+        case("number argument", B, json!({"commands": [["SET", "k", 1]]}), 400, "invalid_argument", &["commands[0][2]", "number"]),
+        case("null argument", B, json!({"commands": [["GET", null]]}), 400, "invalid_argument", &["commands[0][1]", "null"]),
+        case("array argument", B, json!({"commands": [["GET", ["k"]]]}), 400, "invalid_argument", &["commands[0][1]", "array"]),
+        case("bool argument", B, json!({"commands": [[true]]}), 400, "invalid_argument", &["commands[0][0]", "boolean"]),
+        case("object argument", B, json!({"commands": [["GET", {"hex": "ff"}]]}), 400, "invalid_argument", &["commands[0][1]", "object"]),
+        case("invalid base64", B, json!({"commands": [["GET", {"base64": "!!not"}]]}), 400, "invalid_base64", &["commands[0][1].base64", "invalid base64"]),
+        case("base64 not a string", B, json!({"commands": [["GET", {"base64": 5}]]}), 400, "invalid_argument", &["commands[0][1].base64"]),
+        case("no commands nor text", B, json!({"mode": "pipeline"}), 400, "missing_commands", &["commands", "text"]),
+        case("commands and text", B, json!({"commands": [["PING"]], "text": "PING"}), 400, "conflicting_fields", &["not both"]),
+        // --- text
+        case("unbalanced double quote", B, json!({"text": "SET a \"b"}), 400, "parse_error", &["text", "line 1, column 7", "unbalanced"]),
+        case("unbalanced quote on line 3", B, json!({"text": "PING\nPING\nSET a 'b"}), 400, "parse_error", &["text", "line 3, column 7"]),
+        case("closing quote not followed by space", B, json!({"text": "SET \"a\"b c"}), 400, "parse_error", &["line 1, column"]),
+        case("RESP cut short", B, json!({"text": "*2\r\n$3\r\nGET\r\n"}), 400, "parse_error", &["text", "line 1", "incomplete"]),
+        case("RESP bad length", B, json!({"text": "*1\r\n$x\r\nPING\r\n"}), 400, "parse_error", &["text", "line 2"]),
+        case("only blank lines", B, json!({"text": "\n\r\n\n"}), 400, "empty_batch", &["text"]),
+        // --- options
+        case("unknown mode", B, json!({"commands": [["PING"]], "mode": "turbo"}), 400, "unknown_mode", &["mode", "turbo", "pipeline"]),
+        case("batch_size 0", B, json!({"commands": [["PING"]], "batch_size": 0}), 400, "invalid_batch_size", &["batch_size", "at least 1"]),
+        case("batch_size negative", B, json!({"commands": [["PING"]], "batch_size": -5}), 400, "invalid_batch_size", &["batch_size", "-5"]),
+        case("batch_size fractional", B, json!({"commands": [["PING"]], "batch_size": 1.5}), 400, "invalid_field", &["batch_size"]),
+        case("batch_size string", B, json!({"commands": [["PING"]], "batch_size": "ten"}), 400, "invalid_field", &["batch_size"]),
+        case("rtt negative", B, json!({"commands": [["PING"]], "simulated_rtt_ms": -1}), 400, "invalid_rtt", &["simulated_rtt_ms", "between 0 and 1000"]),
+        case("rtt too large", B, json!({"commands": [["PING"]], "simulated_rtt_ms": 1000.5}), 400, "invalid_rtt", &["simulated_rtt_ms"]),
+        case("rtt string", B, json!({"commands": [["PING"]], "simulated_rtt_ms": "fast"}), 400, "invalid_field", &["simulated_rtt_ms"]),
+        case("rtt beyond the batch timeout", B,
+            json!({"commands": (0..5).map(|_| json!(["PING"])).collect::<Vec<_>>(), "mode": "sequential", "simulated_rtt_ms": 1000}),
+            400, "invalid_rtt", &["simulated_rtt_ms", "5 round trips", "batch timeout of 3000 ms"]),
+        case("unknown on_error", B, json!({"commands": [["PING"]], "on_error": "explode"}), 400, "invalid_field", &["on_error", "stop"]),
+        case("watch outside transaction", B, json!({"commands": [["PING"]], "watch": ["k"]}), 400, "invalid_field", &["watch", "transaction"]),
+        case("watch number", B, json!({"commands": [["PING"]], "mode": "transaction", "watch": [1]}), 400, "invalid_argument", &["watch[0]"]),
+        // --- refused commands
+        case("SELECT", B, json!({"commands": [["PING"], ["SELECT", "1"]]}), 400, "refused_command", &["commands[1]", "SELECT", "connection"]),
+        case("HELLO", B, json!({"commands": [["hello", "3"]]}), 400, "refused_command", &["commands[0]", "HELLO", "resp3"]),
+        case("AUTH", B, json!({"commands": [["AUTH", "pw"]]}), 400, "refused_command", &["AUTH"]),
+        case("QUIT", B, json!({"commands": [["QUIT"]]}), 400, "refused_command", &["QUIT"]),
+        case("RESET", B, json!({"commands": [["RESET"]]}), 400, "refused_command", &["RESET"]),
+        case("MONITOR", B, json!({"commands": [["MONITOR"]]}), 400, "refused_command", &["MONITOR"]),
+        case("SUBSCRIBE", B, json!({"commands": [["SUBSCRIBE", "ch"]]}), 400, "refused_command", &["SUBSCRIBE"]),
+        case("PSUBSCRIBE", B, json!({"commands": [["PSUBSCRIBE", "c*"]]}), 400, "refused_command", &["PSUBSCRIBE"]),
+        case("CLIENT REPLY OFF", B, json!({"commands": [["CLIENT", "REPLY", "OFF"]]}), 400, "refused_command", &["CLIENT REPLY"]),
+        case("BLPOP forever", B, json!({"commands": [["BLPOP", "q", "0"]]}), 400, "refused_command", &["BLPOP", "timeout 0"]),
+        case("XREAD BLOCK 0", B, json!({"commands": [["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]]}), 400, "refused_command", &["XREAD"]),
+        case("EXEC in transaction mode", B, json!({"commands": [["EXEC"]], "mode": "transaction"}), 400, "refused_command", &["EXEC", "transaction"]),
+        case("SELECT in text", B, json!({"text": "PING\nSELECT 2"}), 400, "refused_command", &["text, line 2", "SELECT"]),
+        // --- limits (the server runs with --max-commands 10 --max-arg-bytes 100 --max-body-bytes 4000
+        // --batch-timeout-ms 3000)
+        case("too many commands", B, json!({"commands": many}), 413, "too_many_commands", &["commands", "10"]),
+        case("too many commands in text", B, json!({"text": "PING\n".repeat(11)}), 413, "too_many_commands", &["text"]),
+        case("argument too large", B, json!({"commands": [["SET", "k", long_arg]]}), 413, "argument_too_large", &["commands[0][2]", "100"]),
+        case("base64 argument too large", B, json!({"commands": [["SET", "k", {"base64": "A".repeat(200)}]]}), 413, "argument_too_large", &["commands[0][2]"]),
+        case("body too large", B, json!({"commands": [["SET", "k", "x".repeat(5000)]]}), 413, "body_too_large", &["request body", "max_body_bytes"]),
+        // --- compare
+        case("compare unknown mode", C, json!({"commands": [["PING"]], "modes": ["fast"]}), 400, "unknown_mode", &["modes[0]"]),
+        case("compare empty modes", C, json!({"commands": [["PING"]], "modes": []}), 400, "invalid_field", &["modes"]),
+        case("compare takes modes, not mode", C, json!({"commands": [["PING"]], "mode": "pipeline"}), 400, "invalid_field", &["mode"]),
+        case("compare refuses before running", C, json!({"commands": [["INCR", "never"], ["MULTI"]]}), 400, "refused_command", &["commands[1]", "MULTI"]),
+        case("compare empty batch", C, json!({"text": ""}), 400, "empty_batch", &["text"]),
+        // --- sweep
+        case("sweep empty command", S, json!({"command": [], "total": 10, "batch_sizes": [1]}), 400, "empty_argv", &["command"]),
+        case("sweep number argument", S, json!({"command": ["SET", "k", 5], "total": 10, "batch_sizes": [1]}), 400, "invalid_argument", &["command[2]"]),
+        case("sweep total 0", S, json!({"command": ["PING"], "total": 0, "batch_sizes": [1]}), 400, "invalid_field", &["total"]),
+        case("sweep total over limit", S, json!({"command": ["PING"], "total": 11, "batch_sizes": [1]}), 413, "too_many_commands", &["total"]),
+        case("sweep no batch sizes", S, json!({"command": ["PING"], "total": 5, "batch_sizes": []}), 400, "invalid_field", &["batch_sizes"]),
+        case("sweep batch size 0", S, json!({"command": ["PING"], "total": 5, "batch_sizes": [2, 0]}), 400, "invalid_batch_size", &["batch_sizes[1]"]),
+        case("sweep missing total", S, json!({"command": ["PING"], "batch_sizes": [1]}), 400, "invalid_field", &["total"]),
+        case("sweep rtt", S, json!({"command": ["PING"], "total": 5, "batch_sizes": [1], "simulated_rtt_ms": 5000}), 400, "invalid_rtt", &["simulated_rtt_ms"]),
+        case("sweep refused", S, json!({"command": ["SUBSCRIBE", "c{i}"], "total": 5, "batch_sizes": [1]}), 400, "refused_command", &["command", "SUBSCRIBE"]),
+        case("sweep unknown command", S, json!({"command": ["NOSUCH", "k{i}"], "total": 5, "batch_sizes": [1]}), 400, "invalid_command", &["command", "Redis"]),
+    ]
+}
+
+#[tokio::test]
+async fn every_bad_request_gets_a_4xx_naming_the_field() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--max-commands", "10", "--max-arg-bytes", "100", "--max-body-bytes", "4000", "--batch-timeout-ms", "3000"]);
+    let mut failures = Vec::new();
+    for c in cases() {
+        let (status, body) = api.post_raw(c.path, c.body.clone()).await;
+        let err = &body["error"];
+        let message = err["message"].as_str().unwrap_or("");
+        let mut problems = Vec::new();
+        if status != c.status {
+            problems.push(format!("status {status}, expected {}", c.status));
+        }
+        if err["code"] != c.code {
+            problems.push(format!("code {}, expected {}", err["code"], c.code));
+        }
+        for s in c.says {
+            if !message.contains(s) {
+                problems.push(format!("message lacks {s:?}"));
+            }
+        }
+        if body.as_object().map(|o| o.len()) != Some(1) {
+            problems.push("body has more than {\"error\"}".into());
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}: {} — got {body}", c.name, problems.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    // Nothing reached Redis: no key was written by any of those requests.
+    assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(0));
+    assert_eq!(pipelab_connections(&redis), 0);
+}
+
+/// A chunked body (no Content-Length) past the limit is cut while reading,
+/// with the same JSON error.
+#[tokio::test]
+async fn chunked_body_over_the_limit() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--max-body-bytes", "4000"]);
+    let chunk = format!("{{\"text\": \"{}\"}}", "PING\\n".repeat(1500));
+    let body = format!("{:x}\r\n{chunk}\r\n0\r\n\r\n", chunk.len());
+    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let (status, text) = read_response(raw_request(api.port, head, body.as_bytes()));
+    assert_eq!(status, 413, "{text}");
+    let json: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(json["error"]["code"], "body_too_large");
+}

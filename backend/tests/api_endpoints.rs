@@ -1,0 +1,352 @@
+//! Every endpoint of `pipelab serve` against a real redis-server: each mode,
+//! text input (inline and RESP), binary values, compare, sweep, info, the
+//! OpenAPI document (checked against real responses), probes, web files.
+
+mod api_harness;
+mod common;
+
+use api_harness::{reply_value, Pipelab, RedisServer};
+use serde_json::{json, Value as Json};
+
+fn statuses(res: &Json) -> Vec<&str> {
+    res["results"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn batch_runs_in_each_mode_with_per_command_results() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let cmds = json!([["SET", "k", "v"], ["INCR", "k"], ["APPEND", "k", "w"], ["GET", "k"]]);
+    for (mode, trips) in [("sequential", 4), ("pipeline", 1), ("transaction", 1)] {
+        redis.cmd_str(&["DEL", "k"]);
+        let (status, res) = api.post("/api/v1/batch", &json!({"commands": cmds, "mode": mode})).await;
+        assert_eq!(status, 200, "{mode}: {res}");
+        let s = &res["summary"];
+        assert_eq!(s["mode"], mode);
+        assert_eq!(s["commands"], 4);
+        assert_eq!(s["ok"], 3, "{mode}: {res}");
+        assert_eq!(s["errors"], 1);
+        assert_eq!(s["round_trips"], trips, "{mode}: {s}");
+        assert!(s["bytes_sent"].as_u64().unwrap() > 0 && s["bytes_received"].as_u64().unwrap() > 0);
+        assert_eq!(statuses(&res), ["ok", "error", "ok", "ok"], "{mode}");
+        let r = &res["results"];
+        assert_eq!(r[0]["reply"], json!({"type": "simple", "value": "OK"}));
+        assert_eq!(r[1]["reply"], json!({"type": "error", "value": "ERR value is not an integer or out of range"}));
+        assert_eq!(r[2]["reply"], json!({"type": "integer", "value": 2}));
+        assert_eq!(r[3]["reply"], json!({"type": "bulk", "value": "vw"}));
+        for (i, result) in r.as_array().unwrap().iter().enumerate() {
+            assert_eq!(result["index"], i);
+            assert!(result["reply_us"].as_u64().unwrap() >= result["sent_us"].as_u64().unwrap());
+        }
+        if mode == "transaction" {
+            assert_eq!(res["transaction"]["status"], "committed");
+        } else {
+            assert!(res.get("transaction").is_none());
+        }
+        // The side effect is in Redis, not only in the report.
+        assert_eq!(redis.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"vw".to_vec()), "{mode}");
+    }
+}
+
+#[tokio::test]
+async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+
+    // batch_size: 5 commands in chunks of 2 → 3 round trips.
+    let five = json!([["PING"], ["PING"], ["PING"], ["PING"], ["PING"]]);
+    let (status, res) = api.post("/api/v1/batch", &json!({"commands": five, "batch_size": 2})).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["summary"]["round_trips"], 3);
+
+    // on_error stop: the chunk after the error is not sent.
+    redis.cmd_str(&["SET", "s", "text"]);
+    let body = json!({"commands": [["INCR", "s"], ["SET", "after", "1"]], "batch_size": 1, "on_error": "stop"});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(statuses(&res), ["error", "not_sent"]);
+    assert_eq!(redis.cmd_str(&["EXISTS", "after"]), resp::Value::Integer(0));
+
+    // simulated RTT: 4 sequential round trips of 20 ms take at least 80 ms.
+    let body = json!({"commands": [["PING"], ["PING"], ["PING"], ["PING"]], "mode": "sequential", "simulated_rtt_ms": 20});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert!(res["summary"]["total_us"].as_u64().unwrap() >= 80_000, "{}", res["summary"]);
+    assert_eq!(res["summary"]["simulated_rtt_ms"], 20.0);
+
+    // resp3: HGETALL answers with a map.
+    redis.cmd_str(&["HSET", "h", "f", "1"]);
+    let (status, res) = api.post("/api/v1/batch", &json!({"commands": [["HGETALL", "h"]], "resp3": true})).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["results"][0]["reply"]["type"], "map", "{res}");
+    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["HGETALL", "h"]]})).await;
+    assert_eq!(res["results"][0]["reply"]["type"], "array");
+
+    // watch: an untouched watched key lets the transaction commit.
+    let body = json!({"commands": [["SET", "w", "1"]], "mode": "transaction", "watch": ["w"]});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["transaction"]["status"], "committed");
+
+    // A transaction with a command rejected at queue time aborts: nothing runs.
+    let body = json!({"commands": [["SET", "tx", "1"], ["NOSUCHCOMMAND"]], "mode": "transaction"});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["transaction"]["status"], "aborted", "{res}");
+    assert_eq!(redis.cmd_str(&["EXISTS", "tx"]), resp::Value::Integer(0));
+}
+
+#[tokio::test]
+async fn text_input_inline_and_resp() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    // Inline lines with quotes, a blank line, CRLF, then a RESP multibulk.
+    let text = "SET t \"a b\"\r\n\nAPPEND t '!'\n*2\r\n$3\r\nGET\r\n$1\r\nt\r\n";
+    let (status, res) = api.post("/api/v1/batch", &json!({"text": text, "mode": "sequential"})).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["summary"]["commands"], 3);
+    assert_eq!(reply_value(&res["results"][2]), "a b!");
+    assert_eq!(redis.cmd_str(&["GET", "t"]), resp::Value::Bulk(b"a b!".to_vec()));
+    // Escapes as sdssplitargs reads them: "\x00\xff" is two bytes.
+    let (status, res) = api.post("/api/v1/batch", &json!({"text": "SET bin \"\\x00\\xff\"\nSTRLEN bin"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["results"][1]["reply"], json!({"type": "integer", "value": 2}));
+}
+
+#[tokio::test]
+async fn binary_values_round_trip_as_base64() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let body = json!({"commands": [
+        ["SET", {"base64": "a2V5"}, {"base64": "/wAB"}],   // key "key", value ff 00 01
+        ["GET", "key"],
+        ["SET", "nopad", {"base64": "/wA"}],               // padding optional
+        ["STRLEN", "nopad"],
+    ]});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["results"][1]["reply"], json!({"type": "bulk", "base64": "/wAB"}));
+    assert_eq!(res["results"][3]["reply"], json!({"type": "integer", "value": 2}));
+    assert_eq!(redis.cmd_str(&["GET", "key"]), resp::Value::Bulk(vec![0xff, 0x00, 0x01]));
+}
+
+#[tokio::test]
+async fn compare_runs_once_per_mode_with_speedups() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let cmds: Vec<Json> = (0..20).map(|_| json!(["INCR", "counter"])).collect();
+    let (status, res) = api.post("/api/v1/compare", &json!({"commands": cmds, "simulated_rtt_ms": 2})).await;
+    assert_eq!(status, 200, "{res}");
+    assert!(res["note"].as_str().unwrap().contains("once per mode"));
+    let runs = res["runs"].as_array().unwrap();
+    let modes: Vec<&str> = runs.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["sequential", "pipeline", "transaction"]);
+    assert_eq!(runs[0]["speedup_vs_sequential"], 1.0);
+    assert_eq!(runs[0]["summary"]["round_trips"], 20);
+    assert_eq!(runs[1]["summary"]["round_trips"], 1);
+    // 20 round trips of 2 ms against 1: pipelining must win clearly.
+    assert!(runs[1]["speedup_vs_sequential"].as_f64().unwrap() > 3.0, "{res}");
+    assert!(runs[0].get("results").is_none());
+    // Side effects repeat: 3 runs × 20 INCR.
+    assert_eq!(redis.cmd_str(&["GET", "counter"]), resp::Value::Bulk(b"60".to_vec()));
+
+    // modes and include_results: sequential still runs first as the baseline.
+    let body = json!({"commands": [["INCR", "c2"]], "modes": ["pipeline"], "include_results": true});
+    let (status, res) = api.post("/api/v1/compare", &body).await;
+    assert_eq!(status, 200);
+    let runs = res["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["mode"], "pipeline");
+    assert_eq!(runs[1]["results"][0]["reply"], json!({"type": "integer", "value": 2}));
+}
+
+#[tokio::test]
+async fn sweep_measures_each_batch_size_and_deletes_its_keys() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    redis.cmd_str(&["SET", "sweep:5", "mine"]);
+    redis.cmd_str(&["SET", "other", "x"]);
+    let body = json!({"command": ["SET", "sweep:{i}", "v{i}"], "total": 200, "batch_sizes": [1, 10, 100]});
+    let (status, res) = api.post("/api/v1/sweep", &body).await;
+    assert_eq!(status, 200, "{res}");
+    let points = res["points"].as_array().unwrap();
+    let trips: Vec<u64> = points.iter().map(|p| p["round_trips"].as_u64().unwrap()).collect();
+    assert_eq!(trips, [200, 20, 2]);
+    for p in points {
+        assert_eq!(p["ok"], 200);
+        assert!(p["commands_per_sec"].as_f64().unwrap() > 0.0);
+        assert!(p["total_us"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(res["cleanup"], json!({"keys": 200, "preexisting": 1, "deleted": 199}));
+    // Only the keys the sweep created are gone; the one that existed stays (overwritten).
+    assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(2));
+    assert_eq!(redis.cmd_str(&["GET", "sweep:5"]), resp::Value::Bulk(b"v5".to_vec()));
+
+    // A command without keys: nothing to clean.
+    let (status, res) = api.post("/api/v1/sweep", &json!({"command": ["PING"], "total": 10, "batch_sizes": [5]})).await;
+    assert_eq!(status, 200);
+    assert_eq!(res["cleanup"]["keys"], 0);
+    assert_eq!(res["points"][0]["round_trips"], 2);
+}
+
+#[tokio::test]
+async fn info_probes_and_not_found() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--max-commands", "1234"]);
+    let (status, info) = api.get("/api/v1/info").await;
+    assert_eq!(status, 200);
+    let resp::Value::Bulk(server_info) = redis.cmd_str(&["INFO", "server"]) else { panic!() };
+    let server_info = String::from_utf8(server_info).unwrap();
+    let version = info["redis"]["version"].as_str().unwrap();
+    assert!(server_info.contains(&format!("redis_version:{version}\r\n")));
+    assert_eq!(info["redis"]["mode"], "standalone");
+    assert_eq!(info["redis"]["source"], "configured");
+    assert_eq!(info["redis"]["reachable"], true);
+    assert_eq!(info["limits"]["max_commands"], 1234);
+    assert_eq!(info["defaults"]["mode"], "pipeline");
+    assert_eq!(info["defaults"]["batch_size"], 1000);
+
+    assert_eq!(api.get("/healthz").await.0, 200);
+    let (status, ready) = api.get("/readyz").await;
+    assert_eq!((status, ready["status"].as_str()), (200, Some("ready")));
+
+    let (status, err) = api.get("/api/v1/nope").await;
+    assert_eq!(status, 404);
+    assert_eq!(err["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn web_files_are_served_or_explained() {
+    let redis = RedisServer::start();
+    let missing = tempfile::tempdir().unwrap();
+    let dir = missing.path().join("dist");
+    let api = Pipelab::start(&redis.url, &["--web-dir", dir.to_str().unwrap()]);
+    let (status, ctype, body) = api.get_text("/").await;
+    assert_eq!(status, 404);
+    assert!(ctype.starts_with("text/html"));
+    assert!(body.contains("npm run build") && body.contains("--web-dir"), "{body}");
+
+    // Built while the server runs: served at once, client routes get index.html.
+    std::fs::create_dir_all(dir.join("assets")).unwrap();
+    std::fs::write(dir.join("index.html"), "<!doctype html><title>playground</title>").unwrap();
+    std::fs::write(dir.join("assets/app.js"), "console.log(1)").unwrap();
+    let (status, _, body) = api.get_text("/").await;
+    assert_eq!((status, body.as_str()), (200, "<!doctype html><title>playground</title>"));
+    let (status, ctype, body) = api.get_text("/assets/app.js").await;
+    assert_eq!((status, body.as_str()), (200, "console.log(1)"));
+    assert!(ctype.contains("javascript"), "{ctype}");
+    let (status, _, body) = api.get_text("/lessons/3").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("playground"));
+    // The API is not shadowed by the files.
+    assert_eq!(api.get("/api/v1/info").await.0, 200);
+}
+
+/// The OpenAPI document describes the endpoints with examples, and real
+/// responses carry exactly the properties their schemas list.
+#[tokio::test]
+async fn openapi_document_matches_real_responses() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let (status, doc) = api.get("/api/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    for (path, method) in [("/api/v1/batch", "post"), ("/api/v1/compare", "post"), ("/api/v1/sweep", "post"),
+        ("/api/v1/info", "get"), ("/api/v1/openapi.json", "get")]
+    {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path} missing");
+    }
+    let schemas = &doc["components"]["schemas"];
+    for name in ["BatchRequest", "CompareRequest", "SweepRequest", "BatchResponse", "ErrorBody"] {
+        assert!(schemas[name]["example"].is_object(), "{name} has no example");
+    }
+    assert!(doc["paths"]["/api/v1/compare"]["post"]["description"].as_str().unwrap().contains("once per mode"));
+
+    // The request examples are valid requests.
+    for (path, name) in [("/api/v1/batch", "BatchRequest"), ("/api/v1/compare", "CompareRequest"),
+        ("/api/v1/sweep", "SweepRequest")]
+    {
+        let mut example = schemas[name]["example"].clone();
+        if name == "SweepRequest" {
+            example["total"] = json!(100);
+        }
+        let (status, res) = api.post(path, &example).await;
+        assert_eq!(status, 200, "{name} example: {res}");
+        let schema_name = match name {
+            "BatchRequest" => "BatchResponse",
+            "CompareRequest" => "CompareResponse",
+            _ => "SweepResponse",
+        };
+        check_against_schema(&doc, &json!({"$ref": format!("#/components/schemas/{schema_name}")}), &res, schema_name);
+    }
+    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["SET", "t", "1"], ["GET", "t"]], "mode": "transaction"})).await;
+    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/BatchResponse"}), &res, "transaction");
+    let (_, info) = api.get("/api/v1/info").await;
+    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/InfoResponse"}), &info, "info");
+    let (_, err) = api.post("/api/v1/batch", &json!({"commands": []})).await;
+    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/ErrorBody"}), &err, "error");
+
+    // The check has teeth: an undocumented property, or a missing required one, fails it.
+    let batch_ref = json!({"$ref": "#/components/schemas/BatchResponse"});
+    let mut extra = res.clone();
+    extra["summary"]["undocumented"] = json!(1);
+    let caught = std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &extra, "extra"));
+    assert!(caught.is_err(), "an undocumented property passed the schema check");
+    let mut missing = res.clone();
+    missing["results"][0].as_object_mut().unwrap().remove("index");
+    let caught = std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &missing, "missing"));
+    assert!(caught.is_err(), "a missing required property passed the schema check");
+}
+
+/// Every object property in `value` is declared by `schema`, and every
+/// required property is present (following $ref, oneOf/anyOf, arrays).
+/// Reply JSON values (schema `Reply`) are checked only for their `type`.
+fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
+    let schema = resolve(doc, schema);
+    if let Some(alts) = schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Json::as_array) {
+        let non_null: Vec<&Json> = alts.iter().filter(|a| a["type"] != "null").collect();
+        if value.is_null() {
+            return;
+        }
+        if non_null.len() == 1 {
+            return check_against_schema(doc, non_null[0], value, at);
+        }
+        return; // untagged unions (arguments): shape checked elsewhere
+    }
+    if let Some(r) = schema.get("$ref").and_then(Json::as_str) {
+        if r.ends_with("/Reply") {
+            assert!(value["type"].is_string(), "{at}: reply without type: {value}");
+            return;
+        }
+    }
+    match value {
+        Json::Object(map) => {
+            let props = schema["properties"].as_object().unwrap_or_else(|| panic!("{at}: schema has no properties: {schema}"));
+            for (k, v) in map {
+                let prop = props.get(k).unwrap_or_else(|| panic!("{at}: property {k} is not in the schema"));
+                check_against_schema(doc, prop, v, &format!("{at}.{k}"));
+            }
+            for req in schema["required"].as_array().into_iter().flatten() {
+                assert!(map.contains_key(req.as_str().unwrap()), "{at}: required {req} missing in {value}");
+            }
+        }
+        Json::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    check_against_schema(doc, item_schema, v, &format!("{at}[{i}]"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn resolve<'a>(doc: &'a Json, schema: &'a Json) -> &'a Json {
+    match schema.get("$ref").and_then(Json::as_str) {
+        Some(r) if !r.ends_with("/Reply") => {
+            let name = r.rsplit('/').next().unwrap();
+            resolve(doc, &doc["components"]["schemas"][name])
+        }
+        _ => schema,
+    }
+}

@@ -1,0 +1,149 @@
+//! A real `redis-server` for tests: started on a free port (bind
+//! 127.0.0.1:0, read the port, release it), no persistence, in its own
+//! temporary directory, killed when dropped. Shared by every integration
+//! test of the backend (executor, API).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running redis-server owned by the test.
+pub struct RedisServer {
+    pub port: u16,
+    /// `redis://127.0.0.1:PORT`.
+    pub url: String,
+    /// Unix socket path (the server listens there too).
+    pub socket: PathBuf,
+    extra: Vec<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().unwrap().port()
+}
+
+impl RedisServer {
+    /// Starts redis-server with the default test settings.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts redis-server with extra arguments (e.g. `["--requirepass", "x"]`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let socket = dir.path().join("redis.sock");
+        let mut s = RedisServer {
+            port,
+            url: format!("redis://127.0.0.1:{port}"),
+            socket,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            dir,
+            child: None,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&self.socket)
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().expect("redis-server not found on PATH (run scripts/setup.sh)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if self.ping_raw() {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("redis-server exited at start ({status}); args {:?}", self.extra);
+            }
+            assert!(Instant::now() < deadline, "redis-server did not answer PING within 10 s on port {}", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn ping_raw(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        if s.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        // Any reply means it listens (with requirepass it is -NOAUTH).
+        matches!(s.read(&mut buf), Ok(n) if n > 0)
+    }
+
+    /// Kills the server at once (SIGKILL): connections drop, nothing is saved.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills (if running) and starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Runs one command on a fresh connection and returns its reply
+    /// (for assertions; goes around the code under test).
+    pub fn cmd(&self, argv: &[&[u8]]) -> resp::Value {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to test redis");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut out = Vec::new();
+        resp::encode_command(argv, &mut out);
+        s.write_all(&out).unwrap();
+        read_one(&mut s)
+    }
+
+    /// `cmd` with string arguments.
+    pub fn cmd_str(&self, argv: &[&str]) -> resp::Value {
+        let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        self.cmd(&argv)
+    }
+}
+
+/// Reads exactly one reply from a blocking socket.
+pub fn read_one(s: &mut TcpStream) -> resp::Value {
+    let mut buf = Vec::new();
+    let mut dec = resp::Decoder::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        if !buf.is_empty() {
+            match dec.decode(&buf).expect("valid RESP from redis") {
+                resp::Decoded::Complete { value, .. } => return value,
+                resp::Decoded::Incomplete { .. } => {}
+            }
+        }
+        let n = s.read(&mut chunk).expect("read from test redis");
+        assert!(n > 0, "test redis closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

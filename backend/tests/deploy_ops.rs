@@ -1,0 +1,117 @@
+//! What an operator relies on (issue 7): metrics that move with batches, a
+//! log line per batch that never shows values, SIGTERM that lets a running
+//! batch finish, and bad settings refused at start-up by name. Readiness
+//! flipping with Redis is in api_resilience.rs.
+
+mod api_harness;
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use api_harness::{serve_command, Pipelab, RedisServer};
+use serde_json::json;
+
+/// The value of one sample line (`name{labels} value`) in a Prometheus text page.
+fn sample(page: &str, series: &str) -> f64 {
+    page.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_move_after_a_batch() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let (status, ctype, before) = api.get_text("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(ctype.starts_with("text/plain"), "{ctype}");
+    let batches = r#"pipelab_batches_total{mode="pipeline",outcome="error_replies"}"#;
+    let ok = r#"pipelab_commands_total{mode="pipeline",status="ok"}"#;
+    let err = r#"pipelab_commands_total{mode="pipeline",status="error"}"#;
+
+    let body = json!({"commands": [["SET", "m", "x"], ["INCR", "m"], ["GET", "m"]], "mode": "pipeline"});
+    assert_eq!(api.post("/api/v1/batch", &body).await.0, 200);
+    let (_, _, after) = api.get_text("/metrics").await;
+    assert_eq!(sample(&after, batches) - sample(&before, batches), 1.0, "{after}");
+    assert_eq!(sample(&after, ok) - sample(&before, ok), 2.0);
+    assert_eq!(sample(&after, err) - sample(&before, err), 1.0);
+    assert!(after.contains(r#"pipelab_batch_duration_seconds_count{mode="pipeline"}"#), "{after}");
+    assert_eq!(sample(&after, "pipelab_batches_in_flight"), 0.0);
+}
+
+#[tokio::test]
+async fn connection_failures_are_counted() {
+    let mut redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    redis.kill();
+    let (status, _) = api.post("/api/v1/batch", &json!({"commands": [["PING"]]})).await;
+    assert_eq!(status, 503);
+    let (_, _, page) = api.get_text("/metrics").await;
+    assert!(sample(&page, "pipelab_redis_connection_failures_total") >= 1.0, "{page}");
+    assert!(sample(&page, r#"pipelab_batches_total{mode="pipeline",outcome="redis_unavailable"}"#) >= 1.0, "{page}");
+}
+
+#[tokio::test]
+async fn one_json_log_line_per_batch_without_values() {
+    let redis = RedisServer::start();
+    let mut api = Pipelab::start(&redis.url, &["--log-format", "json"]);
+    let secret = "s3cr3t-value-never-logged";
+    let body = json!({"commands": [["SET", "k", secret], ["GET", "k"]], "mode": "sequential"});
+    assert_eq!(api.post("/api/v1/batch", &body).await.0, 200);
+    assert_eq!(api.stop(), Some(0));
+    let log = api.stderr();
+    assert!(!log.contains(secret), "a value reached the log:\n{log}");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}")))
+        .filter(|v: &serde_json::Value| v["message"] == "batch")
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    let line = &lines[0];
+    assert_eq!(line["mode"], "sequential");
+    assert_eq!(line["commands"], 2);
+    assert_eq!(line["outcome"], "ok");
+    assert!(line["batch_id"].as_u64().is_some() && line["duration_ms"].as_f64().is_some(), "{line}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_a_running_batch_finish() {
+    let redis = RedisServer::start();
+    let mut api = Pipelab::start(&redis.url, &["--shutdown-grace-ms", "20000"]);
+    // 30 sequential commands at 50 ms simulated RTT: about 1.5 s.
+    let commands: Vec<_> = (0..30).map(|i| json!(["SET", format!("term:{i}"), "v"])).collect();
+    let body = json!({"commands": commands, "mode": "sequential", "simulated_rtt_ms": 50});
+    let base = api.base.clone();
+    let request = tokio::spawn(async move {
+        reqwest::Client::new().post(format!("{base}/api/v1/batch")).json(&body).send().await.map(|r| r.status().as_u16())
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let started = Instant::now();
+    let code = tokio::task::spawn_blocking(move || api.stop()).await.unwrap();
+    assert_eq!(code, Some(0));
+    assert!(started.elapsed() >= Duration::from_millis(500), "exited before the batch could finish");
+    assert_eq!(request.await.unwrap().expect("the running batch got its response"), 200);
+    assert_eq!(redis.cmd_str(&["EXISTS", "term:29"]), resp::Value::Integer(1), "the last command ran");
+}
+
+#[test]
+fn bad_settings_fail_at_start_up_by_name() {
+    for (var, value, name) in [
+        ("PIPELAB_LISTEN", "not-an-address", "--listen"),
+        ("PIPELAB_MAX_COMMANDS", "many", "--max-commands"),
+        ("PIPELAB_LOG_FORMAT", "xml", "--log-format"),
+        ("PIPELAB_SHUTDOWN_GRACE_MS", "-5", "--shutdown-grace-ms"),
+    ] {
+        let (mut cmd, _) = serve_command(&[]);
+        // serve_command sets --listen itself: drop it for the PIPELAB_LISTEN case.
+        if var == "PIPELAB_LISTEN" {
+            cmd = Command::new(env!("CARGO_BIN_EXE_pipelab"));
+            cmd.arg("serve");
+        }
+        let out = cmd.env(var, value).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains(value), "{var}={value}: {stderr}");
+    }
+}

@@ -1,0 +1,121 @@
+//! Connections: Unix socket, AUTH (password and ACL user), SELECT, the
+//! client name, TLS (rustls) with a CA made by openssl for the test.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{free_port, RedisServer};
+use pipelab::conn::RedisTarget;
+use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, OnError, Report, Status};
+use resp::Value;
+
+fn batch(lines: &[&str]) -> Batch {
+    Batch {
+        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Vec<Argv>>(),
+        mode: Mode::Pipeline,
+        batch_size: 1000,
+        on_error: OnError::Continue,
+        simulated_rtt_ms: 0.0,
+        resp3: false,
+        watch: vec![],
+    }
+}
+
+async fn run(url: &str, lines: &[&str]) -> Result<Report, ExecError> {
+    execute(&RedisTarget::parse(url).unwrap(), &batch(lines), &ExecOptions::default()).await
+}
+
+fn bulk(s: &str) -> Value {
+    Value::Bulk(s.as_bytes().to_vec())
+}
+
+#[tokio::test]
+async fn unix_socket_select_and_client_name() {
+    let server = RedisServer::start();
+    let sock = server.socket.display().to_string();
+    for url in [sock.clone(), format!("unix://{sock}?db=2"), format!("redis://127.0.0.1:{}/3", server.port)] {
+        let r = run(&url, &["CLIENT GETNAME", "SET where here", "CLIENT INFO"]).await.unwrap();
+        assert_eq!(r.results[0].reply, Some(bulk("pipelab")), "{url}");
+        let Some(Value::Bulk(info)) = &r.results[2].reply else { panic!() };
+        let db = RedisTarget::parse(&url).unwrap().db;
+        assert!(String::from_utf8_lossy(info).contains(&format!(" db={db} ")), "{url}");
+        // The handshake is not part of the batch's counts.
+        assert_eq!(r.summary.write_calls, 1);
+    }
+    assert_eq!(server.cmd_str(&["SELECT", "2"]), Value::Simple(b"OK".to_vec()));
+    let Value::Bulk(ks) = server.cmd_str(&["INFO", "keyspace"]) else { panic!() };
+    let ks = String::from_utf8(ks).unwrap();
+    assert!(ks.contains("db0:keys=1") && ks.contains("db2:keys=1") && ks.contains("db3:keys=1"), "{ks}");
+}
+
+#[tokio::test]
+async fn auth_with_password_and_acl_user() {
+    let server = RedisServer::start_with(&["--requirepass", "p@ss word"]);
+    let port = server.port;
+    let r = run(&format!("redis://:p%40ss%20word@127.0.0.1:{port}"), &["PING"]).await.unwrap();
+    assert_eq!(r.results[0].status, Status::Ok);
+    let r = run(&format!("redis://default:p%40ss%20word@127.0.0.1:{port}"), &["ACL WHOAMI"]).await.unwrap();
+    assert_eq!(r.results[0].reply, Some(bulk("default")));
+
+    let admin = format!("redis://:p%40ss%20word@127.0.0.1:{port}");
+    run(&admin, &["ACL SETUSER alice on >wonder ~* &* +@all"]).await.unwrap();
+    for resp3 in [false, true] {
+        let mut b = batch(&["ACL WHOAMI"]);
+        b.resp3 = resp3;
+        let t = RedisTarget::parse(&format!("redis://alice:wonder@127.0.0.1:{port}")).unwrap();
+        let r = execute(&t, &b, &ExecOptions::default()).await.unwrap();
+        assert_eq!(r.results[0].reply, Some(bulk("alice")), "resp3 {resp3}");
+    }
+    let e = run(&format!("redis://alice:nope@127.0.0.1:{port}"), &["PING"]).await.unwrap_err();
+    assert!(matches!(e, ExecError::Connect(ref m) if m.contains("WRONGPASS")), "{e}");
+    let e = run(&format!("redis://127.0.0.1:{port}"), &["PING"]).await.unwrap();
+    // Without credentials the handshake passes (CLIENT SETNAME is not fatal) and commands get NOAUTH.
+    assert!(e.results[0].reply.as_ref().unwrap().error_message().unwrap().starts_with(b"NOAUTH"));
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl on PATH (scripts/test-exec.sh installs it)");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A CA and a server certificate for localhost / 127.0.0.1.
+fn make_certs(dir: &Path) {
+    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=pipelab test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+    openssl(dir, &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]);
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n").unwrap();
+    openssl(dir, &["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
+        "-days", "2", "-extfile", "ext.cnf"]);
+}
+
+#[tokio::test]
+async fn tls_with_rustls() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certs(certs.path());
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let tls_port = free_port();
+    let tls_port_s = tls_port.to_string();
+    let (cert, key, ca) = (p("server.crt"), p("server.key"), p("ca.crt"));
+    let _server = RedisServer::start_with(&[
+        "--tls-port", &tls_port_s, "--tls-cert-file", &cert, "--tls-key-file", &key, "--tls-ca-cert-file", &ca, "--tls-auth-clients", "no",
+    ]);
+    for host in ["localhost", "127.0.0.1"] {
+        let r = run(&format!("rediss://{host}:{tls_port}/1?tls_ca={ca}"), &["PING", "SET t 1"]).await.unwrap();
+        assert_eq!(r.results[0].reply, Some(Value::Simple(b"PONG".to_vec())), "{host}");
+    }
+    // The test CA is not among the Mozilla roots: verification fails…
+    let e = run(&format!("rediss://localhost:{tls_port}"), &["PING"]).await.unwrap_err();
+    assert!(matches!(e, ExecError::Connect(ref m) if m.contains("TLS") && m.contains("certificate")), "{e}");
+    // …unless asked not to verify.
+    let r = run(&format!("rediss://localhost:{tls_port}#insecure"), &["PING"]).await.unwrap();
+    assert_eq!(r.results[0].status, Status::Ok);
+    // Through the delay line too.
+    let mut b = batch(&["PING"]);
+    b.simulated_rtt_ms = 1.0;
+    let t = RedisTarget::parse(&format!("rediss://localhost:{tls_port}?tls_ca={ca}")).unwrap();
+    let r = execute(&t, &b, &ExecOptions::default()).await.unwrap();
+    assert_eq!(r.results[0].status, Status::Ok);
+    assert!(r.results[0].reply_us.unwrap() >= 1000);
+}

@@ -1,0 +1,122 @@
+//! The simulated RTT: round trips cost what they should, pipelined bytes
+//! are not throttled, and added latency is accurate to ±10%.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisServer;
+use pipelab::conn::RedisTarget;
+use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, OnError, Report};
+
+fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {
+    Batch { commands, mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: rtt, resp3: false, watch: vec![] }
+}
+
+fn sets(n: usize) -> Vec<Argv> {
+    (0..n).map(|i| vec![b"SET".to_vec(), format!("k{i}").into_bytes(), b"v".to_vec()]).collect()
+}
+
+async fn run(t: &RedisTarget, b: &Batch) -> Report {
+    execute(t, b, &ExecOptions::default()).await.unwrap()
+}
+
+/// 200 SETs behind 2 ms RTT: ≥ 400 ms one by one, a few ms pipelined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_ms_rtt_sequential_vs_pipeline() {
+    let server = RedisServer::start();
+    let t = RedisTarget::parse(&server.url).unwrap();
+    let seq = run(&t, &batch(Mode::Sequential, sets(200), 2.0)).await;
+    let pipe = run(&t, &batch(Mode::Pipeline, sets(200), 2.0)).await;
+    let (seq_ms, pipe_ms) = (seq.summary.total_us as f64 / 1000.0, pipe.summary.total_us as f64 / 1000.0);
+    eprintln!("200 SETs at 2 ms RTT: sequential {seq_ms:.1} ms, pipeline {pipe_ms:.2} ms");
+    assert_eq!(seq.summary.ok, 200);
+    assert_eq!(pipe.summary.ok, 200);
+    assert!(seq_ms >= 400.0, "{seq_ms}");
+    assert!((2.0..20.0).contains(&pipe_ms), "{pipe_ms}");
+    assert_eq!((seq.summary.round_trips, pipe.summary.round_trips), (200, 1));
+    // Every command of the sequential batch waited one RTT.
+    for c in &seq.results {
+        assert!(c.reply_us.unwrap() - c.sent_us.unwrap() >= 2000, "{c:?}");
+    }
+}
+
+/// Median latency of `n` sequential PINGs, in µs (reply_us − sent_us).
+async fn ping_median_us(t: &RedisTarget, rtt: f64, n: usize) -> f64 {
+    let r = run(t, &batch(Mode::Sequential, vec![vec![b"PING".to_vec()]; n], rtt)).await;
+    let mut lat: Vec<u64> = r.results.iter().map(|c| c.reply_us.unwrap() - c.sent_us.unwrap()).collect();
+    lat.sort_unstable();
+    lat[n / 2] as f64
+}
+
+/// Sequential PING latency with 0.2, 0.5 and 5 ms added is loopback latency
+/// plus the RTT within ±10% (medians; a few attempts, as the machine is shared).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn added_rtt_is_accurate() {
+    let server = RedisServer::start();
+    let t = RedisTarget::parse(&server.url).unwrap();
+    ping_median_us(&t, 0.0, 200).await; // warm-up
+    for rtt in [0.2, 0.5, 5.0] {
+        let n = if rtt >= 5.0 { 100 } else { 400 };
+        let mut last = String::new();
+        let ok = 'attempts: {
+            for _ in 0..3 {
+                let base = ping_median_us(&t, 0.0, 400).await;
+                let with = ping_median_us(&t, rtt, n).await;
+                let expected = base + rtt * 1000.0;
+                let err = (with - expected) / expected;
+                last = format!("RTT {rtt} ms: loopback {base:.0} µs, with delay {with:.0} µs, expected {expected:.0} µs, error {:+.1}%", err * 100.0);
+                eprintln!("{last}");
+                if err.abs() <= 0.10 {
+                    break 'attempts true;
+                }
+            }
+            false
+        };
+        assert!(ok, "{last}");
+    }
+}
+
+/// `pipelab proxy` adds the same delay for any client (here a raw socket).
+#[test]
+fn proxy_adds_rtt() {
+    use std::io::{Read, Write};
+    let server = RedisServer::start();
+    let port = common::free_port();
+    let mut proxy = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["proxy", "--listen", &format!("127.0.0.1:{port}"), "--upstream", &server.url, "--rtt", "5"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut s = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("proxy not listening: {e}"),
+        }
+    };
+    s.set_nodelay(true).unwrap();
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        s.write_all(b"PING\r\n").unwrap();
+        let mut buf = [0u8; 7];
+        s.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"+PONG\r\n");
+        times.push(t0.elapsed());
+    }
+    times.sort();
+    let median = times[10];
+    // Pipelined through the proxy: 100 PINGs in one write cost one RTT.
+    let t0 = Instant::now();
+    s.write_all(&b"PING\r\n".repeat(100)).unwrap();
+    let mut buf = vec![0u8; 700];
+    s.read_exact(&mut buf).unwrap();
+    let pipelined = t0.elapsed();
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+    eprintln!("proxy --rtt 5: PING median {median:?}, 100 pipelined PINGs {pipelined:?}");
+    assert!(median >= Duration::from_millis(5) && median < Duration::from_micros(5800), "{median:?}");
+    assert!(pipelined < Duration::from_millis(15), "{pipelined:?}");
+}

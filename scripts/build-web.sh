@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the playground: the wasm module (wasm/) and the page (web/ -> web/dist).
+# Idempotent; run from anywhere. Needs the wasm32 target and wasm-bindgen-cli
+# (scripts/setup.sh installs both); wasm-opt (Debian's binaryen) is optional.
+#
+#   PIPELAB_SKIP_PAGE=1   build only the wasm package (web/src/wasm-pkg)
+#   PIPELAB_SKIP_WASM=1   build only the page, from an existing web/src/wasm-pkg
+#                         (the Dockerfile's Node stage, which has no Rust)
+#   PIPELAB_NO_WASM_OPT=1 skip wasm-opt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '[build-web] %s\n' "$*" >&2; }
+
+if [ "${PIPELAB_SKIP_WASM:-0}" != 1 ]; then
+# The generated JS glue must come from the same wasm-bindgen as the crate.
+want=$(awk '/^name = "wasm-bindgen"$/{getline; split($0, a, "\""); print a[2]; exit}' Cargo.lock)
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')
+if [ "$want" != "$have" ]; then
+  log "wasm-bindgen-cli $have does not match the wasm-bindgen crate $want in Cargo.lock (run scripts/setup.sh)"
+  exit 1
+fi
+
+# Size over speed for the module only: opt-level "s", whole-program LTO, one
+# codegen unit. Set through the environment so the workspace's release
+# profile (used by the native binary) stays as it is.
+log "cargo build pipelab-wasm (wasm32, release, opt-level s, LTO)"
+CARGO_PROFILE_RELEASE_OPT_LEVEL=${PIPELAB_WASM_OPT_LEVEL:-s} CARGO_PROFILE_RELEASE_LTO=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+  cargo build -q --target wasm32-unknown-unknown --release -p pipelab-wasm
+wasm=target/wasm32-unknown-unknown/release/pipelab_wasm.wasm
+pkg=web/src/wasm-pkg
+mkdir -p "$pkg" target/wasm-opt
+input=$wasm
+if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && ! command -v wasm-opt >/dev/null && command -v apt-get >/dev/null; then
+  # Optional: Debian's binaryen for wasm-opt (about 25% smaller module). A
+  # failed install only means an unoptimised module.
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  log "apt-get install binaryen (wasm-opt)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends binaryen >/dev/null 2>&1 \
+    || log "binaryen not installed; continuing without wasm-opt"
+fi
+if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && command -v wasm-opt >/dev/null; then
+  # wasm-opt runs BEFORE wasm-bindgen: Debian's binaryen 108 run on
+  # wasm-bindgen's output breaks its externref table ("WebAssembly.Table.set():
+  # Argument 1 is invalid for table" at init). The feature flags are those
+  # rustc enables by default for wasm32-unknown-unknown; without them
+  # wasm-opt rejects the module.
+  opt=target/wasm-opt/pipelab_wasm.wasm
+  if wasm-opt -O${PIPELAB_WASM_OPT_LEVEL:-s} --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+      --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
+      "$wasm" -o "$opt" 2>target/wasm-opt/log; then
+    log "wasm-opt -Os: $(stat -c %s "$wasm") -> $(stat -c %s "$opt") bytes (before wasm-bindgen)"
+    input=$opt
+  else
+    log "wasm-opt failed, using the module as rustc built it: $(head -c 300 target/wasm-opt/log)"
+  fi
+fi
+wasm-bindgen --target web --out-dir "$pkg" "$input"
+bg="$pkg/pipelab_wasm_bg.wasm"
+log "wasm: $(stat -c %s "$bg") bytes, $(gzip -9 -c "$bg" | wc -c) gzipped"
+fi
+[ -f web/src/wasm-pkg/pipelab_wasm.js ] || { log "web/src/wasm-pkg is missing: build it first (without PIPELAB_SKIP_WASM)"; exit 1; }
+
+[ "${PIPELAB_SKIP_PAGE:-0}" = 1 ] && exit 0
+cd web
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+log "vite build -> web/dist"
+npm run -s build

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Tests of the playground: the wasm module in Node (acceptance vectors, round
+# trips, errors) and the page end to end in headless Debian Chromium against
+# `pipelab serve` with a real redis-server (each started on a free port).
+# Screenshots land in artifacts/ (git-ignored). Run from anywhere.
+#
+# Needs: what scripts/setup.sh installs (wasm32 target, wasm-bindgen-cli,
+# redis-server, chromium); npm packages are installed here (npm ci) when missing.
+#   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for tool in node npm redis-server wasm-bindgen; do
+  command -v "$tool" >/dev/null || { echo "test-web: $tool not found (run scripts/setup.sh)" >&2; exit 1; }
+done
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "test-web: ${CHROMIUM:-/usr/bin/chromium} not found (run scripts/setup.sh)" >&2; exit 1; }
+
+scripts/build-web.sh
+if [ -z "${PIPELAB_BIN:-}" ]; then
+  cargo build -q -p pipelab
+  export PIPELAB_BIN="$PWD/target/debug/pipelab"
+fi
+mkdir -p artifacts
+cd web
+node --test --test-concurrency=1 test/wasm/ test/e2e/

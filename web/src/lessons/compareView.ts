@@ -1,0 +1,56 @@
+// Compare: the playground's batch in all three modes (/api/v1/compare) at a
+// chosen RTT: total time and round trips as bar charts, speedup vs sequential.
+import { modeBarChart } from '../charts/charts.js';
+import type { PlaygroundState } from './bridge.js';
+import { compare } from './endpoints.js';
+import { el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
+
+export function compareView(state: PlaygroundState): HTMLElement {
+  const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', max: '1000', step: '0.1', value: '1' });
+  const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', max: '100000', step: '1', value: '1000' });
+  const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all three modes');
+  const out = el('div', { id: 'compare-out', 'aria-live': 'polite' });
+  const root = el(
+    'section',
+    { id: 'compare-view', class: 'view', 'aria-labelledby': 'compare-title' },
+    el('h2', { id: 'compare-title' }, 'Compare modes'),
+    prose(`<p>Runs the batch in the playground's editor once sequentially, once as a pipeline and once as
+      MULTI/EXEC, each on its own connection, at the RTT below. The batch really runs three times: its
+      side effects happen three times (three INCRs of one key end at 3).</p>`),
+    el('div', { class: 'controls' }, el('label', { class: 'field' }, 'RTT (ms) ', rtt), el('label', { class: 'field' }, 'Pipeline batch size ', size), run),
+    out,
+  );
+  run.addEventListener('click', async () => {
+    const s = state.get();
+    run.disabled = true;
+    out.replaceChildren(el('p', { class: 'message info' }, 'Running…'));
+    try {
+      const res = await compare({ text: s.text, batch_size: Number(size.value), simulated_rtt_ms: Number(rtt.value), on_error: s.on_error });
+      const timeCanvas = el('canvas', { id: 'compare-time-chart' });
+      const rtCanvas = el('canvas', { id: 'compare-rt-chart' });
+      out.replaceChildren(
+        el('div', { class: 'chart-row' }, el('div', { class: 'chart-box' }, timeCanvas), el('div', { class: 'chart-box' }, rtCanvas)),
+        table(
+          ['mode', 'total', 'round trips', 'commands/s', 'errors', 'speedup vs sequential'],
+          res.runs.map((r) => [
+            r.mode,
+            fmtMs(r.summary.total_us),
+            fmtInt(r.summary.round_trips),
+            fmtInt(r.summary.commands_per_sec ?? 0),
+            fmtInt(r.summary.errors),
+            el('span', { 'data-mode': r.mode, 'data-speedup': String(r.speedup_vs_sequential ?? '') }, r.speedup_vs_sequential == null ? '—' : fmtX(r.speedup_vs_sequential)),
+          ]),
+          { 'data-table': 'compare' },
+        ),
+        el('p', { class: 'note' }, res.note),
+      );
+      modeBarChart(timeCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.total_us / 1000 })), { title: 'total time', unit: 'ms', log: true });
+      modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', log: true });
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    } finally {
+      run.disabled = false;
+    }
+  });
+  return root;
+}

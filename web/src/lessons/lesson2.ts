@@ -1,0 +1,62 @@
+// Lesson 2: pipelining. The same batch written at once costs one round trip.
+import { compare } from './endpoints.js';
+import { timelines } from './timelines.js';
+import type { Lesson } from './types.js';
+import { el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, verdict } from './ui.js';
+
+const N = 1000;
+const text = lines(N, (i) => `SET tut:l2:key:${i} value-${i}`);
+
+export const lesson2: Lesson = {
+  n: 2,
+  title: 'Pipelining: the whole batch in one round trip',
+  claim: `Written at once, the same ${fmtInt(N)} SETs cost one round trip: at 1 ms RTT, ten times faster or more.`,
+  build() {
+    const rtt = slider({ id: 'l2-rtt', label: 'Simulated RTT', min: 0, max: 5, step: 0.1, value: 1, unit: 'ms' });
+    const same = el('input', { type: 'checkbox', id: 'l2-same-axis', checked: '' });
+    return {
+      text: prose(`
+        <p>A <b>pipeline</b> writes every command before reading any reply. Redis reads them from
+        its socket buffer, runs them in order and writes the replies back; the client reads them
+        all at the end. The network is crossed once each way for the whole batch, so the RTT is
+        paid once instead of ${fmtInt(N)} times.</p>
+        <p>This runs the batch of lesson 1 twice: sequentially, then as one pipeline
+        (<code>/api/v1/compare</code>). Both timelines share one time axis: the pipeline is the
+        thin sliver on the left. Nothing else changed: the same commands, the same replies.</p>`),
+      controls: el('div', {}, rtt.root, el('label', { class: 'check' }, same, ' same time axis')),
+      example: () => ({ text, mode: 'pipeline', simulated_rtt_ms: rtt.value(), batch_size: 1000, on_error: 'continue' }),
+      async run(out) {
+        const ms = rtt.value();
+        const res = await compare({ text, modes: ['pipeline'], batch_size: 1000, simulated_rtt_ms: ms, include_results: true });
+        const seq = res.runs.find((r) => r.mode === 'sequential')!;
+        const pipe = res.runs.find((r) => r.mode === 'pipeline')!;
+        const speedup = pipe.speedup_vs_sequential ?? seq.summary.total_us / Math.max(1, pipe.summary.total_us);
+        const label = (i: number) => `SET tut:l2:key:${i}`;
+        out.replaceChildren(
+          metrics([
+            { key: 'sequential_us', label: 'sequential', value: seq.summary.total_us, text: `${fmtMs(seq.summary.total_us)} · ${fmtInt(seq.summary.round_trips)} round trips` },
+            { key: 'pipeline_us', label: 'pipeline', value: pipe.summary.total_us, text: `${fmtMs(pipe.summary.total_us)} · ${fmtInt(pipe.summary.round_trips)} round trip${pipe.summary.round_trips === 1 ? '' : 's'}` },
+            { key: 'pipeline_round_trips', label: 'pipeline round trips', value: pipe.summary.round_trips, text: fmtInt(pipe.summary.round_trips) },
+            { key: 'speedup', label: 'speedup', value: speedup, text: fmtX(speedup) },
+          ]),
+          verdict(
+            pipe.summary.round_trips === 1 && (ms < 1 || speedup >= 10),
+            `At ${ms} ms RTT the pipeline took ${fmtMs(pipe.summary.total_us)} in ${fmtInt(pipe.summary.round_trips)} round trip(s), ${fmtX(speedup)} faster than ${fmtMs(seq.summary.total_us)} sequentially.`,
+          ),
+        );
+        const runs = [
+          { title: `sequential: ${fmtMs(seq.summary.total_us)}`, results: seq.results ?? [], totalUs: seq.summary.total_us, label },
+          { title: `pipeline: ${fmtMs(pipe.summary.total_us)}`, results: pipe.results ?? [], totalUs: pipe.summary.total_us, label },
+        ];
+        let shown = timelines(runs, same.checked);
+        out.append(shown);
+        // Toggling the axis redraws this run's timelines.
+        same.onchange = () => {
+          const next = timelines(runs, same.checked);
+          shown.replaceWith(next);
+          shown = next;
+        };
+      },
+    };
+  },
+};

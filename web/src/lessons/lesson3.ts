@@ -1,0 +1,71 @@
+// Lesson 3: batch size. Commands/s rises with the batch size until the RTT
+// is amortised, then flattens; past ~10k the cost is server memory.
+import { sweepChart } from '../charts/charts.js';
+import { batch, sweep } from './endpoints.js';
+import type { Lesson } from './types.js';
+import { el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, table, verdict } from './ui.js';
+
+const SIZES = [1, 10, 100, 1000, 10000];
+const TOTAL = 10000;
+const TEMPLATE = ['SET', 'tut:l3:key:{i}', 'x'];
+/** Value size for the reply-memory measurement, bytes. */
+const VALUE = 100;
+
+export const lesson3: Lesson = {
+  n: 3,
+  title: 'Batch size: how many commands per round trip',
+  claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: beyond ~10 000 per batch there is little left to gain.',
+  build() {
+    const rtt = slider({ id: 'l3-rtt', label: 'Simulated RTT', min: 0, max: 2, step: 0.05, value: 0.2, unit: 'ms' });
+    return {
+      text: prose(`
+        <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
+        <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
+        <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
+        which deletes its keys afterwards) and plots commands per second on logarithmic axes.</p>
+        <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
+        the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
+        Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
+        <p>Why the usual advice is batches of about <b>10 000</b>, not "everything at once": Redis
+        buffers the replies to a batch in the client's output buffer in server memory until the client
+        reads them, and the client holds the whole batch too. A million-command pipeline means
+        a million replies held at once, for no further gain in throughput. The run also measures what
+        one round trip of 10 000 replies weighs on your deployment.</p>`),
+      controls: rtt.root,
+      example: () => ({ text: Array.from({ length: TOTAL }, (_, i) => `SET tut:l3:key:${i} x`).join('\n'), mode: 'pipeline', batch_size: 100, simulated_rtt_ms: rtt.value(), on_error: 'continue' }),
+      async run(out) {
+        const ms = rtt.value();
+        const res = await sweep({ command: TEMPLATE, total: TOTAL, batch_sizes: SIZES, simulated_rtt_ms: ms });
+        const pts = res.points;
+        const canvas = el('canvas', { id: 'l3-chart' });
+        const cps = (b: number) => pts.find((p) => p.batch_size === b)?.commands_per_sec ?? 0;
+        // What one round trip of 10 000 replies weighs: GETs of a VALUE-byte string.
+        await batch({ text: `SET tut:l3:big ${'v'.repeat(VALUE)}`, mode: 'pipeline' });
+        const big = await batch({ text: lines(10000, () => 'GET tut:l3:big'), mode: 'pipeline', batch_size: 10000, simulated_rtt_ms: ms });
+        await batch({ text: 'DEL tut:l3:big', mode: 'pipeline' });
+        const perTrip = big.summary.bytes_received / Math.max(1, big.summary.round_trips);
+        const firstGain = cps(10) / Math.max(1, cps(1));
+        const lastGain = cps(10000) / Math.max(1, cps(1000));
+        out.replaceChildren(
+          el('div', { class: 'chart-box' }, canvas),
+          table(
+            ['batch size', 'round trips', 'total', 'commands/s'],
+            pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec)]),
+            { 'data-table': 'sweep' },
+          ),
+          el('p', {}, `Reply memory: 10 000 GETs of a ${VALUE}-byte value in one round trip:`),
+          metrics([
+            { key: 'reply_bytes_per_round_trip', label: 'replies per round trip', value: perTrip, text: `${fmtInt(perTrip)} bytes` },
+            { key: 'reply_bytes_at_1m', label: 'the same at 1 000 000 per batch', value: perTrip * 100, text: `≈ ${fmtInt((perTrip * 100) / 1e6)} MB` },
+          ]),
+          el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
+          verdict(
+            firstGain > lastGain && cps(1000) > cps(1) * 5,
+            `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1 000 to 10 000 only ${fmtX(lastGain)} (RTT ${ms} ms).`,
+          ),
+        );
+        sweepChart(canvas, [{ label: `RTT ${ms} ms`, points: pts.map((p) => [p.batch_size, p.commands_per_sec]) }]);
+      },
+    };
+  },
+};

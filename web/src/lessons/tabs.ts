@@ -1,0 +1,41 @@
+// Tabs over the page's views: the playground (index.html's <main>), the
+// tutorial, compare and sweep. The open view is part of the permalink.
+import { el } from './ui.js';
+
+export type ViewName = 'playground' | 'tutorial' | 'compare' | 'sweep';
+export const VIEWS: Array<[ViewName, string]> = [
+  ['playground', 'Playground'],
+  ['tutorial', 'Tutorial'],
+  ['compare', 'Compare modes'],
+  ['sweep', 'Batch-size sweep'],
+];
+
+export class Tabs {
+  readonly nav: HTMLElement;
+  private current: ViewName = 'playground';
+  private buttons = new Map<ViewName, HTMLButtonElement>();
+
+  constructor(private panels: Record<ViewName, HTMLElement>) {
+    this.nav = el('nav', { class: 'tabs', id: 'tabs', role: 'tablist', 'aria-label': 'Views' });
+    for (const [name, label] of VIEWS) {
+      const b = el('button', { type: 'button', role: 'tab', id: `tab-${name}`, 'data-view': name, 'aria-controls': panels[name].id }, label);
+      b.addEventListener('click', () => this.show(name));
+      this.buttons.set(name, b);
+      this.nav.append(b);
+      panels[name].setAttribute('role', 'tabpanel');
+    }
+    this.show('playground');
+  }
+
+  get view(): ViewName {
+    return this.current;
+  }
+
+  show(name: ViewName): void {
+    this.current = name;
+    for (const [n, panel] of Object.entries(this.panels) as Array<[ViewName, HTMLElement]>) {
+      panel.hidden = n !== name;
+      this.buttons.get(n)?.setAttribute('aria-selected', String(n === name));
+    }
+  }
+}

@@ -1,0 +1,69 @@
+// The tutorial: seven lessons in order, each a card with its claim, its
+// explanation, "Load example" (into the playground) and "Run" (the
+// experiment, against the reader's own Redis, numbers shown in the card).
+import { lesson1 } from './lesson1.js';
+import { lesson2 } from './lesson2.js';
+import { lesson3 } from './lesson3.js';
+import { lesson4 } from './lesson4.js';
+import { lesson5 } from './lesson5.js';
+import { lesson6 } from './lesson6.js';
+import { lesson7 } from './lesson7.js';
+import type { Bridge, Lesson } from './types.js';
+import { el, errorBox, prose } from './ui.js';
+
+export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7];
+
+function card(lesson: Lesson, bridge: Bridge): HTMLElement {
+  const parts = lesson.build();
+  const out = el('div', { class: 'lesson-result', 'aria-live': 'polite', 'data-state': 'idle' });
+  const load = el('button', { type: 'button', class: 'load-example' }, 'Load example');
+  const run = el('button', { type: 'button', class: 'run run-lesson' }, 'Run');
+  load.addEventListener('click', () => bridge.loadExample(parts.example()));
+  run.addEventListener('click', async () => {
+    run.disabled = true;
+    run.setAttribute('aria-busy', 'true');
+    out.dataset.state = 'running';
+    out.replaceChildren(el('p', { class: 'message info' }, 'Running on your Redis…'));
+    try {
+      await parts.run(out);
+      out.dataset.state = 'done';
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+      out.dataset.state = 'failed';
+    } finally {
+      run.disabled = false;
+      run.removeAttribute('aria-busy');
+    }
+  });
+  const id = `lesson-${lesson.n}`;
+  return el(
+    'article',
+    { class: 'lesson', id, 'data-lesson': String(lesson.n), 'aria-labelledby': `${id}-title` },
+    el('h3', { id: `${id}-title` }, `${lesson.n}. ${lesson.title}`),
+    el('p', { class: 'claim' }, lesson.claim),
+    parts.text,
+    ...(parts.controls ? [el('div', { class: 'lesson-controls' }, parts.controls)] : []),
+    el('div', { class: 'lesson-actions' }, load, ' ', run),
+    out,
+  );
+}
+
+export function tutorialView(bridge: Bridge): HTMLElement {
+  const toc = el('ol', { class: 'toc' }, ...LESSONS.map((l) => el('li', {}, el('a', { href: `#lesson-${l.n}`, 'data-goto': String(l.n) }, l.title))));
+  toc.addEventListener('click', (e) => {
+    const a = (e.target as HTMLElement).closest('a[data-goto]');
+    if (!a) return;
+    e.preventDefault(); // the fragment holds the permalink
+    document.getElementById(`lesson-${a.getAttribute('data-goto')}`)?.scrollIntoView({ behavior: 'smooth' });
+  });
+  return el(
+    'section',
+    { id: 'tutorial-view', class: 'view tutorial', 'aria-labelledby': 'tutorial-title' },
+    el('h2', { id: 'tutorial-title' }, 'Pipelining, measured on your Redis'),
+    prose(`<p>Seven short lessons. Each makes one claim and measures it with one click on the Redis
+      behind this page; no number below is written in advance. "Load example" puts the lesson's
+      batch into the playground to play with. Keys are prefixed <code>tut:</code>.</p>`),
+    toc,
+    ...LESSONS.map((l) => card(l, bridge)),
+  );
+}

@@ -1,0 +1,28 @@
+import type { PageState } from '../permalink.js';
+
+/** How a lesson reaches the playground. */
+export interface Bridge {
+  /** Puts a batch and its options into the playground editor and controls, and shows the playground. */
+  loadExample(state: Partial<PageState>): void;
+}
+
+/** What a lesson's card is built from. */
+export interface LessonParts {
+  /** The explanation (constant prose written for pipelab). */
+  text: HTMLElement;
+  /** The lesson's own knobs (RTT slider, sizes), if any. */
+  controls?: HTMLElement;
+  /** The batch that "Load example" puts into the playground, at the current knob values. */
+  example(): Partial<PageState>;
+  /** Runs the lesson's experiment against the reader's Redis and shows its numbers in `out`. */
+  run(out: HTMLElement): Promise<void>;
+}
+
+/** One lesson: one claim, measured by one click. */
+export interface Lesson {
+  n: number;
+  title: string;
+  /** The claim, one sentence; the run checks it on the reader's deployment. */
+  claim: string;
+  build(): LessonParts;
+}

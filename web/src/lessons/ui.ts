@@ -1,0 +1,75 @@
+// Small DOM helpers shared by the lessons and the compare/sweep views. Every
+// number shown carries `data-metric` and `data-value` (the raw number), so a
+// reader's screen reader and the end-to-end tests read the same values.
+
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Array<Node | string>): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v;
+    else e.setAttribute(k, v);
+  }
+  e.append(...children);
+  return e;
+}
+
+/** HTML for lesson prose: our own constant strings only, never user or Redis data. */
+export function prose(html: string): HTMLDivElement {
+  const d = el('div', { class: 'prose' });
+  d.innerHTML = html;
+  return d;
+}
+
+export const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
+export const fmtMs = (us: number) => {
+  const ms = us / 1000;
+  return `${ms.toLocaleString('en-US', { maximumFractionDigits: ms < 10 ? 2 : ms < 100 ? 1 : 0 })} ms`;
+};
+export const fmtX = (x: number) => `${x.toLocaleString('en-US', { maximumFractionDigits: x < 10 ? 1 : 0 })}×`;
+
+export interface Metric {
+  key: string;
+  label: string;
+  value: number;
+  text: string;
+}
+
+/** A `<dl>` of measured values. */
+export function metrics(items: Metric[]): HTMLDListElement {
+  const dl = el('dl', { class: 'metrics' });
+  for (const m of items) {
+    dl.append(el('div', { 'data-metric': m.key, 'data-value': String(m.value) }, el('dt', {}, m.label), el('dd', {}, m.text)));
+  }
+  return dl;
+}
+
+/** The lesson's claim checked against this run: `holds` true/false. */
+export function verdict(holds: boolean, text: string): HTMLParagraphElement {
+  return el('p', { class: `verdict ${holds ? 'holds' : 'differs'}`, 'data-verdict': holds ? 'holds' : 'differs' }, (holds ? '✔ ' : '✘ ') + text);
+}
+
+export function errorBox(e: unknown): HTMLParagraphElement {
+  const err = e as { message?: string; code?: string };
+  return el('p', { class: 'message error', role: 'alert' }, `Run failed: ${err.message ?? String(e)}${err.code ? ` (${err.code})` : ''}`);
+}
+
+/** A range slider with its value shown, e.g. the simulated RTT. */
+export function slider(opts: { id: string; label: string; min: number; max: number; step: number; value: number; unit: string }): { root: HTMLLabelElement; input: HTMLInputElement; value(): number } {
+  const input = el('input', { type: 'range', id: opts.id, min: String(opts.min), max: String(opts.max), step: String(opts.step), value: String(opts.value) });
+  const out = el('output', { for: opts.id }, `${opts.value} ${opts.unit}`);
+  input.addEventListener('input', () => (out.textContent = `${input.value} ${opts.unit}`));
+  const root = el('label', { class: 'slider' }, `${opts.label} `, input, out);
+  return { root, input, value: () => Number(input.value) };
+}
+
+/** A small table: header row and body rows of text cells. */
+export function table(head: string[], rows: Array<Array<string | Node>>, attrs: Record<string, string> = {}): HTMLTableElement {
+  return el(
+    'table',
+    { class: 'lesson-table', ...attrs },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, c))))),
+  );
+}
+
+/** Lines of text: `N` commands built from `line(i)`. */
+export const lines = (n: number, line: (i: number) => string) => Array.from({ length: n }, (_, i) => line(i)).join('\n');

@@ -1,0 +1,203 @@
+// The playground: editors (wasm only, work offline), run controls, and the
+// results of `POST /api/v1/batch` as a summary, a timeline and a table.
+import { keymap } from '@codemirror/view';
+import { Prec } from '@codemirror/state';
+import { ApiError, checkHealth, runBatch, type BatchRequest, type BatchResponse, type Health, type Mode } from './api.js';
+import { createEditors, type BatchSnapshot } from './editor/views.js';
+import { ResultsTable } from './results/table.js';
+import { sample } from './samples.js';
+import { Timeline } from './timeline/timeline.js';
+import * as wasm from './wasm.js';
+import * as respText from './editor/respText.js';
+import { mountTutorial } from './lessons/index.js';
+
+const { loadWasm } = wasm;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+const banner = $<HTMLDivElement>('banner');
+const summaryEl = $<HTMLElement>('summary');
+const runButton = $<HTMLButtonElement>('run');
+const batchSize = $<HTMLInputElement>('batch-size');
+const rtt = $<HTMLInputElement>('rtt');
+
+function showBanner(health: Health, detail?: string) {
+  if (health === 'ok') {
+    banner.hidden = true;
+    banner.textContent = '';
+    return;
+  }
+  banner.hidden = false;
+  banner.dataset.kind = health;
+  const why = detail ? ` Server said: ${detail.replace(/^Redis is unreachable:\s*/i, '')}.` : '';
+  banner.textContent = health === 'redis_down'
+    ? `Redis is unreachable: runs fail until it is back. The editors still work (they run in your browser).${why}`
+    : `The pipelab API is unreachable: start it with \`pipelab serve\` to run batches. The editors still work (they run in your browser).${why}`;
+}
+
+async function refreshHealth() {
+  showBanner(await checkHealth());
+}
+
+function currentMode(): Mode {
+  return (document.querySelector<HTMLInputElement>('input[name="mode"]:checked')?.value ?? 'pipeline') as Mode;
+}
+
+function syncControls() {
+  batchSize.disabled = currentMode() !== 'pipeline';
+  const v = Number(rtt.value);
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
+    b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
+  }
+}
+
+function request(snap: BatchSnapshot): BatchRequest | string {
+  const size = Number(batchSize.value);
+  if (!Number.isInteger(size) || size < 1 || size > 100000) return 'Batch size must be a whole number from 1 to 100 000.';
+  const ms = Number(rtt.value);
+  if (!Number.isFinite(ms) || ms < 0 || ms > 1000) return 'Simulated RTT must be between 0 and 1000 ms.';
+  const req: BatchRequest = {
+    text: snap.inlineText,
+    mode: currentMode(),
+    batch_size: size,
+    on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
+    simulated_rtt_ms: ms,
+  };
+  if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
+  return req;
+}
+
+function renderSummary(res: BatchResponse) {
+  const s = res.summary;
+  const n = (x: number | undefined) => (x ?? 0).toLocaleString('en-US');
+  const totalMs = s.total_us / 1000;
+  const perSec = s.commands_per_sec ?? (s.total_us > 0 ? (s.commands * 1e6) / s.total_us : 0);
+  const items: [string, string, string][] = [
+    ['mode', s.mode ?? currentMode(), 'mode'],
+    ['commands', n(s.commands), 'commands'],
+    ['ok', n(s.ok), 'ok'],
+    ['errors', n(s.errors), 'errors'],
+    ['not sent', n(s.not_sent), 'not_sent'],
+    ['unknown', n(s.unknown), 'unknown'],
+    ['round trips', n(s.round_trips), 'round_trips'],
+    ['bytes sent', n(s.bytes_sent), 'bytes_sent'],
+    ['bytes received', n(s.bytes_received), 'bytes_received'],
+    ['total time', `${totalMs.toFixed(3)} ms`, 'total'],
+    ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+  ];
+  if (res.transaction) {
+    const t = res.transaction;
+    items.push(['transaction', t.status.replace('_', ' ') + (t.message ? `: ${t.message}` : ''), 'transaction']);
+  }
+  const dl = document.createElement('dl');
+  for (const [k, v, key] of items) {
+    const div = document.createElement('div');
+    div.dataset.key = key;
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v;
+    div.append(dt, dd);
+    dl.append(div);
+  }
+  summaryEl.replaceChildren(dl);
+}
+
+function summaryMessage(text: string, kind: 'error' | 'info' = 'error') {
+  const p = document.createElement('p');
+  p.className = `message ${kind}`;
+  p.textContent = text;
+  summaryEl.replaceChildren(p);
+}
+
+async function main() {
+  await loadWasm();
+  const timeline = new Timeline($<HTMLCanvasElement>('timeline'), $<HTMLElement>('timeline-tip'));
+  const table = new ResultsTable($<HTMLElement>('results'), $<HTMLElement>('detail'));
+  timeline.set(null);
+
+  let running = false;
+  const run = async () => {
+    if (running) return true;
+    const snap = editors.snapshot();
+    if (snap.respError) return summaryMessage(`Fix the RESP view first: ${snap.respError}`), true;
+    if (snap.inlineErrors > 0) return summaryMessage('Fix the errors underlined in the inline view first.'), true;
+    if (snap.commands === 0) return summaryMessage('Nothing to run: type a command, one per line.'), true;
+    const req = request(snap);
+    if (typeof req === 'string') return summaryMessage(req), true;
+    running = true;
+    runButton.disabled = true;
+    runButton.setAttribute('aria-busy', 'true');
+    summaryMessage(`Running ${snap.commands.toLocaleString('en-US')} commands…`, 'info');
+    try {
+      const res = await runBatch(req);
+      const label = (i: number) => (i < snap.commands ? snap.inlineText.slice(snap.textFrom[i], snap.textTo[i]) : '');
+      renderSummary(res);
+      timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
+      table.set(res, label);
+      showBanner('ok');
+    } catch (e) {
+      const err = e as ApiError;
+      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`);
+      if (err.status === 0) showBanner('api_down');
+      else if (err.status === 503) showBanner('redis_down', err.message);
+      else void refreshHealth();
+    } finally {
+      running = false;
+      runButton.disabled = false;
+      runButton.removeAttribute('aria-busy');
+    }
+    return true;
+  };
+
+  const runKeys = Prec.highest(keymap.of([{ key: 'Mod-Enter', run: () => (void run(), true) }]));
+  const editors = createEditors({
+    inlineParent: $('inline-editor'),
+    respParent: $('resp-editor'),
+    inlineStatus: $('inline-status'),
+    respStatus: $('resp-status'),
+    initial: sample('demo')!,
+    extraKeys: runKeys,
+  });
+  // Expose for tests and the console.
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
+
+  $<HTMLFormElement>('controls').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void run();
+  });
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.defaultPrevented) {
+      e.preventDefault();
+      void run();
+    }
+  });
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
+    b.addEventListener('click', () => {
+      rtt.value = b.dataset.rtt ?? '0';
+      syncControls();
+    });
+  }
+  rtt.addEventListener('input', syncControls);
+  for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
+  $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
+    const select = e.target as HTMLSelectElement;
+    const text = sample(select.value);
+    if (text !== null) editors.setInline(text);
+    select.value = '';
+  });
+  syncControls();
+  // Tutorial, compare and sweep views, share bar; restores a permalink.
+  await mountTutorial({ editors });
+
+  await refreshHealth();
+  setInterval(() => {
+    if (document.visibilityState === 'visible') void refreshHealth();
+  }, 5000);
+}
+
+main().catch((e) => {
+  showBanner('api_down');
+  banner.textContent = `The playground failed to start: ${(e as Error).message}`;
+  console.error(e);
+});

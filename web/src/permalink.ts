@@ -1,0 +1,95 @@
+// Permalinks: the page state (editor text, mode, options, open view) in the
+// URL fragment, so a link restores exactly what its author ran. The fragment
+// never reaches the server.
+//
+// Format: `#s=` + base64url(deflate-raw(UTF-8 JSON)) — JSON so fields can be
+// added, deflate because batches are repetitive (1000 SETs shrink ~50x).
+
+export type Mode = 'sequential' | 'pipeline' | 'transaction';
+export type OnError = 'continue' | 'stop';
+
+/** What a permalink restores. Times in ms, as the RTT slider shows them. */
+export interface PageState {
+  text: string;
+  mode: Mode;
+  batch_size: number;
+  on_error: OnError;
+  simulated_rtt_ms: number;
+  /** The open tab: `playground`, `compare`, `sweep` or `lesson-N`. */
+  view?: string;
+}
+
+const MODES: Mode[] = ['sequential', 'pipeline', 'transaction'];
+const PREFIX = 's=';
+
+async function pipeThrough(bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> {
+  const out = new Response(new Blob([bytes as BlobPart]).stream().pipeThrough(stream));
+  return new Uint8Array(await out.arrayBuffer());
+}
+
+function toBase64Url(bytes: Uint8Array): string {
+  let bin = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(s: string): Uint8Array {
+  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('permalink: not base64url (characters other than A-Z a-z 0-9 - _)');
+  let bin: string;
+  try {
+    bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4));
+  } catch {
+    throw new Error(`permalink: the data is damaged (${s.length} base64url characters cannot be decoded; was the link cut?)`);
+  }
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** The fragment (with its leading `#`) that restores `state`. */
+export async function encodePermalink(state: PageState): Promise<string> {
+  const json = JSON.stringify({ v: 1, ...state });
+  const packed = await pipeThrough(new TextEncoder().encode(json), new CompressionStream('deflate-raw'));
+  return '#' + PREFIX + toBase64Url(packed);
+}
+
+/** Checks one field; the error names it, as the API's do. */
+function field<T>(o: Record<string, unknown>, name: string, ok: (v: unknown) => boolean, what: string): T {
+  if (!ok(o[name])) throw new Error(`permalink: field \`${name}\` must be ${what}, got ${JSON.stringify(o[name])}`);
+  return o[name] as T;
+}
+
+/**
+ * The state in a fragment (`#s=...`, with or without `#`); `null` when the
+ * fragment holds no permalink. Throws an Error naming the field or step that
+ * failed (bad base64url, bad deflate data, bad JSON, a field of the wrong type).
+ */
+export async function decodePermalink(fragment: string): Promise<PageState | null> {
+  const f = fragment.startsWith('#') ? fragment.slice(1) : fragment;
+  if (!f.startsWith(PREFIX)) return null;
+  const packed = fromBase64Url(f.slice(PREFIX.length));
+  let json: string;
+  try {
+    json = new TextDecoder('utf-8', { fatal: true }).decode(await pipeThrough(packed, new DecompressionStream('deflate-raw')));
+  } catch (e) {
+    throw new Error(`permalink: the data is damaged (cannot inflate: ${(e as Error).message})`);
+  }
+  let o: unknown;
+  try {
+    o = JSON.parse(json);
+  } catch (e) {
+    throw new Error(`permalink: not JSON (${(e as Error).message})`);
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error('permalink: not a JSON object');
+  const r = o as Record<string, unknown>;
+  field(r, 'v', (v) => v === 1, 'version 1');
+  const state: PageState = {
+    text: field(r, 'text', (v) => typeof v === 'string', 'a string'),
+    mode: field(r, 'mode', (v) => MODES.includes(v as Mode), 'sequential, pipeline or transaction'),
+    batch_size: field(r, 'batch_size', (v) => Number.isInteger(v) && (v as number) >= 1, 'an integer >= 1'),
+    on_error: field(r, 'on_error', (v) => v === 'continue' || v === 'stop', 'continue or stop'),
+    simulated_rtt_ms: field(r, 'simulated_rtt_ms', (v) => typeof v === 'number' && v >= 0 && Number.isFinite(v), 'a number of ms >= 0'),
+  };
+  if (r.view !== undefined) state.view = field(r, 'view', (v) => typeof v === 'string' && /^[a-z0-9-]{1,32}$/.test(v), 'a view name');
+  return state;
+}

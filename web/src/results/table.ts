@@ -1,0 +1,175 @@
+// Results table: one row per command. Only the rows in view exist in the
+// DOM (fixed row height), so 10 000 results scroll without freezing. A row
+// opens its full reply in redis-cli format, and the raw RESP on demand.
+import type { BatchResponse, CommandResult } from '../api.js';
+import { escapeBytes } from '../editor/respText.js';
+import { formatReply, replyToResp } from '../wasm.js';
+
+const ROW_H = 28;
+const OVERSCAN = 8;
+
+const STATUS_TEXT: Record<string, string> = {
+  ok: 'ok',
+  error: 'error',
+  not_sent: 'not sent',
+  unknown: 'unknown',
+};
+
+const STATUS_HELP: Record<string, string> = {
+  not_sent: 'Never written to Redis (an earlier error with on_error "stop", or the batch was cut short).',
+  unknown: 'Written, but the connection failed before its reply: it may or may not have run. It is not retried.',
+};
+
+const ms = (us?: number) => (us === undefined ? '—' : (us / 1000).toFixed(3));
+
+function cell(text: string, cls: string): HTMLElement {
+  const d = document.createElement('div');
+  d.setAttribute('role', 'cell');
+  d.className = cls;
+  d.textContent = text;
+  return d;
+}
+
+export class ResultsTable {
+  private results: CommandResult[] = [];
+  private label: (i: number) => string = () => '';
+  private body: HTMLElement;
+  private rows = new Map<number, HTMLElement>();
+  private selected = -1;
+  private replyCache = new Map<number, string>();
+
+  constructor(private scroller: HTMLElement, private detail: HTMLElement) {
+    const header = document.createElement('div');
+    header.className = 'row header';
+    header.setAttribute('role', 'row');
+    for (const [t, c] of [['#', 'c-index'], ['command', 'c-cmd'], ['reply', 'c-reply'], ['status', 'c-status'], ['sent ms', 'c-time'], ['reply ms', 'c-time']]) {
+      const h = cell(t, c);
+      h.setAttribute('role', 'columnheader');
+      header.append(h);
+    }
+    this.body = document.createElement('div');
+    this.body.className = 'rows';
+    this.body.setAttribute('role', 'rowgroup');
+    scroller.replaceChildren(header, this.body);
+    scroller.addEventListener('scroll', () => this.render());
+    new ResizeObserver(() => this.render()).observe(scroller);
+  }
+
+  set(response: BatchResponse | null, label: (i: number) => string) {
+    this.results = response?.results ?? [];
+    this.label = label;
+    this.rows.forEach((r) => r.remove());
+    this.rows.clear();
+    this.replyCache.clear();
+    this.selected = -1;
+    this.detail.replaceChildren();
+    this.body.style.height = `${this.results.length * ROW_H}px`;
+    this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
+    this.scroller.scrollTop = 0;
+    this.render();
+  }
+
+  private replyText(i: number): string {
+    let s = this.replyCache.get(i);
+    if (s === undefined) {
+      const r = this.results[i];
+      s = r.reply ? formatReply(r.reply).trimEnd() : '';
+      this.replyCache.set(i, s);
+    }
+    return s;
+  }
+
+  private render() {
+    const first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW_H) - OVERSCAN);
+    const last = Math.min(this.results.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / ROW_H) + OVERSCAN);
+    for (const [i, el] of this.rows) {
+      if (i < first || i >= last) {
+        el.remove();
+        this.rows.delete(i);
+      }
+    }
+    for (let i = first; i < last; i++) {
+      if (!this.rows.has(i)) {
+        const el = this.row(i);
+        this.rows.set(i, el);
+        this.body.append(el);
+      }
+    }
+  }
+
+  private row(i: number): HTMLElement {
+    const r = this.results[i];
+    const row = document.createElement('div');
+    row.className = `row status-${r.status}${i === this.selected ? ' selected' : ''}`;
+    row.setAttribute('role', 'row');
+    row.setAttribute('aria-rowindex', String(i + 2));
+    row.tabIndex = 0;
+    row.style.top = `${i * ROW_H}px`;
+    row.dataset.index = String(i);
+    const reply = this.replyText(i);
+    const firstLine = reply.split('\n', 1)[0] ?? '';
+    row.append(
+      cell(String(r.index + 1), 'c-index'),
+      cell(this.label(r.index), 'c-cmd'),
+      cell(reply.includes('\n') ? `${firstLine} …` : firstLine || (r.status === 'ok' ? '' : '—'), 'c-reply'),
+      cell(STATUS_TEXT[r.status] ?? r.status, `c-status badge-${r.status}`),
+      cell(ms(r.sent_us), 'c-time'),
+      cell(ms(r.reply_us), 'c-time'),
+    );
+    row.title = STATUS_HELP[r.status] ?? '';
+    const open = () => this.select(i);
+    row.addEventListener('click', open);
+    row.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' || e.key === ' ') {
+        e.preventDefault();
+        open();
+      } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        const next = Math.min(Math.max(i + (e.key === 'ArrowDown' ? 1 : -1), 0), this.results.length - 1);
+        this.scroller.scrollTop = Math.max(0, Math.min(this.scroller.scrollTop, next * ROW_H), (next + 1) * ROW_H - this.scroller.clientHeight + ROW_H);
+        this.render();
+        this.rows.get(next)?.focus();
+      }
+    });
+    return row;
+  }
+
+  /** Shows command i's full reply (redis-cli format) with a raw-RESP toggle. */
+  select(i: number) {
+    this.rows.get(this.selected)?.classList.remove('selected');
+    this.selected = i;
+    this.rows.get(i)?.classList.add('selected');
+    const r = this.results[i];
+    const title = document.createElement('h3');
+    title.textContent = `#${r.index + 1} ${this.label(r.index)} — ${STATUS_TEXT[r.status] ?? r.status}`;
+    const parts: HTMLElement[] = [title];
+    if (STATUS_HELP[r.status]) {
+      const p = document.createElement('p');
+      p.textContent = STATUS_HELP[r.status];
+      parts.push(p);
+    }
+    if (r.reply) {
+      const pre = document.createElement('pre');
+      pre.className = 'reply-cli';
+      pre.textContent = this.replyText(i);
+      const raw = document.createElement('pre');
+      raw.className = 'reply-raw';
+      raw.hidden = true;
+      const toggle = document.createElement('button');
+      toggle.type = 'button';
+      toggle.textContent = 'Show raw RESP';
+      toggle.setAttribute('aria-expanded', 'false');
+      toggle.addEventListener('click', () => {
+        if (!raw.textContent) {
+          const bytes = replyToResp(r.reply!);
+          raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
+        }
+        raw.hidden = !raw.hidden;
+        toggle.textContent = raw.hidden ? 'Show raw RESP' : 'Hide raw RESP';
+        toggle.setAttribute('aria-expanded', String(!raw.hidden));
+      });
+      parts.push(pre, toggle, raw);
+    }
+    this.detail.replaceChildren(...parts);
+  }
+}

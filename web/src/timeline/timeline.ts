@@ -1,0 +1,160 @@
+// The waterfall: one row per command, a bar from when it was sent to when its
+// reply was read, all on one time axis. Sequential runs draw a staircase (one
+// round trip per command); a pipeline draws one block per round trip.
+// Canvas, drawn in one pass grouped by colour, so 10 000+ rows stay smooth.
+import type { CommandResult, Status } from '../api.js';
+
+const COLORS: Record<Status, string> = {
+  ok: '#2f7ed8',
+  error: '#d9363e',
+  unknown: '#e8a317',
+  not_sent: '#9aa0a6',
+};
+
+const MARGIN = { left: 64, right: 16, top: 10, bottom: 30 };
+
+export interface TimelineData {
+  results: CommandResult[];
+  totalUs: number;
+  /** Inline text of command i, for the tooltip. */
+  label: (i: number) => string;
+}
+
+/** Round number of ms for axis ticks: 1, 2 or 5 × 10^k. */
+function niceStep(rangeMs: number, ticks: number): number {
+  const raw = rangeMs / ticks;
+  const pow = 10 ** Math.floor(Math.log10(raw || 1e-3));
+  for (const m of [1, 2, 5, 10]) if (m * pow >= raw) return m * pow;
+  return 10 * pow;
+}
+
+const fmtMs = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
+
+export class Timeline {
+  private data: TimelineData | null = null;
+  private frame = 0;
+
+  constructor(private canvas: HTMLCanvasElement, private tip: HTMLElement) {
+    new ResizeObserver(() => this.schedule()).observe(canvas);
+    canvas.addEventListener('mousemove', (e) => this.hover(e));
+    canvas.addEventListener('mouseleave', () => (this.tip.hidden = true));
+  }
+
+  set(data: TimelineData | null) {
+    this.data = data;
+    const n = data?.results.length ?? 0;
+    this.canvas.setAttribute(
+      'aria-label',
+      data ? `Timeline of ${n} commands over ${fmtMs(this.maxUs() / 1000)} ms: each bar runs from when a command was sent to when its reply arrived.` : 'Timeline: no run yet',
+    );
+    this.schedule();
+  }
+
+  private schedule() {
+    cancelAnimationFrame(this.frame);
+    this.frame = requestAnimationFrame(() => this.draw());
+  }
+
+  private maxUs(): number {
+    if (!this.data) return 1;
+    let max = this.data.totalUs;
+    for (const r of this.data.results) max = Math.max(max, r.reply_us ?? 0, r.sent_us ?? 0);
+    return Math.max(max, 1);
+  }
+
+  private geometry() {
+    const w = this.canvas.clientWidth;
+    const h = this.canvas.clientHeight;
+    const plotW = Math.max(w - MARGIN.left - MARGIN.right, 10);
+    const plotH = Math.max(h - MARGIN.top - MARGIN.bottom, 10);
+    const n = Math.max(this.data?.results.length ?? 1, 1);
+    return { w, h, plotW, plotH, n, rowH: plotH / n, maxUs: this.maxUs() };
+  }
+
+  draw() {
+    const dpr = window.devicePixelRatio || 1;
+    const { w, h, plotW, plotH, n, rowH, maxUs } = this.geometry();
+    this.canvas.width = Math.round(w * dpr);
+    this.canvas.height = Math.round(h * dpr);
+    const ctx = this.canvas.getContext('2d');
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.fillStyle = '#5f6368';
+    if (!this.data || this.data.results.length === 0) {
+      ctx.fillText('Run a batch to see when each command was sent and answered.', 8, MARGIN.top + 20);
+      return;
+    }
+    const sx = (us: number) => MARGIN.left + (us / maxUs) * plotW;
+
+    // Time axis with grid lines.
+    const maxMs = maxUs / 1000;
+    const step = niceStep(maxMs, Math.max(2, Math.floor(plotW / 90)));
+    ctx.strokeStyle = '#e3e5e8';
+    ctx.lineWidth = 1;
+    ctx.textAlign = 'center';
+    for (let t = 0; t <= maxMs + 1e-9; t += step) {
+      const x = Math.round(sx(t * 1000)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, MARGIN.top);
+      ctx.lineTo(x, MARGIN.top + plotH);
+      ctx.stroke();
+      ctx.fillText(fmtMs(t), x, h - MARGIN.bottom + 14);
+    }
+    ctx.fillText('time since the batch started (ms)', MARGIN.left + plotW / 2, h - 4);
+
+    // Command axis.
+    ctx.textAlign = 'right';
+    ctx.fillText('#1', MARGIN.left - 6, MARGIN.top + 9);
+    ctx.fillText(`#${n.toLocaleString('en-US')}`, MARGIN.left - 6, MARGIN.top + plotH);
+    ctx.save();
+    ctx.translate(12, MARGIN.top + plotH / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = 'center';
+    ctx.fillText('command', 0, 0);
+    ctx.restore();
+
+    // Bars, one colour at a time.
+    const gap = rowH > 4 ? 1 : 0;
+    const barH = Math.max(rowH - gap, 1);
+    for (const status of Object.keys(COLORS) as Status[]) {
+      ctx.fillStyle = COLORS[status];
+      ctx.beginPath();
+      const results = this.data.results;
+      for (let i = 0; i < results.length; i++) {
+        const r = results[i];
+        if (r.status !== status) continue;
+        if (r.sent_us === undefined) {
+          // Never sent: a short grey mark at the end of the axis, so the row is not silently empty.
+          ctx.rect(sx(maxUs) - 4, MARGIN.top + i * rowH, 4, barH);
+          continue;
+        }
+        const x0 = sx(r.sent_us);
+        const x1 = sx(r.reply_us ?? maxUs);
+        ctx.rect(x0, MARGIN.top + i * rowH, Math.max(x1 - x0, 1), barH);
+      }
+      ctx.fill();
+    }
+    ctx.strokeStyle = '#9aa0a6';
+    ctx.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, plotW, plotH);
+  }
+
+  private hover(e: MouseEvent) {
+    if (!this.data || this.data.results.length === 0) return;
+    const rect = this.canvas.getBoundingClientRect();
+    const { rowH } = this.geometry();
+    const y = e.clientY - rect.top - MARGIN.top;
+    const i = Math.floor(y / rowH);
+    const r = this.data.results[i];
+    if (!r || y < 0) {
+      this.tip.hidden = true;
+      return;
+    }
+    const t = (us?: number) => (us === undefined ? '—' : `${fmtMs(us / 1000)} ms`);
+    this.tip.textContent = `#${i + 1} ${this.data.label(i)} · sent ${t(r.sent_us)} → reply ${t(r.reply_us)} · ${r.status}`;
+    this.tip.hidden = false;
+    this.tip.style.left = `${Math.min(e.clientX - rect.left + 12, rect.width - 260)}px`;
+    this.tip.style.top = `${e.clientY - rect.top + 12}px`;
+  }
+}

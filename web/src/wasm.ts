@@ -1,0 +1,62 @@
+// Typed access to the wasm module (wasm/src/lib.rs, generated into
+// ./wasm-pkg by scripts/build-web.sh). Every RESP/inline rule runs there.
+import init, * as pkg from './wasm-pkg/pipelab_wasm.js';
+import { replyToJsonText, type ReplyJson } from './replyJson.js';
+
+export interface InlineError {
+  line: number; // 1-based
+  column: number; // 1-based, characters
+  offset: number; // byte in the UTF-8 text
+  pos: number; // UTF-16 index in the text (= CodeMirror position)
+  message: string;
+}
+
+export interface InlineToResp {
+  resp: Uint8Array;
+  commands: number;
+  errors: InlineError[];
+  /** 5 per command: line, textStart, textEnd (UTF-16), respStart, respEnd (bytes). */
+  spans: Uint32Array;
+}
+
+export interface RespToInline {
+  text: string;
+  commands: number;
+  /** 4 per command: respStart, respEnd (bytes), textStart, textEnd (UTF-16). */
+  spans: Uint32Array;
+  /** `column` only for inline lines; multibulk errors are located by byte. */
+  error?: { offset: number; line: number; column?: number; message: string };
+}
+
+export interface DecodedReplies {
+  values: ReplyJson[];
+  consumed: number;
+  incomplete: boolean;
+  error?: { offset: number; message: string };
+}
+
+let ready: Promise<void> | null = null;
+
+/** Loads and instantiates the .wasm once. */
+export function loadWasm(): Promise<void> {
+  ready ??= init().then(() => undefined);
+  return ready;
+}
+
+export const inlineToResp = (text: string): InlineToResp => pkg.inlineToResp(text) as unknown as InlineToResp;
+export const respToInline = (bytes: Uint8Array): RespToInline => pkg.respToInline(bytes) as unknown as RespToInline;
+export const decodeReplies = (bytes: Uint8Array): DecodedReplies => pkg.decodeReplies(bytes) as unknown as DecodedReplies;
+
+/** A reply in redis-cli's terminal format. */
+export function formatReply(reply: ReplyJson): string {
+  try {
+    return pkg.formatReply(replyToJsonText(reply));
+  } catch (e) {
+    return `(cannot display: ${(e as Error).message})`;
+  }
+}
+
+/** A reply's canonical RESP bytes. */
+export function replyToResp(reply: ReplyJson): Uint8Array {
+  return pkg.replyToResp(replyToJsonText(reply));
+}

@@ -1,0 +1,98 @@
+// Real parts for the browser tests: a redis-server on a free port, `pipelab
+// serve` in front of it serving web/dist, and headless Debian Chromium
+// driven by playwright-core (no browser download).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, '../../..');
+export const artifacts = join(repoRoot, 'artifacts');
+mkdirSync(artifacts, { recursive: true });
+
+/** A port that was free a moment ago (bind 127.0.0.1:0, then release it). */
+export function freePort() {
+  return new Promise((res, rej) => {
+    const srv = net.createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, fn, timeoutMs = 15000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      if (await fn()) return;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+function exited(child) {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+async function stop(child) {
+  if (!child || exited(child)) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([done, sleep(3000)]);
+  if (!exited(child)) child.kill('SIGKILL');
+}
+
+export async function startRedis() {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await waitFor('redis-server', () => new Promise((res) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.write('PING\r\n');
+      s.once('data', (d) => { s.destroy(); res(d.toString().startsWith('+PONG')); });
+    });
+    s.once('error', () => res(false));
+  }));
+  return { port, url: `redis://127.0.0.1:${port}`, stop: () => stop(child) };
+}
+
+function pipelabBin() {
+  if (process.env.PIPELAB_BIN) return process.env.PIPELAB_BIN;
+  for (const p of ['target/debug/pipelab', 'target/release/pipelab']) {
+    if (existsSync(join(repoRoot, p))) return join(repoRoot, p);
+  }
+  throw new Error('no pipelab binary: run cargo build -p pipelab (or set PIPELAB_BIN)');
+}
+
+export async function startServe(redisUrl) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}/`;
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--web-dir', join(repoRoot, 'web/dist')], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await waitFor('pipelab serve', async () => (await fetch(`${base}readyz`)).ok);
+  return { base, stop: () => stop(child) };
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}
+
+export const shot = (page, name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });

@@ -1,0 +1,355 @@
+// The tutorial end to end in headless Debian Chromium, against `pipelab serve`
+// and a real redis-server (web/test/e2e/harness.mjs): every lesson is run and
+// its numbers checked for the lesson's shape; the compare and sweep views;
+// the permalink round trip; every export format from the page, the runnable
+// ones run for real. Screenshots: artifacts/tutorial-*.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { artifacts, launchBrowser, repoRoot, startRedis, startServe } from '../e2e/harness.mjs';
+import { run, tmpDir } from '../tutorial/helpers.mjs';
+
+let redis, serve, browser, page;
+const errors = [];
+
+before(async () => {
+  redis = await startRedis();
+  serve = await startServe(redis.url);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(serve.base);
+  await page.waitForSelector('#tabs button[data-view="tutorial"]');
+});
+
+after(async () => {
+  await browser?.close();
+  await serve?.stop();
+  await redis?.stop();
+});
+
+const shot = (locator, name) => locator.screenshot({ path: join(artifacts, `tutorial-${name}.png`) });
+
+/** Metric values of a lesson: { key: number }. */
+async function metricsOf(lesson) {
+  return page.$$eval(`#lesson-${lesson} [data-metric]`, (els) => Object.fromEntries(els.map((e) => [e.dataset.metric, e.dataset.value])));
+}
+
+/** Clicks a lesson's Run and waits for it to finish; fails with the lesson's error message. */
+async function runLesson(n, timeout = 60_000) {
+  const card = page.locator(`#lesson-${n}`);
+  await card.scrollIntoViewIfNeeded();
+  await card.locator('button.run-lesson').click();
+  await page.waitForSelector(`#lesson-${n} .lesson-result:is([data-state="done"], [data-state="failed"])`, { timeout });
+  const state = await card.locator('.lesson-result').getAttribute('data-state');
+  if (state !== 'done') assert.fail(`lesson ${n} failed: ${await card.locator('.lesson-result').innerText()}`);
+  await page.waitForTimeout(150); // timelines and charts draw on the next frame
+  await shot(card, `lesson-${n}`);
+  return card;
+}
+
+async function setSlider(id, value) {
+  await page.$eval(`#${id}`, (e, v) => {
+    e.value = String(v);
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+  }, value);
+}
+
+test('tabs show the tutorial with seven lessons in order', async () => {
+  await page.screenshot({ path: join(artifacts, 'tutorial-playground.png') });
+  await page.click('#tab-tutorial');
+  await page.screenshot({ path: join(artifacts, 'tutorial-overview.png') });
+  assert.equal(await page.isVisible('#tutorial-view'), true);
+  assert.equal(await page.isVisible('main'), false);
+  const titles = await page.$$eval('.lesson h3', (hs) => hs.map((h) => h.textContent));
+  assert.equal(titles.length, 7);
+  for (const [i, t] of titles.entries()) assert.ok(t.startsWith(`${i + 1}. `), t);
+  for (const n of [1, 2, 3, 4, 5, 6, 7]) {
+    assert.equal(await page.locator(`#lesson-${n} button.load-example`).count(), 1);
+    assert.equal(await page.locator(`#lesson-${n} button.run-lesson`).count(), 1);
+  }
+});
+
+test('lesson 1: sequential total >= N x RTT, one round trip per command', { timeout: 60_000 }, async () => {
+  await setSlider('l1-rtt', 1);
+  await runLesson(1);
+  const m = await metricsOf(1);
+  assert.equal(Number(m.commands), 1000);
+  assert.equal(Number(m.round_trips), 1000);
+  assert.ok(Number(m.total_us) >= 0.98 * 1000 * 1000, `total ${m.total_us} µs >= 1000 × 1 ms`);
+  assert.ok(Number(m.total_us) < 10 * 1000 * 1000, `total ${m.total_us} µs stays near N × RTT`);
+  assert.equal(await page.getAttribute('#lesson-1 .verdict', 'data-verdict'), 'holds');
+  // The timeline was drawn (its aria-label names the run).
+  assert.match(await page.getAttribute('#lesson-1 canvas.lesson-timeline', 'aria-label'), /1000 commands/);
+});
+
+test('lesson 1 "Load example" puts the batch into the playground', async () => {
+  await page.click('#lesson-1 button.load-example');
+  assert.equal(await page.isVisible('main'), true);
+  const st = await page.evaluate(() => ({
+    text: window.pipelab.editors.snapshot().inlineText,
+    mode: document.querySelector('input[name="mode"]:checked').value,
+    rtt: document.getElementById('rtt').value,
+  }));
+  assert.equal(st.text.split('\n').length, 1000);
+  assert.equal(st.text.split('\n')[0], 'SET tut:l1:key:0 value-0');
+  assert.equal(st.mode, 'sequential');
+  assert.equal(Number(st.rtt), 1);
+  await page.click('#tab-tutorial');
+});
+
+test('lesson 2: the pipeline is one round trip and >= 10x faster at 1 ms RTT', { timeout: 60_000 }, async () => {
+  await setSlider('l2-rtt', 1);
+  await runLesson(2);
+  const m = await metricsOf(2);
+  assert.equal(Number(m.pipeline_round_trips), 1);
+  assert.ok(Number(m.speedup) >= 10, `speedup ${m.speedup}`);
+  assert.ok(Number(m.sequential_us) > 10 * Number(m.pipeline_us));
+  assert.equal(await page.locator('#lesson-2 canvas.lesson-timeline').count(), 2);
+  // Same time axis: the pipeline's timeline spans the sequential run; unticked, its own 1 round trip.
+  const span = async () => {
+    await page.waitForTimeout(100);
+    const label = await page.getAttribute('#lesson-2 figure:nth-child(2) canvas', 'aria-label');
+    return Number(/over ([\d.]+) ms/.exec(label)[1]);
+  };
+  const shared = await span();
+  await page.uncheck('#l2-same-axis');
+  const own = await span();
+  await page.check('#l2-same-axis');
+  assert.ok(shared > 10 * own, `shared axis ${shared} ms vs own ${own} ms`);
+  assert.equal(await page.getAttribute('#lesson-2 .verdict', 'data-verdict'), 'holds');
+});
+
+test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_000 }, async () => {
+  await setSlider('l3-rtt', 0.2);
+  await runLesson(3, 110_000);
+  const pts = JSON.parse((await metricsOf(3)).points);
+  assert.deepEqual(pts.map(([b]) => b), [1, 10, 100, 1000, 10000]);
+  const cps = Object.fromEntries(pts);
+  assert.ok(cps[10] > 2 * cps[1], `10: ${cps[10]} vs 1: ${cps[1]}`);
+  assert.ok(cps[100] > cps[10], `100: ${cps[100]} vs 10: ${cps[10]}`);
+  assert.ok(cps[10] / cps[1] > cps[10000] / cps[1000], 'the gain shrinks: 1→10 beats 1000→10000');
+  const m = await metricsOf(3);
+  assert.ok(Number(m.reply_bytes_per_round_trip) >= 10000 * 100, `10 000 replies of 100 bytes in one round trip: ${m.reply_bytes_per_round_trip} bytes`);
+  assert.equal(await page.locator('#lesson-3 #l3-chart').count(), 1);
+  assert.match(await page.getAttribute('#lesson-3 #l3-chart', 'aria-label'), /batch 10,000/);
+});
+
+test('lesson 4: the error stays at its index; stop cannot undo what was written', { timeout: 60_000 }, async () => {
+  await runLesson(4);
+  const statuses = (run) => page.$$eval(`#lesson-4 [data-run="${run}"][data-status]`, (els) => els.map((e) => e.dataset.status));
+  assert.deepEqual(await statuses('continue'), ['ok', 'error', 'ok', 'ok']);
+  assert.deepEqual(await statuses('stop-one-write'), ['ok', 'error', 'ok', 'ok']);
+  assert.deepEqual(await statuses('stop-batch-1'), ['ok', 'error', 'not_sent', 'not_sent']);
+  assert.equal(await page.getAttribute('#lesson-4 [data-run="continue"][data-after]', 'data-after'), 'still-ran');
+  assert.equal(await page.getAttribute('#lesson-4 [data-run="stop-batch-1"][data-after]', 'data-after'), '(nil)');
+});
+
+test('lesson 5: other clients run inside a pipeline, never inside MULTI/EXEC; EXECABORT changes nothing; no rollback', { timeout: 60_000 }, async () => {
+  await runLesson(5);
+  const m = await metricsOf(5);
+  assert.ok(Number(m.pipeline_inside) > 0, `pipeline: ${m.pipeline_inside} foreign commands inside`);
+  assert.equal(Number(m.transaction_inside), 0);
+  const abort = await page.$eval('#lesson-5 [data-metric="abort"]', (e) => ({ ...e.dataset }));
+  assert.equal(abort.transaction, 'aborted');
+  assert.equal(abort.k, 'original', 'EXECABORT left the key unchanged');
+  assert.equal(abort.k2, '0');
+  const rt = await page.$eval('#lesson-5 [data-metric="runtime"]', (e) => ({ ...e.dataset }));
+  assert.equal(rt.transaction, 'committed');
+  assert.equal(rt.k, 'changed', 'the SET before the failing INCR stayed');
+  assert.equal(rt.k2, '1', 'the SET after it ran');
+  assert.deepEqual(await page.$$eval('#lesson-5 [data-exp="runtime"]', (els) => els.map((e) => e.dataset.status)), ['ok', 'error', 'ok']);
+});
+
+test('lesson 6: lost update, WATCH conflict then commit, the script keeps both updates', { timeout: 60_000 }, async () => {
+  await runLesson(6);
+  const m = await metricsOf(6);
+  assert.ok(Number(m.pipeline_order) >= 0, 'SET sent before GET replied');
+  assert.equal(Number(m.lost_update), 20, 'the INCR between GET and SET was lost');
+  const w = await page.$eval('#lesson-6 [data-metric="watch"]', (e) => ({ ...e.dataset }));
+  assert.equal(w.exec1, 'null', 'EXEC returned null after the concurrent write');
+  assert.equal(w.exec2, 'array', 'the retry committed');
+  assert.equal(w.value, w.expected);
+  assert.ok(['21', '22'].includes(m.script), `script result ${m.script}`);
+});
+
+test('lesson 7: mass insertion in batches of 10 000', { timeout: 60_000 }, async () => {
+  await runLesson(7);
+  const m = await metricsOf(7);
+  assert.equal(Number(m.commands), 20000);
+  assert.equal(Number(m.round_trips), 2);
+  assert.ok(Number(m.resp_bytes) > Number(m.inline_bytes), 'RESP carries lengths: larger, never escaped');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#lesson-7 button.download-resp')]);
+  const file = join(tmpDir, 'mass.resp');
+  await dl.saveAs(file);
+  const out = await run('redis-cli', ['-p', String(redis.port), '--pipe'], { input: readFileSync(file) });
+  assert.match(out.stdout, /errors: 0, replies: 20000/, out.stdout + out.stderr);
+  // The lesson's other command line: pipelab run on the same file.
+  const bin = process.env.PIPELAB_BIN ?? join(repoRoot, 'target/debug/pipelab');
+  const pr = await run(bin, ['run', file, '--mode', 'pipeline', '--batch-size', '10000', '--redis', redis.url]);
+  assert.equal(pr.code, 0, pr.stdout + pr.stderr);
+  assert.match(pr.stdout, /errors: 0, replies: 20000/, pr.stdout);
+  assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
+});
+
+test('phone-sized screen: the tutorial with its results needs no horizontal scrolling', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    for (const view of ['tutorial', 'playground']) {
+      await page.click(`#tab-${view}`);
+      await page.waitForTimeout(100);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `${view}: no horizontal scrolling (${overflow}px)`);
+    }
+    await page.click('#tab-tutorial');
+    await page.locator('#lesson-5').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'tutorial-phone.png') });
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.click('#tab-tutorial');
+  }
+});
+
+test('every lesson\'s "Load example" fills the playground with a batch that runs there', { timeout: 120_000 }, async () => {
+  const expected = { 1: 'sequential', 2: 'pipeline', 3: 'pipeline', 4: 'pipeline', 5: 'pipeline', 6: 'sequential', 7: 'pipeline' };
+  for (const n of [1, 2, 3, 4, 5, 6, 7]) {
+    await page.click('#tab-tutorial');
+    await page.click(`#lesson-${n} button.load-example`);
+    assert.equal(await page.isVisible('main'), true, `lesson ${n}: the playground is shown`);
+    await page.waitForFunction(() => window.pipelab.editors.snapshot().commands > 0);
+    const st = await page.evaluate(() => {
+      const s = window.pipelab.editors.snapshot();
+      return { commands: s.commands, errors: s.inlineErrors, first: s.inlineText.split('\n')[0], mode: document.querySelector('input[name="mode"]:checked').value };
+    });
+    assert.equal(st.errors, 0, `lesson ${n}: the example parses`);
+    assert.ok(st.commands >= 2, `lesson ${n}: ${st.commands} commands`);
+    assert.match(st.first, /tut:l\d/, `lesson ${n}: its own keys`);
+    assert.equal(st.mode, expected[n], `lesson ${n}: mode`);
+    // Runnable as loaded: the playground runs it and reports every command.
+    await page.evaluate(() => (document.getElementById('summary').textContent = ''));
+    await page.click('#run');
+    await page.waitForSelector('#summary [data-key="commands"], #summary .message.error', { timeout: 30_000 });
+    const summary = await page.innerText('#summary');
+    assert.doesNotMatch(summary, /Run failed|Fix /, `lesson ${n}: ${summary}`);
+    assert.equal(Number((await page.innerText('#summary [data-key="commands"] dd')).replace(/,/g, '')), st.commands, `lesson ${n}: all commands reported`);
+  }
+  await page.click('#tab-tutorial');
+});
+
+test('compare view: three modes at 1 ms, bar charts, speedups', { timeout: 90_000 }, async () => {
+  await page.click('#lesson-2 button.load-example');
+  await page.click('#tab-compare');
+  await page.fill('#compare-rtt', '1');
+  await page.click('#compare-run');
+  await page.waitForSelector('#compare-out [data-table="compare"]', { timeout: 80_000 });
+  const sp = await page.$$eval('#compare-out [data-speedup]', (els) => Object.fromEntries(els.map((e) => [e.dataset.mode, Number(e.dataset.speedup)])));
+  assert.equal(sp.sequential, 1);
+  assert.ok(sp.pipeline >= 10, `pipeline ${sp.pipeline}`);
+  assert.ok(sp.transaction >= 10, `transaction ${sp.transaction}`);
+  assert.match(await page.getAttribute('#compare-time-chart', 'aria-label'), /sequential .* ms, pipeline/);
+  await page.waitForTimeout(150);
+  await shot(page.locator('#compare-view'), 'compare');
+});
+
+test('sweep view: any RTT, one line per run', { timeout: 90_000 }, async () => {
+  await page.click('#tab-sweep');
+  await page.fill('#sweep-total', '2000');
+  await page.fill('#sweep-sizes', '1, 10, 100, 1000');
+  await page.fill('#sweep-rtt', '0.5');
+  await page.click('#sweep-run');
+  await page.waitForSelector('#sweep-out [data-table="sweep"]', { timeout: 80_000 });
+  assert.equal(await page.locator('#sweep-out [data-table="sweep"] tbody tr').count(), 4);
+  await page.fill('#sweep-sizes', '1, 0');
+  await page.click('#sweep-run');
+  await page.waitForSelector('#sweep-out .message.error');
+  assert.match(await page.innerText('#sweep-out'), /batch sizes: entry 2 "0"/);
+  await page.fill('#sweep-sizes', '1, 10, 100, 1000');
+  await page.fill('#sweep-rtt', '0');
+  await page.click('#sweep-run');
+  await page.waitForSelector('#sweep-out [data-table="sweep"]', { timeout: 80_000 });
+  assert.match(await page.getAttribute('#sweep-chart', 'aria-label'), /RTT 0\.5 ms.*; .*RTT 0 ms/);
+  await page.waitForTimeout(150);
+  await shot(page.locator('#sweep-view'), 'sweep');
+});
+
+test('permalink: opening it restores the editor, mode, options and view', { timeout: 60_000 }, async () => {
+  await page.click('#tab-playground');
+  const text = 'SET "k\\x00\\xff" "héllo ✓"\nINCR counter\nGET k';
+  await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
+  await page.check('input[name="mode"][value="pipeline"]');
+  await page.fill('#batch-size', '7');
+  await page.check('input[name="mode"][value="transaction"]');
+  await page.fill('#rtt', '12.5');
+  await page.selectOption('#on-error', 'stop');
+  await page.click('#tab-compare'); // the permalink button is on every view; the view is restored too
+  await page.click('#permalink');
+  await page.waitForFunction(() => location.hash.startsWith('#s='));
+  const url = await page.evaluate(() => location.href);
+  const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await other.goto(url);
+  await other.waitForSelector('#tabs');
+  await other.waitForFunction(() => window.pipelab?.editors.snapshot().inlineText.includes('INCR'));
+  const st = await other.evaluate(() => ({
+    text: window.pipelab.editors.snapshot().inlineText,
+    mode: document.querySelector('input[name="mode"]:checked').value,
+    rtt: document.getElementById('rtt').value,
+    onError: document.getElementById('on-error').value,
+    batchSize: document.getElementById('batch-size').value,
+    compareShown: !document.getElementById('compare-view').hidden,
+    playgroundShown: !document.querySelector('main').hidden,
+  }));
+  assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', compareShown: true, playgroundShown: false });
+  // A damaged link says so and keeps the default batch.
+  await other.goto('about:blank'); // a new document: a fragment-only change would not reload
+  await other.goto(url.slice(0, url.length - 8) + '~~');
+  await other.waitForSelector('#permalink-error');
+  assert.match(await other.innerText('#permalink-error'), /permalink/);
+  await other.close();
+});
+
+test('export: every format from the page; RESP, Python and Node run for real', { timeout: 120_000 }, async () => {
+  await page.click('#tab-playground');
+  const text = 'SET tut:exp:k "a b\\x00\\xff"\nSET tut:exp:s hello\nINCR tut:exp:s\nRPUSH tut:exp:l x y\nGET tut:exp:k';
+  await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
+  const expectCalls = {
+    resp: { pipeline: '*3\\r\\n', transaction: 'MULTI' },
+    'redis-py': { pipeline: 'pipeline(transaction=False)', transaction: 'pipeline(transaction=True)' },
+    ioredis: { pipeline: '.pipeline()', transaction: '.multi()' },
+    'go-redis': { pipeline: 'rdb.Pipeline()', transaction: 'rdb.TxPipeline()' },
+    jedis: { pipeline: 'jedis.pipelined()', transaction: 'jedis.multi()' },
+    'redis-rs': { pipeline: 'redis::pipe()', transaction: 'atomic()' },
+  };
+  const runners = {
+    resp: (f) => run('redis-cli', ['-p', String(redis.port), '--pipe'], { input: readFileSync(f) }),
+    'redis-py': (f) => run('python3', [f], { env: { ...process.env, REDIS_URL: redis.url } }),
+    ioredis: (f) => run('node', [f], { env: { ...process.env, REDIS_URL: redis.url } }),
+  };
+  mkdirSync(tmpDir, { recursive: true });
+  for (const [target, calls] of Object.entries(expectCalls)) {
+    for (const mode of ['pipeline', 'transaction']) {
+      await page.selectOption('#export-target', target);
+      await page.selectOption('#export-mode', mode);
+      await page.click('#export');
+      await page.waitForSelector(`#export-preview[data-target="${target}"][data-mode="${mode}"]`);
+      const preview = await page.innerText('#export-preview');
+      assert.ok(preview.includes(calls[mode]), `${target} ${mode}: ${calls[mode]} in\n${preview.slice(0, 400)}`);
+      if (target === 'go-redis' && mode === 'pipeline') await shot(page.locator('#share'), 'export-go');
+      if (!runners[target]) continue;
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-download')]);
+      const file = join(tmpDir, `page-${mode}-${dl.suggestedFilename()}`);
+      await dl.saveAs(file);
+      const out = await runners[target](file);
+      if (target === 'resp') {
+        assert.match(out.stdout, mode === 'pipeline' ? /errors: 1, replies: 5/ : /errors: 0, replies: 7/, out.stdout + out.stderr);
+      } else {
+        assert.equal(out.code, 1, `${target} ${mode}: exits 1 for the INCR error\n${out.stdout}${out.stderr}`);
+        const lines = out.stdout.split('\n').filter((l) => /^\d+\) /.test(l));
+        assert.equal(lines.length, 5, out.stdout);
+        assert.match(lines[2], /^3\) \(error\)/, out.stdout);
+        assert.match(lines[4], /a b|612062/, `GET returns the binary value: ${lines[4]}`);
+      }
+    }
+  }
+  await shot(page.locator('#share'), 'export-panel');
+});
