@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of the `resp` crate (issue 2, the codec part), from the repo root:
-#   - cargo test -p resp --all-features: unit tests of every type, error and
+#   - (in `cargo test --workspace`, run by scripts/test.sh) unit tests of every type, error and
 #     limit; property tests; differential tests against hiredis (python3 +
 #     PyPI hiredis), redis-server (inline splitting, request streams) and
 #     redis-cli (display) — each starts its own redis-server on a free port;
@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${RESP_FUZZ_SECONDS:-20}"
 log() { printf '[test-resp] %s\n' "$*" >&2; }
 
-log "cargo test -p resp --all-features"
-cargo test -p resp --all-features
+# The crate's own tests run in `cargo test --workspace` (scripts/test.sh);
+# alone: cargo test -p resp --all-features
 
 log "wasm32 build"
 cargo build -p resp --target wasm32-unknown-unknown --no-default-features --features json
