@@ -15,6 +15,9 @@ export interface PageState {
   batch_size: number;
   on_error: OnError;
   simulated_rtt_ms: number;
+  /** RESP3 (`HELLO 3` before the batch). Absent in links made before it was
+   * added; those open with RESP3 off, the page's default. */
+  resp3?: boolean;
   /** The open tab: `playground`, `compare`, `sweep` or `lesson-N`. */
   view?: string;
 }
@@ -90,6 +93,7 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
     on_error: field(r, 'on_error', (v) => v === 'continue' || v === 'stop', 'continue or stop'),
     simulated_rtt_ms: field(r, 'simulated_rtt_ms', (v) => typeof v === 'number' && v >= 0 && Number.isFinite(v), 'a number of ms >= 0'),
   };
+  if (r.resp3 !== undefined) state.resp3 = field(r, 'resp3', (v) => typeof v === 'boolean', 'true or false');
   if (r.view !== undefined) state.view = field(r, 'view', (v) => typeof v === 'string' && /^[a-z0-9-]{1,32}$/.test(v), 'a view name');
   return state;
 }

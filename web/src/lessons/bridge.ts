@@ -18,6 +18,7 @@ export class PlaygroundState {
       batch_size: Number(byId<HTMLInputElement>('batch-size')?.value ?? 1000) || 1000,
       on_error: (byId<HTMLSelectElement>('on-error')?.value ?? 'continue') as OnError,
       simulated_rtt_ms: Number(byId<HTMLInputElement>('rtt')?.value ?? 0) || 0,
+      resp3: byId<HTMLInputElement>('resp3')?.checked ?? false,
     };
   }
 
@@ -40,5 +41,10 @@ export class PlaygroundState {
     setInput('batch-size', s.batch_size, 'input');
     setInput('on-error', s.on_error, 'change');
     setInput('rtt', s.simulated_rtt_ms, 'input');
+    const resp3 = byId<HTMLInputElement>('resp3');
+    if (resp3 && s.resp3 !== undefined && resp3.checked !== s.resp3) {
+      resp3.checked = s.resp3;
+      resp3.dispatchEvent(new Event('change', { bubbles: true }));
+    }
   }
 }

@@ -282,10 +282,12 @@ test('permalink: opening it restores the editor, mode, options and view', { time
   await page.check('input[name="mode"][value="transaction"]');
   await page.fill('#rtt', '12.5');
   await page.selectOption('#on-error', 'stop');
+  await page.check('#resp3');
   await page.click('#tab-compare'); // the permalink button is on every view; the view is restored too
   await page.click('#permalink');
   await page.waitForFunction(() => location.hash.startsWith('#s='));
   const url = await page.evaluate(() => location.href);
+  await page.uncheck('#resp3');
   const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await other.goto(url);
   await other.waitForSelector('#tabs');
@@ -296,10 +298,11 @@ test('permalink: opening it restores the editor, mode, options and view', { time
     rtt: document.getElementById('rtt').value,
     onError: document.getElementById('on-error').value,
     batchSize: document.getElementById('batch-size').value,
+    resp3: document.getElementById('resp3').checked,
     compareShown: !document.getElementById('compare-view').hidden,
     playgroundShown: !document.querySelector('main').hidden,
   }));
-  assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', compareShown: true, playgroundShown: false });
+  assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', resp3: true, compareShown: true, playgroundShown: false });
   // A damaged link says so and keeps the default batch.
   await other.goto('about:blank'); // a new document: a fragment-only change would not reload
   await other.goto(url.slice(0, url.length - 8) + '~~');

@@ -13,6 +13,8 @@ test('round trip keeps every field exactly, including awkward text', async () =>
     base,
     { ...base, text: '', mode: 'sequential', batch_size: 1, on_error: 'stop', simulated_rtt_ms: 0, view: 'compare' },
     { ...base, text: 'SET "k\\x00\\xff" "héllo ✓ 🚀"\r\nGET k\r\n\r\n', mode: 'transaction', simulated_rtt_ms: 12.5, view: 'lesson-5' },
+    { ...base, resp3: true },
+    { ...base, resp3: false, mode: 'sequential', view: 'playground' },
     { ...base, text: Array.from({ length: 5000 }, (_, i) => `SET key:${i} value:${i}`).join('\n') },
   ];
   for (const s of cases) {
@@ -21,6 +23,16 @@ test('round trip keeps every field exactly, including awkward text', async () =>
     assert.deepEqual(await decodePermalink(frag), s);
     assert.deepEqual(await decodePermalink(frag.slice(1)), s, 'without the leading #');
   }
+});
+
+test('RESP3 survives the round trip; links made before the field existed still open', async () => {
+  assert.equal((await decodePermalink(await encodePermalink({ ...base, resp3: true }))).resp3, true);
+  assert.equal((await decodePermalink(await encodePermalink({ ...base, resp3: false }))).resp3, false);
+  // Made by the encoder before \`resp3\` was added (no such field in its JSON).
+  const old = '#s=Fcq9CsIwFAbQVwnfHKUWutxVHFwc1FEI0V4wND819zaK4ruLZz4fNNDGQvmlIJx2ZzOZdsn7w_ZoJlikMjIIwo-FswYfYXH1ers7CW8GDZ1FyY5rLfX_tMywkJCW6JVHV1VdElC37geLFvgJQmSRklc9vj8';
+  assert.deepEqual(await decodePermalink(old), {
+    text: 'SET k v\nINCR k', mode: 'sequential', batch_size: 50, on_error: 'stop', simulated_rtt_ms: 0.25, view: 'lesson-2',
+  });
 });
 
 test('a repetitive batch compresses: 5000 SETs fit in a few kB of URL', async () => {
@@ -47,6 +59,8 @@ test('damaged or edited links fail with a message naming the problem', async () 
     [{ simulated_rtt_ms: -1 }, 'simulated_rtt_ms'],
     [{ text: 42 }, 'text'],
     [{ view: '<script>' }, 'view'],
+    [{ resp3: 'yes' }, 'resp3'],
+    [{ resp3: 1 }, 'resp3'],
   ]) {
     const frag = await encodePermalink({ ...base, ...patch });
     await assert.rejects(decodePermalink(frag), new RegExp('field `' + name + '`'), name);
