@@ -22,6 +22,9 @@ export interface PageState {
   view?: string;
 }
 
+/** What a reader is told when the fragment's bytes do not decode. */
+export const DAMAGED = 'the link is damaged or incomplete (part of it was probably lost when it was copied)';
+
 const MODES: Mode[] = ['sequential', 'pipeline', 'transaction'];
 const PREFIX = 's=';
 
@@ -37,12 +40,12 @@ function toBase64Url(bytes: Uint8Array): string {
 }
 
 function fromBase64Url(s: string): Uint8Array {
-  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('permalink: not base64url (characters other than A-Z a-z 0-9 - _)');
+  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('the link is damaged: it holds characters a permalink never contains (only A-Z a-z 0-9 - _)');
   let bin: string;
   try {
     bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4));
   } catch {
-    throw new Error(`permalink: the data is damaged (${s.length} base64url characters cannot be decoded; was the link cut?)`);
+    throw new Error(DAMAGED);
   }
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
@@ -58,14 +61,15 @@ export async function encodePermalink(state: PageState): Promise<string> {
 
 /** Checks one field; the error names it, as the API's do. */
 function field<T>(o: Record<string, unknown>, name: string, ok: (v: unknown) => boolean, what: string): T {
-  if (!ok(o[name])) throw new Error(`permalink: field \`${name}\` must be ${what}, got ${JSON.stringify(o[name])}`);
+  if (!ok(o[name])) throw new Error(`field \`${name}\` must be ${what}, got ${JSON.stringify(o[name])}`);
   return o[name] as T;
 }
 
 /**
  * The state in a fragment (`#s=...`, with or without `#`); `null` when the
- * fragment holds no permalink. Throws an Error naming the field or step that
- * failed (bad base64url, bad deflate data, bad JSON, a field of the wrong type).
+ * fragment holds no permalink. Throws an Error whose message is meant for the
+ * reader: `DAMAGED` when the bytes do not decode (bad base64url, deflate data
+ * or JSON: a link cut short), or the field of the wrong type (an edited link).
  */
 export async function decodePermalink(fragment: string): Promise<PageState | null> {
   const f = fragment.startsWith('#') ? fragment.slice(1) : fragment;
@@ -74,16 +78,18 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
   let json: string;
   try {
     json = new TextDecoder('utf-8', { fatal: true }).decode(await pipeThrough(packed, new DecompressionStream('deflate-raw')));
-  } catch (e) {
-    throw new Error(`permalink: the data is damaged (cannot inflate: ${(e as Error).message})`);
+  } catch {
+    // The browser's own reason (Chromium says "Failed to fetch") describes its
+    // stream plumbing, not the link: it would read like a network failure.
+    throw new Error(DAMAGED);
   }
   let o: unknown;
   try {
     o = JSON.parse(json);
-  } catch (e) {
-    throw new Error(`permalink: not JSON (${(e as Error).message})`);
+  } catch {
+    throw new Error(DAMAGED);
   }
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error('permalink: not a JSON object');
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error(DAMAGED);
   const r = o as Record<string, unknown>;
   field(r, 'v', (v) => v === 1, 'version 1');
   const state: PageState = {

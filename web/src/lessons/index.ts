@@ -46,7 +46,7 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
       }
     }
   } catch (e) {
-    notice.textContent = `${(e as Error).message}. The page opened with its default batch.`;
+    notice.textContent = `Could not open the permalink: ${(e as Error).message}. The default batch was loaded instead.`;
     tabs.nav.after(notice);
   }
 }

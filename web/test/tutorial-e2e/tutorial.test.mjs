@@ -305,9 +305,17 @@ test('permalink: opening it restores the editor, mode, options and view', { time
   assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', resp3: true, compareShown: true, playgroundShown: false });
   // A damaged link says so and keeps the default batch.
   await other.goto('about:blank'); // a new document: a fragment-only change would not reload
-  await other.goto(url.slice(0, url.length - 8) + '~~');
-  await other.waitForSelector('#permalink-error');
-  assert.match(await other.innerText('#permalink-error'), /permalink/);
+  for (const damaged of [url.slice(0, url.length - 8) + '~~', `${serve.base}#s=AAAAgarbage`, url.slice(0, url.length - 12)]) {
+    await other.goto('about:blank');
+    await other.goto(damaged);
+    await other.waitForSelector('#permalink-error');
+    const msg = await other.innerText('#permalink-error');
+    assert.match(msg, /^Could not open the permalink: the link is damaged/, `${damaged}: ${msg}`);
+    assert.match(msg, /The default batch was loaded instead\.$/, msg);
+    assert.doesNotMatch(msg, /fetch|inflate|JSON/i, 'no internal detail that reads like a network failure');
+    assert.match(await other.evaluate(() => window.pipelab.editors.snapshot().inlineText), /^SET greeting/, 'the default batch');
+  }
+  await other.screenshot({ path: join(artifacts, 'tutorial-permalink-damaged.png') });
   await other.close();
 });
 
