@@ -7,6 +7,8 @@ import { el } from './ui.js';
 
 export interface TimelineRun {
   title: string;
+  /** The caption when the run is drawn on a longer run's axis, if it differs. */
+  sharedTitle?: string;
   results: CommandResult[];
   totalUs: number;
   label: (i: number) => string;
@@ -21,7 +23,8 @@ export function timelines(runs: TimelineRun[], sameAxis: boolean): HTMLElement {
     const canvas = el('canvas', { class: 'lesson-timeline' });
     const tip = el('div', { class: 'tip' });
     tip.hidden = true;
-    row.append(el('figure', {}, el('figcaption', {}, run.title), el('div', { class: 'timeline-wrap' }, canvas, tip)));
+    const shared = sameAxis && run.totalUs < maxUs;
+    row.append(el('figure', {}, el('figcaption', {}, (shared && run.sharedTitle) || run.title), el('div', { class: 'timeline-wrap' }, canvas, tip)));
     boxes.push({ t: new Timeline(canvas, tip), run });
   }
   // Draw once the canvases are in the document (they size from layout).

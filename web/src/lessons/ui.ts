@@ -20,6 +20,8 @@ export function prose(html: string): HTMLDivElement {
 }
 
 export const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
+/** `1 round trip`, `2 round trips`, `1,000 round trips` (English plural in `s`). */
+export const count = (n: number, noun: string) => `${fmtInt(n)} ${noun}${n === 1 ? '' : 's'}`;
 export const fmtMs = (us: number) => {
   const ms = us / 1000;
   return `${ms.toLocaleString('en-US', { maximumFractionDigits: ms < 10 ? 2 : ms < 100 ? 1 : 0 })} ms`;

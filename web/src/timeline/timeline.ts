@@ -13,6 +13,10 @@ const COLORS: Record<Status, string> = {
 
 const MARGIN = { left: 64, right: 16, top: 10, bottom: 30 };
 
+/** Narrowest bar, CSS px: a 1.5 ms pipeline on a 1 200 ms axis (lesson 2's
+ * shared axis) would otherwise be a fraction of a pixel, i.e. invisible. */
+export const MIN_BAR_PX = 2;
+
 export interface TimelineData {
   results: CommandResult[];
   totalUs: number;
@@ -115,6 +119,10 @@ export class Timeline {
     ctx.fillText('command', 0, 0);
     ctx.restore();
 
+    // The frame first, so it never covers the bars next to it.
+    ctx.strokeStyle = '#9aa0a6';
+    ctx.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, plotW, plotH);
+
     // Bars, one colour at a time.
     const gap = rowH > 4 ? 1 : 0;
     const barH = Math.max(rowH - gap, 1);
@@ -132,12 +140,10 @@ export class Timeline {
         }
         const x0 = sx(r.sent_us);
         const x1 = sx(r.reply_us ?? maxUs);
-        ctx.rect(x0, MARGIN.top + i * rowH, Math.max(x1 - x0, 1), barH);
+        ctx.rect(x0, MARGIN.top + i * rowH, Math.max(x1 - x0, MIN_BAR_PX), barH);
       }
       ctx.fill();
     }
-    ctx.strokeStyle = '#9aa0a6';
-    ctx.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, plotW, plotH);
   }
 
   private hover(e: MouseEvent) {

@@ -49,6 +49,18 @@ async function runLesson(n, timeout = 60_000) {
   return card;
 }
 
+/** Pixels of a canvas in the colour of `ok` bars (#2f7ed8). */
+function okPixels(selector) {
+  return page.$eval(selector, (c) => {
+    const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (Math.abs(data[i] - 0x2f) < 8 && Math.abs(data[i + 1] - 0x7e) < 8 && Math.abs(data[i + 2] - 0xd8) < 8) n++;
+    }
+    return n;
+  });
+}
+
 async function setSlider(id, value) {
   await page.$eval(`#${id}`, (e, v) => {
     e.value = String(v);
@@ -118,6 +130,18 @@ test('lesson 2: the pipeline is one round trip and >= 10x faster at 1 ms RTT', {
   const own = await span();
   await page.check('#l2-same-axis');
   assert.ok(shared > 10 * own, `shared axis ${shared} ms vs own ${own} ms`);
+  // On the shared axis the pipeline is still visible: its bars are drawn at
+  // least 2 px wide (in CSS px, so at least 2 bar-coloured pixels per row drawn).
+  await page.waitForTimeout(150);
+  const pipeCanvas = '#lesson-2 figure:nth-child(2) canvas';
+  const px = await okPixels(pipeCanvas);
+  const rowsDrawn = await page.$eval(pipeCanvas, (c) => c.clientHeight - 40); // plot height: one bar row per CSS px at 1,000 rows
+  assert.ok(px >= 2 * rowsDrawn * 0.9, `pipeline on the shared axis: ${px} bar pixels for ${rowsDrawn} rows`);
+  assert.match(await page.innerText('#lesson-2 figure:nth-child(2) figcaption'), /sliver at the left edge/);
+  assert.match(await page.innerText('#lesson-2 .prose'), /same time axis.*ticked.*thin sliver at the left edge/s);
+  const verdictText = await page.innerText('#lesson-2 .verdict');
+  assert.match(verdictText, /in 1 round trip, /);
+  assert.doesNotMatch(await page.innerText('#lesson-2'), /\(s\)/, 'no "round trip(s)"');
   assert.equal(await page.getAttribute('#lesson-2 .verdict', 'data-verdict'), 'holds');
 });
 
