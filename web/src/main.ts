@@ -51,17 +51,42 @@ function syncControls() {
   }
 }
 
-function request(snap: BatchSnapshot): BatchRequest | string {
-  const size = Number(batchSize.value);
-  if (!Number.isInteger(size) || size < 1 || size > 100000) return 'Batch size must be a whole number from 1 to 100 000.';
+/** A run control whose value cannot be sent, and what to tell the reader. */
+interface ControlError {
+  input: HTMLInputElement;
+  message: string;
+}
+
+/**
+ * Checks the run controls the way the API will (CONTRACT §3: batch_size
+ * 1..100,000, simulated_rtt_ms 0..1000). The form is `novalidate`: the
+ * browser's own check would block the submit without a word in headless or
+ * embedded views, so the page says what is wrong instead. An empty or
+ * half-typed number (`validity.badInput`) is an error, never a silent 0.
+ */
+function controlError(): ControlError | null {
+  if (!batchSize.disabled) {
+    const size = Number(batchSize.value);
+    if (batchSize.validity.badInput || batchSize.value.trim() === '' || !Number.isInteger(size) || size < 1 || size > 100000) {
+      return { input: batchSize, message: `Batch size must be a whole number from 1 to 100,000${batchSize.value ? ` (it is ${batchSize.value})` : ''}.` };
+    }
+  }
   const ms = Number(rtt.value);
-  if (!Number.isFinite(ms) || ms < 0 || ms > 1000) return 'Simulated RTT must be between 0 and 1000 ms.';
+  if (rtt.validity.badInput || rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > 1000) {
+    return { input: rtt, message: `Simulated RTT must be a number of milliseconds from 0 to 1000, e.g. 0.25${rtt.value ? ` (it is ${rtt.value})` : ' (the field is empty or not a number)'}.` };
+  }
+  return null;
+}
+
+function request(snap: BatchSnapshot): BatchRequest {
+  const size = Number(batchSize.value);
   const req: BatchRequest = {
     text: snap.inlineText,
     mode: currentMode(),
-    batch_size: size,
+    // Outside pipeline mode the field is disabled and the server ignores it.
+    batch_size: Number.isInteger(size) && size >= 1 && size <= 100000 ? size : 1000,
     on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
-    simulated_rtt_ms: ms,
+    simulated_rtt_ms: Number(rtt.value),
   };
   if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
   return req;
@@ -103,11 +128,26 @@ function renderSummary(res: BatchResponse) {
   summaryEl.replaceChildren(dl);
 }
 
-function summaryMessage(text: string, kind: 'error' | 'info' = 'error') {
+/** A message in place of the summary; `source` tells what it is about (`controls`: a run control's value). */
+function summaryMessage(text: string, kind: 'error' | 'info' = 'error', source = '') {
   const p = document.createElement('p');
   p.className = `message ${kind}`;
   p.textContent = text;
+  if (source) p.dataset.source = source;
   summaryEl.replaceChildren(p);
+}
+
+/** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
+function showControlError({ input, message }: ControlError) {
+  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  input.setAttribute('aria-invalid', 'true');
+  summaryMessage(message, 'error', 'controls');
+  input.focus();
+}
+
+function clearControlError() {
+  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  if (summaryEl.querySelector('.message[data-source="controls"]')) summaryEl.replaceChildren();
 }
 
 async function main() {
@@ -123,8 +163,9 @@ async function main() {
     if (snap.respError) return summaryMessage(`Fix the RESP view first: ${snap.respError}`), true;
     if (snap.inlineErrors > 0) return summaryMessage('Fix the errors underlined in the inline view first.'), true;
     if (snap.commands === 0) return summaryMessage('Nothing to run: type a command, one per line.'), true;
+    const bad = controlError();
+    if (bad) return showControlError(bad), true;
     const req = request(snap);
-    if (typeof req === 'string') return summaryMessage(req), true;
     running = true;
     runButton.disabled = true;
     runButton.setAttribute('aria-busy', 'true');
@@ -175,11 +216,15 @@ async function main() {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.addEventListener('click', () => {
       rtt.value = b.dataset.rtt ?? '0';
+      clearControlError();
       syncControls();
     });
   }
   rtt.addEventListener('input', syncControls);
   for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
+  // A fixed value takes its stale "must be …" message away.
+  $<HTMLFormElement>('controls').addEventListener('input', clearControlError);
+  $<HTMLFormElement>('controls').addEventListener('change', clearControlError);
   $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
     const select = e.target as HTMLSelectElement;
     const text = sample(select.value);

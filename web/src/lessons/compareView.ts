@@ -6,7 +6,7 @@ import { compare } from './endpoints.js';
 import { el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
-  const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', max: '1000', step: '0.1', value: '1' });
+  const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', max: '1000', step: 'any', value: '1' });
   const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', max: '100000', step: '1', value: '1000' });
   const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all three modes');
   const out = el('div', { id: 'compare-out', 'aria-live': 'polite' });

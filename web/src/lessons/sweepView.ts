@@ -20,7 +20,7 @@ export function sweepView(): HTMLElement {
   const command = el('input', { type: 'text', id: 'sweep-command', value: 'SET sweep:{i} x', size: '28', spellcheck: 'false' });
   const total = el('input', { type: 'number', id: 'sweep-total', min: '1', max: '100000', value: '10000' });
   const sizes = el('input', { type: 'text', id: 'sweep-sizes', value: '1, 10, 100, 1000, 10000', size: '24' });
-  const rtt = el('input', { type: 'number', id: 'sweep-rtt', min: '0', max: '1000', step: '0.05', value: '0.2' });
+  const rtt = el('input', { type: 'number', id: 'sweep-rtt', min: '0', max: '1000', step: 'any', value: '0.2' });
   const run = el('button', { type: 'button', id: 'sweep-run', class: 'run' }, 'Run sweep');
   const clear = el('button', { type: 'button', id: 'sweep-clear' }, 'Clear chart');
   const canvas = el('canvas', { id: 'sweep-chart' });

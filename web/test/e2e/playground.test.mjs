@@ -240,6 +240,36 @@ describe('runs against a real Redis', () => {
     await shot(page, 'e2e-06-transaction');
   });
 
+  test('RTT takes any decimal (0.05, 0.25, 0.24); an invalid control value gets a message, not silence', async () => {
+    await setBatch(batch);
+    for (const rtt of [0.05, 0.25, 0.24]) {
+      const s = await runWith({ mode: 'pipeline', rtt });
+      assert.equal(num(s.commands), 5, `RTT ${rtt} ms runs`);
+      assert.equal(await page.$eval('#rtt', (e) => e.validity.valid), true, `RTT ${rtt} is valid for the browser too`);
+    }
+    const refused = async (fill, value, pattern) => {
+      await page.fill(fill, value);
+      await page.click('#run');
+      await page.waitForSelector('#summary .message.error[data-source="controls"]', { timeout: 5000 });
+      assert.match(await page.innerText('#summary'), pattern);
+      assert.equal(await page.getAttribute(fill, 'aria-invalid'), 'true');
+    };
+    await refused('#rtt', '2000', /^Simulated RTT must be a number of milliseconds from 0 to 1000, e\.g\. 0\.25 \(it is 2000\)\.$/);
+    await shot(page, 'e2e-12-invalid-rtt');
+    // Fixing the value takes the stale message away at once.
+    await page.fill('#rtt', '0.3');
+    assert.equal(await page.$('#summary .message'), null, 'the stale message is gone');
+    assert.equal(await page.getAttribute('#rtt', 'aria-invalid'), null);
+    await refused('#rtt', '', /Simulated RTT must be .* \(the field is empty or not a number\)/);
+    await page.fill('#rtt', '0');
+    await refused('#batch-size', '0', /^Batch size must be a whole number from 1 to 100,000 \(it is 0\)\.$/);
+    await page.keyboard.press('Control+Enter'); // the shortcut checks the same way
+    assert.match(await page.innerText('#summary'), /Batch size must be/);
+    await page.fill('#batch-size', '1000');
+    const s = await runWith({ mode: 'pipeline', rtt: 0 });
+    assert.equal(num(s.commands), 5);
+  });
+
   test('on_error stop: the chunks after an error are not sent', async () => {
     await setBatch(batch);
     const s = await runWith({ mode: 'pipeline', batchSize: 2, onError: 'stop' });
