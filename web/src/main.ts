@@ -155,16 +155,26 @@ async function main() {
   const timeline = new Timeline($<HTMLCanvasElement>('timeline'), $<HTMLElement>('timeline-tip'));
   const table = new ResultsTable($<HTMLElement>('results'), $<HTMLElement>('detail'));
   timeline.set(null);
+  /** No timeline or table of an earlier batch under a new error message. */
+  const clearResults = () => {
+    timeline.set(null);
+    table.set(null, () => '');
+  };
+  const refuse = (message: string) => {
+    clearResults();
+    summaryMessage(message);
+    return true;
+  };
 
   let running = false;
   const run = async () => {
     if (running) return true;
     const snap = editors.snapshot();
-    if (snap.respError) return summaryMessage(`Fix the RESP view first: ${snap.respError}`), true;
-    if (snap.inlineErrors > 0) return summaryMessage('Fix the errors underlined in the inline view first.'), true;
-    if (snap.commands === 0) return summaryMessage('Nothing to run: type a command, one per line.'), true;
+    if (snap.respError) return refuse(`Fix the RESP view first: ${snap.respError}`);
+    if (snap.inlineErrors > 0) return refuse('Fix the errors underlined in the inline view first.');
+    if (snap.commands === 0) return refuse('Nothing to run: type a command, one per line.');
     const bad = controlError();
-    if (bad) return showControlError(bad), true;
+    if (bad) return clearResults(), showControlError(bad), true;
     const req = request(snap);
     running = true;
     runButton.disabled = true;
@@ -179,6 +189,7 @@ async function main() {
       showBanner('ok');
     } catch (e) {
       const err = e as ApiError;
+      clearResults();
       summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`);
       if (err.status === 0) showBanner('api_down');
       else if (err.status === 503) showBanner('redis_down', err.message);

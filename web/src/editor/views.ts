@@ -159,6 +159,9 @@ export interface Editors {
   /** The batch as the inline view holds it now. */
   snapshot(): BatchSnapshot;
   setInline(text: string): void;
+  /** Calls `listener` each time the batch changes (either view edited, or
+   * `setInline`), after `snapshot()` reflects the change. */
+  onChange(listener: () => void): void;
 }
 
 /** Large documents are re-derived after a pause instead of on every key. */
@@ -385,7 +388,14 @@ export function createEditors(opts: {
     renderStatus([], null);
   }
 
+  const listeners: Array<() => void> = [];
+
   function renderStatus(inlineErrors: string[], respError: string | null) {
+    renderStatusText(inlineErrors, respError);
+    for (const l of listeners) l();
+  }
+
+  function renderStatusText(inlineErrors: string[], respError: string | null) {
     const s = lastSnapshot;
     const plural = (n: number, w: string) => `${n.toLocaleString('en-US')} ${w}${n === 1 ? '' : 's'}`;
     opts.inlineStatus.replaceChildren();
@@ -423,6 +433,9 @@ export function createEditors(opts: {
     setInline(text: string) {
       inline.dispatch({ changes: { from: 0, to: inline.state.doc.length, insert: text } });
       flush();
+    },
+    onChange(listener: () => void) {
+      listeners.push(listener);
     },
   };
 }

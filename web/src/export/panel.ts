@@ -39,7 +39,7 @@ export function permalinkButton(state: () => PageState): HTMLElement {
 }
 
 /** The export bar under the playground's controls. */
-export function shareBar(opts: { state: () => PageState }): HTMLElement {
+export function shareBar(opts: { state: () => PageState; onBatchChange?: (listener: () => void) => void }): HTMLElement {
   const status = h('span', { class: 'share-status', role: 'status', id: 'share-status' });
   const target = h('select', { id: 'export-target', 'aria-label': 'Export format' }, ...TARGETS.map((t) => h('option', { value: t.id }, t.label)));
   const mode = h('select', { id: 'export-mode', 'aria-label': 'Export as' }, h('option', { value: 'pipeline' }, 'pipeline'), h('option', { value: 'transaction' }, 'MULTI/EXEC transaction'));
@@ -60,7 +60,7 @@ export function shareBar(opts: { state: () => PageState }): HTMLElement {
       const m = (mode.value === 'transaction' ? 'transaction' : 'pipeline') as ExportMode;
       current = exportBatch(target.value as TargetId, cmds, m, encodeCommand);
       const t = TARGETS.find((x) => x.id === target.value)!;
-      calls.textContent = `${t.label}: ${t.calls[m]} · ${cmds.length} command(s) · run: ${current.run}`;
+      calls.textContent = `${t.label}: ${t.calls[m]} · ${cmds.length.toLocaleString('en-US')} command${cmds.length === 1 ? '' : 's'} · run: ${current.run}`;
       pre.textContent = previewOf(current.content);
       pre.dataset.target = current.target;
       pre.dataset.mode = m;
@@ -73,6 +73,14 @@ export function shareBar(opts: { state: () => PageState }): HTMLElement {
     }
   };
   exportBtn.addEventListener('click', generate);
+  // An open preview follows the editor (typing, a sample, a lesson's "Load
+  // example"); debounced, as a preview of 100,000 commands takes a moment.
+  let refresh: ReturnType<typeof setTimeout> | undefined;
+  opts.onBatchChange?.(() => {
+    if (panel.hidden) return;
+    clearTimeout(refresh);
+    refresh = setTimeout(() => panel.hidden || generate(), 150);
+  });
   target.addEventListener('change', () => panel.hidden || generate());
   mode.addEventListener('change', () => panel.hidden || generate());
   dlBtn.addEventListener('click', () => current && download(current.filename, current.content, current.mime));

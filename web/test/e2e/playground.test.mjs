@@ -270,6 +270,24 @@ describe('runs against a real Redis', () => {
     assert.equal(num(s.commands), 5);
   });
 
+  test('an error clears the previous batch\'s timeline and results', async () => {
+    for (const [text, pattern] of [['PING\nECHO "abc', /Fix the errors underlined/], ['', /Nothing to run/]]) {
+      await setBatch(batch);
+      await runWith({ mode: 'pipeline' });
+      assert.equal((await rows()).length, 5);
+      assert.ok(await barPixels() > 0);
+      await setBatch(text);
+      await page.click('#run');
+      await page.waitForSelector('#summary .message.error');
+      assert.match(await page.innerText('#summary'), pattern);
+      assert.equal((await rows()).length, 0, `${pattern}: no result rows of the earlier batch`);
+      await page.waitForTimeout(100); // the timeline redraws on the next frame
+      assert.equal(await barPixels(), 0, `${pattern}: no timeline bars of the earlier batch`);
+      assert.equal(await page.getAttribute('#timeline', 'aria-label'), 'Timeline: no run yet');
+    }
+    await shot(page, 'e2e-13-error-clears-results');
+  });
+
   test('on_error stop: the chunks after an error are not sent', async () => {
     await setBatch(batch);
     const s = await runWith({ mode: 'pipeline', batchSize: 2, onError: 'stop' });

@@ -388,3 +388,22 @@ test('export: every format from the page; RESP, Python and Node run for real', {
   }
   await shot(page.locator('#share'), 'export-panel');
 });
+
+test('an open export preview follows the editor: "Load example", a typed batch', { timeout: 60_000 }, async () => {
+  await page.click('#tab-playground');
+  await page.evaluate(() => window.pipelab.editors.setInline('SET tut:exp:k v'));
+  await page.selectOption('#export-target', 'redis-py');
+  await page.selectOption('#export-mode', 'pipeline');
+  await page.click('#export');
+  await page.waitForSelector('#export-preview[data-target="redis-py"]');
+  assert.match(await page.innerText('#export-calls'), / 1 command · /);
+  await page.click('#tab-tutorial');
+  await page.click('#lesson-4 button.load-example');
+  await page.waitForFunction(() => document.getElementById('export-preview').textContent.includes('tut:l4'), null, { timeout: 5000 });
+  const n = await page.evaluate(() => window.pipelab.editors.snapshot().commands);
+  assert.match(await page.innerText('#export-calls'), new RegExp(` ${n} commands · `));
+  assert.doesNotMatch(await page.innerText('#export-preview'), /tut:exp:k/, 'nothing of the old batch');
+  await page.evaluate(() => window.pipelab.editors.setInline('PING\nECHO fresh'));
+  await page.waitForFunction(() => document.getElementById('export-preview').textContent.includes('fresh'), null, { timeout: 5000 });
+  assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
+});
