@@ -89,3 +89,21 @@ export async function checkHealth(): Promise<Health> {
     return 'api_down';
   }
 }
+
+/** The server limits the page checks before sending (GET /api/v1/info, `limits`; times in ms). */
+export interface ServerLimits {
+  batch_timeout_ms: number;
+  max_commands?: number;
+}
+
+/** GET /api/v1/info's `limits`, or null when the API cannot be reached (the page then checks nothing extra). */
+export async function fetchLimits(): Promise<ServerLimits | null> {
+  try {
+    const res = await fetch('api/v1/info', { cache: 'no-store' });
+    if (!res.ok) return null;
+    const limits = (await res.json())?.limits;
+    return typeof limits?.batch_timeout_ms === 'number' ? limits : null;
+  } catch {
+    return null;
+  }
+}

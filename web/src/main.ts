@@ -2,7 +2,8 @@
 // results of `POST /api/v1/batch` as a summary, a timeline and a table.
 import { keymap } from '@codemirror/view';
 import { Prec } from '@codemirror/state';
-import { ApiError, checkHealth, runBatch, type BatchRequest, type BatchResponse, type Health, type Mode } from './api.js';
+import { ApiError, checkHealth, fetchLimits, runBatch, type BatchRequest, type BatchResponse, type Health, type Mode, type ServerLimits } from './api.js';
+import { budgetHint, budgetWarning } from './rttBudget.js';
 import { createEditors, type BatchSnapshot } from './editor/views.js';
 import { ResultsTable } from './results/table.js';
 import { sample } from './samples.js';
@@ -129,12 +130,25 @@ function renderSummary(res: BatchResponse) {
 }
 
 /** A message in place of the summary; `source` tells what it is about (`controls`: a run control's value). */
-function summaryMessage(text: string, kind: 'error' | 'info' = 'error', source = '') {
+function summaryMessage(text: string, kind: 'error' | 'info' = 'error', source = '', hint = '') {
   const p = document.createElement('p');
   p.className = `message ${kind}`;
   p.textContent = text;
   if (source) p.dataset.source = source;
   summaryEl.replaceChildren(p);
+  if (hint) {
+    const h = document.createElement('p');
+    h.className = 'hint';
+    h.textContent = hint;
+    summaryEl.append(h);
+  }
+}
+
+/** The page's advice for an API error, when the page knows better than the API's generic wording. */
+function apiHint(err: ApiError, mode: Mode): string {
+  // The API's own message suggests raising batch_size, which does nothing in sequential mode.
+  if ((err.code === 'invalid_rtt' && /batch timeout/.test(err.message)) || err.code === 'batch_timeout') return budgetHint(mode);
+  return '';
 }
 
 /** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
@@ -190,7 +204,7 @@ async function main() {
     } catch (e) {
       const err = e as ApiError;
       clearResults();
-      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`);
+      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', 'api', apiHint(err, req.mode));
       if (err.status === 0) showBanner('api_down');
       else if (err.status === 503) showBanner('redis_down', err.message);
       else void refreshHealth();
@@ -200,6 +214,20 @@ async function main() {
       runButton.removeAttribute('aria-busy');
     }
     return true;
+  };
+
+  // Before running: a batch whose simulated RTT alone exceeds the server's
+  // batch timeout is refused by the API; say so while the controls change.
+  const warning = $<HTMLParagraphElement>('run-warning');
+  let limits: ServerLimits | null = null;
+  const updateWarning = () => {
+    const size = Number(batchSize.value);
+    const ms = Number(rtt.value);
+    const text = limits && !controlError()
+      ? budgetWarning(currentMode(), editors.snapshot().commands, size, ms, limits.batch_timeout_ms)
+      : null;
+    warning.hidden = !text;
+    warning.textContent = text ?? '';
   };
 
   const runKeys = Prec.highest(keymap.of([{ key: 'Mod-Enter', run: () => (void run(), true) }]));
@@ -243,6 +271,17 @@ async function main() {
     select.value = '';
   });
   syncControls();
+  editors.onChange(updateWarning);
+  const form = $<HTMLFormElement>('controls');
+  form.addEventListener('input', updateWarning);
+  form.addEventListener('change', updateWarning);
+  form.addEventListener('click', (e) => {
+    if ((e.target as HTMLElement).closest('.presets button')) updateWarning();
+  });
+  void fetchLimits().then((l) => {
+    limits = l;
+    updateWarning();
+  });
   // Tutorial, compare and sweep views, share bar; restores a permalink.
   await mountTutorial({ editors });
 

@@ -288,6 +288,41 @@ describe('runs against a real Redis', () => {
     await shot(page, 'e2e-13-error-clears-results');
   });
 
+  test('80 ms, sequential, 1,000 commands: warned before running; refused with advice that fits the mode', async () => {
+    const { limits } = await (await fetch(`${serve.base}api/v1/info`)).json();
+    const timeout = limits.batch_timeout_ms;
+    assert.ok(1000 * 80 > timeout, `the server's batch timeout (${timeout} ms) is below 1,000 × 80 ms`);
+    await setBatch(batch);
+    await runWith({ mode: 'pipeline' }); // results on screen, to see them cleared
+    await page.selectOption('#sample', 'incr1000');
+    await page.check('input[name="mode"][value="sequential"]');
+    await page.click('.presets button[data-rtt="80"]');
+    await page.waitForSelector('#run-warning:not([hidden])');
+    const warning = await page.innerText('#run-warning');
+    assert.match(warning, new RegExp(`^1,000 round trips × 80 ms = 80,000 ms of simulated RTT, over the server's batch timeout of ${timeout.toLocaleString('en-US')} ms`));
+    assert.match(warning, /send fewer commands, pick a smaller RTT, or switch to pipeline mode\.$/);
+    assert.doesNotMatch(warning, /batch size/i);
+    await page.click('#run');
+    await page.waitForSelector('#summary .message.error');
+    assert.match(await page.innerText('#summary .message.error'), /^Run failed: .*batch timeout.* \(invalid_rtt\)$/, 'the API\'s own message');
+    assert.match(await page.innerText('#summary .hint'), /^In sequential mode every command is one round trip: send fewer commands, pick a smaller RTT, or switch to pipeline mode\.$/);
+    assert.equal((await rows()).length, 0, 'no results of the earlier batch under the API error');
+    await shot(page, 'e2e-14-rtt-budget-sequential');
+    // Pipeline: one round trip, no warning; batch size 1: the advice is the batch size.
+    await page.check('input[name="mode"][value="pipeline"]');
+    await page.fill('#batch-size', '1000');
+    await page.waitForSelector('#run-warning', { state: 'hidden' });
+    await page.fill('#batch-size', '1');
+    await page.waitForSelector('#run-warning:not([hidden])');
+    assert.match(await page.innerText('#run-warning'), /Raise the batch size/);
+    await page.click('#run');
+    await page.waitForSelector('#summary .hint');
+    assert.match(await page.innerText('#summary .hint'), /^Raise the batch size/);
+    await page.fill('#batch-size', '1000');
+    await page.click('.presets button[data-rtt="0"]');
+    await page.waitForSelector('#run-warning', { state: 'hidden' });
+  });
+
   test('on_error stop: the chunks after an error are not sent', async () => {
     await setBatch(batch);
     const s = await runWith({ mode: 'pipeline', batchSize: 2, onError: 'stop' });

@@ -1,0 +1,39 @@
+// The simulated-RTT budget of a batch: every round trip waits at least the
+// simulated RTT, and the server refuses a batch whose waiting alone would
+// exceed its batch timeout (backend/src/api/validate.rs, check_rtt_budget).
+// The page warns before running, and its advice fits the mode: in sequential
+// mode the batch size changes nothing.
+import type { Mode } from './api.js';
+
+/** Least number of round trips, as the server counts them (validate.rs, min_round_trips). */
+export function minRoundTrips(mode: Mode, commands: number, batchSize: number): number {
+  if (mode === 'sequential') return commands;
+  if (mode === 'pipeline') return Math.ceil(commands / Math.max(1, batchSize));
+  return 1;
+}
+
+/** What to change so the batch fits, for `mode`. */
+export function budgetHint(mode: Mode): string {
+  switch (mode) {
+    case 'sequential':
+      return 'In sequential mode every command is one round trip: send fewer commands, pick a smaller RTT, or switch to pipeline mode.';
+    case 'pipeline':
+      return 'Raise the batch size (fewer round trips), send fewer commands, or pick a smaller RTT.';
+    case 'transaction':
+      return 'Pick a smaller RTT.';
+  }
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 });
+
+/**
+ * A warning when `commands` at `rttMs` in `mode` would wait longer than
+ * `timeoutMs` (the server's batch timeout, ms) on simulated RTT alone; null
+ * when the batch fits.
+ */
+export function budgetWarning(mode: Mode, commands: number, batchSize: number, rttMs: number, timeoutMs: number): string | null {
+  const trips = minRoundTrips(mode, commands, batchSize);
+  const waitMs = trips * rttMs;
+  if (!(waitMs > timeoutMs)) return null;
+  return `${fmt(trips)} round trip${trips === 1 ? '' : 's'} × ${fmt(rttMs)} ms = ${fmt(Math.round(waitMs))} ms of simulated RTT, over the server's batch timeout of ${fmt(timeoutMs)} ms: the server will refuse this batch. ${budgetHint(mode)}`;
+}
