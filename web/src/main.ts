@@ -119,6 +119,8 @@ function renderSummary(res: BatchResponse) {
   for (const [k, v, key] of items) {
     const div = document.createElement('div');
     div.dataset.key = key;
+    // Alarm colour only when there is something to see (CSS: [data-alarm]).
+    if ((key === 'errors' && s.errors > 0) || (key === 'unknown' && (s.unknown ?? 0) > 0)) div.dataset.alarm = '';
     const dt = document.createElement('dt');
     dt.textContent = k;
     const dd = document.createElement('dd');

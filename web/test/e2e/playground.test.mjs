@@ -323,6 +323,22 @@ describe('runs against a real Redis', () => {
     await page.waitForSelector('#run-warning', { state: 'hidden' });
   });
 
+  test('summary: errors and unknown are red only when above 0', async () => {
+    const colour = (key) => page.$eval(`#summary [data-key="${key}"] dd`, (e) => getComputedStyle(e).color);
+    const red = 'rgb(217, 54, 62)';
+    await setBatch(batch);
+    const s = await runWith({ mode: 'pipeline' });
+    assert.equal(num(s.errors), 1);
+    assert.equal(await colour('errors'), red, 'errors 1 is red');
+    assert.equal(num(s.unknown), 0);
+    assert.notEqual(await colour('unknown'), red, 'unknown 0 is not red');
+    await setBatch('PING\nECHO fine');
+    const t = await runWith({ mode: 'pipeline' });
+    assert.equal(num(t.errors), 0);
+    assert.notEqual(await colour('errors'), red, 'errors 0 is not red');
+    assert.equal(await colour('errors'), await colour('ok'), 'errors 0 looks like any other count');
+  });
+
   test('on_error stop: the chunks after an error are not sent', async () => {
     await setBatch(batch);
     const s = await runWith({ mode: 'pipeline', batchSize: 2, onError: 'stop' });
