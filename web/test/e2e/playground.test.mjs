@@ -3,7 +3,8 @@
 // artifacts/ (git-ignored).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, shot, startRedis, startServe } from './harness.mjs';
+import { join } from 'node:path';
+import { artifacts, launchBrowser, shot, startRedis, startServe } from './harness.mjs';
 
 let redis;
 let serve;
@@ -382,14 +383,47 @@ describe('runs against a real Redis', () => {
     await shot(page, 'e2e-07-10k');
   });
 
-  test('phone-sized screen', async () => {
+  test('phone-sized screens (390, 420 px): every tab and Copy permalink on screen, the table scrolls inside its box', async () => {
     await setBatch(batch);
-    await page.setViewportSize({ width: 390, height: 844 });
-    await runWith({ mode: 'pipeline' });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    assert.ok(overflow <= 0, `no horizontal scrolling (${overflow}px)`);
-    await shot(page, 'e2e-08-phone');
-    await page.setViewportSize({ width: 1280, height: 800 });
+    try {
+      for (const width of [390, 420]) {
+        await page.setViewportSize({ width, height: 844 });
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await runWith({ mode: 'pipeline' });
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        assert.ok(overflow <= 0, `${width}px: no horizontal scrolling of the page (${overflow}px)`);
+        // The tab bar wraps: every tab and the permalink button lie inside the viewport.
+        const boxes = await page.$$eval('#tabs button', (bs) => bs.map((b) => {
+          const r = b.getBoundingClientRect();
+          return { text: b.textContent, left: r.left, right: r.right, w: r.width };
+        }));
+        assert.equal(boxes.length, 5);
+        for (const b of boxes) assert.ok(b.left >= 0 && b.right <= width && b.w > 0, `${width}px: "${b.text}" on screen (${b.left}–${b.right})`);
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await shot(page, `e2e-08-phone-${width}`);
+        // The results table keeps all six columns; its box scrolls sideways to the times.
+        const res = await page.$eval('#results', (el) => {
+          el.scrollLeft = el.scrollWidth;
+          const box = el.getBoundingClientRect();
+          const heads = [...el.querySelectorAll('.row.header > div')].map((h) => ({ text: h.textContent, ...h.getBoundingClientRect().toJSON() }));
+          return { scrolls: el.scrollWidth > el.clientWidth, box: box.toJSON(), heads };
+        });
+        assert.ok(res.scrolls, `${width}px: the table scrolls inside its box`);
+        for (const name of ['sent ms', 'reply ms']) {
+          const h = res.heads.find((x) => x.text === name);
+          assert.ok(h && h.width > 0, `${width}px: the ${name} column exists`);
+          assert.ok(h.left >= res.box.left - 1 && h.right <= res.box.right + 1, `${width}px: scrolled, ${name} lies inside the box`);
+        }
+        const cells = await page.$$eval('#results .rows .row[data-index="0"] .c-time', (cs) => cs.map((c) => c.textContent));
+        assert.equal(cells.length, 2);
+        for (const c of cells) assert.match(c, /^\d+\.\d{3}$/);
+        await page.locator('.results-section').scrollIntoViewIfNeeded();
+        await page.locator('.results-section').screenshot({ path: join(artifacts, `e2e-08-phone-${width}-results.png`) });
+        await page.$eval('#results', (el) => { el.scrollLeft = 0; });
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
   });
 
   test('Redis killed mid-batch: the command in flight is unknown, the rest not sent', async () => {

@@ -217,15 +217,25 @@ test('lesson 7: mass insertion in batches of 10 000', { timeout: 60_000 }, async
   assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
 });
 
-test('phone-sized screen: the tutorial with its results needs no horizontal scrolling', async () => {
-  await page.setViewportSize({ width: 390, height: 844 });
+test('phone-sized screens (390, 420 px): no horizontal scrolling, every tab and Copy permalink on screen', async () => {
   try {
-    for (const view of ['tutorial', 'playground']) {
-      await page.click(`#tab-${view}`);
-      await page.waitForTimeout(100);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-      assert.ok(overflow <= 0, `${view}: no horizontal scrolling (${overflow}px)`);
+    for (const width of [390, 420]) {
+      await page.setViewportSize({ width, height: 844 });
+      for (const view of ['tutorial', 'playground', 'compare', 'sweep']) {
+        await page.click(`#tab-${view}`);
+        await page.waitForTimeout(100);
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        assert.ok(overflow <= 0, `${width}px ${view}: no horizontal scrolling (${overflow}px)`);
+        const off = await page.$$eval('#tabs button', (bs, w) => bs.filter((b) => {
+          const r = b.getBoundingClientRect();
+          return r.width === 0 || r.left < 0 || r.right > w;
+        }).map((b) => b.textContent), width);
+        assert.deepEqual(off, [], `${width}px ${view}: buttons off screen`);
+      }
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: join(artifacts, `tutorial-phone-${width}-tabs.png`) });
     }
+    await page.setViewportSize({ width: 390, height: 844 });
     await page.click('#tab-tutorial');
     await page.locator('#lesson-5').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'tutorial-phone.png') });
