@@ -3,7 +3,7 @@
 import { modeBarChart } from '../charts/charts.js';
 import type { PlaygroundState } from './bridge.js';
 import { compare } from './endpoints.js';
-import { el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
+import { count, el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
   const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', max: '1000', step: 'any', value: '1' });
@@ -28,7 +28,14 @@ export function compareView(state: PlaygroundState): HTMLElement {
       const res = await compare({ text: s.text, batch_size: Number(size.value), simulated_rtt_ms: Number(rtt.value), on_error: s.on_error });
       const timeCanvas = el('canvas', { id: 'compare-time-chart' });
       const rtCanvas = el('canvas', { id: 'compare-rt-chart' });
+      const n = res.runs[0]?.summary.commands ?? 0;
+      const ran = el(
+        'p',
+        { class: 'compare-ran', 'data-metric': 'commands', 'data-value': String(n) },
+        `Ran the playground's ${count(n, 'command')} in each of the ${count(res.runs.length, 'mode')} (${fmtInt(n * res.runs.length)} in all) at ${Number(rtt.value).toLocaleString('en-US')} ms RTT, pipeline batch size ${fmtInt(Number(size.value))}.`,
+      );
       out.replaceChildren(
+        ran,
         el('div', { class: 'chart-row' }, el('div', { class: 'chart-box' }, timeCanvas), el('div', { class: 'chart-box' }, rtCanvas)),
         table(
           ['mode', 'total', 'round trips', 'commands/s', 'errors', 'speedup vs sequential'],

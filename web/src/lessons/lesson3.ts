@@ -14,7 +14,7 @@ const VALUE = 100;
 export const lesson3: Lesson = {
   n: 3,
   title: 'Batch size: how many commands per round trip',
-  claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: beyond ~10 000 per batch there is little left to gain.',
+  claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: beyond ~10,000 per batch there is little left to gain.',
   build() {
     const rtt = slider({ id: 'l3-rtt', label: 'Simulated RTT', min: 0, max: 2, step: 0.05, value: 0.2, unit: 'ms' });
     return {
@@ -26,11 +26,11 @@ export const lesson3: Lesson = {
         <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
         the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
         Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
-        <p>Why the usual advice is batches of about <b>10 000</b>, not "everything at once": Redis
+        <p>Why the usual advice is batches of about <b>10,000</b>, not "everything at once": Redis
         buffers the replies to a batch in the client's output buffer in server memory until the client
         reads them, and the client holds the whole batch too. A million-command pipeline means
         a million replies held at once, for no further gain in throughput. The run also measures what
-        one round trip of 10 000 replies weighs on your deployment.</p>`),
+        one round trip of 10,000 replies weighs on your deployment.</p>`),
       controls: rtt.root,
       example: () => ({ text: Array.from({ length: TOTAL }, (_, i) => `SET tut:l3:key:${i} x`).join('\n'), mode: 'pipeline', batch_size: 100, simulated_rtt_ms: rtt.value(), on_error: 'continue' }),
       async run(out) {
@@ -53,15 +53,15 @@ export const lesson3: Lesson = {
             pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec)]),
             { 'data-table': 'sweep' },
           ),
-          el('p', {}, `Reply memory: 10 000 GETs of a ${VALUE}-byte value in one round trip:`),
+          el('p', {}, `Reply memory: 10,000 GETs of a ${VALUE}-byte value in one round trip:`),
           metrics([
             { key: 'reply_bytes_per_round_trip', label: 'replies per round trip', value: perTrip, text: `${fmtInt(perTrip)} bytes` },
-            { key: 'reply_bytes_at_1m', label: 'the same at 1 000 000 per batch', value: perTrip * 100, text: `≈ ${fmtInt((perTrip * 100) / 1e6)} MB` },
+            { key: 'reply_bytes_at_1m', label: 'the same at 1,000,000 per batch', value: perTrip * 100, text: `≈ ${fmtInt((perTrip * 100) / 1e6)} MB` },
           ]),
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
           verdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,
-            `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1 000 to 10 000 only ${fmtX(lastGain)} (RTT ${ms} ms).`,
+            `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms).`,
           ),
         );
         sweepChart(canvas, [{ label: `RTT ${ms} ms`, points: pts.map((p) => [p.batch_size, p.commands_per_sec]) }]);

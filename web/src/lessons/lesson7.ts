@@ -28,7 +28,7 @@ pipelab run data.resp --mode pipeline --batch-size 10000</pre>
         length instead of scanning for separators; and the file is exactly what goes on the wire,
         so <code>redis-cli --pipe</code> only has to copy it and count the replies.</p>
         <p>The run below converts the batch to RESP in your browser (the same codec as the server),
-        lets you download it, and runs it as a pipeline with batches of 10 000.</p>`),
+        lets you download it, and runs it as a pipeline with batches of 10,000.</p>`),
       controls: n.root,
       example: () => ({ text: text(), mode: 'pipeline', batch_size: 10000, on_error: 'continue', simulated_rtt_ms: 0 }),
       async run(out) {

@@ -57,8 +57,9 @@ export function errorBox(e: unknown): HTMLParagraphElement {
 /** A range slider with its value shown, e.g. the simulated RTT. */
 export function slider(opts: { id: string; label: string; min: number; max: number; step: number; value: number; unit: string }): { root: HTMLLabelElement; input: HTMLInputElement; value(): number } {
   const input = el('input', { type: 'range', id: opts.id, min: String(opts.min), max: String(opts.max), step: String(opts.step), value: String(opts.value) });
-  const out = el('output', { for: opts.id }, `${opts.value} ${opts.unit}`);
-  input.addEventListener('input', () => (out.textContent = `${input.value} ${opts.unit}`));
+  const show = (v: number) => `${v.toLocaleString('en-US', { maximumFractionDigits: 3 })} ${opts.unit}`;
+  const out = el('output', { for: opts.id }, show(opts.value));
+  input.addEventListener('input', () => (out.textContent = show(Number(input.value))));
   const root = el('label', { class: 'slider' }, `${opts.label} `, input, out);
   return { root, input, value: () => Number(input.value) };
 }

@@ -32,6 +32,16 @@ function niceStep(rangeMs: number, ticks: number): number {
   return 10 * pow;
 }
 
+/**
+ * Axis labels with one precision for the whole axis, the step's: a step of
+ * 0.05 ms gives 0.00, 0.05, 0.10; 0.5 ms gives 0.0, 0.5, 1.0; 200 ms gives
+ * 0, 200, …, 1,200 (thousands with a comma, as everywhere on the page).
+ */
+export function tickFormat(stepMs: number): (ms: number) => string {
+  const decimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(stepMs) + 1e-9)));
+  return (ms) => ms.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+}
+
 const fmtMs = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
 
 export class Timeline {
@@ -95,16 +105,18 @@ export class Timeline {
     // Time axis with grid lines.
     const maxMs = maxUs / 1000;
     const step = niceStep(maxMs, Math.max(2, Math.floor(plotW / 90)));
+    const tick = tickFormat(step);
     ctx.strokeStyle = '#e3e5e8';
     ctx.lineWidth = 1;
     ctx.textAlign = 'center';
-    for (let t = 0; t <= maxMs + 1e-9; t += step) {
+    for (let k = 0; k * step <= maxMs + 1e-9; k++) {
+      const t = k * step; // not a running sum: 0.1 + 0.2 drifts
       const x = Math.round(sx(t * 1000)) + 0.5;
       ctx.beginPath();
       ctx.moveTo(x, MARGIN.top);
       ctx.lineTo(x, MARGIN.top + plotH);
       ctx.stroke();
-      ctx.fillText(fmtMs(t), x, h - MARGIN.bottom + 14);
+      ctx.fillText(tick(t), x, h - MARGIN.bottom + 14);
     }
     ctx.fillText('time since the batch started (ms)', MARGIN.left + plotW / 2, h - 4);
 

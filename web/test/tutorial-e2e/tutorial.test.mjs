@@ -214,6 +214,10 @@ test('lesson 7: mass insertion in batches of 10 000', { timeout: 60_000 }, async
   const pr = await run(bin, ['run', file, '--mode', 'pipeline', '--batch-size', '10000', '--redis', redis.url]);
   assert.equal(pr.code, 0, pr.stdout + pr.stderr);
   assert.match(pr.stdout, /errors: 0, replies: 20000/, pr.stdout);
+  // One thousands style in the whole tutorial, prose and measured numbers alike: 10,000.
+  const spaced = (await page.innerText('#tutorial-view')).match(/\b\d{1,3}[ \u00a0\u202f]\d{3}\b/g);
+  assert.equal(spaced, null, `thousands written with a space: ${spaced}`);
+  assert.match(await page.innerText('#lesson-7 .slider output'), /^20,000 SETs$/);
   assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
 });
 
@@ -282,6 +286,9 @@ test('compare view: three modes at 1 ms, bar charts, speedups', { timeout: 90_00
   assert.ok(sp.pipeline >= 10, `pipeline ${sp.pipeline}`);
   assert.ok(sp.transaction >= 10, `transaction ${sp.transaction}`);
   assert.match(await page.getAttribute('#compare-time-chart', 'aria-label'), /sequential .* ms, pipeline/);
+  // It says how many commands it ran: lesson 2's 1,000 SETs, in each mode.
+  assert.equal(await page.getAttribute('#compare-out [data-metric="commands"]', 'data-value'), '1000');
+  assert.match(await page.innerText('#compare-out .compare-ran'), /^Ran the playground's 1,000 commands in each of the 3 modes \(3,000 in all\) at 1 ms RTT/);
   await page.waitForTimeout(150);
   await shot(page.locator('#compare-view'), 'compare');
 });
@@ -321,7 +328,7 @@ test('permalink: opening it restores the editor, mode, options and view', { time
   await page.click('#permalink');
   await page.waitForFunction(() => location.hash.startsWith('#s='));
   const url = await page.evaluate(() => location.href);
-  await page.uncheck('#resp3');
+  await page.$eval('#resp3', (e) => (e.checked = false)); // the compare view is open: not clickable
   const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await other.goto(url);
   await other.waitForSelector('#tabs');
