@@ -25,7 +25,7 @@ export function compareView(state: PlaygroundState): HTMLElement {
     run.disabled = true;
     out.replaceChildren(el('p', { class: 'message info' }, 'Running…'));
     try {
-      const res = await compare({ text: s.text, batch_size: Number(size.value), simulated_rtt_ms: Number(rtt.value), on_error: s.on_error });
+      const res = await compare({ text: s.text, batch_size: Number(size.value), simulated_rtt_ms: Number(rtt.value), on_error: s.on_error, ...(s.resp3 ? { resp3: true } : {}) });
       const timeCanvas = el('canvas', { id: 'compare-time-chart' });
       const rtCanvas = el('canvas', { id: 'compare-rt-chart' });
       const n = res.runs[0]?.summary.commands ?? 0;
@@ -55,6 +55,11 @@ export function compareView(state: PlaygroundState): HTMLElement {
       modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', log: true });
     } catch (e) {
       out.replaceChildren(errorBox(e));
+      const err = e as { code?: string; message?: string };
+      // The API's advice ("raise batch_size") cannot help the sequential run every comparison includes.
+      if (err.code === 'invalid_rtt' && /batch timeout/.test(err.message ?? '')) {
+        out.append(el('p', { class: 'hint' }, 'The comparison always includes the sequential run, one round trip per command: send fewer commands or pick a smaller RTT.'));
+      }
     } finally {
       run.disabled = false;
     }

@@ -38,6 +38,7 @@ export interface CompareRequest {
   batch_size?: number;
   on_error?: 'continue' | 'stop';
   simulated_rtt_ms?: number;
+  resp3?: boolean;
   include_results?: boolean;
 }
 

@@ -291,6 +291,14 @@ test('compare view: three modes at 1 ms, bar charts, speedups', { timeout: 90_00
   assert.match(await page.innerText('#compare-out .compare-ran'), /^Ran the playground's 1,000 commands in each of the 3 modes \(3,000 in all\) at 1 ms RTT/);
   await page.waitForTimeout(150);
   await shot(page.locator('#compare-view'), 'compare');
+  // 1,000 commands × 80 ms is over the batch timeout for the sequential run: the API's message, and advice that fits.
+  await page.fill('#compare-rtt', '80');
+  await page.click('#compare-run');
+  await page.waitForSelector('#compare-out .message.error');
+  assert.match(await page.innerText('#compare-out .message.error'), /batch timeout.*\(invalid_rtt\)/);
+  assert.match(await page.innerText('#compare-out .hint'), /always includes the sequential run.*fewer commands or pick a smaller RTT/);
+  assert.equal(await page.locator('#compare-out [data-table="compare"]').count(), 0, 'no table of the earlier run');
+  await page.fill('#compare-rtt', '1');
 });
 
 test('sweep view: any RTT, one line per run', { timeout: 90_000 }, async () => {
