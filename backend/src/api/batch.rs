@@ -62,8 +62,9 @@ pub struct BatchRequest {
 /// Run a batch of commands.
 ///
 /// 200 whenever the batch was accepted, even if commands failed: see each
-/// result's `status`. The connection is the batch's own, opened for it and
-/// closed after it.
+/// result's `status`. The batch has its Redis connection to itself while it
+/// runs: an idle pooled one or a new one, given back to the pool only if
+/// the batch ended cleanly and could not have changed its state.
 #[utoipa::path(
     post,
     path = "/api/v1/batch",
