@@ -311,3 +311,107 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The first-write fallback of [`Runner::write`], which the pool's probe
+    //! hides in integration tests: here a dead connection is handed to the
+    //! runner directly. A real redis-server on a Unix socket (free TCP port
+    //! too, as every test server), where a write to a closed peer fails at
+    //! once with nothing accepted.
+    use super::*;
+    use crate::exec::source::VecSource;
+    use crate::exec::{OnError, Plan};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    struct Server {
+        child: Child,
+        _dir: tempfile::TempDir,
+    }
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn start() -> (Server, RedisTarget) {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("r.sock");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&sock)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        for _ in 0..500 {
+            if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let target = RedisTarget::parse(sock.to_str().unwrap()).unwrap();
+        (Server { child, _dir: dir }, target)
+    }
+
+    async fn one(conn: &mut Conn, argv: &[&str]) -> resp::Value {
+        let mut out = Vec::new();
+        resp::encode_command(argv, &mut out);
+        conn.write(&out).await.unwrap();
+        conn.read_reply().await.unwrap().0
+    }
+
+    /// A connection killed by Redis (CLIENT KILL), its close already seen.
+    async fn dead_conn(target: &RedisTarget, settings: &ConnSettings) -> Conn {
+        let mut victim = Conn::connect(target, settings).await.unwrap();
+        let resp::Value::Integer(id) = one(&mut victim, &["CLIENT", "ID"]).await else { panic!("CLIENT ID") };
+        let mut admin = Conn::connect(target, settings).await.unwrap();
+        one(&mut admin, &["CLIENT", "KILL", "ID", &id.to_string()]).await;
+        for _ in 0..100 {
+            if !victim.probe_idle() {
+                // As the pool hands it out: counts zeroed for the new batch.
+                victim.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
+                return victim;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the killed connection still looks alive");
+    }
+
+    fn plan() -> Plan {
+        Plan { on_error: OnError::Continue, ..Plan::default() }
+    }
+
+    #[tokio::test]
+    async fn dead_reused_connection_falls_back_before_anything_is_sent() {
+        let (_server, target) = start();
+        let settings = settings(&plan(), &ExecOptions::default());
+        let commands: Vec<Vec<Vec<u8>>> = vec![vec![b"INCR".to_vec(), b"n".to_vec()]];
+
+        // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
+        let dead = dead_conn(&target, &settings).await;
+        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let ran = run_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true).await;
+        assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
+        assert_eq!(results[0].status, Status::Ok);
+        assert_eq!(results[0].reply, Some(resp::Value::Integer(1)));
+        assert!(ran.reusable.is_some(), "the fresh connection ended cleanly");
+
+        // Without it (a connection of the batch's own): not sent, not unknown, never retried.
+        let dead = dead_conn(&target, &settings).await;
+        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let ran = run_on(dead, None, &plan(), &mut source, &mut results, true).await;
+        assert_eq!(results[0].status, Status::NotSent);
+        assert!(ran.report.connection_error.is_some());
+        assert!(ran.reusable.is_none());
+
+        let mut check = Conn::connect(&target, &settings).await.unwrap();
+        assert_eq!(one(&mut check, &["GET", "n"]).await, resp::Value::Bulk(b"1".to_vec()), "INCR ran exactly once");
+    }
+}
