@@ -100,14 +100,15 @@ pub async fn command(
         read_timeout: wait,
         max_reply_bytes: None,
     };
-    let report = match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {
-        Ok(Ok(report)) => report,
-        Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => {
-            return Err(ApiError::field("invalid_batch", e.field, e.message))
-        }
-        Err(_) => return Err(ApiError::unavailable("no answer in time")),
-    };
+    let report =
+        match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {
+            Ok(Ok(report)) => report,
+            Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
+            Ok(Err(ExecError::Invalid(e))) => {
+                return Err(ApiError::field("invalid_batch", e.field, e.message))
+            }
+            Err(_) => return Err(ApiError::unavailable("no answer in time")),
+        };
     let result = report.results.into_iter().next();
     match result {
         Some(r) if matches!(r.status, Status::Ok | Status::Error) && r.reply.is_some() => {
