@@ -104,34 +104,29 @@ impl Pool {
     /// Errors: as [`Conn::connect`] (nothing was sent).
     pub async fn checkout(&self, settings: &ConnSettings) -> Result<Lease, String> {
         if settings.simulated_rtt_ms == 0.0 && self.config.max_idle > 0 {
-            let mut discard = Vec::new();
-            let found = {
-                let mut idle = self.idle.lock().expect("pool lock");
-                let mut found = None;
-                let mut i = idle.len();
-                while i > 0 {
-                    i -= 1;
-                    if idle[i].conn.is_resp3() != settings.resp3 {
-                        continue;
-                    }
-                    let entry = idle.remove(i);
-                    if entry.since.elapsed() < self.config.idle_timeout && entry.conn.probe_idle() {
-                        found = Some(entry.conn);
-                        break;
-                    }
-                    discard.push(entry);
+            // Take the most recent idle connection of the right protocol,
+            // then probe it outside the lock (a system call); a stale or
+            // dead one is closed and the next is tried.
+            while let Some(entry) = self.take_idle(settings.resp3) {
+                if entry.since.elapsed() < self.config.idle_timeout && entry.conn.probe_idle() {
+                    let mut conn = entry.conn;
+                    conn.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
+                    return Ok(Lease { conn, reused: true });
                 }
-                set_gauge(idle.len());
-                found
-            };
-            drop(discard); // closes their sockets, outside the lock
-            if let Some(mut conn) = found {
-                conn.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
-                return Ok(Lease { conn, reused: true });
             }
         }
         let conn = Conn::connect(&self.target, settings).await?;
         Ok(Lease { conn, reused: false })
+    }
+
+    /// Removes and returns the most recently returned idle connection
+    /// speaking RESP3 (`resp3`) or RESP2.
+    fn take_idle(&self, resp3: bool) -> Option<Idle> {
+        let mut idle = self.idle.lock().expect("pool lock");
+        let i = idle.iter().rposition(|e| e.conn.is_resp3() == resp3)?;
+        let entry = idle.remove(i);
+        set_gauge(idle.len());
+        Some(entry)
     }
 
     /// Takes back a connection whose batch ended cleanly (the executor
