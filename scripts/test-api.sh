@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
-# Tests of the REST API and `pipelab serve` (issue 4): the API's unit tests,
-# the integration tests (each endpoint and mode, bad input, Redis restarts,
-# disconnects, concurrency, limits, the embedded redis-server) against real
-# redis-servers the tests start on free ports, then a smoke run of the
-# binary as a user starts it: no --redis (its own redis-server), probes
-# answered, clean exit on SIGTERM with the child redis-server gone.
+# Smoke run of `pipelab serve` as a user starts it: no --redis (its own
+# redis-server), probes answered, clean exit on SIGTERM with the child
+# redis-server gone. The API's unit and integration tests (each endpoint and
+# mode, bad input, Redis restarts, disconnects, concurrency, limits) run in
+# `cargo test --workspace` (scripts/test.sh); run them alone with
+#   cargo test -p pipelab --test api_endpoints --test api_bad_input --test api_resilience
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v redis-server >/dev/null || { echo "redis-server missing: run scripts/setup.sh" >&2; exit 1; }
-export CARGO_TERM_COLOR=never
-cargo test -p pipelab --locked --bin pipelab
-cargo test -p pipelab --locked --test api_endpoints --test api_bad_input --test api_resilience
+cargo build -q --locked -p pipelab
 
 bin=target/debug/pipelab
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

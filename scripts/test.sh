@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Runs every pipelab test: installs what is missing (scripts/setup.sh), then
-# the Rust workspace tests (against real redis-servers the tests start on
-# free ports), the wasm32 build of `resp`, and each part's own suite
-# (scripts/test-*.sh: hiredis differential and fuzzing, the web page in
-# headless Chromium). This is what CI runs (.ci/run).
+# - `cargo test --workspace`: the resp codec (unit, property, vectors,
+#   differential against hiredis / redis-server / redis-cli), the executor,
+#   the REST API, operations and the CLI, against real redis-servers the
+#   tests start on free ports;
+# - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
+#   `pipelab serve` smoke run (test-api.sh), the wasm module in Node and the
+#   playground and tutorial in headless Chromium (test-web.sh,
+#   test-tutorial.sh), the build scripts the Dockerfile calls and the built
+#   binary (test-deploy.sh).
+# This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +17,8 @@ scripts/setup.sh
 export CARGO_TERM_COLOR=never
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked
-for part in scripts/test-*.sh; do
-  [ -e "$part" ] || continue
-  echo "=== $part"
-  bash "$part"
+for part in resp api web tutorial deploy; do
+  echo "=== scripts/test-$part.sh"
+  bash "scripts/test-$part.sh"
 done
 echo "all pipelab tests passed"

@@ -34,6 +34,8 @@ pub enum EmbeddedError {
          (or REDIS_URL)"
     )]
     NotFound { bin: String },
+    #[error("{bin} does not exist: give the path of a redis-server binary with --redis-server, or point pipelab at a running Redis with --redis redis://HOST:PORT (or REDIS_URL)")]
+    Missing { bin: String },
     #[error("could not start {bin}: {source}")]
     Spawn { bin: String, source: io::Error },
     #[error("{bin} exited at start ({status}); its log ends with:\n{log}")]
@@ -62,16 +64,27 @@ impl EmbeddedRedis {
                 source,
             })?;
         let socket = dir.path().join("redis.sock");
-        let log = dir.path().join("redis.log");
+        let mut me = EmbeddedRedis {
+            child: None,
+            dir,
+            socket,
+        };
+        me.launch(bin)?;
+        Ok(me)
+    }
+
+    /// Spawns redis-server on this instance's socket and waits until it answers.
+    fn launch(&mut self, bin: &str) -> Result<(), EmbeddedError> {
+        let log = self.dir.path().join("redis.log");
         let mut cmd = Command::new(bin);
         cmd.arg("--port")
             .arg("0") // no TCP listener: the Unix socket is the only way in
             .arg("--unixsocket")
-            .arg(&socket)
+            .arg(&self.socket)
             .arg("--unixsocketperm")
             .arg("700")
             .arg("--dir")
-            .arg(dir.path())
+            .arg(self.dir.path())
             .arg("--save")
             .arg("")
             .arg("--appendonly")
@@ -97,19 +110,31 @@ impl EmbeddedRedis {
             }
         }
         let child = cmd.spawn().map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => EmbeddedError::NotFound { bin: bin.into() },
+            io::ErrorKind::NotFound if !bin.contains('/') => EmbeddedError::NotFound { bin: bin.into() },
+            io::ErrorKind::NotFound => EmbeddedError::Missing { bin: bin.into() },
             _ => EmbeddedError::Spawn {
                 bin: bin.into(),
                 source,
             },
         })?;
-        let mut me = EmbeddedRedis {
-            child: Some(child),
-            dir,
-            socket,
+        self.child = Some(child);
+        self.wait_ready(bin, &log)
+    }
+
+    /// If the child has exited (killed, or `SHUTDOWN` slipped through),
+    /// reaps it and starts a new one on the same socket, so the server's
+    /// Redis URL stays valid. `None` while it runs; else how it had exited
+    /// and whether the restart worked.
+    pub fn revive(&mut self, bin: &str) -> Option<(String, Result<(), EmbeddedError>)> {
+        let status = match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => return None,
+            Some(Ok(Some(status))) => status.to_string(),
+            Some(Err(e)) => e.to_string(),
+            None => String::from("not running"),
         };
-        me.wait_ready(bin, &log)?;
-        Ok(me)
+        self.child = None;
+        let _ = std::fs::remove_file(&self.socket);
+        Some((status, self.launch(bin)))
     }
 
     /// The Unix socket path (a `unix://` URL for the executor).
@@ -205,4 +230,84 @@ fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+/// The embedded redis-server, watched by a thread of its own for as long
+/// as `pipelab serve` runs: if the child dies, the thread starts a new one on
+/// the same socket (Redis data is lost, as in any restart of a server without
+/// persistence). The same thread spawns every child, so the kernel's
+/// parent-death signal (tied to the spawning thread) fires only when the
+/// server itself goes.
+pub struct Supervised {
+    url: String,
+    socket: PathBuf,
+    pid: Option<u32>,
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// How often the supervisor looks at the child.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+impl Supervised {
+    /// Starts redis-server (`bin`) and its supervisor; returns once it answers PING.
+    pub fn start(bin: &str) -> Result<Supervised, EmbeddedError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        let bin = bin.to_string();
+        let thread = std::thread::Builder::new()
+            .name("redis-supervisor".into())
+            .spawn(move || {
+                let mut redis = match EmbeddedRedis::start(&bin) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok((redis.url(), redis.socket().to_path_buf(), redis.pid())));
+                // Until stop() (or the sender is dropped): watch and revive.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(WATCH_EVERY) {
+                    if let Some((status, restarted)) = redis.revive(&bin) {
+                        match restarted {
+                            Ok(()) => tracing::warn!(%status, pid = redis.pid(), "redis-server exited; started a new one (its data is gone)"),
+                            Err(e) => tracing::error!(%status, error = %e, "redis-server exited and could not be restarted; retrying"),
+                        }
+                    }
+                }
+                redis.stop();
+            })
+            .map_err(|source| EmbeddedError::Spawn { bin: "redis-supervisor thread".into(), source })?;
+        match ready_rx.recv() {
+            Ok(Ok((url, socket, pid))) => Ok(Supervised { url, socket, pid, stop, thread }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(EmbeddedError::Spawn {
+                bin: "redis-supervisor thread".into(),
+                source: io::Error::other("the supervisor thread ended before redis-server started"),
+            }),
+        }
+    }
+
+    /// `unix:///…/redis.sock`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The first child's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Stops the child (SIGTERM, then SIGKILL after 5 s) and the supervisor.
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
 }

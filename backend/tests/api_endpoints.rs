@@ -559,3 +559,16 @@ fn resolve<'a>(doc: &'a Json, schema: &'a Json) -> &'a Json {
         _ => schema,
     }
 }
+
+#[tokio::test]
+async fn wrong_method_and_unknown_path_get_the_error_shape() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let (status, body) = api.get("/api/v1/batch").await;
+    assert_eq!(status, 405);
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+    assert!(body["error"]["message"].as_str().unwrap().contains("GET is not allowed on /api/v1/batch"), "{body}");
+    let (status, body) = api.get("/api/v1/nope").await;
+    assert_eq!(status, 404);
+    assert!(body["error"]["message"].as_str().unwrap().contains("/api/v1/nope"), "{body}");
+}

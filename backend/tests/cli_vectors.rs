@@ -81,7 +81,7 @@ fn encode_reports_line_and_column_and_what_was_written() {
     assert_eq!(code, 2);
     assert_eq!(stdout, b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n");
     assert!(stderr.contains("line 3, column 7: unbalanced single quote"), "{stderr}");
-    assert!(stderr.contains("1 commands before line 3"), "{stderr}");
+    assert!(stderr.contains("1 command before line 3 written"), "{stderr}");
 }
 
 #[test]

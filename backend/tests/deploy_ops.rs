@@ -115,3 +115,50 @@ fn bad_settings_fail_at_start_up_by_name() {
         assert!(stderr.contains(name) && stderr.contains(value), "{var}={value}: {stderr}");
     }
 }
+
+/// `process_id` from `INFO server` over a Unix socket.
+fn redis_pid(socket: &str) -> u32 {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").unwrap();
+    let mut buf = Vec::new();
+    let mut decoder = resp::Decoder::new();
+    loop {
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "redis closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+        if let resp::Decoded::Complete { value: resp::Value::Bulk(text), .. } = decoder.decode(&buf).unwrap() {
+            let text = String::from_utf8(text).unwrap();
+            let line = text.lines().find(|l| l.starts_with("process_id:")).unwrap();
+            return line["process_id:".len()..].trim().parse().unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn shutdown_is_refused_and_a_dead_embedded_redis_comes_back() {
+    let (cmd, port) = serve_command(&[]);
+    let api = Pipelab::spawn(cmd, port);
+    let socket = api.banner.split("unix://").nth(1).unwrap().trim_end_matches(')').to_string();
+
+    // Nobody can stop the shared server through the API.
+    let (status, body) = api.post("/api/v1/batch", &json!({"text": "SHUTDOWN NOSAVE"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("SHUTDOWN is refused"), "{body}");
+
+    // Killed anyway (from outside): the supervisor starts a new one on the same socket.
+    let first = redis_pid(&socket);
+    api_harness::unsafe_kill(first, 9);
+    api_harness::wait_for(15, "a new redis-server", || std::os::unix::net::UnixStream::connect(&socket).is_ok() && redis_pid(&socket) != first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get("/readyz").await.0 != 200 {
+        assert!(Instant::now() < deadline, "/readyz did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, body) = api.post("/api/v1/batch", &json!({"text": "SET back 1\nGET back"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["summary"]["ok"], 2);
+    assert!(api.stderr().contains("redis-server exited; started a new one"), "{}", api.stderr());
+}

@@ -127,9 +127,13 @@ fn transaction_mode_and_redis_url_env() {
 fn usage_and_connection_errors() {
     let out = pipelab(&["run", "--rtt", "5000", "--redis", "redis://127.0.0.1:1"], b"PING\n", None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("simulated_rtt_ms"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--rtt") && text(&out.stderr).contains("0 to 1000"), "{}", text(&out.stderr));
+    let out = pipelab(&["run", "--rtt", "-1"], b"PING\n", None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--rtt"), "{}", text(&out.stderr));
     let out = pipelab(&["run", "--batch-size", "0"], b"PING\n", None);
     assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--batch-size") && text(&out.stderr).contains("at least 1"), "{}", text(&out.stderr));
     let out = pipelab(&["run", "--redis", "http://x"], b"PING\n", None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--redis"));

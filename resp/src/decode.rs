@@ -8,10 +8,31 @@
 //! aggregates survive an "incomplete" answer, so a value arriving in many
 //! chunks is not rescanned from its start. The build pass only runs on bytes
 //! already checked, and every aggregate it allocates has its elements present
-//! in the buffer.
+//! in the buffer. Both passes are iterative (explicit stacks), so the 1024
+//! levels the default limits allow cannot overflow a thread's stack.
+//!
+//! A length that does not fit the platform's `usize` (beyond 4 GiB on
+//! wasm32, where the playground runs this code) is an error even when the
+//! limits would allow it (`resp/wasm32-check`).
 //!
 //! Number rules are those of Redis `string2ll` and hiredis `read.c`: `:+1`,
-//! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range.
+//! `:01`, `$-2`, `*-2` are errors; integers cover the full i64 range. Simple
+//! strings and errors with a lone CR or LF are errors, as in hiredis.
+//!
+//! Checked against hiredis on thousands of generated inputs
+//! (`tests/hiredis_diff.rs`). Deliberate differences, where we follow the
+//! RESP3 specification and Redis rather than hiredis's leniency:
+//! - `#T`/`#F` are errors (hiredis takes upper case);
+//! - a big number needs digits: `(` and `(-` are errors;
+//! - the CRLF after a bulk body is checked (hiredis skips two bytes unseen);
+//! - only `$-1` and `*-1` are nulls: `-1` as the length of `%`, `~`, `>`,
+//!   `|`, `=`, `!` is an error (hiredis reads a null);
+//! - [`Limits`]: a bulk string over 512 MiB is an error, not a wait;
+//! - blob errors `!`, streamed strings and aggregates, and doubles of 326 or
+//!   more characters are accepted (the PyPI hiredis build rejects them), and
+//!   doubles with a leading `+` or that underflow to 0 (`1e-400`) are
+//!   accepted as the RESP3 grammar and C hiredis (`strtod`) do (the PyPI
+//!   hiredis build rejects them).
 
 use crate::number::parse_i64;
 use crate::value::Value;
@@ -26,14 +47,16 @@ use core::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Maximum nesting of aggregates (arrays, maps, sets, pushes,
-    /// attributes, streamed strings). Default 1024.
+    /// attributes, streamed strings); an empty aggregate nests nothing.
+    /// Default 1024.
     pub max_depth: usize,
     /// Maximum length of one bulk string, blob error, verbatim string or
-    /// streamed-string chunk, in bytes. Default 512 MiB, Redis's
-    /// `proto-max-bulk-len` default.
+    /// streamed string (each chunk and the whole), in bytes. Default
+    /// 512 MiB, Redis's `proto-max-bulk-len` default.
     pub max_bulk_len: u64,
-    /// Maximum element count of one aggregate (a map of N pairs counts N).
-    /// Default 2^32 − 1, hiredis's `REDIS_READER_MAX_ARRAY_ELEMENTS`.
+    /// Maximum element count of one aggregate, streamed ones included (a map
+    /// of N pairs counts N). Default 2^32 − 1, hiredis's
+    /// `REDIS_READER_MAX_ARRAY_ELEMENTS`.
     pub max_aggregate_len: u64,
 }
 
@@ -79,10 +102,10 @@ enum Frame {
     /// Elements still expected (a map of N pairs expects 2N, attributes of N
     /// pairs 2N + 1: the pairs and the value they belong to).
     Counted { remaining: u64 },
-    /// `*?`, `~?`, `%?`: elements until `.`; `map` asks for an even count.
+    /// `*?`, `~?`, `%?`: elements until `.`; a map asks for an even count.
     Streamed { map: bool, count: u64 },
-    /// `$?`: `;N` chunks until `;0`.
-    StreamedString,
+    /// `$?`: `;N` chunks until `;0`, `total` bytes so far.
+    StreamedString { total: u64 },
 }
 
 /// Incremental decoder for one stream of RESP values.
@@ -101,6 +124,9 @@ pub struct Decoder {
     /// Open aggregates of the current value; its length is bounded by
     /// `limits.max_depth`, never by a length header.
     stack: Vec<Frame>,
+    /// The build pass's stack, kept between values to save an allocation
+    /// per aggregate (empty between calls).
+    build_stack: Vec<Open>,
 }
 
 /// What [`decode_all`] found in a buffer.
@@ -141,6 +167,41 @@ pub fn decode_all(buf: &[u8]) -> DecodeAll {
     out
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Nonzero where a byte of `w` is zero; its lowest set bit is exact (higher
+/// ones may be false positives, which finding the first match ignores).
+#[inline(always)]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(LO) & !w & HI
+}
+
+/// The first `a` or `b` in `hay`, eight bytes at a time (no `unsafe`, no
+/// dependency: this crate builds for wasm32 with `core` alone).
+#[inline(always)]
+fn find_either(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+    let (pa, pb) = (LO * a as u64, LO * b as u64);
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let hit = zero_bytes(w ^ pa) | zero_bytes(w ^ pb);
+        if hit != 0 {
+            return Some(base + (hit.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks.remainder().iter().position(|&c| c == a || c == b).map(|p| base + p)
+}
+
+#[inline(always)]
+fn find_byte(hay: &[u8], a: u8) -> Option<usize> {
+    find_either(hay, a, a)
+}
+
 /// The line that starts at `start` (type byte included), without its CRLF:
 /// `Some((line_end, next))` where `next` is the offset after the CRLF.
 #[inline]
@@ -148,7 +209,7 @@ fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     let mut i = start + 1;
     while i + 1 < buf.len() {
         // Jump to the next CR; LF must follow it.
-        match buf[i..buf.len() - 1].iter().position(|&b| b == b'\r') {
+        match find_byte(&buf[i..buf.len() - 1], b'\r') {
             None => return None,
             Some(p) => {
                 i += p;
@@ -162,6 +223,7 @@ fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     None
 }
 
+#[cold]
 fn err(offset: usize, message: String) -> DecodeError {
     DecodeError { offset, message }
 }
@@ -200,9 +262,41 @@ fn type_name(t: u8) -> &'static str {
     }
 }
 
+/// A plain length (`0`, or 1 to 18 digits without a leading zero), parsed
+/// without overflow checks: the common case of every header, kept inline.
+#[inline(always)]
+fn fast_len(line: &[u8]) -> Option<u64> {
+    match line {
+        [b'0'] => Some(0),
+        [b'1'..=b'9', ..] if line.len() <= 18 => {
+            let mut n = 0u64;
+            for &c in line {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    return None;
+                }
+                n = n * 10 + d as u64;
+            }
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
 /// Parses a length header (`$`, `*`, …) strictly; `-1` is returned as `None`
 /// only where `allow_null`.
+#[inline(always)]
 fn parse_len(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
+    match fast_len(line) {
+        Some(n) if n <= max && usize::try_from(n).is_ok() => Ok(Some(n)),
+        None if allow_null && line == b"-1" => Ok(None),
+        _ => parse_len_slow(line, t, at, allow_null, max, what),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn parse_len_slow(line: &[u8], t: u8, at: usize, allow_null: bool, max: u64, what: &str) -> Result<Option<u64>, DecodeError> {
     let n = parse_i64(line).ok_or_else(|| err(at, format!("invalid {} length {}", type_name(t), show(line))))?;
     if n == -1 && allow_null {
         return Ok(None);
@@ -253,7 +347,7 @@ impl Decoder {
 
     /// A decoder with the given limits.
     pub fn with_limits(limits: Limits) -> Self {
-        Decoder { limits, pos: 0, stack: Vec::new() }
+        Decoder { limits, pos: 0, stack: Vec::new(), build_stack: Vec::new() }
     }
 
     /// The limits in force.
@@ -276,7 +370,7 @@ impl Decoder {
             Ok(Some(end)) => {
                 self.reset();
                 let mut at = 0;
-                let value = build(&buf[..end], &mut at);
+                let value = build(&buf[..end], &mut at, &mut self.build_stack);
                 debug_assert_eq!(at, end);
                 Ok(Decoded::Complete { value, consumed: end })
             }
@@ -314,8 +408,20 @@ impl Decoder {
             if start >= buf.len() {
                 return Ok(None);
             }
-            let in_streamed_string = matches!(self.stack.last(), Some(Frame::StreamedString));
             let t = buf[start];
+            let streamed_total = match self.stack.last() {
+                Some(Frame::StreamedString { total }) => Some(*total),
+                Some(&Frame::Streamed { map, count }) if t != b'.' => {
+                    // One more element in a streamed aggregate: within the limit?
+                    let max = self.limits.max_aggregate_len;
+                    if count >= if map { max.saturating_mul(2) } else { max } {
+                        return Err(too_many(map, start, max));
+                    }
+                    None
+                }
+                _ => None,
+            };
+            let in_streamed_string = streamed_total.is_some();
             let Some((line_end, next)) = find_line(buf, start) else {
                 // Fail early on a bad type byte rather than waiting for a CRLF.
                 if !in_streamed_string && !is_type_byte(t) {
@@ -330,6 +436,11 @@ impl Decoder {
                     return Err(err(start, format!("expected a streamed string chunk ';', found {}", show(&[t]))));
                 }
                 let n = parse_len(line, t, start, false, self.limits.max_bulk_len, "bytes")?.unwrap_or(0);
+                // The whole string is one bulk string: its total is limited too.
+                let total = streamed_total.unwrap_or(0).saturating_add(n);
+                if total > self.limits.max_bulk_len {
+                    return Err(too_long(start, total, self.limits.max_bulk_len));
+                }
                 if n == 0 {
                     self.pos = next;
                     self.stack.pop();
@@ -342,13 +453,25 @@ impl Decoder {
                     return Ok(None);
                 }
                 self.pos = next + n as usize + 2;
+                if let Some(Frame::StreamedString { total: t }) = self.stack.last_mut() {
+                    *t = total;
+                }
                 continue;
             }
 
             match t {
-                b'+' | b'-' => {}
+                b'+' | b'-' => {
+                    // As hiredis: a line with a lone CR or LF is not a
+                    // simple string (RESP forbids them; a CR LF pair would end it).
+                    if let Some(p) = find_either(line, b'\r', b'\n') {
+                        return Err(err(
+                            start + 1 + p,
+                            format!("{} contains a {} byte (not allowed in a simple string or error)", if t == b'+' { "simple string" } else { "simple error" }, if line[p] == b'\r' { "CR" } else { "LF" }),
+                        ));
+                    }
+                }
                 b':' => {
-                    if parse_i64(line).is_none() {
+                    if fast_len(line).is_none() && parse_i64(line).is_none() {
                         return Err(err(start, format!("invalid integer {}", show(line))));
                     }
                 }
@@ -373,8 +496,8 @@ impl Decoder {
                     }
                 }
                 b'$' | b'!' | b'=' => {
-                    if t == b'$' && line == b"?" {
-                        self.open(Frame::StreamedString, start)?;
+                    if t == b'$' && line.len() == 1 && line[0] == b'?' {
+                        self.open(Frame::StreamedString { total: 0 }, start)?;
                         self.pos = next;
                         continue;
                     }
@@ -398,7 +521,7 @@ impl Decoder {
                     continue;
                 }
                 b'*' | b'~' | b'>' | b'%' | b'|' => {
-                    if line == b"?" && matches!(t, b'*' | b'~' | b'%') {
+                    if line.len() == 1 && line[0] == b'?' && matches!(t, b'*' | b'~' | b'%') {
                         self.open(Frame::Streamed { map: t == b'%', count: 0 }, start)?;
                         self.pos = next;
                         continue;
@@ -460,7 +583,7 @@ impl Decoder {
         if buf.len() < end {
             return Ok(false);
         }
-        if &buf[body + n..end] != b"\r\n" {
+        if buf[body + n] != b'\r' || buf[body + n + 1] != b'\n' {
             return Err(err(body + n, format!("{} of {} bytes is not followed by CRLF", type_name(t), n)));
         }
         Ok(true)
@@ -488,39 +611,112 @@ impl Decoder {
                     self.stack.pop();
                 }
                 Some(Frame::Streamed { count, .. }) => {
+                    // Checked against the limit when the next element starts.
                     *count += 1;
                     return None;
                 }
-                Some(Frame::StreamedString) => return None, // unreachable: chunks are not elements
+                Some(Frame::StreamedString { .. }) => return None, // unreachable: chunks are not elements
             }
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many(map: bool, at: usize, max: u64) -> DecodeError {
+    let what = if map { "streamed map" } else { "streamed aggregate" };
+    err(at, format!("{} has more than the limit of {} elements", what, max))
+}
+
+#[cold]
+#[inline(never)]
+fn too_long(at: usize, total: u64, max: u64) -> DecodeError {
+    err(at, format!("streamed string of {} bytes exceeds the limit of {} bytes", total, max))
 }
 
 fn is_type_byte(t: u8) -> bool {
     matches!(t, b'+' | b'-' | b':' | b'$' | b'*' | b'_' | b',' | b'#' | b'!' | b'=' | b'(' | b'%' | b'~' | b'|' | b'>' | b'.' | b';')
 }
 
-/// The build pass over bytes the check pass accepted: it cannot fail, and
-/// falls back to harmless values rather than panicking should it ever be
-/// handed unchecked bytes.
-fn build(buf: &[u8], at: &mut usize) -> Value {
-    let start = *at;
-    let Some(&t) = buf.get(start) else { return Value::Null };
-    let Some((line_end, next)) = find_line(buf, start) else {
-        *at = buf.len();
-        return Value::Null;
-    };
-    let line = &buf[start + 1..line_end];
-    *at = next;
-    let len = || parse_i64(line).unwrap_or(0);
+/// An aggregate being built: its kind, the elements so far, and how many
+/// are still expected (`None`: streamed, until `.`).
+#[derive(Debug, Clone)]
+struct Open {
+    kind: u8,
+    items: Vec<Value>,
+    remaining: Option<usize>,
+}
+
+impl Open {
+    fn finish(self) -> Value {
+        match self.kind {
+            b'*' => Value::Array(self.items),
+            b'~' => Value::Set(self.items),
+            b'>' => Value::Push(self.items),
+            b'%' => Value::Map(pairs(self.items)),
+            _ => {
+                // `|`: the pairs, then the value they belong to.
+                let mut items = self.items;
+                let value = if items.len() % 2 == 1 { items.pop().unwrap_or(Value::Null) } else { Value::Null };
+                Value::Attributed { attributes: pairs(items), value: Box::new(value) }
+            }
+        }
+    }
+}
+
+/// The build pass over bytes the check pass accepted. Iterative, with an
+/// explicit stack, so that the 1024 levels the limits allow cannot overflow
+/// a thread's stack (a wasm module has 1 MiB). It cannot fail, and falls
+/// back to harmless values rather than panicking should it ever be handed
+/// unchecked bytes.
+fn build(buf: &[u8], at: &mut usize, stack: &mut Vec<Open>) -> Value {
+    stack.clear();
+    loop {
+        let start = *at;
+        let item = match (buf.get(start), find_line(buf, start)) {
+            (Some(&t), Some((line_end, next))) => {
+                *at = next;
+                build_item(buf, t, &buf[start + 1..line_end], at, stack)
+            }
+            // Unchecked bytes: close what is open.
+            _ => {
+                *at = buf.len();
+                match stack.pop() {
+                    Some(open) => Some(open.finish()),
+                    None => return Value::Null,
+                }
+            }
+        };
+        let Some(mut value) = item else { continue };
+        // Hand the value to the aggregates it completes.
+        loop {
+            let Some(top) = stack.last_mut() else { return value };
+            top.items.push(value);
+            match &mut top.remaining {
+                Some(r) if *r <= 1 => {
+                    value = stack.pop().map(Open::finish).unwrap_or(Value::Null);
+                }
+                Some(r) => {
+                    *r -= 1;
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// One header line (type `t`, content `line`) and its body: `Some(value)`
+/// for a scalar or a finished aggregate, `None` when an aggregate opened.
+fn build_item(buf: &[u8], t: u8, line: &[u8], at: &mut usize, stack: &mut Vec<Open>) -> Option<Value> {
+    let len = || fast_len(line).map(|n| n as i64).or_else(|| parse_i64(line)).unwrap_or(0);
     let mut body = |n: i64| -> Vec<u8> {
         let n = (n.max(0) as usize).min(buf.len() - *at);
         let v = buf[*at..*at + n].to_vec();
         *at = (*at + n + 2).min(buf.len());
         v
     };
-    match t {
+    Some(match t {
         b'+' => Value::Simple(line.to_vec()),
         b'-' => Value::Error(line.to_vec()),
         b':' => Value::Integer(len()),
@@ -528,7 +724,7 @@ fn build(buf: &[u8], at: &mut usize) -> Value {
         b',' => Value::Double(parse_double(line).unwrap_or(f64::NAN)),
         b'#' => Value::Boolean(line == b"t"),
         b'(' => Value::BigNumber(line.to_vec()),
-        b'$' if line == b"?" => {
+        b'$' if line.len() == 1 && line[0] == b'?' => {
             let mut out = Vec::new();
             while *at < buf.len() {
                 let Some((le, nx)) = find_line(buf, *at) else { break };
@@ -556,49 +752,29 @@ fn build(buf: &[u8], at: &mut usize) -> Value {
             }
             Value::Verbatim { format, text: v.get(4..).unwrap_or_default().to_vec() }
         }
-        b'*' | b'~' | b'%' if line == b"?" => {
-            let mut items = Vec::new();
-            while *at < buf.len() && buf[*at] != b'.' {
-                items.push(build(buf, at));
-            }
-            *at = (*at + 3).min(buf.len()); // ".\r\n"
-            match t {
-                b'*' => Value::Array(items),
-                b'~' => Value::Set(items),
-                _ => Value::Map(pairs(items)),
-            }
+        b'*' | b'~' | b'%' if line.len() == 1 && line[0] == b'?' => {
+            stack.push(Open { kind: t, items: Vec::new(), remaining: None });
+            return None;
         }
+        b'.' => stack.pop().map(Open::finish).unwrap_or(Value::Null),
         b'*' if line == b"-1" => Value::NullArray,
-        b'*' | b'~' | b'>' => {
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = len().max(0) as u64;
+            let count = match t {
+                b'%' => n.saturating_mul(2),
+                b'|' => n.saturating_mul(2).saturating_add(1),
+                _ => n,
+            };
+            if count == 0 {
+                return Some(Open { kind: t, items: Vec::new(), remaining: Some(0) }.finish());
+            }
             // Safe capacity: every element takes at least 3 checked bytes.
-            let n = (len().max(0) as usize).min((buf.len() - *at) / 3);
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..len().max(0) {
-                items.push(build(buf, at));
-            }
-            match t {
-                b'*' => Value::Array(items),
-                b'~' => Value::Set(items),
-                _ => Value::Push(items),
-            }
-        }
-        b'%' | b'|' => {
-            let n = len().max(0) as usize;
-            let mut kv = Vec::with_capacity(n.min((buf.len() - *at) / 6));
-            for _ in 0..n {
-                let k = build(buf, at);
-                let v = build(buf, at);
-                kv.push((k, v));
-            }
-            if t == b'%' {
-                Value::Map(kv)
-            } else {
-                let value = build(buf, at);
-                Value::Attributed { attributes: kv, value: Box::new(value) }
-            }
+            let cap = (count.min(usize::MAX as u64) as usize).min((buf.len() - *at) / 3);
+            stack.push(Open { kind: t, items: Vec::with_capacity(cap), remaining: Some(count.min(usize::MAX as u64) as usize) });
+            return None;
         }
         _ => Value::Null,
-    }
+    })
 }
 
 fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
@@ -608,4 +784,26 @@ fn pairs(items: Vec<Value>) -> Vec<(Value, Value)> {
         out.push((k, v));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time search finds exactly what a byte loop finds, at
+    /// every alignment and length, with decoys that trip the zero-byte trick
+    /// (0x0c, 0x0e: one off CR; 0x8d: CR with the top bit set).
+    #[test]
+    fn find_either_matches_a_byte_loop() {
+        let alphabet = [b'a', b'\r', b'\n', 0x0c, 0x0e, 0x8d, 0x00, 0xff, 0x0b];
+        let mut seed = 1u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (seed >> 58) as usize;
+            let hay: Vec<u8> = (0..len).map(|i| alphabet[((seed >> (i % 50)) as usize + i * 7) % alphabet.len()]).collect();
+            let slow = hay.iter().position(|&c| c == b'\r' || c == b'\n');
+            assert_eq!(find_either(&hay, b'\r', b'\n'), slow, "{hay:?}");
+            assert_eq!(find_byte(&hay, b'\r'), hay.iter().position(|&c| c == b'\r'), "{hay:?}");
+        }
+    }
 }

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Bulk strings are quoted with `sdscatrepr` escapes; verbatim strings are
-//! printed raw; maps use `1# key => value`, sets `1~`; attributes are not
-//! shown (redis-cli does not show them either).
+//! printed raw; maps use `1# key => value` (a multi-line value starts on the
+//! next line, as redis-cli 7.0.12+ prints it), sets `1~`; attributes are not
+//! shown (redis-cli does not show them either). Checked against the real
+//! redis-cli in `tests/display.rs`.
 
 use crate::encode::write_double;
 use crate::value::Value;
@@ -117,9 +119,33 @@ fn tty(v: &Value, prefix: &str, out: &mut String) {
                 tty(k, &child, out);
                 out.pop(); // the key's newline
                 out.push_str(" => ");
+                if multiline(val) {
+                    // redis-cli (7.0.12+) starts a multi-line value on its own
+                    // line, so that its items align.
+                    out.push('\n');
+                    out.push_str(&child);
+                }
                 tty(val, &child, out);
             }
         }
+    }
+}
+
+/// Whether redis-cli prints `v` on several lines (`cliIsMultilineValueTTY`).
+fn multiline(v: &Value) -> bool {
+    match v {
+        Value::Attributed { value, .. } => multiline(value),
+        Value::Array(items) | Value::Set(items) | Value::Push(items) => match items.len() {
+            0 => false,
+            1 => multiline(&items[0]),
+            _ => true,
+        },
+        Value::Map(kv) => match kv.len() {
+            0 => false,
+            1 => multiline(&kv[0].1),
+            _ => true,
+        },
+        _ => false,
     }
 }
 
@@ -127,7 +153,7 @@ fn tty(v: &Value, prefix: &str, out: &mut String) {
 fn child_prefix(prefix: &str, n: usize) -> (usize, String) {
     let width = crate::number::digits(n);
     let mut child = String::from(prefix);
-    child.extend(core::iter::repeat(' ').take(width + 2));
+    child.extend(core::iter::repeat_n(' ', width + 2));
     (width, child)
 }
 

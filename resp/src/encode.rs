@@ -57,14 +57,21 @@ impl core::fmt::Write for Bytes<'_> {
 }
 
 /// Writes a double as RESP3 spells it: `inf`, `-inf`, `nan`, else the
-/// shortest decimal that reads back to the same f64 (Rust's `{:?}`).
+/// shortest decimal that reads back to the same f64 (Rust's `{:?}`), with
+/// integral values written without `.0` (`3`, `-0`) as Redis sends them
+/// (`,3\r\n` from `ZSCORE` under RESP3), so that a real reply re-encodes to
+/// its own bytes and redis-cli's `(double) 3` is reproduced.
 pub(crate) fn write_double(out: &mut Vec<u8>, d: f64) {
     if d.is_nan() {
         out.extend_from_slice(b"nan");
     } else if d.is_infinite() {
         out.extend_from_slice(if d > 0.0 { b"inf" } else { b"-inf" });
     } else {
+        let start = out.len();
         let _ = write!(Bytes(out), "{:?}", d);
+        if out[start..].ends_with(b".0") {
+            out.truncate(out.len() - 2);
+        }
     }
 }
 

@@ -11,6 +11,13 @@
 //!   closing quote must be followed by a blank or the end;
 //! - an unterminated quote is an error;
 //! - a NUL byte ends the line, as the C string it is in Redis.
+//!
+//! [`parse_inline`] (and [`crate::RequestReader`]) read lines as the server
+//! does, and there a NUL byte is an error: the server looks for the end of
+//! an inline request with `strchr(querybuf, '\n')`, which stops at the NUL,
+//! so it never executes the line and waits until the 64 KiB inline limit
+//! (checked against redis-server 7.0 in `tests/redis_server.rs`). Write such
+//! an argument as `"\x00"`.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -163,7 +170,8 @@ pub fn column_of(line: &[u8], offset: usize) -> usize {
 
 /// Splits a text of inline commands, one per line (`\n` or `\r\n`), as the
 /// server reads inline requests: blank lines are skipped, each line goes
-/// through [`split_args`]. Every line is tried, so all errors are reported.
+/// through [`split_args`], and a NUL byte is an error. Every line is tried,
+/// so all errors are reported.
 pub fn parse_inline(text: &[u8]) -> InlineParse {
     let mut out = InlineParse::default();
     let mut start = 0;
@@ -176,7 +184,7 @@ pub fn parse_inline(text: &[u8]) -> InlineParse {
             end -= 1;
         }
         let line = &text[start..end];
-        match split_args(line) {
+        match split_line(line) {
             Ok(argv) if argv.is_empty() => {}
             Ok(argv) => out.commands.push(InlineCommand { argv, line: line_no, start, end }),
             Err(e) => out.errors.push(InlineError {
@@ -192,6 +200,18 @@ pub fn parse_inline(text: &[u8]) -> InlineParse {
         }
     }
     out
+}
+
+/// The message for a NUL byte in an inline request.
+pub(crate) const NUL_IN_INLINE: &str = "NUL byte in an inline command: redis-server never finds the end of such a line (write it as \"\\x00\")";
+
+/// [`split_args`] for a line of an inline request stream: a NUL byte is an
+/// error (see the module docs).
+pub(crate) fn split_line(line: &[u8]) -> Result<Vec<Vec<u8>>, SplitError> {
+    if let Some(at) = line.iter().position(|&b| b == 0) {
+        return Err(SplitError { offset: at, message: NUL_IN_INLINE });
+    }
+    split_args(line)
 }
 
 /// Writes argv back as one inline line that [`split_args`] reads as the same

@@ -7,7 +7,9 @@
 //! - doubles are numbers, or the strings `"inf"`, `"-inf"`, `"nan"`;
 //! - maps and attributes are arrays of `[key, value]` pairs;
 //! - the three nulls are all `{"type":"null"}` (deserialized as RESP3 `_`);
-//! - attributes ride on the value they precede as `"attributes"`.
+//! - attributes ride on the value they precede as `"attributes"`;
+//! - a verbatim format that is not UTF-8 (Redis only sends `txt` and `mkd`)
+//!   is `"format_base64"` instead of `"format"`.
 
 use crate::value::Value;
 use alloc::boxed::Box;
@@ -15,7 +17,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use serde::de::Error as _;
+use core::fmt;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -110,7 +114,11 @@ impl Serialize for Value {
             Value::Double(d) => m.serialize_entry("value", d)?,
             Value::Boolean(b) => m.serialize_entry("value", b)?,
             Value::Verbatim { format, text } => {
-                m.serialize_entry("format", &String::from_utf8_lossy(format))?;
+                // Redis sends `txt` or `mkd`; other bytes stay lossless.
+                match core::str::from_utf8(format) {
+                    Ok(f) => m.serialize_entry("format", f)?,
+                    Err(_) => m.serialize_entry("format_base64", &STANDARD.encode(format))?,
+                }
                 text_entry(&mut m, text)?;
             }
             Value::BigNumber(n) => m.serialize_entry("value", &String::from_utf8_lossy(n))?,
@@ -143,11 +151,11 @@ struct Wire {
     #[serde(default)]
     format: Option<String>,
     #[serde(default)]
+    format_base64: Option<String>,
+    #[serde(default)]
     attributes: Option<Vec<(Value, Value)>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum WireValue {
     Bool(bool),
     Int(i64),
@@ -155,6 +163,84 @@ enum WireValue {
     Text(String),
     Pairs(Vec<(Value, Value)>),
     List(Vec<Value>),
+}
+
+/// One element of an array `"value"`: a reply object, or a `[key, value]` pair.
+enum Element {
+    Reply(Value),
+    Pair(Value, Value),
+}
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Element;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a reply object or a [key, value] pair")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Element, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Element::Reply)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element, A::Error> {
+                let k = seq.next_element::<Value>()?.ok_or_else(|| A::Error::custom("a [key, value] pair needs 2 elements, got 0"))?;
+                let v = seq.next_element::<Value>()?.ok_or_else(|| A::Error::custom("a [key, value] pair needs 2 elements, got 1"))?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(A::Error::custom("a [key, value] pair needs 2 elements, got more"));
+                }
+                Ok(Element::Pair(k, v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Hand-written rather than `#[serde(untagged)]`, so that an error deep
+/// inside says what is wrong instead of "did not match any variant".
+impl<'de> Deserialize<'de> for WireValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WireValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"value\": a number, boolean, string, or an array of replies or of [key, value] pairs")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<WireValue, E> {
+                Ok(WireValue::Bool(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<WireValue, E> {
+                Ok(WireValue::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WireValue, E> {
+                // Beyond i64: only a double can hold it.
+                Ok(i64::try_from(v).map(WireValue::Int).unwrap_or(WireValue::Float(v as f64)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<WireValue, E> {
+                Ok(WireValue::Float(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WireValue, E> {
+                Ok(WireValue::Text(String::from(v)))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<WireValue, E> {
+                Ok(WireValue::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireValue, A::Error> {
+                let mut list = Vec::new();
+                let mut pairs = Vec::new();
+                while let Some(e) = seq.next_element::<Element>()? {
+                    match e {
+                        Element::Reply(v) => list.push(v),
+                        Element::Pair(k, v) => pairs.push((k, v)),
+                    }
+                    if !list.is_empty() && !pairs.is_empty() {
+                        return Err(A::Error::custom("\"value\" mixes replies and [key, value] pairs"));
+                    }
+                }
+                Ok(if pairs.is_empty() { WireValue::List(list) } else { WireValue::Pairs(pairs) })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl<'de> Deserialize<'de> for Value {
@@ -181,8 +267,13 @@ impl<'de> Deserialize<'de> for Value {
             "bulk" => Value::Bulk(bytes(&w)?),
             "blob_error" => Value::BlobError(bytes(&w)?),
             "verbatim" => {
-                let f = w.format.as_deref().unwrap_or("txt").as_bytes();
-                let format: [u8; 3] = f.try_into().map_err(|_| D::Error::custom("verbatim \"format\" must be 3 bytes"))?;
+                let f = match (&w.format, &w.format_base64) {
+                    (Some(f), None) => f.clone().into_bytes(),
+                    (None, Some(b)) => STANDARD.decode(b.as_bytes()).map_err(|e| D::Error::custom(alloc::format!("invalid base64 in \"format_base64\": {}", e)))?,
+                    (None, None) => b"txt".to_vec(),
+                    (Some(_), Some(_)) => return Err(D::Error::custom("verbatim: \"format\" or \"format_base64\", not both")),
+                };
+                let format: [u8; 3] = f.as_slice().try_into().map_err(|_| D::Error::custom("verbatim \"format\" must be 3 bytes"))?;
                 Value::Verbatim { format, text: bytes(&w)? }
             }
             "integer" => match w.value {

@@ -11,6 +11,13 @@
 //!   (`*` → multibulk, anything else → inline line).
 //! - [`display`]: the redis-cli TTY format.
 //! - `json` (feature `json`): the reply JSON of CONTRACT.md section 1.
+//!
+//! Exactness is tested against the real thing: the decoder against hiredis
+//! on thousands of generated inputs (its deliberate differences, where we
+//! follow the RESP3 specification and Redis, are listed in [`decode`]),
+//! inline splitting and request streams against redis-server, the display
+//! against redis-cli; both parsers are fuzzed (`fuzz/`). See `resp/tests/`,
+//! `scripts/test-resp.sh` and, for speed, `resp/BENCH.md`.
 #![no_std]
 #![forbid(unsafe_code)]
 extern crate alloc;

@@ -8,9 +8,10 @@ use alloc::vec::Vec;
 /// `{"type":"null"}`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
-    /// `+OK`: a simple string (no CR or LF inside).
+    /// `+OK`: a simple string (no CR or LF inside: the decoder rejects them,
+    /// and the encoder would write a broken frame).
     Simple(Vec<u8>),
-    /// `-ERR message`: a simple error.
+    /// `-ERR message`: a simple error (no CR or LF inside, as `Simple`).
     Error(Vec<u8>),
     /// `:42`: a signed 64-bit integer.
     Integer(i64),

@@ -103,6 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/info", get(info::info))
         .route("/openapi.json", get(openapi::openapi_json))
         .fallback(api_not_found)
+        .method_not_allowed_fallback(api_method_not_allowed)
         // The last layer added is the outermost: the rewrite must see the limit's answer.
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(middleware::from_fn(json_body_limit_error));
@@ -123,9 +124,28 @@ async fn api_not_found(req: Request) -> error::ApiError {
         format!(
             "no endpoint {} {} (see GET /api/v1/openapi.json)",
             req.method(),
-            req.uri().path()
+            original_path(&req)
         ),
     )
+}
+
+async fn api_method_not_allowed(req: Request) -> error::ApiError {
+    error::ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {} (see GET /api/v1/openapi.json)", req.method(), original_path(&req)),
+    )
+}
+
+/// The path as the client sent it: these handlers serve the `/api/v1`
+/// nest, whose router sees paths without that prefix.
+fn original_path(req: &Request) -> String {
+    let path = req.uri().path();
+    if path.starts_with("/api/v1") {
+        path.to_string()
+    } else {
+        format!("/api/v1{path}")
+    }
 }
 
 /// RequestBodyLimitLayer answers an over-long Content-Length with a

@@ -6,6 +6,11 @@
 //! into a stream of pushes, or block it forever would either be lost with the
 //! connection or break that count, so they are refused up front with the
 //! reason.
+//!
+//! Commands that administer the server itself (SHUTDOWN, DEBUG, REPLICAOF,
+//! CONFIG SET, ACL SETUSER, CLIENT KILL, ...) are refused too: the Redis
+//! behind pipelab is shared by everyone who can reach the API, and one of
+//! them must not be able to stop it, detach it or lock the others out.
 
 use pipelab::exec::Mode;
 
@@ -45,6 +50,16 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
                 "CLIENT {sub} is refused: it changes which replies the connection gets, and the \
                  batch expects exactly one reply per command"
             )),
+            Some(sub @ ("KILL" | "PAUSE" | "UNPAUSE" | "NO-EVICT")) => admin(&format!("CLIENT {sub}")),
+            _ => None,
+        },
+        "SHUTDOWN" | "DEBUG" | "REPLICAOF" | "SLAVEOF" | "FAILOVER" | "MODULE" => admin(&name),
+        "CONFIG" => match arg(1).as_deref() {
+            Some(sub @ ("SET" | "REWRITE" | "RESETSTAT")) => admin(&format!("CONFIG {sub}")),
+            _ => None,
+        },
+        "ACL" => match arg(1).as_deref() {
+            Some(sub @ ("SETUSER" | "DELUSER" | "LOAD" | "SAVE")) => admin(&format!("ACL {sub}")),
             _ => None,
         },
         "MULTI" | "EXEC" | "DISCARD" if mode == Mode::Transaction => Some(format!(
@@ -64,6 +79,14 @@ pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
         }),
         _ => None,
     }
+}
+
+/// The refusal of a server-administration command.
+fn admin(what: &str) -> Option<String> {
+    Some(format!(
+        "{what} is refused: it administers the Redis server that everyone using this pipelab \
+         shares (run it with redis-cli against a Redis of your own)"
+    ))
 }
 
 /// Every name [`refusal`] looks at further.
@@ -101,6 +124,14 @@ const CANDIDATES: &[&[u8]] = &[
     b"WAITAOF",
     b"XREAD",
     b"XREADGROUP",
+    b"SHUTDOWN",
+    b"DEBUG",
+    b"REPLICAOF",
+    b"SLAVEOF",
+    b"FAILOVER",
+    b"MODULE",
+    b"CONFIG",
+    b"ACL",
 ];
 
 /// Cheap pre-filter, without allocating: is `name` one of [`CANDIDATES`]?
@@ -175,6 +206,18 @@ mod tests {
             "BZPOPMAX z 0",
             "BRPOPLPUSH a b 0",
             "WAITAOF 1 0 0",
+            "SHUTDOWN NOSAVE",
+            "shutdown",
+            "DEBUG SLEEP 10",
+            "REPLICAOF host 6379",
+            "SLAVEOF host 6379",
+            "FAILOVER",
+            "MODULE LOAD /x.so",
+            "CONFIG SET requirepass x",
+            "config rewrite",
+            "ACL SETUSER default off",
+            "CLIENT KILL ID 3",
+            "CLIENT PAUSE 10000",
         ] {
             assert!(
                 refusal(&argv(cmd), Mode::Pipeline).is_some(),
@@ -197,6 +240,10 @@ mod tests {
             "MULTI",
             "EXEC",
             "WATCH k",
+            "CONFIG GET maxmemory",
+            "ACL WHOAMI",
+            "CLIENT LIST",
+            "FLUSHALL",
         ] {
             assert!(
                 refusal(&argv(cmd), Mode::Pipeline).is_none(),

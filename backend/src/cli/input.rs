@@ -41,3 +41,20 @@ pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
         Err(e) => Err(std::io::Error::new(e.kind(), format!("cannot open {file}: {e}"))),
     }
 }
+
+/// clap parser for `--rtt`: a number of ms from 0 to 1000 (fractional), the
+/// range of `simulated_rtt_ms` (CONTRACT.md section 3).
+pub fn rtt_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(String::from("must be a number of ms from 0 to 1000 (fractions allowed, e.g. 0.2)")),
+    }
+}
+
+/// clap parser for counts that must be at least 1 (`--batch-size`).
+pub fn at_least_one(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if v >= 1 => Ok(v),
+        _ => Err(String::from("must be a whole number, at least 1")),
+    }
+}

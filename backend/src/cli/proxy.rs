@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     upstream: String,
     /// Round-trip time to add, in ms (0 to 1000, fractional): RTT/2 each way.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
     /// Timeout for connecting to the upstream, in ms.
     #[arg(long, default_value_t = 5000)]

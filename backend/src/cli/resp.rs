@@ -78,7 +78,8 @@ fn encode(file: &str) -> std::io::Result<Exit> {
                 out.flush()?;
                 let col = resp::inline::column_of(text, e.offset);
                 eprintln!("line {line_no}, column {col}: {}", e.message);
-                eprintln!("({written} commands before line {line_no} were written)");
+                let plural = if written == 1 { "command" } else { "commands" };
+                eprintln!("({written} {plural} before line {line_no} written to stdout)");
                 return Ok(Exit::BadInput);
             }
         }

@@ -31,10 +31,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "pipeline")]
     mode: ModeArg,
     /// Commands per pipeline chunk (one write, one round trip each).
-    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = super::input::at_least_one)]
     batch_size: u64,
     /// Simulated round-trip time to add, in ms (0 to 1000, fractional).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
     /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
@@ -289,7 +289,7 @@ impl CliSink {
                 s.commands, s.ok, s.errors, s.not_sent, s.unknown
             );
             println!(
-                "round trips: {}, writes: {} ({} syscalls), bytes sent: {}, bytes received: {}",
+                "round trips: {}, writes: {} ({} write system calls), bytes sent: {}, bytes received: {}",
                 s.round_trips, s.write_calls, s.write_syscalls, s.bytes_sent, s.bytes_received
             );
             println!("time: {:.3} ms, {:.0} commands/s", s.total_us as f64 / 1000.0, s.commands_per_sec);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::api::{self, AppState, RedisSource};
 use crate::config::ServeConfig;
-use crate::embedded::EmbeddedRedis;
+use crate::embedded::Supervised;
 use pipelab::conn::RedisTarget;
 
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
@@ -19,7 +19,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     crate::telemetry::init_logging(cfg.log_format);
     crate::telemetry::install_metrics();
 
-    // Started on the main thread: the child's death signal follows this thread.
+    // Its own supervisor thread starts it, and restarts it should it die.
     let (target, source, embedded) = match &cfg.redis {
         Some(url) => match RedisTarget::parse(url) {
             Ok(t) => (t, RedisSource::Configured, None),
@@ -28,9 +28,9 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => match EmbeddedRedis::start(&cfg.redis_server) {
+        None => match Supervised::start(&cfg.redis_server) {
             Ok(child) => {
-                let target = RedisTarget::parse(&child.url()).expect("a unix:// URL of our own");
+                let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
                 (target, RedisSource::Embedded, Some(child))
             }
