@@ -644,6 +644,17 @@ impl Conn {
         true
     }
 
+    /// Gives back read-buffer memory a large reply made it grow (up to the
+    /// reply-size limit): an idle connection keeps only the usual 64 KiB.
+    /// Does nothing unless the buffer is empty.
+    pub fn shrink_buffer(&mut self) {
+        if self.buffer_empty() && self.buf.len() > READ_CHUNK {
+            self.buf = vec![0; READ_CHUNK];
+            self.pos = 0;
+            self.filled = 0;
+        }
+    }
+
     /// Readies an idle connection for the next batch: zero stats, a fresh
     /// decoder, that batch's read timeout and reply-size limit.
     pub fn prepare_reuse(&mut self, read_timeout: Duration, max_reply_bytes: Option<u64>) {

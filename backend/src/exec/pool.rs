@@ -132,10 +132,12 @@ impl Pool {
     /// Takes back a connection whose batch ended cleanly (the executor
     /// decides: see the module rules). Closes it instead if it is behind the
     /// delay line, has bytes buffered, or the pool is full.
-    pub fn checkin(&self, conn: Conn) {
+    pub fn checkin(&self, mut conn: Conn) {
         if conn.is_delayed() || !conn.buffer_empty() || self.config.max_idle == 0 {
             return;
         }
+        // 64 idle connections must not each hold a buffer grown for a big reply.
+        conn.shrink_buffer();
         let mut idle = self.idle.lock().expect("pool lock");
         if idle.len() >= self.config.max_idle {
             return; // dropped after the lock is released
