@@ -3,9 +3,11 @@
 //! `HELLO 3`, `CLIENT SETNAME pipelab`) and the read buffer that turns
 //! bytes into replies, timestamped when the read that completed them returned.
 //!
-//! A [`Conn`] is used for one batch and dropped: after a timeout or an error it
-//! may hold unread replies, and reusing it would hand those replies to the
-//! wrong commands (redis-py#2624, ioredis#800, redis-rs#698).
+//! A [`Conn`] that failed (timeout, error, reply-size cut, cancelled batch)
+//! is dropped: it may hold unread replies, and reusing it would hand those
+//! replies to the wrong commands (redis-py#2624, ioredis#800, redis-rs#698).
+//! Only a connection whose batch ended cleanly may be reused, through
+//! [`crate::exec::Pool`], which enforces the rest of the rules.
 
 use std::fmt;
 use std::io;
@@ -263,21 +265,39 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 /// Errors: timeout after `connect_timeout`, refused, TLS failure; the message
 /// names the target (without password).
 pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> Result<Box<dyn Stream>, String> {
+    connect_stream_fd(target, connect_timeout).await.map(|(s, _)| s)
+}
+
+/// The socket's file descriptor (Unix only), kept to probe an idle pooled
+/// connection without reading from it ([`Conn::probe_idle`]).
+#[cfg(unix)]
+type RawSock = Option<std::os::fd::RawFd>;
+#[cfg(not(unix))]
+type RawSock = Option<()>;
+
+async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Duration) -> Result<(Box<dyn Stream>, RawSock), String> {
+    #[cfg(unix)]
+    use std::os::fd::AsRawFd;
     let fut = async {
-        let r: Result<Box<dyn Stream>, String> = match &target.endpoint {
+        let r: Result<(Box<dyn Stream>, RawSock), String> = match &target.endpoint {
             Endpoint::Tcp { host, port } => {
                 let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(|e| e.to_string())?;
                 // Each write is a whole command or chunk: send it now.
                 tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+                #[cfg(unix)]
+                let fd = Some(tcp.as_raw_fd());
+                #[cfg(not(unix))]
+                let fd = None;
                 match &target.tls {
-                    None => Ok(Box::new(tcp) as Box<dyn Stream>),
-                    Some(tls) => Ok(Box::new(tls_connect(tcp, host, tls).await?) as Box<dyn Stream>),
+                    None => Ok((Box::new(tcp) as Box<dyn Stream>, fd)),
+                    Some(tls) => Ok((Box::new(tls_connect(tcp, host, tls).await?) as Box<dyn Stream>, fd)),
                 }
             }
             #[cfg(unix)]
             Endpoint::Unix { path } => {
                 let s = tokio::net::UnixStream::connect(path).await.map_err(|e| e.to_string())?;
-                Ok(Box::new(s) as Box<dyn Stream>)
+                let fd = Some(s.as_raw_fd());
+                Ok((Box::new(s) as Box<dyn Stream>, fd))
             }
             #[cfg(not(unix))]
             Endpoint::Unix { .. } => Err("Unix sockets are not supported on this platform".to_string()),
@@ -429,6 +449,9 @@ pub enum WriteError {
 struct Counted {
     inner: Box<dyn Stream>,
     syscalls: u64,
+    /// Bytes the socket accepted (some may be in flight even if a later
+    /// write of the same call failed).
+    accepted: u64,
 }
 
 impl AsyncRead for Counted {
@@ -440,8 +463,9 @@ impl AsyncRead for Counted {
 impl AsyncWrite for Counted {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(_)) = r {
+        if let Poll::Ready(Ok(n)) = r {
             self.syscalls += 1;
+            self.accepted += n as u64;
         }
         r
     }
@@ -456,9 +480,17 @@ impl AsyncWrite for Counted {
 /// Read buffer growth step, in bytes.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// An open, handshaken connection to Redis. Use it for one batch, then drop it.
+/// An open, handshaken connection to Redis. Used for one batch, then
+/// dropped, or, if the batch ended cleanly, kept idle in a
+/// [`crate::exec::Pool`] for the next one.
 pub struct Conn {
     stream: Counted,
+    /// The socket under `stream`, to probe it while idle.
+    raw: RawSock,
+    /// Behind the delay line (`simulated_rtt_ms > 0`): never pooled.
+    delayed: bool,
+    /// Spoke `HELLO 3` in the handshake.
+    resp3: bool,
     /// Received bytes; `buf[pos..filled]` not yet decoded.
     buf: Vec<u8>,
     pos: usize,
@@ -482,14 +514,17 @@ impl Conn {
     /// TLS, AUTH, HELLO or SELECT fails. Stats start at zero after the handshake.
     pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, String> {
         let one_way = delay::one_way(settings.simulated_rtt_ms)?;
-        let raw = connect_stream(target, settings.connect_timeout).await?;
+        let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
         let stream: Box<dyn Stream> = if one_way.is_zero() {
             raw
         } else {
             Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?)
         };
         let mut conn = Conn {
-            stream: Counted { inner: stream, syscalls: 0 },
+            stream: Counted { inner: stream, syscalls: 0, accepted: 0 },
+            raw: fd,
+            delayed: !one_way.is_zero(),
+            resp3: settings.resp3,
             buf: vec![0; READ_CHUNK],
             pos: 0,
             filled: 0,
@@ -557,6 +592,78 @@ impl Conn {
     fn reset_stats(&mut self) {
         self.stats = IoStats::default();
         self.stream.syscalls = 0;
+        self.stream.accepted = 0;
+    }
+
+    /// True if the socket has accepted no byte since the handshake or the
+    /// last [`Conn::prepare_reuse`]: nothing of the batch can have reached Redis.
+    pub fn nothing_sent(&self) -> bool {
+        self.stream.accepted == 0
+    }
+
+    /// Behind the delay line (simulated RTT).
+    pub fn is_delayed(&self) -> bool {
+        self.delayed
+    }
+
+    /// Speaks RESP3 (`HELLO 3` in the handshake).
+    pub fn is_resp3(&self) -> bool {
+        self.resp3
+    }
+
+    /// True if no received byte waits undecoded in the read buffer: every
+    /// reply that arrived was read.
+    pub fn buffer_empty(&self) -> bool {
+        self.pos == self.filled
+    }
+
+    /// Whether an idle connection is still fit for a new batch: the read
+    /// buffer is empty and the socket has nothing to read (no EOF from a
+    /// server that went away or killed the client, no error, no stray
+    /// bytes). A non-blocking `recv(MSG_PEEK)`: reads nothing, one system call.
+    ///
+    /// Without a socket to probe (non-Unix), only the buffer is checked.
+    pub fn probe_idle(&self) -> bool {
+        if !self.buffer_empty() {
+            return false;
+        }
+        #[cfg(unix)]
+        if let Some(fd) = self.raw {
+            let mut byte = 0u8;
+            // SAFETY: `fd` is the open socket owned by `self.stream` (alive as
+            // long as `self`); MSG_PEEK leaves its data in place.
+            let n = unsafe {
+                libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+            };
+            if n >= 0 {
+                return false; // 0: EOF; >0: bytes nobody asked for
+            }
+            let err = io::Error::last_os_error();
+            return err.kind() == io::ErrorKind::WouldBlock;
+        }
+        true
+    }
+
+    /// Gives back read-buffer memory a large reply made it grow (up to the
+    /// reply-size limit): an idle connection keeps only the usual 64 KiB.
+    /// Does nothing unless the buffer is empty.
+    pub fn shrink_buffer(&mut self) {
+        if self.buffer_empty() && self.buf.len() > READ_CHUNK {
+            self.buf = vec![0; READ_CHUNK];
+            self.pos = 0;
+            self.filled = 0;
+        }
+    }
+
+    /// Readies an idle connection for the next batch: zero stats, a fresh
+    /// decoder, that batch's read timeout and reply-size limit.
+    pub fn prepare_reuse(&mut self, read_timeout: Duration, max_reply_bytes: Option<u64>) {
+        self.reset_stats();
+        self.decoder = resp::Decoder::new();
+        self.pos = 0;
+        self.filled = 0;
+        self.read_timeout = read_timeout;
+        self.max_reply_bytes = max_reply_bytes;
     }
 
     /// Writes `bytes` as one write call (the kernel may split it, see

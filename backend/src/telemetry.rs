@@ -12,6 +12,7 @@
 //! | `pipelab_batch_duration_seconds` | histogram | `mode` | wall time of each batch run, connection included |
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
+//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `pipelab::exec::pool`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

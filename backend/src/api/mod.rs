@@ -38,6 +38,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
 use pipelab::conn::RedisTarget;
+use pipelab::exec::{Pool, PoolConfig};
 
 /// Where the Redis target came from (shown by GET /api/v1/info).
 #[derive(Debug, Clone)]
@@ -59,17 +60,28 @@ pub struct Inner {
     pub web_dir: PathBuf,
     /// One permit per running batch (`limits.max_concurrent_batches`).
     pub slots: Semaphore,
+    /// Idle Redis connections reused between batches (see `pipelab::exec::pool`).
+    pub pool: Arc<Pool>,
 }
 
 impl AppState {
     pub fn new(target: RedisTarget, source: RedisSource, limits: Limits, web_dir: PathBuf) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
+        // As many idle connections as batches may run at once, up to 64.
+        let pool = Pool::new(
+            target.clone(),
+            PoolConfig {
+                max_idle: limits.max_concurrent_batches.clamp(1, 64),
+                ..PoolConfig::default()
+            },
+        );
         AppState(Arc::new(Inner {
             target,
             source,
             limits,
             web_dir,
             slots,
+            pool,
         }))
     }
 }

@@ -1,10 +1,13 @@
 //! Running a batch on behalf of a request: a concurrency slot, the per-batch
 //! timeout, the reply-size limit, and executor errors mapped to HTTP.
 //!
-//! Each batch gets a fresh connection from the executor and drops it when
-//! done, so a Redis restart needs no recovery here: the next batch simply
-//! connects again. If the client goes away, the handler's future is dropped
-//! with the connection in it, so nothing is left open in Redis.
+//! Each batch runs on a connection from the server's pool
+//! (`pipelab::exec::pool`): an idle one that passes a liveness probe, or a
+//! new one. It goes back to the pool only if the batch ended cleanly, so a
+//! Redis restart needs no recovery here: dead idle connections are
+//! discarded and the next batch connects again. If the client goes away,
+//! the handler's future is dropped with the connection in it, which closes
+//! it: a cancelled batch never returns its connection to the pool.
 
 use std::time::Duration;
 
@@ -14,7 +17,7 @@ use tokio::time::{timeout_at, Instant};
 use super::error::ApiError;
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use pipelab::exec::{execute, ExecError, ExecOptions};
+use pipelab::exec::{execute_pooled, ExecError, ExecOptions};
 use pipelab::exec::{Batch, Mode, OnError, Report, Status};
 
 /// Run `batch` within the server's limits.
@@ -59,7 +62,7 @@ async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError
         read_timeout: limits.batch_timeout(),
         max_reply_bytes: Some(limits.max_reply_bytes),
     };
-    match timeout_at(deadline, execute(&state.target, batch, &opts)).await {
+    match timeout_at(deadline, execute_pooled(&state.pool, batch, &opts)).await {
         Ok(Ok(report)) => Ok(report),
         Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
         Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field("invalid_batch", e.field, e.message)),
@@ -75,7 +78,7 @@ async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError
     }
 }
 
-/// Run one command on its own connection with short timeouts (info,
+/// Run one command (on a pooled connection) with short timeouts (info,
 /// readiness, sweep bookkeeping). Returns the reply, which may be an error
 /// reply; 503 if Redis cannot be reached or did not answer.
 pub async fn command(
@@ -97,14 +100,15 @@ pub async fn command(
         read_timeout: wait,
         max_reply_bytes: None,
     };
-    let report = match tokio::time::timeout(wait * 2, execute(&state.target, &batch, &opts)).await {
-        Ok(Ok(report)) => report,
-        Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => {
-            return Err(ApiError::field("invalid_batch", e.field, e.message))
-        }
-        Err(_) => return Err(ApiError::unavailable("no answer in time")),
-    };
+    let report =
+        match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {
+            Ok(Ok(report)) => report,
+            Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
+            Ok(Err(ExecError::Invalid(e))) => {
+                return Err(ApiError::field("invalid_batch", e.field, e.message))
+            }
+            Err(_) => return Err(ApiError::unavailable("no answer in time")),
+        };
     let result = report.results.into_iter().next();
     match result {
         Some(r) if matches!(r.status, Status::Ok | Status::Error) && r.reply.is_some() => {

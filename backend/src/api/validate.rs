@@ -257,14 +257,14 @@ fn json_commands(
                 "a command needs at least one argument (its name)",
             ));
         }
-        let mut argv = Vec::with_capacity(cmd.len());
-        for (j, a) in cmd.into_iter().enumerate() {
+        for (j, a) in cmd.iter().enumerate() {
             if a.0.len() > limits.max_arg_bytes {
                 check_arg_len(a.0.len(), &format!("commands[{i}][{j}]"), limits)?;
             }
-            argv.push(a.0);
         }
-        out.push(argv);
+        // `ArgBytes` wraps a `Vec<u8>`: this collect reuses the command's
+        // allocation in place instead of building a second vector.
+        out.push(cmd.into_iter().map(|a| a.0).collect::<Argv>());
     }
     let origins = (0..out.len()).map(Origin::Index).collect();
     Ok((out, origins))

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::conn::RedisTarget;
 
 mod pipeline;
+pub mod pool;
 mod runner;
 mod sequential;
 mod source;
@@ -20,6 +21,7 @@ mod transaction;
 mod validate;
 
 pub use source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport, VecSource};
+pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};
 
 /// One command: its argv, as bytes (binary-safe).
@@ -267,7 +269,37 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
     validate(batch)?;
     let mut source = VecSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
-    let out = execute_stream(target, &batch.plan(), &mut source, &mut results, opts).await?;
+    // Validated as a whole above: the runner need not check each command again.
+    let out = runner::run(target, &batch.plan(), &mut source, &mut results, opts, false).await?;
+    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+}
+
+/// [`execute`] on a connection from `pool`, given back to it if the batch
+/// ended cleanly (every reply read, no connection state changed; the rules
+/// are in [`pool`]). The report is the same as on a fresh connection;
+/// `summary.total_us` never includes connecting.
+///
+/// Errors as for [`execute`]; [`ExecError::Connect`] also when a pooled
+/// connection turned out dead before anything was written and a fresh one
+/// could not be opened.
+pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
+    validate(batch)?;
+    let plan = batch.plan();
+    let settings = runner::settings(&plan, opts);
+    let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
+    let fallback = lease.reused.then_some((pool.target(), &settings));
+    let mut source = VecSource::new(&batch.commands);
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let ran = runner::run_on(lease.conn, fallback, &plan, &mut source, &mut results, false).await;
+    let out = ran.report;
+    if let Some(msg) = ran.reconnect_failed {
+        if out.summary.not_sent == out.summary.commands {
+            return Err(ExecError::Connect(msg));
+        }
+    }
+    if let Some(conn) = ran.reusable {
+        pool.checkin(conn);
+    }
     Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
 }
 
@@ -288,5 +320,5 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     opts: &ExecOptions,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     validate::check_plan(plan)?;
-    runner::run(target, plan, source, sink, opts).await
+    runner::run(target, plan, source, sink, opts, true).await
 }

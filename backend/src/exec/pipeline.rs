@@ -42,14 +42,18 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     cur.fill(r, size);
     while cur.count > 0 {
         let first = r.next_index();
-        let Some(conn) = r.conn.as_mut() else { break };
-        let sent_at = match conn.write(&cur.bytes).await {
+        if r.conn.is_none() {
+            break;
+        }
+        let sent_at = match r.write(&cur.bytes).await {
             Ok(t) => t,
-            Err(e) => {
-                // Part of the chunk may have reached Redis: all of it is unknown.
+            Err((e, nothing_sent)) => {
+                // Part of the chunk may have reached Redis: all of it is
+                // unknown, unless the socket took not one byte of the batch.
                 r.fail(e);
+                let status = if nothing_sent { Status::NotSent } else { Status::Unknown };
                 for _ in 0..cur.count {
-                    r.emit(Status::Unknown, None, None, None);
+                    r.emit(status, None, None, None);
                 }
                 break;
             }

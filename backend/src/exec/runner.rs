@@ -2,11 +2,13 @@
 //! pulling (and checking) commands, and emitting each result exactly once,
 //! in index order.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
+use super::pool::changes_connection_state;
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
-use super::{check_command, pipeline, sequential, transaction, Argv, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome};
-use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget};
+use super::{check_command, pipeline, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
+use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget, WriteError};
 
 /// One execution under way.
 pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
@@ -15,6 +17,17 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
     pub mode: Mode,
     source: &'s mut S,
     sink: &'s mut K,
+    /// Check each command pulled with [`check_command`] (off when the whole
+    /// batch was validated before connecting).
+    check: bool,
+    /// A command pulled may have changed the connection's state: it must
+    /// not serve another batch (see [`changes_connection_state`]).
+    state_changed: bool,
+    /// For a connection reused from a pool, until the first write went
+    /// through: where to open a fresh one if that write fails with nothing sent.
+    fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
+    /// The fresh connection of the fallback could not be opened.
+    reconnect_failed: Option<String>,
     /// Batch start: every `*_us` is measured from here (after the handshake).
     t0: Instant,
     pub summary: Summary,
@@ -34,6 +47,17 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
     last_io: Instant,
 }
 
+/// The connection settings a plan needs.
+pub(super) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
+    ConnSettings {
+        connect_timeout: opts.connect_timeout,
+        read_timeout: opts.read_timeout,
+        resp3: plan.resp3,
+        simulated_rtt_ms: plan.simulated_rtt_ms,
+        max_reply_bytes: opts.max_reply_bytes,
+    }
+}
+
 /// Connects, runs the plan's mode, and closes the books.
 pub(super) async fn run<S: CommandSource, K: ResultSink>(
     target: &RedisTarget,
@@ -41,21 +65,43 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     source: &mut S,
     sink: &mut K,
     opts: &ExecOptions,
+    check: bool,
 ) -> Result<StreamReport<S::Error>, ExecError> {
-    let settings = ConnSettings {
-        connect_timeout: opts.connect_timeout,
-        read_timeout: opts.read_timeout,
-        resp3: plan.resp3,
-        simulated_rtt_ms: plan.simulated_rtt_ms,
-        max_reply_bytes: opts.max_reply_bytes,
-    };
-    let conn = Conn::connect(target, &settings).await.map_err(ExecError::Connect)?;
+    let conn = Conn::connect(target, &settings(plan, opts)).await.map_err(ExecError::Connect)?;
+    Ok(run_on(conn, None, plan, source, sink, check).await.report)
+}
+
+/// How a run on a given connection ended.
+pub(super) struct Ran<E> {
+    pub report: StreamReport<E>,
+    /// The connection, if the batch ended cleanly and it may serve another
+    /// (every reply read, nothing buffered, no connection state changed).
+    pub reusable: Option<Conn>,
+    /// The pooled connection was dead and a fresh one could not be opened:
+    /// nothing was sent.
+    pub reconnect_failed: Option<String>,
+}
+
+/// Runs the plan's mode on `conn` and closes the books. `fallback`: see
+/// [`Runner::write`].
+pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
+    conn: Conn,
+    fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
+    plan: &Plan,
+    source: &'s mut S,
+    sink: &'s mut K,
+    check: bool,
+) -> Ran<S::Error> {
     let t0 = Instant::now();
     let mut r = Runner {
         conn: Some(conn),
         mode: plan.mode,
         source,
         sink,
+        check,
+        state_changed: false,
+        fallback,
+        reconnect_failed: None,
         t0,
         last_io: t0,
         last_stats: None,
@@ -83,7 +129,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
         Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
         Mode::Transaction => transaction::run(&mut r, &plan.watch).await,
     }
-    Ok(r.finish())
+    r.finish()
 }
 
 impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
@@ -99,18 +145,22 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     /// The next command, checked; `None` at the end of input or at the first
     /// bad command (then recorded in `input_error`; nothing is pulled after it).
-    pub fn pull(&mut self) -> Option<Argv> {
+    /// Borrowed when the source holds it (a batch in memory): no copy.
+    pub fn pull(&mut self) -> Option<Cow<'_, [Vec<u8>]>> {
         if self.source_done {
             return None;
         }
-        let kind = match self.source.next_command() {
+        let kind = match self.source.next_ref() {
             Ok(None) => {
                 self.source_done = true;
                 return None;
             }
-            Ok(Some(argv)) => match check_command(&argv, self.mode) {
+            Ok(Some(argv)) => match if self.check { check_command(&argv, self.mode) } else { Ok(()) } {
                 Ok(()) => {
                     self.pulled += 1;
+                    if !self.state_changed && changes_connection_state(&argv) {
+                        self.state_changed = true;
+                    }
                     return Some(argv);
                 }
                 Err(m) => InputErrorKind::Invalid(m),
@@ -153,6 +203,49 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         self.emit(status, Some(reply), Some(sent_us), Some(reply_us));
     }
 
+    /// Writes `bytes` on the batch's connection; the instant the write was issued.
+    ///
+    /// On a connection reused from a pool, if the batch's first write fails
+    /// and the socket accepted not one byte (a pooled connection that died
+    /// idle), the batch moves to a fresh connection and the write is made
+    /// there; the batch clock restarts, as nothing had happened yet. Once
+    /// anything may have been written, nothing is ever re-sent.
+    ///
+    /// Errors: the write error and whether nothing at all of the batch was
+    /// sent (then its commands are `not_sent`, not `unknown`).
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, (WriteError, bool)> {
+        let conn = self.conn.as_mut().expect("connection present until fail()");
+        let err = match conn.write(bytes).await {
+            Ok(t) => {
+                self.fallback = None;
+                return Ok(t);
+            }
+            Err(e) => e,
+        };
+        let nothing_sent = conn.nothing_sent();
+        match self.fallback.take() {
+            Some((target, settings)) if nothing_sent => match Conn::connect(target, settings).await {
+                Ok(fresh) => {
+                    let conn = self.conn.insert(fresh);
+                    self.t0 = Instant::now();
+                    self.last_io = self.t0;
+                    match conn.write(bytes).await {
+                        Ok(t) => Ok(t),
+                        Err(e) => {
+                            let nothing_sent = conn.nothing_sent();
+                            Err((e, nothing_sent))
+                        }
+                    }
+                }
+                Err(msg) => {
+                    self.reconnect_failed = Some(msg);
+                    Err((err, true))
+                }
+            },
+            _ => Err((err, nothing_sent)),
+        }
+    }
+
     /// The connection is gone: remember why and drop it (closing the socket).
     pub fn fail(&mut self, why: impl std::fmt::Display) {
         if self.connection_error.is_none() {
@@ -176,7 +269,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         }
     }
 
-    fn finish(mut self) -> StreamReport<S::Error> {
+    fn finish(mut self) -> Ran<S::Error> {
         debug_assert_eq!(self.emitted, self.pulled, "every command pulled gets exactly one result");
         if let Some(conn) = &self.conn {
             let io = conn.stats();
@@ -200,11 +293,125 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         if let Some(e) = &mut self.input_error {
             e.sent = self.sent;
         }
-        StreamReport {
-            summary: self.summary,
-            transaction: self.transaction,
-            connection_error: self.connection_error,
-            input_error: self.input_error,
+        // Reusable only if every reply written was read (the connection was
+        // never failed), nothing is left in its buffer, and no command could
+        // have changed its state. A transaction whose EXEC answer did not
+        // match what was queued is not trusted either.
+        let odd_exec = matches!(&self.transaction, Some(t) if t.status == TransactionStatus::Unknown);
+        let reusable = self.conn.take().filter(|c| !self.state_changed && !odd_exec && c.buffer_empty() && !c.is_delayed());
+        Ran {
+            report: StreamReport {
+                summary: self.summary,
+                transaction: self.transaction,
+                connection_error: self.connection_error,
+                input_error: self.input_error,
+            },
+            reusable,
+            reconnect_failed: self.reconnect_failed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The first-write fallback of [`Runner::write`], which the pool's probe
+    //! hides in integration tests: here a dead connection is handed to the
+    //! runner directly. A real redis-server on a Unix socket (free TCP port
+    //! too, as every test server), where a write to a closed peer fails at
+    //! once with nothing accepted.
+    use super::*;
+    use crate::exec::source::VecSource;
+    use crate::exec::{OnError, Plan};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    struct Server {
+        child: Child,
+        _dir: tempfile::TempDir,
+    }
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn start() -> (Server, RedisTarget) {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("r.sock");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&sock)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        for _ in 0..500 {
+            if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let target = RedisTarget::parse(sock.to_str().unwrap()).unwrap();
+        (Server { child, _dir: dir }, target)
+    }
+
+    async fn one(conn: &mut Conn, argv: &[&str]) -> resp::Value {
+        let mut out = Vec::new();
+        resp::encode_command(argv, &mut out);
+        conn.write(&out).await.unwrap();
+        conn.read_reply().await.unwrap().0
+    }
+
+    /// A connection killed by Redis (CLIENT KILL), its close already seen.
+    async fn dead_conn(target: &RedisTarget, settings: &ConnSettings) -> Conn {
+        let mut victim = Conn::connect(target, settings).await.unwrap();
+        let resp::Value::Integer(id) = one(&mut victim, &["CLIENT", "ID"]).await else { panic!("CLIENT ID") };
+        let mut admin = Conn::connect(target, settings).await.unwrap();
+        one(&mut admin, &["CLIENT", "KILL", "ID", &id.to_string()]).await;
+        for _ in 0..100 {
+            if !victim.probe_idle() {
+                // As the pool hands it out: counts zeroed for the new batch.
+                victim.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
+                return victim;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the killed connection still looks alive");
+    }
+
+    fn plan() -> Plan {
+        Plan { on_error: OnError::Continue, ..Plan::default() }
+    }
+
+    #[tokio::test]
+    async fn dead_reused_connection_falls_back_before_anything_is_sent() {
+        let (_server, target) = start();
+        let settings = settings(&plan(), &ExecOptions::default());
+        let commands: Vec<Vec<Vec<u8>>> = vec![vec![b"INCR".to_vec(), b"n".to_vec()]];
+
+        // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
+        let dead = dead_conn(&target, &settings).await;
+        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let ran = run_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true).await;
+        assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
+        assert_eq!(results[0].status, Status::Ok);
+        assert_eq!(results[0].reply, Some(resp::Value::Integer(1)));
+        assert!(ran.reusable.is_some(), "the fresh connection ended cleanly");
+
+        // Without it (a connection of the batch's own): not sent, not unknown, never retried.
+        let dead = dead_conn(&target, &settings).await;
+        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let ran = run_on(dead, None, &plan(), &mut source, &mut results, true).await;
+        assert_eq!(results[0].status, Status::NotSent);
+        assert!(ran.report.connection_error.is_some());
+        assert!(ran.reusable.is_none());
+
+        let mut check = Conn::connect(&target, &settings).await.unwrap();
+        assert_eq!(one(&mut check, &["GET", "n"]).await, resp::Value::Bulk(b"1".to_vec()), "INCR ran exactly once");
     }
 }

@@ -2,6 +2,7 @@
 //! `Vec` batch (the API) and a streamed file (`pipelab run`) share one
 //! executor (DESIGN.md).
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt;
 
@@ -13,6 +14,13 @@ pub trait CommandSource {
     type Error: fmt::Display;
     /// The next command; `Ok(None)` at the end of input.
     fn next_command(&mut self) -> Result<Option<Argv>, Self::Error>;
+
+    /// [`CommandSource::next_command`], borrowed if the source holds its
+    /// commands: the executor only encodes each one, so a batch in memory
+    /// need not be copied command by command.
+    fn next_ref(&mut self) -> Result<Option<Cow<'_, [Vec<u8>]>>, Self::Error> {
+        Ok(self.next_command()?.map(Cow::Owned))
+    }
 }
 
 /// Receives each command's result, in index order, exactly once.
@@ -41,6 +49,10 @@ impl CommandSource for VecSource<'_> {
     type Error = Infallible;
     fn next_command(&mut self) -> Result<Option<Argv>, Infallible> {
         Ok(self.iter.next().cloned())
+    }
+
+    fn next_ref(&mut self) -> Result<Option<Cow<'_, [Vec<u8>]>>, Infallible> {
+        Ok(self.iter.next().map(|argv| Cow::Borrowed(argv.as_slice())))
     }
 }
 

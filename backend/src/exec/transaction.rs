@@ -52,8 +52,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         let mut argv: Vec<&[u8]> = vec![b"WATCH"];
         argv.extend(watch.iter().map(|k| k.as_slice()));
         resp::encode_command(&argv, &mut cmd);
-        let conn = r.conn.as_mut().expect("connected");
-        let outcome = match conn.write(&cmd).await {
+        let outcome = match r.write(&cmd).await.map_err(|(e, _)| e) {
             Ok(t) => {
                 r.note_io(t);
                 r.summary.round_trips += 1;
@@ -79,12 +78,19 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
     }
 
     let first = r.next_index();
-    let conn = r.conn.as_mut().expect("connected");
-    let sent_at = match conn.write(&body).await {
+    let sent_at = match r.write(&body).await {
         Ok(t) => t,
-        Err(e) => {
+        Err((e, nothing_sent)) => {
             let msg = e.to_string();
             r.fail(&msg);
+            if nothing_sent {
+                // Not one byte reached the socket: nothing ran.
+                for _ in 0..n {
+                    r.emit(Status::NotSent, None, None, None);
+                }
+                r.transaction = Some(outcome_of(TransactionStatus::Aborted, None, Some(format!("nothing was sent: {msg}")), vec![]));
+                return;
+            }
             for _ in 0..n {
                 r.emit(Status::Unknown, None, None, None);
             }
