@@ -175,8 +175,14 @@ fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
             "simulated_rtt_ms",
             format!(
                 "{trips} round trips × {} ms = {:.0} ms of simulated RTT, over the batch timeout of \
-                 {} ms; lower simulated_rtt_ms, send fewer commands or raise batch_size",
-                batch.simulated_rtt_ms, ms, limits.batch_timeout_ms
+                 {} ms; lower simulated_rtt_ms, send fewer commands or {}",
+                batch.simulated_rtt_ms,
+                ms,
+                limits.batch_timeout_ms,
+                match batch.mode {
+                    Mode::Pipeline => "raise batch_size",
+                    _ => "use pipeline mode",
+                }
             ),
         ));
     }
