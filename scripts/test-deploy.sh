@@ -4,8 +4,9 @@
 # - hadolint on the Dockerfile;
 # - scripts/build.sh (what the Dockerfile's stages run) produces the release
 #   binary and the web bundle;
-# - that binary serves the bundle, /healthz, /readyz and /metrics with its own
-#   redis-server, and exits 0 on SIGTERM.
+# - that binary, started as a user starts it (no --redis: its own
+#   redis-server), serves the bundle, a batch, /healthz, /readyz and /metrics,
+#   and on SIGTERM exits 0 with its redis-server and socket gone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,9 @@ metrics = urllib.request.urlopen(base + "/metrics").read().decode()
 assert 'pipelab_batches_total{mode="pipeline",outcome="ok"} 1' in metrics, metrics
 print("deploy smoke: page, batch and metrics ok")
 PY
+socket=$(sed -n 's/.*(Redis: unix:\/\/\(.*\))$/\1/p' "$log" | head -1)
+[ -S "$socket" ] || { echo "deploy: no embedded redis socket in: $(cat "$log")" >&2; exit 1; }
 kill -TERM "$pid"
-wait "$pid"
+wait "$pid" || { echo "deploy: pipelab serve exited with $? on SIGTERM" >&2; exit 1; }
+[ ! -e "$socket" ] || { echo "deploy: $socket still there after exit" >&2; exit 1; }
 echo "deploy tests passed"

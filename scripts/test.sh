@@ -5,10 +5,10 @@
 #   the REST API, operations and the CLI, against real redis-servers the
 #   tests start on free ports;
 # - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
-#   `pipelab serve` smoke run (test-api.sh), the wasm module in Node and the
+#   the wasm module in Node and the
 #   playground and tutorial in headless Chromium (test-web.sh,
 #   test-tutorial.sh), the build scripts the Dockerfile calls and the built
-#   binary (test-deploy.sh).
+#   binary started as a user starts it (test-deploy.sh).
 # This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ scripts/setup.sh
 export CARGO_TERM_COLOR=never
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked
-for part in resp api web tutorial deploy; do
+for part in resp web tutorial deploy; do
   echo "=== scripts/test-$part.sh"
   bash "scripts/test-$part.sh"
 done
