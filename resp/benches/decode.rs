@@ -11,50 +11,10 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "support/inputs.rs"]
+mod inputs;
+
 const N: usize = 1_000_000;
-
-fn set_commands() -> Vec<u8> {
-    let mut out = Vec::with_capacity(N * 48);
-    for i in 0..N {
-        resp::encode_command(&[b"SET".as_slice(), format!("key:{i}").as_bytes(), format!("value_{i}").as_bytes()], &mut out);
-    }
-    out
-}
-
-/// Small replies as a pipeline of mixed commands gets them.
-fn mixed_resp2() -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..N {
-        match i % 8 {
-            0 => out.extend_from_slice(b"+OK\r\n"),
-            1 => out.extend_from_slice(format!(":{i}\r\n").as_bytes()),
-            2 => out.extend_from_slice(format!("$8\r\nv{:07}\r\n", i % 10_000_000).as_bytes()),
-            3 => out.extend_from_slice(b"$-1\r\n"),
-            4 => out.extend_from_slice(b"*3\r\n$1\r\na\r\n$1\r\nb\r\n:1\r\n"),
-            5 => out.extend_from_slice(b"-ERR value is not an integer or out of range\r\n"),
-            6 => out.extend_from_slice(b"*2\r\n$5\r\nfield\r\n$5\r\nvalue\r\n"),
-            _ => out.extend_from_slice(b":-1\r\n"),
-        }
-    }
-    out
-}
-
-fn mixed_resp3() -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..N {
-        match i % 8 {
-            0 => out.extend_from_slice(b"+OK\r\n"),
-            1 => out.extend_from_slice(format!(":{i}\r\n").as_bytes()),
-            2 => out.extend_from_slice(b"$5\r\nhello\r\n"),
-            3 => out.extend_from_slice(b"_\r\n"),
-            4 => out.extend_from_slice(b",3.14\r\n"),
-            5 => out.extend_from_slice(b"#t\r\n"),
-            6 => out.extend_from_slice(b"%2\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:2\r\n"),
-            _ => out.extend_from_slice(b"~2\r\n$1\r\nx\r\n$1\r\ny\r\n"),
-        }
-    }
-    out
-}
 
 fn ours(buf: &[u8]) -> usize {
     let mut d = resp::Decoder::new();
@@ -102,7 +62,7 @@ type Case = (&'static str, Vec<u8>, fn(&[u8]) -> usize);
 
 fn bench(c: &mut Criterion) {
     let cases: [Case; 3] =
-        [("set_commands", set_commands(), theirs_resp2), ("mixed_resp2", mixed_resp2(), theirs_resp2), ("mixed_resp3", mixed_resp3(), theirs_resp3)];
+        [("set_commands", inputs::set_commands(N), theirs_resp2), ("mixed_resp2", inputs::mixed_resp2(N), theirs_resp2), ("mixed_resp3", inputs::mixed_resp3(N), theirs_resp3)];
     for (name, buf, theirs) in cases {
         // Both decoders agree on the count before being timed.
         assert_eq!(ours(&buf), N);

@@ -9,6 +9,9 @@
 //! subtract); INPUT: `set` (SET key:N value_N commands) or `mixed` (small
 //! RESP2 replies, as in benches/decode.rs); N: how many.
 
+#[path = "../benches/support/inputs.rs"]
+mod inputs;
+
 fn usage() -> ! {
     eprintln!("usage: decode_profile resp|redis-protocol|none set|mixed N");
     std::process::exit(2)
@@ -18,23 +21,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [decoder, input, n] = args.as_slice() else { usage() };
     let n: usize = n.parse().unwrap_or_else(|_| usage());
-    let mut buf = Vec::new();
-    for i in 0..n {
-        match input.as_str() {
-            "set" => resp::encode_command(&[b"SET".as_slice(), format!("key:{i}").as_bytes(), format!("value_{i}").as_bytes()], &mut buf),
-            "mixed" => match i % 8 {
-                0 => buf.extend_from_slice(b"+OK\r\n"),
-                1 => buf.extend_from_slice(format!(":{i}\r\n").as_bytes()),
-                2 => buf.extend_from_slice(format!("$8\r\nv{:07}\r\n", i % 10_000_000).as_bytes()),
-                3 => buf.extend_from_slice(b"$-1\r\n"),
-                4 => buf.extend_from_slice(b"*3\r\n$1\r\na\r\n$1\r\nb\r\n:1\r\n"),
-                5 => buf.extend_from_slice(b"-ERR value is not an integer or out of range\r\n"),
-                6 => buf.extend_from_slice(b"*2\r\n$5\r\nfield\r\n$5\r\nvalue\r\n"),
-                _ => buf.extend_from_slice(b":-1\r\n"),
-            },
-            _ => usage(),
-        }
-    }
+    let buf = match input.as_str() {
+        "set" => inputs::set_commands(n),
+        "mixed" => inputs::mixed_resp2(n),
+        _ => usage(),
+    };
     let mut at = 0;
     let mut count = 0;
     match decoder.as_str() {
