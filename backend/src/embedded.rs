@@ -266,12 +266,20 @@ impl Supervised {
                     }
                 };
                 let _ = ready_tx.send(Ok((redis.url(), redis.socket().to_path_buf(), redis.pid())));
-                // Until stop() (or the sender is dropped): watch and revive.
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(WATCH_EVERY) {
+                // Until stop() (or the sender is dropped): watch and revive,
+                // backing off (up to 10 s) while restarts keep failing.
+                let mut wait = WATCH_EVERY;
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(wait) {
                     if let Some((status, restarted)) = redis.revive(&bin) {
                         match restarted {
-                            Ok(()) => tracing::warn!(%status, pid = redis.pid(), "redis-server exited; started a new one (its data is gone)"),
-                            Err(e) => tracing::error!(%status, error = %e, "redis-server exited and could not be restarted; retrying"),
+                            Ok(()) => {
+                                wait = WATCH_EVERY;
+                                tracing::warn!(%status, pid = redis.pid(), "redis-server exited; started a new one (its data is gone)")
+                            }
+                            Err(e) => {
+                                wait = (wait * 2).min(Duration::from_secs(10));
+                                tracing::error!(%status, error = %e, retry_in_ms = wait.as_millis() as u64, "redis-server exited and could not be restarted")
+                            }
                         }
                     }
                 }
