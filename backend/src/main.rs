@@ -10,6 +10,12 @@ mod telemetry;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// A 100k-command batch allocates every argument, reply and result once;
+/// glibc's malloc and free took a third of the API's CPU time on it, mimalloc
+/// a fraction of that (`bench/README-api.md`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "pipelab", version, about = "Redis pipelining, measured: run batches, serve the playground, RESP tools")]
 struct Cli {
