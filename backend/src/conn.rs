@@ -403,6 +403,9 @@ pub struct ConnSettings {
     pub simulated_rtt_ms: f64,
     /// Stop reading once this many reply bytes were received (`None`: no limit).
     pub max_reply_bytes: Option<u64>,
+    /// No read or write waits past this instant (the batch's time limit):
+    /// then [`ReadError::Deadline`] / [`WriteError::Deadline`].
+    pub deadline: Option<Instant>,
 }
 
 /// Byte and call counts on one connection, since [`Conn::reset_stats`].
@@ -434,7 +437,12 @@ pub enum ReadError {
     Protocol(String),
     #[error("reply limit reached: more than {0} bytes received")]
     Limit(u64),
+    #[error("{DEADLINE}")]
+    Deadline,
 }
+
+/// Why a batch stopped at its deadline.
+const DEADLINE: &str = "batch timeout: the batch ran past its time limit and was cut";
 
 /// Why a write failed. What it carried may or may not have reached Redis.
 #[derive(Debug, thiserror::Error)]
@@ -443,6 +451,8 @@ pub enum WriteError {
     Timeout(u128),
     #[error("write failed: {0}")]
     Io(#[from] io::Error),
+    #[error("{DEADLINE}")]
+    Deadline,
 }
 
 /// Counts `write` system calls under `write_all`.
@@ -499,6 +509,7 @@ pub struct Conn {
     stats: IoStats,
     read_timeout: Duration,
     max_reply_bytes: Option<u64>,
+    deadline: Option<Instant>,
     /// When the last read returned: a reply completed by bytes already
     /// buffered arrived then, not when it is decoded.
     last_read_at: Instant,
@@ -532,11 +543,13 @@ impl Conn {
             stats: IoStats::default(),
             read_timeout: settings.read_timeout,
             max_reply_bytes: None,
+            deadline: None,
             last_read_at: Instant::now(),
         };
         conn.handshake(target, settings).await?;
         conn.reset_stats();
         conn.max_reply_bytes = settings.max_reply_bytes;
+        conn.deadline = settings.deadline;
         Ok(conn)
     }
 
@@ -656,14 +669,25 @@ impl Conn {
     }
 
     /// Readies an idle connection for the next batch: zero stats, a fresh
-    /// decoder, that batch's read timeout and reply-size limit.
-    pub fn prepare_reuse(&mut self, read_timeout: Duration, max_reply_bytes: Option<u64>) {
+    /// decoder, that batch's read timeout, reply-size limit and deadline.
+    pub fn prepare_reuse(&mut self, settings: &ConnSettings) {
         self.reset_stats();
         self.decoder = resp::Decoder::new();
         self.pos = 0;
         self.filled = 0;
-        self.read_timeout = read_timeout;
-        self.max_reply_bytes = max_reply_bytes;
+        self.read_timeout = settings.read_timeout;
+        self.max_reply_bytes = settings.max_reply_bytes;
+        self.deadline = settings.deadline;
+    }
+
+    /// Until when the next read or write may wait: the read timeout from
+    /// now, or the batch's deadline if that comes first (`true`).
+    fn wait_until(&self) -> (tokio::time::Instant, bool) {
+        let timeout = Instant::now() + self.read_timeout;
+        match self.deadline {
+            Some(d) if d <= timeout => (d.into(), true),
+            _ => (timeout.into(), false),
+        }
     }
 
     /// Writes `bytes` as one write call (the kernel may split it, see
@@ -676,17 +700,20 @@ impl Conn {
     pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
         self.stats.write_calls += 1;
         let issued = Instant::now();
+        let (until, is_deadline) = self.wait_until();
         let fut = async {
             self.stream.write_all(bytes).await?;
             self.stream.flush().await
         };
-        match tokio::time::timeout(self.read_timeout, fut).await {
+        let read_timeout = self.read_timeout;
+        match tokio::time::timeout_at(until, fut).await {
             Ok(Ok(())) => {
                 self.stats.bytes_sent += bytes.len() as u64;
                 Ok(issued)
             }
             Ok(Err(e)) => Err(WriteError::Io(e)),
-            Err(_) => Err(WriteError::Timeout(self.read_timeout.as_millis())),
+            Err(_) if is_deadline => Err(WriteError::Deadline),
+            Err(_) => Err(WriteError::Timeout(read_timeout.as_millis())),
         }
     }
 
@@ -721,10 +748,12 @@ impl Conn {
                     return Err(ReadError::Limit(limit));
                 }
             }
-            let n = match tokio::time::timeout(self.read_timeout, self.stream.read(&mut self.buf[self.filled..])).await {
+            let (until, is_deadline) = self.wait_until();
+            let n = match tokio::time::timeout_at(until, self.stream.read(&mut self.buf[self.filled..])).await {
                 Ok(Ok(0)) => return Err(ReadError::Closed),
                 Ok(Ok(n)) => n,
                 Ok(Err(e)) => return Err(ReadError::Io(e)),
+                Err(_) if is_deadline => return Err(ReadError::Deadline),
                 Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
             };
             self.last_read_at = Instant::now();

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use pipelab::exec::{Mode, Report, Status, TransactionStatus};
+use pipelab::exec::{Mode, Status, Summary, TransactionOutcome, TransactionStatus};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
@@ -72,10 +72,9 @@ impl BatchSpan {
         BatchSpan { id: NEXT_BATCH_ID.fetch_add(1, Ordering::Relaxed), mode, commands, started: std::time::Instant::now(), done: false }
     }
 
-    /// The executor returned a report.
-    pub fn finish(mut self, report: &Report) {
+    /// The executor returned a report (its summary and transaction outcome).
+    pub fn finish(mut self, s: &Summary, transaction: Option<&TransactionOutcome>) {
         let mode = mode_label(self.mode);
-        let s = &report.summary;
         for (status, n) in [(Status::Ok, s.ok), (Status::Error, s.errors), (Status::NotSent, s.not_sent), (Status::Unknown, s.unknown)] {
             if n > 0 {
                 let label = match status {
@@ -87,14 +86,14 @@ impl BatchSpan {
                 metrics::counter!("pipelab_commands_total", "mode" => mode, "status" => label).increment(n as u64);
             }
         }
-        let outcome = match report.transaction.as_ref().map(|t| t.status) {
+        let outcome = match transaction.map(|t| t.status) {
             Some(TransactionStatus::Aborted) => "aborted",
             Some(TransactionStatus::WatchConflict) => "watch_conflict",
             _ if s.unknown > 0 => "unknown",
             _ if s.errors > 0 || s.not_sent > 0 => "error_replies",
             _ => "ok",
         };
-        self.end(outcome, Some(report));
+        self.end(outcome, Some(s));
     }
 
     /// The batch did not run to a report: `outcome` is one of
@@ -106,14 +105,14 @@ impl BatchSpan {
         self.end(outcome, None);
     }
 
-    fn end(&mut self, outcome: &'static str, report: Option<&Report>) {
+    fn end(&mut self, outcome: &'static str, summary: Option<&Summary>) {
         self.done = true;
         let mode = mode_label(self.mode);
         let elapsed = self.started.elapsed();
         metrics::gauge!("pipelab_batches_in_flight").decrement(1.0);
         metrics::counter!("pipelab_batches_total", "mode" => mode, "outcome" => outcome).increment(1);
         metrics::histogram!("pipelab_batch_duration_seconds", "mode" => mode).record(elapsed.as_secs_f64());
-        let (round_trips, errors, unknown) = report.map_or((0, 0, 0), |r| (r.summary.round_trips, r.summary.errors, r.summary.unknown));
+        let (round_trips, errors, unknown) = summary.map_or((0, 0, 0), |s| (s.round_trips, s.errors, s.unknown));
         tracing::info!(
             batch_id = self.id,
             mode,

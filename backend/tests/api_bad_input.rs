@@ -109,7 +109,7 @@ fn cases() -> Vec<Case> {
             json!({"commands": "SET k v"}),
             400,
             "invalid_field",
-            &["commands", "sequence"],
+            &["commands", "an array of commands"],
         ),
         case(
             "command is a string",

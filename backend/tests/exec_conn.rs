@@ -8,12 +8,12 @@ use std::process::Command;
 
 use common::{free_port, RedisServer};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, OnError, Report, Status};
+use pipelab::exec::{execute, Commands, Batch, ExecError, ExecOptions, Mode, OnError, Report, Status};
 use resp::Value;
 
 fn batch(lines: &[&str]) -> Batch {
     Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Vec<Argv>>(),
+        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Commands>(),
         mode: Mode::Pipeline,
         batch_size: 1000,
         on_error: OnError::Continue,

@@ -12,7 +12,7 @@ use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, OnError,
 use resp::Value;
 
 fn batch(mode: Mode, commands: Vec<Argv>) -> Batch {
-    Batch { commands, mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: 0.0, resp3: false, watch: vec![] }
+    Batch { commands: commands.into(), mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: 0.0, resp3: false, watch: vec![] }
 }
 
 fn argv(line: &str) -> Argv {

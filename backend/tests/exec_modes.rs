@@ -231,7 +231,7 @@ async fn binary_values_round_trip() {
             vec![b"GET".to_vec(), b"big".to_vec()],
             vec![b"STRLEN".to_vec(), b"big".to_vec()],
         ];
-        let b = Batch { commands, ..batch(mode, &[]) };
+        let b = Batch { commands: commands.into(), ..batch(mode, &[]) };
         let r = run(&server, &b).await;
         assert_eq!(statuses(&r), vec![Status::Ok; 5], "{mode:?}");
         assert_eq!(r.results[2].reply, Some(Value::Bulk(weird.clone())));
@@ -250,7 +250,7 @@ async fn replies_stay_on_their_commands() {
     for i in 0..3000 {
         commands.push(vec![b"ECHO".to_vec(), format!("reply-{i}-{}", "x".repeat(i % 97)).into_bytes()]);
     }
-    let mut b = Batch { commands: commands.clone(), ..batch(Mode::Pipeline, &[]) };
+    let mut b = Batch { commands: commands.clone().into(), ..batch(Mode::Pipeline, &[]) };
     b.batch_size = 700;
     let r = run(&server, &b).await;
     for (i, c) in r.results.iter().enumerate() {

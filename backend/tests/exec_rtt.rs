@@ -10,7 +10,7 @@ use pipelab::conn::RedisTarget;
 use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, OnError, Report};
 
 fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {
-    Batch { commands, mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: rtt, resp3: false, watch: vec![] }
+    Batch { commands: commands.into(), mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: rtt, resp3: false, watch: vec![] }
 }
 
 fn sets(n: usize) -> Vec<Argv> {

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, Argv, Batch, ExecOptions, Mode, OnError, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab::exec::{execute_pooled, Commands, Batch, ExecOptions, Mode, OnError, Pool, PoolConfig, Report, Status, TransactionStatus};
 use resp::Value;
 
 fn batch(mode: Mode, lines: &[&str]) -> Batch {
     Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Vec<Argv>>(),
+        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Commands>(),
         mode,
         batch_size: 1000,
         on_error: OnError::Continue,

@@ -9,18 +9,33 @@ use core::fmt::Write as _;
 
 /// Appends the multibulk form of `argv` to `out`: `*N\r\n` then `$len\r\narg\r\n`
 /// per argument, as every Redis client sends a command.
-pub fn encode_command<A: AsRef<[u8]>>(argv: &[A], out: &mut Vec<u8>) {
-    out.reserve(encoded_command_len(argv));
-    header(out, b'*', argv.len() as i64);
-    for a in argv {
+///
+/// `argv` is any exact-size sequence of byte strings: `&[Vec<u8>]`,
+/// `&[&str]`, or a view into a flat buffer of arguments.
+pub fn encode_command<I>(argv: I, out: &mut Vec<u8>)
+where
+    I: IntoIterator,
+    I::Item: AsRef<[u8]>,
+    I::IntoIter: ExactSizeIterator + Clone,
+{
+    let args = argv.into_iter();
+    out.reserve(encoded_command_len(args.clone()));
+    header(out, b'*', args.len() as i64);
+    for a in args {
         bulk(out, b'$', a.as_ref());
     }
 }
 
 /// The exact number of bytes [`encode_command`] writes for `argv`.
-pub fn encoded_command_len<A: AsRef<[u8]>>(argv: &[A]) -> usize {
-    let mut n = 3 + digits(argv.len());
-    for a in argv {
+pub fn encoded_command_len<I>(argv: I) -> usize
+where
+    I: IntoIterator,
+    I::Item: AsRef<[u8]>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let args = argv.into_iter();
+    let mut n = 3 + digits(args.len());
+    for a in args {
         let l = a.as_ref().len();
         n += 5 + digits(l) + l;
     }

@@ -117,9 +117,9 @@ fn argv_to_multibulk() {
 
     // An empty argv and many arguments (two-digit counts and lengths).
     let mut out = Vec::new();
-    encode_command::<&str>(&[], &mut out);
+    encode_command::<&[&str]>(&[], &mut out);
     assert_eq!(out, b"*0\r\n");
-    assert_eq!(encoded_command_len::<&str>(&[]), 4);
+    assert_eq!(encoded_command_len::<&[&str]>(&[]), 4);
     let many: Vec<String> = (0..12).map(|i| "x".repeat(i * 10)).collect();
     let mut out = Vec::new();
     encode_command(&many, &mut out);

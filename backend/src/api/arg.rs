@@ -14,7 +14,9 @@ use std::fmt;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use pipelab::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
 const BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -128,6 +130,97 @@ impl<'de> Visitor<'de> for ArgVisitor {
     }
 }
 
+/// `commands`: an array of argv arrays, parsed straight into one
+/// [`Commands`] buffer (no allocation per command or argument). Errors are
+/// those of [`ArgBytes`], at the same JSON paths; an empty argv is kept (the
+/// validation names it).
+#[derive(Debug, Clone, Default)]
+pub struct JsonCommands(pub Commands);
+
+impl<'de> Deserialize<'de> for JsonCommands {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Outer;
+        impl<'de> Visitor<'de> for Outer {
+            type Value = JsonCommands;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of commands, each an array of arguments")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonCommands, A::Error> {
+                let mut out = Commands::new();
+                while seq.next_element_seed(ArgvSeed(&mut out))?.is_some() {}
+                Ok(JsonCommands(out))
+            }
+        }
+        d.deserialize_seq(Outer)
+    }
+}
+
+/// One argv array, appended to the buffer as a command.
+struct ArgvSeed<'a>(&'a mut Commands);
+
+impl<'de> DeserializeSeed<'de> for ArgvSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgvSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a command: an array of arguments")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(ArgSeed(self.0))?.is_some() {}
+        self.0.end_command();
+        Ok(())
+    }
+}
+
+/// One argument, appended to the command being built.
+struct ArgSeed<'a>(&'a mut Commands);
+
+impl<'de> DeserializeSeed<'de> for ArgSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or {\"base64\": \"...\"}")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
+        self.0.push_arg(s.as_bytes());
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        ArgVisitor.visit_i64(v).map(|_| ())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        ArgVisitor.visit_u64(v).map(|_| ())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        ArgVisitor.visit_f64(v).map(|_| ())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        ArgVisitor.visit_bool(v).map(|_| ())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        ArgVisitor.visit_unit().map(|_| ())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        ArgVisitor.visit_seq(seq).map(|_| ())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let ArgBytes(bytes) = ArgVisitor.visit_map(map)?;
+        self.0.push_arg(&bytes);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +235,18 @@ mod tests {
         assert_eq!(parse(r#""\u00e9""#).unwrap().0, "é".as_bytes());
         assert_eq!(parse(r#"{"base64": "/wAB"}"#).unwrap().0, [0xff, 0, 1]);
         assert_eq!(parse(r#"{"base64": "/wA"}"#).unwrap().0, [0xff, 0]);
+    }
+
+    #[test]
+    fn commands_parse_into_one_buffer() {
+        let c: JsonCommands =
+            serde_json::from_str(r#"[["SET", "k", {"base64": "/wAB"}], [], ["GET", "\u00e9"]]"#).unwrap();
+        assert_eq!(c.0.len(), 3);
+        assert_eq!(c.0.get(0).to_vec(), vec![b"SET".to_vec(), b"k".to_vec(), vec![0xff, 0, 1]]);
+        assert!(c.0.get(1).is_empty());
+        assert_eq!(c.0.get(2).get(1), Some("é".as_bytes()));
+        let err = serde_json::from_str::<JsonCommands>(r#"[["SET", 5]]"#).unwrap_err().to_string();
+        assert_eq!(untag(&err).map(|(c, _, _)| c), Some("invalid_argument"), "{err}");
     }
 
     #[test]

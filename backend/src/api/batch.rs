@@ -2,26 +2,17 @@
 //! (CONTRACT.md section 3).
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::arg::ArgBytes;
+use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
-use super::run::run_batch;
 use super::schema;
+use super::stream::{self, Keep};
 use super::validate::{self, BatchFields};
 use super::AppState;
-use pipelab::exec::{Report, Status};
-
-/// Which results a batch response carries.
-enum ResultsFilter {
-    All,
-    Errors,
-    None,
-}
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -31,7 +22,7 @@ enum ResultsFilter {
 pub struct BatchRequest {
     /// Commands as argv arrays; a binary argument as `{"base64": "..."}`.
     #[schema(value_type = Option<Vec<Vec<schema::Arg>>>, example = json!([["SET", "k", "v"], ["GET", "k"]]))]
-    pub commands: Option<Vec<Vec<ArgBytes>>>,
+    pub commands: Option<JsonCommands>,
     /// Commands as text: inline lines (split as redis-cli/Redis do, quotes
     /// allowed) or RESP multibulks, one command after the other.
     #[schema(example = "SET k v\nINCR k")]
@@ -88,9 +79,9 @@ pub async fn batch(
         None => validate::DEFAULT_MODE,
     };
     let keep = match req.results.as_deref() {
-        None | Some("all") => ResultsFilter::All,
-        Some("errors") => ResultsFilter::Errors,
-        Some("none") => ResultsFilter::None,
+        None | Some("all") => Keep::All,
+        Some("errors") => Keep::Errors,
+        Some("none") => Keep::None,
         Some(other) => {
             return Err(ApiError::field(
                 "invalid_field",
@@ -111,33 +102,5 @@ pub async fn batch(
     let batch = fields
         .prepare(&state.limits)?
         .into_batch(mode, &state.limits)?;
-    let mut report = run_batch(&state, &batch).await?;
-    match keep {
-        ResultsFilter::All => {}
-        ResultsFilter::Errors => report.results.retain(|r| r.status != Status::Ok),
-        ResultsFilter::None => report.results.clear(),
-    }
-    Ok(json_response(&report))
-}
-
-/// Bytes of JSON per command result, about: `{"index":12345,"status":"ok",
-/// "reply":{"type":"simple","value":"OK"},"sent_us":1234,"reply_us":5678}`.
-const RESULT_JSON_GUESS: usize = 96;
-
-/// The report as a JSON response, serialized into one buffer sized for it
-/// up front. (axum's `Json` starts from 128 bytes and doubles its way to
-/// the ~10 MiB of a 100k-command report, copying it all each time.)
-fn json_response(report: &Report) -> Response {
-    let mut body = Vec::with_capacity(512 + report.results.len() * RESULT_JSON_GUESS);
-    match serde_json::to_writer(&mut body, report) {
-        Ok(()) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        // Serializing a report cannot fail (string keys, finite numbers
-        // written as strings); if it ever does, say so in the API's shape.
-        Err(e) => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("could not serialize the report: {e}"),
-        )
-        .into_response(),
-    }
+    stream::respond(state, batch, keep).await
 }

@@ -9,7 +9,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::arg::ArgBytes;
+use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::run::run_batch;
@@ -29,7 +29,7 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
 pub struct CompareRequest {
     /// Commands as argv arrays; a binary argument as `{"base64": "..."}`.
     #[schema(value_type = Option<Vec<Vec<schema::Arg>>>)]
-    pub commands: Option<Vec<Vec<ArgBytes>>>,
+    pub commands: Option<JsonCommands>,
     /// Commands as inline lines or RESP.
     pub text: Option<String>,
     /// Modes to run; sequential always runs (first), as the baseline.
@@ -148,7 +148,7 @@ pub async fn compare(
     // `watch` belongs to the transaction run only; validate it as a transaction field.
     let watch = BatchFields {
         watch: req.watch,
-        commands: Some(vec![vec![ArgBytes(b"PING".to_vec())]]),
+        commands: Some(JsonCommands(pipelab::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?

@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod refuse;
 pub mod run;
 pub mod schema;
+pub mod stream;
 pub mod sweep;
 pub mod validate;
 pub mod web;

@@ -12,11 +12,11 @@
 //! behind pipelab is shared by everyone who can reach the API, and one of
 //! them must not be able to stop it, detach it or lock the others out.
 
-use pipelab::exec::Mode;
+use pipelab::exec::{ArgvRef, Mode};
 
 /// Why `argv` may not run in `mode`, or `None` if it may.
-pub fn refusal(argv: &[Vec<u8>], mode: Mode) -> Option<String> {
-    let raw = argv.first()?;
+pub fn refusal(argv: ArgvRef<'_>, mode: Mode) -> Option<String> {
+    let raw = argv.name()?;
     // Fast path for the common case (this runs once per command of a batch):
     // every refused name is at most 12 bytes, and most are not refused at all.
     if raw.len() > 12 || !could_be_refused(raw) {
@@ -141,8 +141,8 @@ fn could_be_refused(name: &[u8]) -> bool {
 
 /// True if `argv` is a blocking command whose timeout is 0 (wait forever).
 /// Argument positions follow the Redis command reference.
-fn blocking_forever(name: &str, argv: &[Vec<u8>]) -> bool {
-    let zero = |a: Option<&Vec<u8>>| {
+fn blocking_forever(name: &str, argv: ArgvRef<'_>) -> bool {
+    let zero = |a: Option<&[u8]>| {
         a.and_then(|a| std::str::from_utf8(a).ok())
             .and_then(|s| s.trim().parse::<f64>().ok())
             .is_some_and(|t| t == 0.0)
@@ -150,7 +150,7 @@ fn blocking_forever(name: &str, argv: &[Vec<u8>]) -> bool {
     match name {
         // BLPOP key [key ...] timeout, and friends: the timeout is last.
         "BLPOP" | "BRPOP" | "BZPOPMIN" | "BZPOPMAX" | "BLMOVE" | "BRPOPLPUSH" => {
-            argv.len() >= 3 && zero(argv.last())
+            argv.len() >= 3 && zero(argv.get(argv.len() - 1))
         }
         // BLMPOP timeout numkeys key ..., BZMPOP timeout numkeys key ...
         "BLMPOP" | "BZMPOP" => zero(argv.get(1)),
@@ -170,8 +170,9 @@ fn blocking_forever(name: &str, argv: &[Vec<u8>]) -> bool {
 mod tests {
     use super::*;
 
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        s.split(' ').map(|a| a.as_bytes().to_vec()).collect()
+    fn refusal(s: &str, mode: Mode) -> Option<String> {
+        let argv: Vec<&str> = s.split(' ').collect();
+        super::refusal(pipelab::exec::Commands::from_iter([argv]).get(0), mode)
     }
 
     #[test]
@@ -220,7 +221,7 @@ mod tests {
             "CLIENT PAUSE 10000",
         ] {
             assert!(
-                refusal(&argv(cmd), Mode::Pipeline).is_some(),
+                refusal(cmd, Mode::Pipeline).is_some(),
                 "{cmd} should be refused"
             );
         }
@@ -246,7 +247,7 @@ mod tests {
             "FLUSHALL",
         ] {
             assert!(
-                refusal(&argv(cmd), Mode::Pipeline).is_none(),
+                refusal(cmd, Mode::Pipeline).is_none(),
                 "{cmd} should be allowed"
             );
         }
@@ -254,13 +255,13 @@ mod tests {
 
     #[test]
     fn transaction_mode_rules() {
-        assert!(refusal(&argv("MULTI"), Mode::Transaction).is_some());
-        assert!(refusal(&argv("exec"), Mode::Transaction).is_some());
-        assert!(refusal(&argv("WATCH k"), Mode::Transaction).is_some());
-        assert!(refusal(&argv("DISCARD"), Mode::Transaction).is_some());
-        assert!(refusal(&argv("unwatch"), Mode::Transaction).is_some());
+        assert!(refusal("MULTI", Mode::Transaction).is_some());
+        assert!(refusal("exec", Mode::Transaction).is_some());
+        assert!(refusal("WATCH k", Mode::Transaction).is_some());
+        assert!(refusal("DISCARD", Mode::Transaction).is_some());
+        assert!(refusal("unwatch", Mode::Transaction).is_some());
         // BLPOP inside MULTI does not block.
-        assert!(refusal(&argv("BLPOP k 0"), Mode::Transaction).is_none());
-        assert!(refusal(&argv("SELECT 1"), Mode::Transaction).is_some());
+        assert!(refusal("BLPOP k 0", Mode::Transaction).is_none());
+        assert!(refusal("SELECT 1", Mode::Transaction).is_some());
     }
 }

@@ -9,6 +9,7 @@
 //! the handler's future is dropped with the connection in it, which closes
 //! it: a cancelled batch never returns its connection to the pool.
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -17,20 +18,40 @@ use tokio::time::{timeout_at, Instant};
 use super::error::ApiError;
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use pipelab::exec::{execute_pooled, ExecError, ExecOptions};
-use pipelab::exec::{Batch, Mode, OnError, Report, Status};
+use pipelab::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
+use pipelab::exec::{Batch, Commands, Mode, OnError, Report, Status};
 
-/// Run `batch` within the server's limits.
+/// Run `batch` within the server's limits and collect its report.
+///
+/// A batch that reaches `limits.batch_timeout_ms` is cut like a lost
+/// connection: commands awaiting replies are `unknown`, the rest
+/// `not_sent`, and `connection_error` says it was the batch timeout.
 ///
 /// Errors: 503 `busy` (no free slot before the timeout), 503
-/// `redis_unavailable` (could not connect: nothing was written), 504
-/// `batch_timeout` (ran past `limits.batch_timeout_ms`; commands already
-/// written may have run).
+/// `redis_unavailable` (could not connect: nothing was written), 400 for a
+/// batch the executor refuses.
 pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let out = run_batch_into(state, batch, &mut results).await?;
+    if let Some(msg) = out.reconnect_failed {
+        return Err(ApiError::unavailable(msg));
+    }
+    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+}
+
+/// [`run_batch`], handing each result to `sink` as it comes. A dead pooled
+/// connection that could not be replaced is not an error here (the sink
+/// has its `not_sent` results): see [`StreamReport::reconnect_failed`].
+pub async fn run_batch_into<K: ResultSink>(
+    state: &AppState,
+    batch: &Batch,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.mode, batch.commands.len());
-    let result = run_limited(state, batch).await;
+    let result = run_limited(state, batch, sink).await;
     match &result {
-        Ok(report) => span.finish(report),
+        Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
+        Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
         Err(e) => span.fail(match e.code() {
             "busy" => "busy",
             "batch_timeout" => "timeout",
@@ -41,7 +62,15 @@ pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiErr
     result
 }
 
-async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+/// How long past its deadline a batch may take to wind up (drop its
+/// connection, mark the rest) before the request gives up on it.
+const WIND_UP: Duration = Duration::from_secs(2);
+
+async fn run_limited<K: ResultSink>(
+    state: &AppState,
+    batch: &Batch,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
     let _slot = timeout_at(deadline, state.slots.acquire())
@@ -61,17 +90,20 @@ async fn run_limited(state: &AppState, batch: &Batch) -> Result<Report, ApiError
         connect_timeout: limits.connect_timeout(),
         read_timeout: limits.batch_timeout(),
         max_reply_bytes: Some(limits.max_reply_bytes),
+        deadline: Some(deadline.into_std()),
     };
-    match timeout_at(deadline, execute_pooled(&state.pool, batch, &opts)).await {
-        Ok(Ok(report)) => Ok(report),
+    // The executor stops at the deadline by itself; this outer limit only
+    // guards against a wait the executor does not bound.
+    match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
+        Ok(Ok(out)) => Ok(out),
         Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
         Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field("invalid_batch", e.field, e.message)),
         Err(_) => Err(ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
             "batch_timeout",
             format!(
-                "the batch ran longer than the server's limit of {} ms and was cut; commands \
-                 already written may have run (their outcome is unknown)",
+                "the batch ran longer than the server's limit of {} ms and could not be cut in \
+                 time; commands already written may have run (their outcome is unknown)",
                 limits.batch_timeout_ms
             ),
         )),
@@ -87,7 +119,7 @@ pub async fn command(
     wait: Duration,
 ) -> Result<resp::Value, ApiError> {
     let batch = Batch {
-        commands: vec![argv.iter().map(|a| a.to_vec()).collect()],
+        commands: Commands::from_iter([argv.to_vec()]),
         mode: Mode::Sequential,
         batch_size: 1,
         on_error: OnError::Continue,
@@ -99,6 +131,7 @@ pub async fn command(
         connect_timeout: wait,
         read_timeout: wait,
         max_reply_bytes: None,
+        deadline: None,
     };
     let report =
         match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {

@@ -23,7 +23,7 @@ use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use pipelab::exec::{Argv, Batch, Mode, OnError, Status};
+use pipelab::exec::{Argv, Batch, Commands, Mode, OnError, Status};
 
 /// Keys per DEL command during cleanup.
 const DEL_CHUNK: usize = 512;
@@ -126,7 +126,7 @@ pub async fn sweep(
         .enumerate()
         .map(|(j, a)| validate::argument(a.clone(), &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
-    if let Some(reason) = refusal(&template, Mode::Pipeline) {
+    if let Some(reason) = refusal(Commands::from(vec![template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field("refused_command", "command", reason));
     }
     if req.total < 1 {
@@ -194,7 +194,7 @@ pub async fn sweep(
         }
     }
 
-    let commands: Vec<Argv> = (0..total).map(|i| instantiate(&template, i)).collect();
+    let commands: Commands = (0..total).map(|i| instantiate(&template, i)).collect();
     let keys = sweep_keys(&state, &commands).await?;
     let fresh = keys_absent(&state, &keys).await?;
     let fresh_count = fresh.len();
@@ -300,13 +300,13 @@ fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
 
 /// The distinct keys `commands` touch, in first-use order. Key positions are
 /// those COMMAND GETKEYS reports for the first command.
-async fn sweep_keys(state: &AppState, commands: &[Argv]) -> Result<Vec<Vec<u8>>, ApiError> {
-    let first = &commands[0];
+async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>>, ApiError> {
+    let first = commands.get(0);
     if first.len() < 2 {
         return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
     }
     let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-    argv.extend(first.iter().map(|a| a.as_slice()));
+    argv.extend(first.iter());
     let reply = command(state, &argv, state.limits.connect_timeout()).await?;
     let names = match reply {
         resp::Value::Array(items) => items,
@@ -334,23 +334,25 @@ async fn sweep_keys(state: &AppState, commands: &[Argv]) -> Result<Vec<Vec<u8>>,
         let resp::Value::Bulk(name) = name else {
             continue;
         };
-        if let Some(j) = (1..first.len()).find(|j| first[*j] == name && !positions.contains(j)) {
+        if let Some(j) =
+            (1..first.len()).find(|j| first.get(*j) == Some(&name[..]) && !positions.contains(j))
+        {
             positions.push(j);
         }
     }
     let mut seen = HashSet::new();
     let mut keys = Vec::new();
-    for cmd in commands {
-        for &j in &positions {
-            if seen.insert(cmd[j].as_slice()) {
-                keys.push(cmd[j].clone());
+    for cmd in commands.iter() {
+        for key in positions.iter().filter_map(|&j| cmd.get(j)) {
+            if seen.insert(key) {
+                keys.push(key.to_vec());
             }
         }
     }
     Ok(keys)
 }
 
-fn admin_batch(commands: Vec<Argv>) -> Batch {
+fn admin_batch(commands: Commands) -> Batch {
     Batch {
         commands,
         mode: Mode::Pipeline,

@@ -5,12 +5,12 @@
 //! RESP, split by `resp::RequestReader` exactly as the Redis server splits
 //! its input: the API never splits arguments itself).
 
-use super::arg::ArgBytes;
+use super::arg::{ArgBytes, JsonCommands};
 use super::error::ApiError;
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
 use axum::http::StatusCode;
-use pipelab::exec::{Argv, Batch, Mode, OnError};
+use pipelab::exec::{Batch, Commands, Mode, OnError};
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
@@ -20,7 +20,7 @@ pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 /// The fields every batch-running request shares, as received.
 #[derive(Debug, Default)]
 pub struct BatchFields {
-    pub commands: Option<Vec<Vec<ArgBytes>>>,
+    pub commands: Option<JsonCommands>,
     pub text: Option<String>,
     pub batch_size: Option<i64>,
     pub on_error: Option<String>,
@@ -48,7 +48,7 @@ impl Origin {
 /// Validated fields, ready to become a [`Batch`] in any mode.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub commands: Vec<Argv>,
+    pub commands: Commands,
     origins: Vec<Origin>,
     pub batch_size: usize,
     pub on_error: OnError,
@@ -74,7 +74,7 @@ impl BatchFields {
                     "commands",
                     "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
                 )),
-                (Some(cmds), None) => json_commands(cmds, limits)?,
+                (Some(cmds), None) => json_commands(cmds.0, limits)?,
                 (None, Some(text)) => text_commands(&text, limits)?,
             };
         Ok(Prepared {
@@ -242,10 +242,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     Ok(v)
 }
 
-fn json_commands(
-    cmds: Vec<Vec<ArgBytes>>,
-    limits: &Limits,
-) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Vec<Origin>), ApiError> {
     if cmds.is_empty() {
         return Err(ApiError::field(
             "empty_batch",
@@ -254,8 +251,7 @@ fn json_commands(
         ));
     }
     check_count(cmds.len(), "commands", limits)?;
-    let mut out = Vec::with_capacity(cmds.len());
-    for (i, cmd) in cmds.into_iter().enumerate() {
+    for (i, cmd) in cmds.iter().enumerate() {
         if cmd.is_empty() {
             return Err(ApiError::field(
                 "empty_argv",
@@ -264,23 +260,20 @@ fn json_commands(
             ));
         }
         for (j, a) in cmd.iter().enumerate() {
-            if a.0.len() > limits.max_arg_bytes {
-                check_arg_len(a.0.len(), &format!("commands[{i}][{j}]"), limits)?;
+            if a.len() > limits.max_arg_bytes {
+                check_arg_len(a.len(), &format!("commands[{i}][{j}]"), limits)?;
             }
         }
-        // `ArgBytes` wraps a `Vec<u8>`: this collect reuses the command's
-        // allocation in place instead of building a second vector.
-        out.push(cmd.into_iter().map(|a| a.0).collect::<Argv>());
     }
-    let origins = (0..out.len()).map(Origin::Index).collect();
-    Ok((out, origins))
+    let origins = (0..cmds.len()).map(Origin::Index).collect();
+    Ok((cmds, origins))
 }
 
-fn text_commands(text: &str, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>), ApiError> {
+fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Vec<Origin>), ApiError> {
     let buf = text.as_bytes();
     let mut reader = resp::RequestReader::new();
     reader.max_bulk_len = limits.max_arg_bytes as u64;
-    let (mut out, mut origins) = (Vec::new(), Vec::new());
+    let (mut out, mut origins) = (Commands::new(), Vec::new());
     let mut pos = 0;
     loop {
         match reader.next(&buf[pos..], true) {
@@ -291,7 +284,7 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Vec<Argv>, Vec<Origin>)
                 for arg in &req.argv {
                     check_arg_len(arg.len(), &format!("text, line {}", req.line), limits)?;
                 }
-                out.push(req.argv);
+                out.push(&req.argv);
             }
             Ok(None) => break,
             Err(e) => {

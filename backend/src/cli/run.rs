@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
-    self, Argv, CommandResult, CommandSource, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
+    self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
     StreamReport,
 };
 
@@ -163,6 +163,8 @@ struct FileSource {
     reader: resp::RequestReader,
     /// Line of each command handed out whose result has not arrived yet.
     lines: Rc<RefCell<VecDeque<usize>>>,
+    /// The command handed out last (the executor borrows it until the next).
+    current: Commands,
 }
 
 impl FileSource {
@@ -176,6 +178,7 @@ impl FileSource {
             eof: false,
             reader: resp::RequestReader::new(),
             lines,
+            current: Commands::new(),
         }
     }
 
@@ -210,7 +213,7 @@ impl FileSource {
 impl CommandSource for FileSource {
     type Error = SourceError;
 
-    fn next_command(&mut self) -> Result<Option<Argv>, SourceError> {
+    fn next_command(&mut self) -> Result<Option<ArgvRef<'_>>, SourceError> {
         loop {
             let res = self.reader.next(&self.buf[self.pos..self.filled], self.eof);
             // The reader also skips blank lines without returning them: follow its offset.
@@ -218,7 +221,9 @@ impl CommandSource for FileSource {
             match res {
                 Ok(Some(req)) => {
                     self.lines.borrow_mut().push_back(req.line);
-                    return Ok(Some(req.argv));
+                    self.current.clear();
+                    self.current.push(&req.argv);
+                    return Ok(Some(self.current.get(0)));
                 }
                 Ok(None) if self.eof => return Ok(None),
                 Ok(None) => self.read_more().map_err(SourceError::Io)?,

@@ -8,10 +8,13 @@
 
 use std::time::Duration;
 
+use std::convert::Infallible;
+
 use serde::{Deserialize, Serialize};
 
 use crate::conn::RedisTarget;
 
+mod commands;
 mod pipeline;
 pub mod pool;
 mod runner;
@@ -20,11 +23,13 @@ mod source;
 mod transaction;
 mod validate;
 
-pub use source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport, VecSource};
+pub use commands::{Args, ArgvRef, Commands};
+pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};
 
-/// One command: its argv, as bytes (binary-safe).
+/// One command owned: its argv, as bytes (binary-safe). A batch keeps its
+/// commands in one [`Commands`] buffer instead.
 pub type Argv = Vec<Vec<u8>>;
 
 /// How the batch is sent.
@@ -54,7 +59,7 @@ pub enum OnError {
 /// A validated batch, ready to run.
 #[derive(Debug, Clone)]
 pub struct Batch {
-    pub commands: Vec<Argv>,
+    pub commands: Commands,
     pub mode: Mode,
     /// Commands per pipeline chunk (≥ 1; default 1000). Ignored by the other modes.
     pub batch_size: usize,
@@ -196,11 +201,20 @@ pub struct ExecOptions {
     /// Stop reading once more than this many reply bytes arrived, drop the
     /// connection, report the rest `unknown` (`None`: no limit).
     pub max_reply_bytes: Option<u64>,
+    /// The batch's time limit: no read or write waits past it. Reached,
+    /// the connection is dropped, the commands awaiting replies are
+    /// `unknown` and the rest `not_sent`, as for a lost connection.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { connect_timeout: Duration::from_secs(5), read_timeout: Duration::from_secs(30), max_reply_bytes: None }
+        ExecOptions {
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(30),
+            max_reply_bytes: None,
+            deadline: None,
+        }
     }
 }
 
@@ -267,7 +281,7 @@ impl Batch {
 /// Dropping the future drops the connection (and its delay line), which closes it.
 pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
     validate(batch)?;
-    let mut source = VecSource::new(&batch.commands);
+    let mut source = BatchSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
     // Validated as a whole above: the runner need not check each command again.
     let out = runner::run(target, &batch.plan(), &mut source, &mut results, opts, false).await?;
@@ -283,24 +297,42 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
 /// connection turned out dead before anything was written and a fresh one
 /// could not be opened.
 pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
+    if let Some(msg) = out.reconnect_failed {
+        return Err(ExecError::Connect(msg));
+    }
+    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+}
+
+/// [`execute_pooled`], handing each result to `sink` as it comes (in index
+/// order) instead of collecting them: the API streams a big batch's report
+/// while the batch still runs.
+///
+/// Errors as for [`execute_pooled`], except a dead pooled connection that
+/// could not be replaced: then the sink got `not_sent` for every command
+/// and [`StreamReport::reconnect_failed`] says why.
+pub async fn execute_pooled_into<K: ResultSink>(
+    pool: &Pool,
+    batch: &Batch,
+    opts: &ExecOptions,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ExecError> {
     validate(batch)?;
     let plan = batch.plan();
     let settings = runner::settings(&plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
     let fallback = lease.reused.then_some((pool.target(), &settings));
-    let mut source = VecSource::new(&batch.commands);
-    let mut results = Vec::with_capacity(batch.commands.len());
-    let ran = runner::run_on(lease.conn, fallback, &plan, &mut source, &mut results, false).await;
-    let out = ran.report;
-    if let Some(msg) = ran.reconnect_failed {
-        if out.summary.not_sent == out.summary.commands {
-            return Err(ExecError::Connect(msg));
-        }
+    let mut source = BatchSource::new(&batch.commands);
+    let ran = runner::run_on(lease.conn, fallback, &plan, &mut source, sink, false).await;
+    let mut out = ran.report;
+    if out.summary.not_sent == out.summary.commands {
+        out.reconnect_failed = ran.reconnect_failed;
     }
     if let Some(conn) = ran.reusable {
         pool.checkin(conn);
     }
-    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+    Ok(out)
 }
 
 /// The executor over a stream: pulls commands from `source` as it sends

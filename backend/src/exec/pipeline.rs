@@ -25,7 +25,7 @@ impl Chunk {
         self.count = 0;
         while self.count < size {
             let Some(argv) = r.pull() else { break };
-            resp::encode_command(&argv, &mut self.bytes);
+            resp::encode_command(argv, &mut self.bytes);
             self.count += 1;
         }
     }

@@ -31,6 +31,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::ArgvRef;
 use crate::conn::{Conn, ConnSettings, RedisTarget};
 
 /// How many idle connections a pool keeps, and for how long.
@@ -110,7 +111,7 @@ impl Pool {
             while let Some(entry) = self.take_idle(settings.resp3) {
                 if entry.since.elapsed() < self.config.idle_timeout && entry.conn.probe_idle() {
                     let mut conn = entry.conn;
-                    conn.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
+                    conn.prepare_reuse(settings);
                     return Ok(Lease { conn, reused: true });
                 }
             }
@@ -189,8 +190,8 @@ async fn reap(pool: Weak<Pool>, every: Duration) {
 /// Scripts cannot change their caller's state (SELECT inside EVAL is
 /// script-local since Redis 2.8.12), so EVAL and FCALL are not listed.
 /// Allocation-free: it runs for every command of every batch.
-pub fn changes_connection_state(argv: &[Vec<u8>]) -> bool {
-    let Some(name) = argv.first() else { return false };
+pub fn changes_connection_state(argv: ArgvRef<'_>) -> bool {
+    let Some(name) = argv.name() else { return false };
     if name.len() < 4 || name.len() > 12 {
         return false;
     }
@@ -206,18 +207,19 @@ pub fn changes_connection_state(argv: &[Vec<u8>]) -> bool {
 mod tests {
     use super::*;
 
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        s.split(' ').map(|a| a.as_bytes().to_vec()).collect()
+    fn changes(s: &str) -> bool {
+        let argv: Vec<&str> = s.split(' ').filter(|a| !a.is_empty()).collect();
+        changes_connection_state(crate::exec::Commands::from_iter([argv]).get(0))
     }
 
     #[test]
     fn connection_state_commands() {
         for cmd in ["MULTI", "exec", "Discard", "WATCH k", "unwatch", "CLIENT SETNAME x", "client no-evict on", "SELECT 1", "HELLO 3", "AUTH x", "RESET", "READONLY", "readwrite", "ASKING", "SUBSCRIBE c", "QUIT"] {
-            assert!(changes_connection_state(&argv(cmd)), "{cmd}");
+            assert!(changes(cmd), "{cmd}");
         }
         for cmd in ["SET k v", "GET k", "EVAL x 0", "INCR n", "CLIENTS", "WATCHER", "PING", "DEL a b"] {
-            assert!(!changes_connection_state(&argv(cmd)), "{cmd}");
+            assert!(!changes(cmd), "{cmd}");
         }
-        assert!(!changes_connection_state(&[]));
+        assert!(!changes(""));
     }
 }

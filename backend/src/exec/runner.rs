@@ -2,12 +2,11 @@
 //! pulling (and checking) commands, and emitting each result exactly once,
 //! in index order.
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use super::pool::changes_connection_state;
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
-use super::{check_command, pipeline, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
+use super::{check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget, WriteError};
 
 /// One execution under way.
@@ -55,6 +54,7 @@ pub(super) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
         resp3: plan.resp3,
         simulated_rtt_ms: plan.simulated_rtt_ms,
         max_reply_bytes: opts.max_reply_bytes,
+        deadline: opts.deadline,
     }
 }
 
@@ -145,20 +145,20 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     /// The next command, checked; `None` at the end of input or at the first
     /// bad command (then recorded in `input_error`; nothing is pulled after it).
-    /// Borrowed when the source holds it (a batch in memory): no copy.
-    pub fn pull(&mut self) -> Option<Cow<'_, [Vec<u8>]>> {
+    /// Borrowed from the source: no copy.
+    pub fn pull(&mut self) -> Option<ArgvRef<'_>> {
         if self.source_done {
             return None;
         }
-        let kind = match self.source.next_ref() {
+        let kind = match self.source.next_command() {
             Ok(None) => {
                 self.source_done = true;
                 return None;
             }
-            Ok(Some(argv)) => match if self.check { check_command(&argv, self.mode) } else { Ok(()) } {
+            Ok(Some(argv)) => match if self.check { check_command(argv, self.mode) } else { Ok(()) } {
                 Ok(()) => {
                     self.pulled += 1;
-                    if !self.state_changed && changes_connection_state(&argv) {
+                    if !self.state_changed && changes_connection_state(argv) {
                         self.state_changed = true;
                     }
                     return Some(argv);
@@ -305,6 +305,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
                 transaction: self.transaction,
                 connection_error: self.connection_error,
                 input_error: self.input_error,
+                reconnect_failed: None,
             },
             reusable,
             reconnect_failed: self.reconnect_failed,
@@ -320,7 +321,8 @@ mod tests {
     //! too, as every test server), where a write to a closed peer fails at
     //! once with nothing accepted.
     use super::*;
-    use crate::exec::source::VecSource;
+    use crate::exec::source::BatchSource;
+    use crate::exec::Commands;
     use crate::exec::{OnError, Plan};
     use std::process::{Child, Command, Stdio};
     use std::time::Duration;
@@ -376,7 +378,7 @@ mod tests {
         for _ in 0..100 {
             if !victim.probe_idle() {
                 // As the pool hands it out: counts zeroed for the new batch.
-                victim.prepare_reuse(settings.read_timeout, settings.max_reply_bytes);
+                victim.prepare_reuse(&settings);
                 return victim;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -392,11 +394,11 @@ mod tests {
     async fn dead_reused_connection_falls_back_before_anything_is_sent() {
         let (_server, target) = start();
         let settings = settings(&plan(), &ExecOptions::default());
-        let commands: Vec<Vec<Vec<u8>>> = vec![vec![b"INCR".to_vec(), b"n".to_vec()]];
+        let commands = Commands::from_iter([vec!["INCR", "n"]]);
 
         // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
         let dead = dead_conn(&target, &settings).await;
-        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
         let ran = run_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true).await;
         assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
         assert_eq!(results[0].status, Status::Ok);
@@ -405,7 +407,7 @@ mod tests {
 
         // Without it (a connection of the batch's own): not sent, not unknown, never retried.
         let dead = dead_conn(&target, &settings).await;
-        let (mut source, mut results) = (VecSource::new(&commands), Vec::new());
+        let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
         let ran = run_on(dead, None, &plan(), &mut source, &mut results, true).await;
         assert_eq!(results[0].status, Status::NotSent);
         assert!(ran.report.connection_error.is_some());

@@ -2,25 +2,18 @@
 //! `Vec` batch (the API) and a streamed file (`pipelab run`) share one
 //! executor (DESIGN.md).
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt;
 
-use super::{Argv, CommandResult, Summary, TransactionOutcome};
+use super::{ArgvRef, CommandResult, Commands, Summary, TransactionOutcome};
 
 /// Commands, one at a time, in order.
 pub trait CommandSource {
     /// Why the input cannot go on (e.g. a parse error with its line and column).
     type Error: fmt::Display;
-    /// The next command; `Ok(None)` at the end of input.
-    fn next_command(&mut self) -> Result<Option<Argv>, Self::Error>;
-
-    /// [`CommandSource::next_command`], borrowed if the source holds its
-    /// commands: the executor only encodes each one, so a batch in memory
-    /// need not be copied command by command.
-    fn next_ref(&mut self) -> Result<Option<Cow<'_, [Vec<u8>]>>, Self::Error> {
-        Ok(self.next_command()?.map(Cow::Owned))
-    }
+    /// The next command, borrowed from the source until the next call (the
+    /// executor only checks and encodes it); `Ok(None)` at the end of input.
+    fn next_command(&mut self) -> Result<Option<ArgvRef<'_>>, Self::Error>;
 }
 
 /// Receives each command's result, in index order, exactly once.
@@ -35,24 +28,25 @@ impl ResultSink for Vec<CommandResult> {
 }
 
 /// A batch already in memory.
-pub struct VecSource<'a> {
-    iter: std::slice::Iter<'a, Argv>,
+pub struct BatchSource<'a> {
+    commands: &'a Commands,
+    next: usize,
 }
 
-impl<'a> VecSource<'a> {
-    pub fn new(commands: &'a [Argv]) -> Self {
-        VecSource { iter: commands.iter() }
+impl<'a> BatchSource<'a> {
+    pub fn new(commands: &'a Commands) -> Self {
+        BatchSource { commands, next: 0 }
     }
 }
 
-impl CommandSource for VecSource<'_> {
+impl CommandSource for BatchSource<'_> {
     type Error = Infallible;
-    fn next_command(&mut self) -> Result<Option<Argv>, Infallible> {
-        Ok(self.iter.next().cloned())
-    }
-
-    fn next_ref(&mut self) -> Result<Option<Cow<'_, [Vec<u8>]>>, Infallible> {
-        Ok(self.iter.next().map(|argv| Cow::Borrowed(argv.as_slice())))
+    fn next_command(&mut self) -> Result<Option<ArgvRef<'_>>, Infallible> {
+        if self.next == self.commands.len() {
+            return Ok(None);
+        }
+        self.next += 1;
+        Ok(Some(self.commands.get(self.next - 1)))
     }
 }
 
@@ -95,4 +89,7 @@ pub struct StreamReport<E> {
     pub connection_error: Option<String>,
     /// Set when the input stopped on an error rather than at its end.
     pub input_error: Option<InputError<E>>,
+    /// A pooled connection was found dead at the first write and a fresh
+    /// one could not be opened: nothing was sent (every command `not_sent`).
+    pub reconnect_failed: Option<String>,
 }

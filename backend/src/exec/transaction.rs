@@ -36,7 +36,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
     resp::encode_command(&[b"MULTI"], &mut body);
     let mut n = 0;
     while let Some(argv) = r.pull() {
-        resp::encode_command(&argv, &mut body);
+        resp::encode_command(argv, &mut body);
         n += 1;
     }
     if r.input_error.is_some() || n == 0 {
@@ -51,7 +51,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         let mut cmd = Vec::new();
         let mut argv: Vec<&[u8]> = vec![b"WATCH"];
         argv.extend(watch.iter().map(|k| k.as_slice()));
-        resp::encode_command(&argv, &mut cmd);
+        resp::encode_command(argv, &mut cmd);
         let outcome = match r.write(&cmd).await.map_err(|(e, _)| e) {
             Ok(t) => {
                 r.note_io(t);

@@ -4,7 +4,7 @@
 //! onto the wrong command (the class of bug of redis-py#2624, ioredis#800,
 //! redis-rs#698).
 
-use super::{Batch, Mode, Plan};
+use super::{ArgvRef, Batch, Mode, Plan};
 use crate::delay;
 
 /// A batch that cannot be run; `field` names the request field at fault.
@@ -27,8 +27,8 @@ const TRANSACTION_CONTROL: &[&str] = &["multi", "exec", "discard", "watch"];
 /// Checks one command for `mode`: not empty, exactly one reply, and in
 /// transaction mode no MULTI/EXEC/DISCARD/WATCH (pipelab sends those; WATCH
 /// goes in the batch's `watch`). Errors: a message for a person.
-pub fn check_command(argv: &[Vec<u8>], mode: Mode) -> Result<(), String> {
-    let Some(name) = argv.first() else {
+pub fn check_command(argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
+    let Some(name) = argv.name() else {
         return Err("empty command".into());
     };
     // Every listed name is 4 to 12 bytes long: most commands (SET, GET,
@@ -43,9 +43,8 @@ pub fn check_command(argv: &[Vec<u8>], mode: Mode) -> Result<(), String> {
         return Err(format!("{shown} is not supported: it does not answer with exactly one reply, so later replies could not be matched to their commands"));
     }
     if name.eq_ignore_ascii_case(b"client")
-        && argv.len() >= 3
-        && argv[1].eq_ignore_ascii_case(b"reply")
-        && (argv[2].eq_ignore_ascii_case(b"off") || argv[2].eq_ignore_ascii_case(b"skip"))
+        && argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"reply"))
+        && argv.get(2).is_some_and(|a| a.eq_ignore_ascii_case(b"off") || a.eq_ignore_ascii_case(b"skip"))
     {
         return Err("CLIENT REPLY OFF/SKIP is not supported: commands without a reply could not be matched".into());
     }
@@ -81,27 +80,32 @@ pub fn validate(batch: &Batch) -> Result<(), BatchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::Commands;
 
     fn argv(s: &str) -> Vec<Vec<u8>> {
-        s.split(' ').map(|a| a.as_bytes().to_vec()).collect()
+        s.split(' ').filter(|a| !a.is_empty()).map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    fn check(s: &str, mode: Mode) -> Result<(), String> {
+        check_command(Commands::from(vec![argv(s)]).get(0), mode)
     }
 
     #[test]
     fn one_reply_rule() {
-        assert!(check_command(&argv("SET k v"), Mode::Pipeline).is_ok());
-        assert!(check_command(&argv("subscribe ch"), Mode::Pipeline).unwrap_err().contains("SUBSCRIBE"));
-        assert!(check_command(&argv("MONITOR"), Mode::Sequential).is_err());
-        assert!(check_command(&argv("client reply off"), Mode::Pipeline).is_err());
-        assert!(check_command(&argv("client reply on"), Mode::Pipeline).is_ok());
-        assert!(check_command(&[], Mode::Pipeline).is_err());
-        assert!(check_command(&argv("EXEC"), Mode::Pipeline).is_ok());
-        assert!(check_command(&argv("exec"), Mode::Transaction).unwrap_err().contains("EXEC"));
+        assert!(check("SET k v", Mode::Pipeline).is_ok());
+        assert!(check("subscribe ch", Mode::Pipeline).unwrap_err().contains("SUBSCRIBE"));
+        assert!(check("MONITOR", Mode::Sequential).is_err());
+        assert!(check("client reply off", Mode::Pipeline).is_err());
+        assert!(check("client reply on", Mode::Pipeline).is_ok());
+        assert!(check("", Mode::Pipeline).is_err());
+        assert!(check("EXEC", Mode::Pipeline).is_ok());
+        assert!(check("exec", Mode::Transaction).unwrap_err().contains("EXEC"));
     }
 
     #[test]
     fn batch_fields() {
         let mut b = Batch {
-            commands: vec![argv("PING"), argv("SUBSCRIBE x")],
+            commands: vec![argv("PING"), argv("SUBSCRIBE x")].into(),
             mode: Mode::Pipeline,
             batch_size: 10,
             on_error: Default::default(),
@@ -110,7 +114,7 @@ mod tests {
             watch: vec![],
         };
         assert_eq!(validate(&b).unwrap_err().field, "commands[1]");
-        b.commands.pop();
+        b.commands = vec![argv("PING")].into();
         b.batch_size = 0;
         assert_eq!(validate(&b).unwrap_err().field, "batch_size");
         b.batch_size = 1;
