@@ -2,13 +2,16 @@
 //!
 //! A 100k-command report is about 10 MiB of JSON. Serialized after the
 //! batch, it added its serialization and transfer time to the batch's; here
-//! each result is serialized as the executor hands it over, and sent in
-//! chunks of [`CHUNK`] bytes, so that the client reads the report while Redis
-//! still works on the batch (`bench/README-api.md`).
+//! the executor hands results over in groups of [`GROUP`] as they come,
+//! the response's own task serializes them (on another core than the
+//! executor's, which keeps reading replies) and sends chunks of [`CHUNK`]
+//! bytes, so that the client reads the report while Redis still works on
+//! the batch (`bench/README-api.md`).
 //!
 //! The status code cannot change once the body has started, so nothing is
-//! sent until either the batch ended (a small batch gets one ordinary
-//! response, and its errors their 4xx/503 answer) or a first chunk is full:
+//! sent until either the batch ended (a batch of up to [`GROUP`] commands
+//! runs in the request's task and gets one ordinary response; errors get
+//! their 4xx/503 answer) or a first chunk is full:
 //! by then the batch was accepted and Redis answered, so the answer is 200
 //! whatever follows. A batch cut later (batch timeout, reply limit, lost
 //! connection) reports `unknown` and `not_sent` results, as it does unstreamed.
@@ -42,6 +45,9 @@ use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport, Summ
 /// chunk and get an ordinary response.
 pub const CHUNK: usize = 256 * 1024;
 
+/// Results handed from the executor to the response at a time.
+pub const GROUP: usize = 512;
+
 /// Which results a batch response carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
@@ -65,30 +71,72 @@ impl Keep {
 
 /// What the batch's task tells the response.
 enum Msg {
-    /// More of the body; more follows.
-    Chunk(Bytes),
-    /// The end of the body.
-    Last(Bytes),
-    /// The batch did not run (nothing was sent yet): answer with this error.
-    Failed(ApiError),
+    /// The next results, in index order (only those kept).
+    Results(Vec<CommandResult>),
+    /// The batch is over: its totals, or why it did not run.
+    End(Result<StreamReport<Infallible>, ApiError>),
 }
 
 /// Runs `batch` and answers with its report, streamed if it is large.
 ///
 /// Errors (before anything was sent): as [`super::run::run_batch`].
 pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
+    if batch.commands.len() <= GROUP {
+        return respond_inline(&state, &batch, keep).await;
+    }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run(state, batch, keep, tx));
     let guard = AbortOnDrop(task.abort_handle());
-    match rx.recv().await {
-        Some(Msg::Failed(e)) => Err(e),
-        Some(Msg::Last(body)) => Ok(json(Body::from(body))),
-        Some(Msg::Chunk(first)) => Ok(json(Body::new(Streamed { first: Some(first), rx, done: false, _guard: guard }))),
-        None => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the batch's task ended without a report",
-        )),
+    let mut report = ReportWriter::default();
+    loop {
+        match rx.recv().await {
+            Some(Msg::Results(results)) => {
+                report.write(&results);
+                if report.buf.len() >= CHUNK {
+                    let body = Streamed { report, rx, done: false, _guard: guard };
+                    return Ok(json(Body::new(body)));
+                }
+            }
+            Some(Msg::End(Ok(out))) => match out.reconnect_failed {
+                Some(msg) => return Err(ApiError::unavailable(msg)),
+                None => return Ok(json(Body::from(report.finish(&out)))),
+            },
+            Some(Msg::End(Err(e))) => return Err(e),
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the batch's task ended without a report",
+                ))
+            }
+        }
+    }
+}
+
+/// A small batch runs in the request's own task: a task of its own and a
+/// channel would cost more than its report's serialization saves.
+async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
+    let mut kept = Kept { results: Vec::with_capacity(batch.commands.len()), keep };
+    let out = run_batch_into(state, batch, &mut kept).await?;
+    if let Some(msg) = out.reconnect_failed {
+        return Err(ApiError::unavailable(msg));
+    }
+    let mut report = ReportWriter::default();
+    report.write(&kept.results);
+    Ok(json(Body::from(report.finish(&out))))
+}
+
+/// Collects the results `keep` keeps.
+struct Kept {
+    results: Vec<CommandResult>,
+    keep: Keep,
+}
+
+impl ResultSink for Kept {
+    fn push(&mut self, result: CommandResult) {
+        if self.keep.keeps(result.status) {
+            self.results.push(result);
+        }
     }
 }
 
@@ -99,47 +147,44 @@ fn json(body: Body) -> Response {
 }
 
 async fn run(state: AppState, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
-    let mut sink = JsonSink { buf: Vec::with_capacity(CHUNK + 4096), keep, any: false, sent: false, tx: tx.clone() };
-    let msg = match run_batch_into(&state, &batch, &mut sink).await {
-        Ok(out) if out.reconnect_failed.is_some() && !sink.sent => {
-            Msg::Failed(ApiError::unavailable(out.reconnect_failed.unwrap_or_default()))
-        }
-        Ok(out) => Msg::Last(sink.finish(&out)),
-        // Errors come before the first result: nothing was sent.
-        Err(e) if !sink.sent => Msg::Failed(e),
-        // Unreachable by the executor's contract; end the body as malformed
-        // JSON rather than pretend the report is complete.
-        Err(_) => return,
-    };
-    let _ = tx.send(msg);
+    let mut sink = GroupSink { group: Kept { results: Vec::with_capacity(GROUP), keep }, tx: tx.clone() };
+    let out = run_batch_into(&state, &batch, &mut sink).await;
+    sink.send();
+    // A closed channel means the client left: this task is being aborted.
+    let _ = tx.send(Msg::End(out));
 }
 
-/// Serializes each result into the body as it arrives.
-struct JsonSink {
-    buf: Vec<u8>,
-    keep: Keep,
-    /// A result was written (a comma goes before the next).
-    any: bool,
-    /// A chunk has been sent: the response is committed to 200.
-    sent: bool,
+/// Hands the kept results to the response in groups.
+struct GroupSink {
+    group: Kept,
     tx: mpsc::UnboundedSender<Msg>,
 }
 
-impl ResultSink for JsonSink {
-    fn push(&mut self, result: CommandResult) {
-        if !self.keep.keeps(result.status) {
-            return;
-        }
-        self.buf.extend_from_slice(if self.any { b"," } else { b"{\"results\":[" });
-        self.any = true;
-        serde_json::to_writer(&mut self.buf, &result).expect("a result serializes to JSON");
-        if self.buf.len() >= CHUNK {
-            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + 4096));
-            // A closed channel means the client left: the task is being aborted.
-            let _ = self.tx.send(Msg::Chunk(chunk.into()));
-            self.sent = true;
+impl GroupSink {
+    fn send(&mut self) {
+        if !self.group.results.is_empty() {
+            let group = std::mem::replace(&mut self.group.results, Vec::with_capacity(GROUP));
+            let _ = self.tx.send(Msg::Results(group));
         }
     }
+}
+
+impl ResultSink for GroupSink {
+    fn push(&mut self, result: CommandResult) {
+        self.group.push(result);
+        if self.group.results.len() == GROUP {
+            self.send();
+        }
+    }
+}
+
+/// The report's JSON, written as results come: `{"results":[...],` then
+/// the members after `results`.
+#[derive(Default)]
+struct ReportWriter {
+    buf: Vec<u8>,
+    /// A result was written (a comma goes before the next).
+    any: bool,
 }
 
 /// The report's members after `results`.
@@ -152,9 +197,22 @@ struct Tail<'a> {
     connection_error: Option<&'a str>,
 }
 
-impl JsonSink {
+impl ReportWriter {
+    fn write(&mut self, results: &[CommandResult]) {
+        for result in results {
+            self.buf.extend_from_slice(if self.any { b"," } else { b"{\"results\":[" });
+            self.any = true;
+            serde_json::to_writer(&mut self.buf, result).expect("a result serializes to JSON");
+        }
+    }
+
+    /// The JSON written since the last call.
+    fn take(&mut self) -> Bytes {
+        std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + 4096)).into()
+    }
+
     /// The rest of the body: the end of `results`, then the tail's members.
-    fn finish(mut self, out: &StreamReport<Infallible>) -> Bytes {
+    fn finish(&mut self, out: &StreamReport<Infallible>) -> Bytes {
         self.buf.extend_from_slice(if self.any { b"]," } else { b"{\"results\":[]," });
         let tail = Tail {
             summary: &out.summary,
@@ -165,15 +223,16 @@ impl JsonSink {
         let start = self.buf.len();
         serde_json::to_writer(&mut self.buf, &tail).expect("a summary serializes to JSON");
         self.buf.remove(start);
-        self.buf.into()
+        self.take()
     }
 }
 
-/// The body of a streamed report: the first chunk, then what the task sends.
+/// The body of a streamed report: what was written so far, then the rest
+/// as the batch's task sends it.
 struct Streamed {
-    first: Option<Bytes>,
+    report: ReportWriter,
     rx: mpsc::UnboundedReceiver<Msg>,
-    /// The last chunk was passed on (or the body failed).
+    /// The end of the report was passed on (or the body failed).
     done: bool,
     _guard: AbortOnDrop,
 }
@@ -183,27 +242,34 @@ impl http_body::Body for Streamed {
     type Error = std::io::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Some(first) = self.first.take() {
-            return Poll::Ready(Some(Ok(Frame::data(first))));
-        }
-        if self.done {
-            return Poll::Ready(None);
-        }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(Msg::Chunk(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
-            Poll::Ready(Some(Msg::Last(b))) => {
-                self.done = true;
-                Poll::Ready(Some(Ok(Frame::data(b))))
+        let this = &mut *self;
+        while !this.done {
+            if this.report.buf.len() >= CHUNK {
+                return Poll::Ready(Some(Ok(Frame::data(this.report.take()))));
             }
-            Poll::Ready(Some(Msg::Failed(_)) | None) => {
-                // The task ended without the end of the report: fail the
-                // body, so that the client sees an incomplete response
-                // rather than a truncated report passed off as whole.
-                self.done = true;
-                Poll::Ready(Some(Err(std::io::Error::other("the batch's report could not be completed"))))
+            match this.rx.poll_recv(cx) {
+                Poll::Ready(Some(Msg::Results(results))) => this.report.write(&results),
+                Poll::Ready(Some(Msg::End(Ok(out)))) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Ok(Frame::data(this.report.finish(&out)))));
+                }
+                Poll::Ready(Some(Msg::End(Err(_))) | None) => {
+                    // The batch failed after the body had started (not by
+                    // the executor's contract) or its task is gone: fail
+                    // the body, so that the client sees an incomplete
+                    // response rather than a truncated report passed off
+                    // as whole.
+                    this.done = true;
+                    return Poll::Ready(Some(Err(std::io::Error::other("the batch's report could not be completed"))));
+                }
+                // Nothing new yet: pass on what is written rather than wait.
+                Poll::Pending if !this.report.buf.is_empty() => {
+                    return Poll::Ready(Some(Ok(Frame::data(this.report.take()))))
+                }
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Pending => Poll::Pending,
         }
+        Poll::Ready(None)
     }
 }
 
