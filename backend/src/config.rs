@@ -70,7 +70,8 @@ pub struct Limits {
     pub max_reply_bytes: u64,
 
     /// Longest a batch may run (ms), simulated RTT included; past it the
-    /// request gets 504 and the connection is dropped.
+    /// batch is cut as if its connection were lost: the connection is
+    /// dropped, commands awaiting replies are `unknown`, the rest `not_sent`.
     #[arg(long, env = "PIPELAB_BATCH_TIMEOUT_MS", default_value_t = 30_000)]
     pub batch_timeout_ms: u64,
 

@@ -41,6 +41,8 @@ export interface BatchResponse {
   summary: Summary;
   results: CommandResult[];
   transaction?: { status: 'committed' | 'aborted' | 'watch_conflict'; rejected_index?: number; message?: string };
+  /** Why the batch was cut (connection lost, batch timeout, reply-size limit): the rest is `unknown` / `not_sent`. */
+  connection_error?: string;
 }
 
 /** A failed call: `status` 0 means the API could not be reached at all. */

@@ -115,12 +115,13 @@ function renderSummary(res: BatchResponse) {
     const t = res.transaction;
     items.push(['transaction', t.status.replace('_', ' ') + (t.message ? `: ${t.message}` : ''), 'transaction']);
   }
+  if (res.connection_error) items.push(['cut short', res.connection_error, 'connection_error']);
   const dl = document.createElement('dl');
   for (const [k, v, key] of items) {
     const div = document.createElement('div');
     div.dataset.key = key;
     // Alarm colour only when there is something to see (CSS: [data-alarm]).
-    if ((key === 'errors' && s.errors > 0) || (key === 'unknown' && (s.unknown ?? 0) > 0)) div.dataset.alarm = '';
+    if ((key === 'errors' && s.errors > 0) || (key === 'unknown' && (s.unknown ?? 0) > 0) || key === 'connection_error') div.dataset.alarm = '';
     const dt = document.createElement('dt');
     dt.textContent = k;
     const dd = document.createElement('dd');

@@ -54,7 +54,10 @@ pub struct BatchRequest {
 /// Run a batch of commands.
 ///
 /// 200 whenever the batch was accepted, even if commands failed: see each
-/// result's `status`. The batch has its Redis connection to itself while it
+/// result's `status`. A batch cut by the batch timeout or the reply-size
+/// limit is a 200 too: commands awaiting replies are `unknown`, the rest
+/// `not_sent`, and `connection_error` says why. A big report is streamed
+/// (chunked) while the batch runs, `results` first. The batch has its Redis connection to itself while it
 /// runs: an idle pooled one or a new one, given back to the pool only if
 /// the batch ended cleanly and could not have changed its state.
 #[utoipa::path(
@@ -67,7 +70,7 @@ pub struct BatchRequest {
         (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
         (status = 413, description = "Over a size limit (body, commands, argument)", body = ErrorBody),
         (status = 503, description = "Redis unreachable, or all batch slots busy", body = ErrorBody),
-        (status = 504, description = "The batch ran past the batch timeout", body = ErrorBody),
+        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
     )
 )]
 pub async fn batch(

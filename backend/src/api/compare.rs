@@ -106,7 +106,7 @@ pub struct CompareRun {
         (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
         (status = 413, description = "Over a size limit", body = ErrorBody),
         (status = 503, description = "Redis unreachable", body = ErrorBody),
-        (status = 504, description = "A run went past the batch timeout", body = ErrorBody),
+        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
     )
 )]
 pub async fn compare(

@@ -36,7 +36,8 @@ pub struct ErrorDetail {
     /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
     /// rejects the command). 404: `not_found`. 413: `body_too_large`,
     /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
-    /// `busy`. 504: `batch_timeout`.
+    /// `busy`. 504: `batch_timeout` (a batch that could not be cut at its
+    /// deadline; a batch reaching the timeout is normally cut and reported).
     pub code: &'static str,
     /// Human-readable explanation, starting with the field it concerns.
     pub message: String,
