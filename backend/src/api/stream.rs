@@ -37,6 +37,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::ApiError;
+use super::result_json::write_result;
 use super::run::run_batch_into;
 use super::AppState;
 use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport, Summary, TransactionOutcome};
@@ -202,7 +203,7 @@ impl ReportWriter {
         for result in results {
             self.buf.extend_from_slice(if self.any { b"," } else { b"{\"results\":[" });
             self.any = true;
-            serde_json::to_writer(&mut self.buf, result).expect("a result serializes to JSON");
+            write_result(&mut self.buf, result);
         }
     }
 

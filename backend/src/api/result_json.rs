@@ -1,0 +1,124 @@
+//! One command result as JSON, written directly.
+//!
+//! Why not `serde_json::to_writer(result)`: serde_json escapes every member
+//! name as if it could hold a quote, about ten strings per result; in a
+//! 100k-command report that was the largest single cost of the response
+//! (`format_escaped_str`, 11% of the server's CPU). Here member names are
+//! constants and only the reply's text is escaped (by serde_json). Replies
+//! other than the common scalars go through the reply's `Serialize`
+//! (`resp::json`). The bytes are those serde_json writes for the same
+//! [`CommandResult`], which the tests check value by value.
+
+use pipelab::exec::{CommandResult, Status};
+use resp::Value;
+
+/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…}`
+/// (members that are `None` left out), exactly as serde_json would.
+pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
+    let mut num = itoa::Buffer::new();
+    out.extend_from_slice(b"{\"index\":");
+    out.extend_from_slice(num.format(result.index).as_bytes());
+    out.extend_from_slice(match result.status {
+        Status::Ok => b",\"status\":\"ok\"".as_slice(),
+        Status::Error => b",\"status\":\"error\"",
+        Status::NotSent => b",\"status\":\"not_sent\"",
+        Status::Unknown => b",\"status\":\"unknown\"",
+    });
+    if let Some(reply) = &result.reply {
+        out.extend_from_slice(b",\"reply\":");
+        write_reply(out, reply);
+    }
+    if let Some(us) = result.sent_us {
+        out.extend_from_slice(b",\"sent_us\":");
+        out.extend_from_slice(num.format(us).as_bytes());
+    }
+    if let Some(us) = result.reply_us {
+        out.extend_from_slice(b",\"reply_us\":");
+        out.extend_from_slice(num.format(us).as_bytes());
+    }
+    out.push(b'}');
+}
+
+/// Reply JSON (CONTRACT.md section 1) for `reply`.
+fn write_reply(out: &mut Vec<u8>, reply: &Value) {
+    let (kind, text): (&[u8], &[u8]) = match reply {
+        Value::Simple(b) => (b"simple", b),
+        Value::Error(b) => (b"error", b),
+        Value::Bulk(b) => (b"bulk", b),
+        Value::BlobError(b) => (b"blob_error", b),
+        Value::Integer(i) => {
+            out.extend_from_slice(b"{\"type\":\"integer\",\"value\":");
+            out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes());
+            out.push(b'}');
+            return;
+        }
+        Value::Null | Value::NullBulk | Value::NullArray => {
+            out.extend_from_slice(b"{\"type\":\"null\"}");
+            return;
+        }
+        other => return serialize(out, other),
+    };
+    let Ok(text) = std::str::from_utf8(text) else {
+        return serialize(out, reply); // `"base64"`
+    };
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind);
+    out.extend_from_slice(b"\",\"value\":");
+    serde_json::to_writer(&mut *out, text).expect("a string serializes to JSON");
+    out.push(b'}');
+}
+
+fn serialize(out: &mut Vec<u8>, reply: &Value) {
+    serde_json::to_writer(out, reply).expect("a reply serializes to JSON");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(index: usize, status: Status, reply: Option<Value>, sent: Option<u64>, at: Option<u64>) -> CommandResult {
+        CommandResult { index, status, reply, sent_us: sent, reply_us: at }
+    }
+
+    #[test]
+    fn the_same_bytes_as_serde_json() {
+        let replies = [
+            Value::Simple(b"OK".to_vec()),
+            Value::Simple(Vec::new()),
+            Value::Error(b"ERR wrong \"type\"\t\\ \x01".to_vec()),
+            Value::Bulk("héllo \u{2028} \u{1F600}".as_bytes().to_vec()),
+            Value::Bulk(vec![0xff, 0, 1]),
+            Value::BlobError(b"SYNTAX x".to_vec()),
+            Value::Integer(i64::MIN),
+            Value::Integer(0),
+            Value::Integer(i64::MAX),
+            Value::Null,
+            Value::NullBulk,
+            Value::NullArray,
+            Value::Boolean(true),
+            Value::Double(f64::NAN),
+            Value::Double(-1.5e300),
+            Value::BigNumber(b"-12345678901234567890".to_vec()),
+            Value::Verbatim { format: *b"txt", text: b"Some string".to_vec() },
+            Value::Array(vec![Value::Integer(1), Value::Bulk(vec![0xfe])]),
+            Value::Map(vec![(Value::Simple(b"a".to_vec()), Value::Set(vec![Value::Null]))]),
+            Value::Attributed {
+                attributes: vec![(Value::Simple(b"ttl".to_vec()), Value::Integer(3600))],
+                value: Box::new(Value::Bulk(b"hi".to_vec())),
+            },
+        ];
+        let mut cases: Vec<CommandResult> = replies
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| result(i * 977, if r.is_error() { Status::Error } else { Status::Ok }, Some(r), Some(3), Some(u64::MAX)))
+            .collect();
+        cases.push(result(usize::MAX, Status::NotSent, None, None, None));
+        cases.push(result(7, Status::Unknown, None, Some(12), None));
+        for case in &cases {
+            let mut fast = Vec::new();
+            write_result(&mut fast, case);
+            let serde = serde_json::to_vec(case).unwrap();
+            assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&serde), "{case:?}");
+        }
+    }
+}
