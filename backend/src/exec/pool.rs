@@ -120,10 +120,21 @@ impl Pool {
     }
 
     /// Removes and returns the most recently returned idle connection
-    /// speaking RESP3 (`resp3`) or RESP2.
+    /// speaking RESP3 (`resp3`) or RESP2, preferably one opened on the
+    /// caller's tokio runtime ([`Conn::runtime`]).
+    ///
+    /// Why the preference: `pipelab serve` runs one single-threaded runtime
+    /// per thread (cli/serve.rs); a connection registered with another
+    /// thread's runtime works, but every reply then costs a cross-thread
+    /// wake-up, the cost that design removes. With one runtime (tests, a
+    /// multi-threaded runtime) every connection matches, as before.
     fn take_idle(&self, resp3: bool) -> Option<Idle> {
+        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         let mut idle = self.idle.lock().expect("pool lock");
-        let i = idle.iter().rposition(|e| e.conn.is_resp3() == resp3)?;
+        let i = idle
+            .iter()
+            .rposition(|e| e.conn.is_resp3() == resp3 && e.conn.runtime() == here)
+            .or_else(|| idle.iter().rposition(|e| e.conn.is_resp3() == resp3))?;
         let entry = idle.remove(i);
         set_gauge(idle.len());
         Some(entry)
