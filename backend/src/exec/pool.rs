@@ -60,6 +60,10 @@ pub struct Pool {
     config: PoolConfig,
     /// Most recently returned last (reused first: the warmest socket).
     idle: Mutex<Vec<Idle>>,
+    /// The [`IDLE_GAUGE`] handle, registered once with the recorder
+    /// installed when the pool was made: set twice per batch, a look-up by
+    /// name each time cost a registry search (hash, lock) per call.
+    gauge: metrics::Gauge,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -77,7 +81,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()) });
+        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE) });
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -136,7 +140,7 @@ impl Pool {
             .rposition(|e| e.conn.is_resp3() == resp3 && e.conn.runtime() == here)
             .or_else(|| idle.iter().rposition(|e| e.conn.is_resp3() == resp3))?;
         let entry = idle.remove(i);
-        set_gauge(idle.len());
+        self.gauge.set(idle.len() as f64);
         Some(entry)
     }
 
@@ -154,7 +158,7 @@ impl Pool {
             return; // dropped after the lock is released
         }
         idle.push(Idle { conn, since: Instant::now() });
-        set_gauge(idle.len());
+        self.gauge.set(idle.len() as f64);
     }
 
     /// Closes idle connections past the idle timeout or failing the probe.
@@ -165,15 +169,11 @@ impl Pool {
                 .into_iter()
                 .partition(|e| e.since.elapsed() < self.config.idle_timeout && e.conn.probe_idle());
             *idle = keep;
-            set_gauge(idle.len());
+            self.gauge.set(idle.len() as f64);
             stale
         };
         drop(stale);
     }
-}
-
-fn set_gauge(n: usize) {
-    metrics::gauge!(IDLE_GAUGE).set(n as f64);
 }
 
 async fn reap(pool: Weak<Pool>, every: Duration) {
