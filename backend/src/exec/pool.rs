@@ -27,6 +27,10 @@
 //!   connection; once anything may have been written, nothing is re-sent.
 //! - Bounded: at most `max_idle` idle connections; each is closed after
 //!   `idle_timeout` unused (checked at checkout and by a reaper task).
+//! - A connection is reused only on the tokio runtime it was opened on
+//!   (`pipelab serve` runs one per thread), so that its replies wake the
+//!   thread that waits for them; when the pool is full, a connection given
+//!   back replaces the oldest idle one of another runtime, if any.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -124,21 +128,21 @@ impl Pool {
     }
 
     /// Removes and returns the most recently returned idle connection
-    /// speaking RESP3 (`resp3`) or RESP2, preferably one opened on the
-    /// caller's tokio runtime ([`Conn::runtime`]).
+    /// speaking RESP3 (`resp3`) or RESP2 that was opened on the caller's
+    /// tokio runtime ([`Conn::runtime`]).
     ///
-    /// Why the preference: `pipelab serve` runs one single-threaded runtime
-    /// per thread (cli/serve.rs); a connection registered with another
-    /// thread's runtime works, but every reply then costs a cross-thread
-    /// wake-up, the cost that design removes. With one runtime (tests, a
+    /// Why only those: `pipelab serve` runs one single-threaded runtime per
+    /// thread (cli/serve.rs). A connection registered with another
+    /// thread's runtime works, but each of its replies then wakes that
+    /// thread first, which wakes ours: the cross-thread wake-ups that
+    /// design removes. (Falling back to such a connection when the
+    /// caller's runtime had none kept a single-connection benchmark on a
+    /// foreign connection for its whole run.) With one runtime (tests, a
     /// multi-threaded runtime) every connection matches, as before.
     fn take_idle(&self, resp3: bool) -> Option<Idle> {
         let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         let mut idle = self.idle.lock().expect("pool lock");
-        let i = idle
-            .iter()
-            .rposition(|e| e.conn.is_resp3() == resp3 && e.conn.runtime() == here)
-            .or_else(|| idle.iter().rposition(|e| e.conn.is_resp3() == resp3))?;
+        let i = idle.iter().rposition(|e| e.conn.is_resp3() == resp3 && e.conn.runtime() == here)?;
         let entry = idle.remove(i);
         self.gauge.set(idle.len() as f64);
         Some(entry)
@@ -153,12 +157,24 @@ impl Pool {
         }
         // 64 idle connections must not each hold a buffer grown for a big reply.
         conn.shrink_buffer();
+        let mut evicted = None;
         let mut idle = self.idle.lock().expect("pool lock");
         if idle.len() >= self.config.max_idle {
-            return; // dropped after the lock is released
+            // Full. Connections serve only their own runtime (see
+            // `take_idle`), so one runtime's idle connections must not
+            // crowd out another's: close the oldest idle one of another
+            // runtime, if any, to keep this one; else drop this one.
+            // Either is closed after the lock is released.
+            let here = conn.runtime();
+            match idle.iter().position(|e| e.conn.runtime() != here) {
+                Some(i) => evicted = Some(idle.remove(i)),
+                None => return,
+            }
         }
         idle.push(Idle { conn, since: Instant::now() });
         self.gauge.set(idle.len() as f64);
+        drop(idle);
+        drop(evicted);
     }
 
     /// Closes idle connections past the idle timeout or failing the probe.
