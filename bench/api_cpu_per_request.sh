@@ -13,8 +13,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-5}
 ROUNDS=${2:-3}
-cargo build -q --release -p pipelab
-PIPELAB=target/release/pipelab
+# PIPELAB_BIN=path runs that binary instead of building target/release/pipelab.
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  PIPELAB=$PIPELAB_BIN
+else
+  cargo build -q --release -p pipelab
+  PIPELAB=target/release/pipelab
+fi
 TICK=$(getconf CLK_TCK)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -18,6 +18,9 @@
 # Usage: bench/api_vs_redis_cli_and_webdis.sh [SECONDS_PER_WRK_RUN (default 10)]
 # Installs wrk and webdis with apt-get if missing. Prints a Markdown table;
 # the figures and the machine they came from go in bench/README-api.md.
+# Environment (both optional, for before/after comparisons):
+#   PIPELAB_BIN=path   run this pipelab binary instead of building target/release/pipelab
+#   SKIP_100K=1        skip the 100k-SET comparison (part 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,8 +42,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cargo build -q --release -p pipelab
-PIPELAB=target/release/pipelab
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  PIPELAB=$PIPELAB_BIN
+else
+  cargo build -q --release -p pipelab
+  PIPELAB=target/release/pipelab
+fi
+SKIP_100K=${SKIP_100K:-}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 now_ns() { date +%s%N; }
@@ -74,6 +82,7 @@ pids+=($!)
 wait_port 127.0.0.1 "$APORT"
 
 # --- 1. 100k SETs ----------------------------------------------------------
+if [ -z "$SKIP_100K" ]; then
 python3 - "$work" "$N" <<'PY'
 import json, sys
 work, n = sys.argv[1], int(sys.argv[2])
@@ -121,6 +130,7 @@ api_run() { # body-file → "transfer_us exec_us report_bytes wall_us" (medians 
 read -r api_us exec_us report_bytes api_wall_us < <(api_run "$work/batch.json")
 read -r apie_us exece_us reporte_bytes apie_wall_us < <(api_run "$work/batch_errors.json")
 request_bytes=$(stat -c %s "$work/batch.json")
+fi
 
 # --- 2. one SET per request: wrk vs Webdis ---------------------------------
 WPORT=$(free_port)
@@ -163,11 +173,14 @@ read -r w64_rps w64_p50 < <(wrk_run 64 "http://127.0.0.1:$WPORT/SET/bench/v")
 read -r p64_rps p64_p50 < <(wrk_run 64 "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
 
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+cat <<MD
+## Results ($(date -u +%Y-%m-%d), $(nproc) cores, $(redis-server --version | awk '{print $3}'), wrk ${DURATION}s per run)
+MD
+if [ -z "$SKIP_100K" ]; then
 cli_rate=$(python3 -c "print(round($N / ($cli_us / 1e6)))")
 api_rate=$(python3 -c "print(round($N / ($api_us / 1e6)))")
 apie_rate=$(python3 -c "print(round($N / ($apie_us / 1e6)))")
 cat <<MD
-## Results ($(date -u +%Y-%m-%d), $(nproc) cores, $(redis-server --version | awk '{print $3}'), wrk ${DURATION}s per run)
 
 ### 100k SETs in one batch (median of $RUNS runs)
 
@@ -178,6 +191,9 @@ cat <<MD
 | same, \`"results": "errors"\` (summary only when all succeed) | $(( apie_us / 1000 )) ms | $apie_rate | $(ratio "$cli_us" "$apie_us")x | $(( apie_wall_us / 1000 )) ms ($(ratio "$cli_wall_us" "$apie_wall_us")x) |
 
 API detail: executor time (summary.total_us) $(( exec_us / 1000 )) ms and $(( exece_us / 1000 )) ms; request $(( request_bytes / 1024 )) KiB of JSON; report $(( report_bytes / 1024 )) KiB and $(( reporte_bytes / 1024 )) KiB of JSON.
+MD
+fi
+cat <<MD
 
 ### One SET per request (wrk)
 

@@ -45,6 +45,11 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
 
+    /// Threads serving HTTP, each with its own single-threaded async
+    /// runtime; connections are dealt to them in turn (0: one per CPU).
+    #[arg(long, env = "PIPELAB_THREADS", default_value_t = 0)]
+    pub threads: usize,
+
     #[command(flatten)]
     pub limits: Limits,
 }

@@ -501,6 +501,9 @@ pub struct Conn {
     delayed: bool,
     /// Spoke `HELLO 3` in the handshake.
     resp3: bool,
+    /// The tokio runtime whose I/O driver the socket is registered with
+    /// (the one it was opened on): see [`Conn::runtime`].
+    runtime: Option<tokio::runtime::Id>,
     /// Received bytes; `buf[pos..filled]` not yet decoded.
     buf: Vec<u8>,
     pos: usize,
@@ -536,6 +539,7 @@ impl Conn {
             raw: fd,
             delayed: !one_way.is_zero(),
             resp3: settings.resp3,
+            runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
             buf: vec![0; READ_CHUNK],
             pos: 0,
             filled: 0,
@@ -622,6 +626,14 @@ impl Conn {
     /// Speaks RESP3 (`HELLO 3` in the handshake).
     pub fn is_resp3(&self) -> bool {
         self.resp3
+    }
+
+    /// The runtime the socket was opened on, whose I/O driver tells when it
+    /// is readable. Any runtime can use the connection, but on another one
+    /// each readiness event crosses threads (a wake-up of the runtime that
+    /// polls the task), so a pool hands it preferably to the same runtime.
+    pub fn runtime(&self) -> Option<tokio::runtime::Id> {
+        self.runtime
     }
 
     /// True if no received byte waits undecoded in the read buffer: every

@@ -5,6 +5,8 @@
 //! Shutdown stops accepting connections and lets running batches finish
 //! for up to `--shutdown-grace-ms`, then exits.
 
+use std::io;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -41,19 +43,11 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         },
     };
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("pipelab serve: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
+    let threads = match cfg.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
     };
-    let code = runtime.block_on(serve(cfg, target, source));
-    // Requests still running after the drain period are abandoned here.
-    runtime.shutdown_timeout(Duration::from_millis(100));
+    let code = serve_on_threads(&cfg, target, source, threads);
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -61,30 +55,151 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     code
 }
 
-async fn serve(cfg: ServeConfig, target: RedisTarget, source: RedisSource) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
+/// Serves on `threads` threads, each running its own single-threaded
+/// (current-thread) tokio runtime, with one acceptor on the first that deals
+/// the accepted connections out in turn: Webdis's model (an event loop per
+/// thread), rather than one multi-threaded runtime.
+///
+/// Why: with tokio's multi-threaded scheduler, every request woke the idle
+/// worker (a worker that finds work while "searching" notifies another,
+/// which finds nothing and parks again): two futex calls and two context
+/// switches per request, about half of pipelab's CPU at one connection
+/// (`perf`: `finish_task_switch` 34 %, `strace -c`: 2 futex per request).
+/// A connection now lives on one thread, and so does the pooled Redis
+/// connection it uses (the pool reuses a connection only on the runtime
+/// it was opened on), so a request runs without any cross-thread wake-up.
+/// Measured with `wrk` on one `SET` per request, alternating with the
+/// previous build on the same machine: context switches of pipelab per
+/// request 3.6 → 2.0 at 1 connection and 0.41 → 0.26 at 64; CPU per
+/// request (bench/api_cpu_per_request.sh, this change with the metric
+/// handles of telemetry.rs) 50–63 → 32–41 µs at 1 connection and
+/// 19–32 → 17.5–22 µs at 64; requests/s 0.77–0.91x → 0.91–1.05x Webdis's
+/// at 1 connection, 0.93–0.95x → 1.07–1.13x at 64 (bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
+/// body) delays the other connections of its thread, not those of the
+/// others, where a multi-threaded runtime would have moved them.
+fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource, threads: usize) -> ExitCode {
+    let mut runtimes = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => runtimes.push(rt),
+            Err(e) => {
+                eprintln!("pipelab serve: cannot start the async runtime: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let first = &runtimes[0];
+    let listener = match first.block_on(tokio::net::TcpListener::bind(cfg.listen)) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("pipelab serve: cannot listen on {}: {e} (choose another with --listen / PIPELAB_LISTEN)", cfg.listen);
             return ExitCode::from(1);
         }
     };
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| cfg.listen.to_string());
-    tracing::info!(%addr, redis = %target, web_dir = %cfg.web_dir.display(), "pipelab serve listening");
+    let local = listener.local_addr().unwrap_or(cfg.listen);
+    let addr = local.to_string();
+    tracing::info!(%addr, redis = %target, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
     println!("pipelab serve: listening on http://{addr} (Redis: {target})");
 
-    let state = AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone());
+    // One state (batch slots, connection pool) for all threads; its pool's
+    // reaper task runs on the first runtime.
+    let state = {
+        let _rt = first.enter();
+        AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone())
+    };
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown_signal().await;
-        let _ = stop_tx.send(true);
-    });
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
+    let mut queues = Vec::with_capacity(threads);
+    let mut serving = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        queues.push(tx);
+        serving.push(serve_connections(Dealt { rx, local }, app.clone(), stop_rx.clone(), grace));
+    }
+    let mut serving = serving.into_iter();
+    let first_part = serving.next().expect("at least one thread");
+    let mut others = Vec::new();
+    for (i, (rt, part)) in runtimes.drain(1..).zip(serving).enumerate() {
+        let spawned = std::thread::Builder::new().name(format!("pipelab-serve-{}", i + 1)).spawn(move || {
+            let ok = rt.block_on(part);
+            // Requests still running after the drain period are abandoned here.
+            rt.shutdown_timeout(Duration::from_millis(100));
+            ok
+        });
+        match spawned {
+            Ok(handle) => others.push(handle),
+            Err(e) => {
+                eprintln!("pipelab serve: cannot start a serving thread: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let first = runtimes.pop().expect("the first runtime");
+    let mut ok = first.block_on(async move {
+        let accepting = accept(listener, queues, stop_tx);
+        let (_, ok) = tokio::join!(accepting, first_part);
+        ok
+    });
+    for handle in others {
+        ok &= handle.join().unwrap_or(false);
+    }
+    first.shutdown_timeout(Duration::from_millis(100));
+    if !ok {
+        return ExitCode::from(1);
+    }
+    tracing::info!("pipelab serve stopped");
+    ExitCode::SUCCESS
+}
+
+/// Accepts connections until Ctrl-C or SIGTERM, dealing them to the serving
+/// threads in turn; then closes the listening socket and tells every thread
+/// to stop (finishing its running requests).
+async fn accept(
+    listener: tokio::net::TcpListener,
+    queues: Vec<tokio::sync::mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+) {
+    let mut next = 0;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    // Each response is one complete write: send it now
+                    // rather than wait for the ACK of the previous one.
+                    let _ = tcp.set_nodelay(true);
+                    // Handed over as a std socket: the serving thread registers it with its own runtime.
+                    let Ok(tcp) = tcp.into_std() else { continue };
+                    let _ = queues[next].send((tcp, peer));
+                    next = (next + 1) % queues.len();
+                }
+                // As axum's own listener: a connection that failed before it
+                // was accepted is skipped; anything else (too many open files)
+                // is logged and retried after a second.
+                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset) => {}
+                Err(e) => {
+                    tracing::error!("accept error: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            },
+            _ = &mut stop => break,
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+}
+
+/// One serving thread: axum over the connections dealt to it, until told to
+/// stop; then running requests get `grace` to finish. False if it failed.
+async fn serve_connections(listener: Dealt, app: axum::Router, stop_rx: tokio::sync::watch::Receiver<bool>, grace: Duration) -> bool {
+    tokio::spawn(timer_keepalive());
+    let mut stopped = stop_rx.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    });
     let drain_deadline = async move {
         let mut rx = stop_rx;
         let _ = rx.wait_for(|stopped| *stopped).await;
@@ -94,13 +209,57 @@ async fn serve(cfg: ServeConfig, target: RedisTarget, source: RedisSource) -> Ex
         res = server => {
             if let Err(e) = res {
                 eprintln!("pipelab serve: {e}");
-                return ExitCode::from(1);
+                return false;
             }
         }
         _ = drain_deadline => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
     }
-    tracing::info!("pipelab serve stopped");
-    ExitCode::SUCCESS
+    true
+}
+
+/// Keeps a timer pending on this thread's runtime, one tick a second.
+///
+/// Why: tokio's timer wakes its driver (a write to an eventfd, and one
+/// more `epoll_wait` return) whenever a timer is set that expires before
+/// every pending one, even from the runtime's own thread; with no timer
+/// pending that is every timer. A batch sets two (the batch timeout and the
+/// read timeout, 30 s by default): two `write` system calls per request on
+/// every serving thread without another timer (`strace -c`: 17,902 writes
+/// for 8,951 requests). With a tick due within a second, a 30 s timer
+/// expires after it and wakes no one.
+async fn timer_keepalive() {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+    }
+}
+
+/// The connections dealt to one serving thread, as an axum listener.
+struct Dealt {
+    rx: tokio::sync::mpsc::UnboundedReceiver<(std::net::TcpStream, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl axum::serve::Listener for Dealt {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.rx.recv().await {
+                Some((tcp, peer)) => match tokio::net::TcpStream::from_std(tcp) {
+                    Ok(tcp) => return (tcp, peer),
+                    Err(e) => tracing::error!("cannot register an accepted connection: {e}"),
+                },
+                // The acceptor stopped: so does serving, by the shutdown signal.
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
 }
 
 /// Ctrl-C or SIGTERM.

@@ -27,6 +27,10 @@
 //!   connection; once anything may have been written, nothing is re-sent.
 //! - Bounded: at most `max_idle` idle connections; each is closed after
 //!   `idle_timeout` unused (checked at checkout and by a reaper task).
+//! - A connection is reused only on the tokio runtime it was opened on
+//!   (`pipelab serve` runs one per thread), so that its replies wake the
+//!   thread that waits for them; when the pool is full, a connection given
+//!   back replaces the oldest idle one of another runtime, if any.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -61,6 +65,10 @@ pub struct Pool {
     config: PoolConfig,
     /// Most recently returned last (reused first: the warmest socket).
     idle: Mutex<Vec<Idle>>,
+    /// The [`IDLE_GAUGE`] handle, registered once with the recorder
+    /// installed when the pool was made: set twice per batch, a look-up by
+    /// name each time cost a registry search (hash, lock) per call.
+    gauge: metrics::Gauge,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -78,7 +86,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()) });
+        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE) });
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -121,12 +129,23 @@ impl Pool {
     }
 
     /// Removes and returns the most recently returned idle connection
-    /// speaking RESP3 (`resp3`) or RESP2.
+    /// speaking RESP3 (`resp3`) or RESP2 that was opened on the caller's
+    /// tokio runtime ([`Conn::runtime`]).
+    ///
+    /// Why only those: `pipelab serve` runs one single-threaded runtime per
+    /// thread (cli/serve.rs). A connection registered with another
+    /// thread's runtime works, but each of its replies then wakes that
+    /// thread first, which wakes ours: the cross-thread wake-ups that
+    /// design removes. (Falling back to such a connection when the
+    /// caller's runtime had none kept a single-connection benchmark on a
+    /// foreign connection for its whole run.) With one runtime (tests, a
+    /// multi-threaded runtime) every connection matches, as before.
     fn take_idle(&self, resp3: bool) -> Option<Idle> {
+        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         let mut idle = self.idle.lock().expect("pool lock");
-        let i = idle.iter().rposition(|e| e.conn.is_resp3() == resp3)?;
+        let i = idle.iter().rposition(|e| e.conn.is_resp3() == resp3 && e.conn.runtime() == here)?;
         let entry = idle.remove(i);
-        set_gauge(idle.len());
+        self.gauge.set(idle.len() as f64);
         Some(entry)
     }
 
@@ -139,12 +158,24 @@ impl Pool {
         }
         // 64 idle connections must not each hold a buffer grown for a big reply.
         conn.shrink_buffer();
+        let mut evicted = None;
         let mut idle = self.idle.lock().expect("pool lock");
         if idle.len() >= self.config.max_idle {
-            return; // dropped after the lock is released
+            // Full. Connections serve only their own runtime (see
+            // `take_idle`), so one runtime's idle connections must not
+            // crowd out another's: close the oldest idle one of another
+            // runtime, if any, to keep this one; else drop this one.
+            // Either is closed after the lock is released.
+            let here = conn.runtime();
+            match idle.iter().position(|e| e.conn.runtime() != here) {
+                Some(i) => evicted = Some(idle.remove(i)),
+                None => return,
+            }
         }
         idle.push(Idle { conn, since: Instant::now() });
-        set_gauge(idle.len());
+        self.gauge.set(idle.len() as f64);
+        drop(idle);
+        drop(evicted);
     }
 
     /// Closes idle connections past the idle timeout or failing the probe.
@@ -155,15 +186,11 @@ impl Pool {
                 .into_iter()
                 .partition(|e| e.since.elapsed() < self.config.idle_timeout && e.conn.probe_idle());
             *idle = keep;
-            set_gauge(idle.len());
+            self.gauge.set(idle.len() as f64);
             stale
         };
         drop(stale);
     }
-}
-
-fn set_gauge(n: usize) {
-    metrics::gauge!(IDLE_GAUGE).set(n as f64);
 }
 
 async fn reap(pool: Weak<Pool>, every: Duration) {
