@@ -64,10 +64,21 @@ pub struct Inner {
     pub slots: Semaphore,
     /// Idle Redis connections reused between batches (see `pipelab::exec::pool`).
     pub pool: Arc<Pool>,
+    /// The serving threads' runtimes: a big batch runs on another thread
+    /// than its request's (`stream`). Empty: the current runtime only.
+    pub runtimes: Vec<tokio::runtime::Handle>,
+    /// Which runtime the next big batch goes to.
+    next_runtime: std::sync::atomic::AtomicUsize,
 }
 
 impl AppState {
-    pub fn new(target: RedisTarget, source: RedisSource, limits: Limits, web_dir: PathBuf) -> Self {
+    pub fn new(
+        target: RedisTarget,
+        source: RedisSource,
+        limits: Limits,
+        web_dir: PathBuf,
+        runtimes: Vec<tokio::runtime::Handle>,
+    ) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
         // As many idle connections as batches may run at once, up to 64.
         let pool = Pool::new(
@@ -84,7 +95,22 @@ impl AppState {
             web_dir,
             slots,
             pool,
+            runtimes,
+            next_runtime: Default::default(),
         }))
+    }
+
+    /// A serving runtime other than the caller's, in turn (the caller's if
+    /// there is no other).
+    pub fn other_runtime(&self) -> tokio::runtime::Handle {
+        let current = tokio::runtime::Handle::current();
+        let others: Vec<&tokio::runtime::Handle> =
+            self.runtimes.iter().filter(|h| h.id() != current.id()).collect();
+        if others.is_empty() {
+            return current;
+        }
+        let i = self.next_runtime.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        others[i % others.len()].clone()
     }
 }
 

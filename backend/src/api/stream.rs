@@ -20,9 +20,10 @@
 //! `summary`, `transaction` and `connection_error`, as `pipelab run --json`
 //! writes it.
 //!
-//! The batch runs in a task of its own, aborted if the client goes away
-//! (the body or the request is dropped): its connection is then closed,
-//! never returned to the pool, as when a request's future is dropped.
+//! The batch runs in a task of its own, on another serving thread than the
+//! request's (each has a runtime of its own), aborted if the client goes
+//! away (the body or the request is dropped): its connection is then
+//! closed, never returned to the pool, as when a request's future is dropped.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -86,7 +87,7 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
         return respond_inline(&state, &batch, keep).await;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(run(state, batch, keep, tx));
+    let task = state.other_runtime().spawn(run(state.clone(), batch, keep, tx));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
     loop {

@@ -106,7 +106,8 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
     // reaper task runs on the first runtime.
     let state = {
         let _rt = first.enter();
-        AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone())
+        let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
+        AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
     };
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
