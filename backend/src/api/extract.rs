@@ -1,25 +1,42 @@
-//! JSON request bodies with errors that name the field.
+//! JSON request bodies with errors that name the field, within the
+//! server's body-size limit.
 //!
 //! axum's own `Json` extractor answers bad input with plain text and no
 //! field path; this one answers with the API's error shape, naming the JSON
 //! path (`commands[0][2]`, `batch_size`) through `serde_path_to_error`.
+//!
+//! The limit is enforced here, where the body is read, rather than by
+//! tower-http's `RequestBodyLimitLayer` plus a middleware rewriting its
+//! plain-text 413: those two layers wrapped every request, and the router's
+//! layers were about 6% of the server's CPU on one-command requests
+//! (`bench/README-api.md`).
 
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::AppState;
 
 /// A JSON body of type `T`; rejections are [`ApiError`]s (400 or 413).
 pub struct ApiJson<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        // The size limit itself is enforced by RequestBodyLimitLayer (see
-        // api::router); here it surfaces as a read error.
-        let bytes = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.limits.max_body_bytes;
+        // A declared length over the limit is refused before reading;
+        // a chunked body is cut when it passes the limit.
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(body_too_large());
+        }
+        let bytes = match axum::body::to_bytes(req.into_body(), limit).await {
             Ok(bytes) => bytes,
             Err(err) if is_length_limit(&err) => return Err(body_too_large()),
             Err(err) => {
@@ -34,7 +51,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// The 413 answer, shared with the body-limit layer's rewrite.
+/// The 413 answer.
 pub fn body_too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,

@@ -29,13 +29,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
@@ -123,7 +120,6 @@ impl std::ops::Deref for AppState {
 
 /// The whole HTTP surface: /api/v1/*, /healthz, /readyz, and the web files at /.
 pub fn router(state: AppState) -> Router {
-    let body_limit = state.limits.max_body_bytes;
     let api = Router::new()
         .route("/batch", post(batch::batch))
         .route("/compare", post(compare::compare))
@@ -131,10 +127,7 @@ pub fn router(state: AppState) -> Router {
         .route("/info", get(info::info))
         .route("/openapi.json", get(openapi::openapi_json))
         .fallback(api_not_found)
-        .method_not_allowed_fallback(api_method_not_allowed)
-        // The last layer added is the outermost: the rewrite must see the limit's answer.
-        .layer(RequestBodyLimitLayer::new(body_limit))
-        .layer(middleware::from_fn(json_body_limit_error));
+        .method_not_allowed_fallback(api_method_not_allowed);
     Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(health::healthz))
@@ -174,18 +167,4 @@ fn original_path(req: &Request) -> String {
     } else {
         format!("/api/v1{path}")
     }
-}
-
-/// RequestBodyLimitLayer answers an over-long Content-Length with a
-/// plain-text 413 before any handler runs; give it the API's error shape.
-async fn json_body_limit_error(req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
-    let is_json = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if res.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json {
-        return extract::body_too_large().into_response();
-    }
-    res
 }
