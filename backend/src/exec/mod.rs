@@ -6,9 +6,8 @@
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
 //! (CONTRACT.md section 3).
 
-use std::time::Duration;
-
 use std::convert::Infallible;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
