@@ -75,8 +75,9 @@ impl Keep {
 enum Msg {
     /// The next results, in index order (only those kept).
     Results(Vec<CommandResult>),
-    /// The batch is over: its totals, or why it did not run.
-    End(Result<StreamReport<Infallible>, ApiError>),
+    /// The batch is over: its totals, or why it did not run (boxed: sent
+    /// once, while `Results` go by the hundred).
+    End(Box<Result<StreamReport<Infallible>, ApiError>>),
 }
 
 /// Runs `batch` and answers with its report, streamed if it is large.
@@ -99,11 +100,15 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
                     return Ok(json(Body::new(body)));
                 }
             }
-            Some(Msg::End(Ok(out))) => match out.reconnect_failed {
-                Some(msg) => return Err(ApiError::unavailable(msg)),
-                None => return Ok(json(Body::from(report.finish(&out)))),
-            },
-            Some(Msg::End(Err(e))) => return Err(e),
+            Some(Msg::End(end)) => {
+                return match *end {
+                    Ok(out) => match out.reconnect_failed {
+                        Some(msg) => Err(ApiError::unavailable(msg)),
+                        None => Ok(json(Body::from(report.finish(&out)))),
+                    },
+                    Err(e) => Err(e),
+                }
+            }
             None => {
                 return Err(ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -153,7 +158,7 @@ async fn run(state: AppState, batch: Batch, keep: Keep, tx: mpsc::UnboundedSende
     let out = run_batch_into(&state, &batch, &mut sink).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
-    let _ = tx.send(Msg::End(out));
+    let _ = tx.send(Msg::End(Box::new(out)));
 }
 
 /// Hands the kept results to the response in groups.
@@ -251,11 +256,12 @@ impl http_body::Body for Streamed {
             }
             match this.rx.poll_recv(cx) {
                 Poll::Ready(Some(Msg::Results(results))) => this.report.write(&results),
-                Poll::Ready(Some(Msg::End(Ok(out)))) => {
+                Poll::Ready(Some(Msg::End(end))) if end.is_ok() => {
                     this.done = true;
+                    let out = end.expect("checked");
                     return Poll::Ready(Some(Ok(Frame::data(this.report.finish(&out)))));
                 }
-                Poll::Ready(Some(Msg::End(Err(_))) | None) => {
+                Poll::Ready(Some(Msg::End(_)) | None) => {
                     // The batch failed after the body had started (not by
                     // the executor's contract) or its task is gone: fail
                     // the body, so that the client sees an incomplete

@@ -378,7 +378,7 @@ mod tests {
         for _ in 0..100 {
             if !victim.probe_idle() {
                 // As the pool hands it out: counts zeroed for the new batch.
-                victim.prepare_reuse(&settings);
+                victim.prepare_reuse(settings);
                 return victim;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
