@@ -8,9 +8,12 @@
 //! reason.
 //!
 //! Commands that administer the server itself (SHUTDOWN, DEBUG, REPLICAOF,
-//! CONFIG SET, ACL SETUSER, CLIENT KILL, ...) are refused too: the Redis
+//! CONFIG SET, ACL SETUSER, CLIENT KILL, persistence: SAVE, BGSAVE,
+//! BGREWRITEAOF; SCRIPT KILL, FUNCTION KILL, ...) are refused too: the Redis
 //! behind pipelab is shared by everyone who can reach the API, and one of
-//! them must not be able to stop it, detach it or lock the others out.
+//! them must not be able to stop it, detach it, block it (SAVE), interrupt
+//! another's work or lock the others out. Data commands (FLUSHALL, SCRIPT
+//! FLUSH, SWAPDB, ...) run as sent.
 
 use pipelab::exec::{ArgvRef, Mode};
 
@@ -53,7 +56,12 @@ pub fn refusal(argv: ArgvRef<'_>, mode: Mode) -> Option<String> {
             Some(sub @ ("KILL" | "PAUSE" | "UNPAUSE" | "NO-EVICT")) => admin(&format!("CLIENT {sub}")),
             _ => None,
         },
-        "SHUTDOWN" | "DEBUG" | "REPLICAOF" | "SLAVEOF" | "FAILOVER" | "MODULE" => admin(&name),
+        "SHUTDOWN" | "DEBUG" | "REPLICAOF" | "SLAVEOF" | "FAILOVER" | "MODULE" | "SAVE" | "BGSAVE"
+        | "BGREWRITEAOF" => admin(&name),
+        "SCRIPT" | "FUNCTION" => match arg(1).as_deref() {
+            Some("KILL") => admin(&format!("{name} KILL")),
+            _ => None,
+        },
         "CONFIG" => match arg(1).as_deref() {
             Some(sub @ ("SET" | "REWRITE" | "RESETSTAT")) => admin(&format!("CONFIG {sub}")),
             _ => None,
@@ -132,6 +140,11 @@ const CANDIDATES: &[&[u8]] = &[
     b"MODULE",
     b"CONFIG",
     b"ACL",
+    b"SAVE",
+    b"BGSAVE",
+    b"BGREWRITEAOF",
+    b"SCRIPT",
+    b"FUNCTION",
 ];
 
 /// Cheap pre-filter, without allocating: is `name` one of [`CANDIDATES`]?
@@ -142,11 +155,7 @@ fn could_be_refused(name: &[u8]) -> bool {
 /// True if `argv` is a blocking command whose timeout is 0 (wait forever).
 /// Argument positions follow the Redis command reference.
 fn blocking_forever(name: &str, argv: ArgvRef<'_>) -> bool {
-    let zero = |a: Option<&[u8]>| {
-        a.and_then(|a| std::str::from_utf8(a).ok())
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .is_some_and(|t| t == 0.0)
-    };
+    let zero = |a: Option<&[u8]>| a.and_then(|a| std::str::from_utf8(a).ok()).is_some_and(is_zero_timeout);
     match name {
         // BLPOP key [key ...] timeout, and friends: the timeout is last.
         "BLPOP" | "BRPOP" | "BZPOPMIN" | "BZPOPMAX" | "BLMOVE" | "BRPOPLPUSH" => {
@@ -163,6 +172,23 @@ fn blocking_forever(name: &str, argv: ArgvRef<'_>) -> bool {
             .position(|a| a.eq_ignore_ascii_case(b"BLOCK"))
             .is_some_and(|i| zero(argv.get(i + 1))),
         _ => false,
+    }
+}
+
+/// True if Redis reads `text` as a timeout of 0. Redis parses timeouts
+/// with `strtold` (`string2ld` in `src/util.c`), which also takes
+/// hexadecimal (`0x0`, `0x0p3`); Rust's `f64` parser does not.
+fn is_zero_timeout(text: &str) -> bool {
+    let t = text.trim();
+    let unsigned = t.strip_prefix(['+', '-']).unwrap_or(t);
+    match unsigned.strip_prefix("0x").or_else(|| unsigned.strip_prefix("0X")) {
+        Some(hex) => {
+            let mantissa = hex.split(['p', 'P']).next().unwrap_or("");
+            !mantissa.is_empty()
+                && mantissa.chars().all(|c| c == '0' || c == '.')
+                && mantissa.chars().any(|c| c == '0')
+        }
+        None => t.parse::<f64>().is_ok_and(|v| v == 0.0),
     }
 }
 
@@ -189,6 +215,9 @@ mod tests {
             "CLIENT REPLY OFF",
             "client tracking on",
             "BLPOP k 0",
+            "BLPOP k 0x0",
+            "BRPOP a b -0X0.0p4",
+            "BLPOP k +0",
             "BRPOP a b 0.0",
             "BLMOVE a b LEFT RIGHT 0",
             "BLMPOP 0 1 k LEFT",
@@ -208,6 +237,11 @@ mod tests {
             "BRPOPLPUSH a b 0",
             "WAITAOF 1 0 0",
             "SHUTDOWN NOSAVE",
+            "save",
+            "BGSAVE SCHEDULE",
+            "bgrewriteaof",
+            "SCRIPT KILL",
+            "function kill",
             "shutdown",
             "DEBUG SLEEP 10",
             "REPLICAOF host 6379",
@@ -233,6 +267,7 @@ mod tests {
             "SET k v",
             "GET k",
             "BLPOP k 1",
+            "BLPOP k 0x1",
             "BRPOP k 0.5",
             "XREAD BLOCK 10 STREAMS s $",
             "XREAD STREAMS s 0",
@@ -242,6 +277,8 @@ mod tests {
             "EXEC",
             "WATCH k",
             "CONFIG GET maxmemory",
+            "SCRIPT FLUSH",
+            "FUNCTION LIST",
             "ACL WHOAMI",
             "CLIENT LIST",
             "FLUSHALL",
