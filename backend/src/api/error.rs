@@ -34,14 +34,17 @@ pub struct ErrorDetail {
     /// `empty_batch`, `empty_argv`, `unknown_mode`, `invalid_base64`,
     /// `invalid_argument`, `parse_error`, `invalid_batch_size`, `invalid_rtt`,
     /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
-    /// rejects the command). 404: `not_found`. 413: `body_too_large`,
+    /// rejects the command). 404: `not_found`. 405: `method_not_allowed`.
+    /// 413: `body_too_large`,
     /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
     /// `busy`. 504: `batch_timeout` (a batch that could not be cut at its
     /// deadline; a batch reaching the timeout is normally cut and reported).
     pub code: &'static str,
     /// Human-readable explanation, starting with the field it concerns.
     pub message: String,
-    /// The request field at fault (JSON path such as `commands[0][2]`), when there is one.
+    /// Where in the request the fault is, when there is one place: a JSON
+    /// path (`commands[0][2]`, `batch_size`), `text, line N` for a command
+    /// given as text, or `request body` for the body as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
 }

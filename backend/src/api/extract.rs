@@ -53,11 +53,12 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
 
 /// The 413 answer.
 pub fn body_too_large() -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
+    ApiError::field(
         "body_too_large",
-        "request body: larger than the server's limit (see GET /api/v1/info, limits.max_body_bytes)",
+        "request body",
+        "larger than the server's limit (see GET /api/v1/info, limits.max_body_bytes)",
     )
+    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
 }
 
 fn is_length_limit(err: &axum::Error) -> bool {
@@ -148,10 +149,14 @@ fn code_name(code: &str) -> &'static str {
 /// says more than the position there, so drop it.
 fn strip_position(err: &serde_json::Error) -> String {
     let text = err.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
+    let text = match text.rfind(" at line ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    // serde names Rust types; the API speaks JSON.
+    text.replace("expected f64", "expected a number")
+        .replace("expected i64", "expected an integer")
+        .replace("expected a boolean", "expected true or false")
 }
 
 #[cfg(test)]

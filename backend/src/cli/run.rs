@@ -315,6 +315,7 @@ impl CliSink {
             let read_before = e.index;
             let sent = match (e.sent, self.last_sent) {
                 (0, _) | (_, None) => "no command before it was sent".to_string(),
+                (1, Some((_, line))) if read_before == 1 => format!("the command before it (line {line}) was sent"),
                 (n, Some((_, line))) if n == read_before => format!("the {n} commands before it (through line {line}) were sent"),
                 (n, Some((_, line))) => format!("{n} of the {read_before} commands before it (through line {line}) were sent"),
             };
