@@ -120,3 +120,19 @@ fn proxy_adds_rtt() {
     assert!(median >= Duration::from_millis(5) && median < Duration::from_micros(5800), "{median:?}");
     assert!(pipelined < Duration::from_millis(15), "{pipelined:?}");
 }
+
+/// The simulated RTT is the batch's: connecting and the handshake (AUTH,
+/// HELLO, SETNAME) do not pay it, so a one-command batch takes one RTT,
+/// as its summary says, not two.
+#[tokio::test]
+async fn the_handshake_does_not_pay_the_simulated_rtt() {
+    let server = RedisServer::start();
+    let t = RedisTarget::parse(&server.url).unwrap();
+    let started = Instant::now();
+    let r = run(&t, &batch(Mode::Sequential, vec![vec![b"PING".to_vec()]], 200.0)).await;
+    let wall = started.elapsed();
+    let total = Duration::from_micros(r.summary.total_us);
+    assert_eq!(r.summary.ok, 1);
+    assert!(total >= Duration::from_millis(200), "{total:?}");
+    assert!(wall - total < Duration::from_millis(100), "the batch took {wall:?}, its summary says {total:?}");
+}
