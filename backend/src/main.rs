@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod config;
 mod embedded;
+mod report_json;
 mod telemetry;
 
 use clap::{Parser, Subcommand};

@@ -17,7 +17,6 @@ pub mod health;
 pub mod info;
 pub mod openapi;
 pub mod refuse;
-pub mod result_json;
 pub mod run;
 pub mod schema;
 pub mod stream;

@@ -33,15 +33,14 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body::Frame;
-use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::ApiError;
-use super::result_json::write_result;
+use crate::report_json::ReportJson;
 use super::run::run_batch_into;
 use super::AppState;
-use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport, Summary, TransactionOutcome};
+use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
 /// Bytes of JSON gathered before they are sent: small batches fit in one
 /// chunk and get an ordinary response.
@@ -185,31 +184,17 @@ impl ResultSink for GroupSink {
     }
 }
 
-/// The report's JSON, written as results come: `{"results":[...],` then
-/// the members after `results`.
+/// The report's JSON, written as results come.
 #[derive(Default)]
 struct ReportWriter {
     buf: Vec<u8>,
-    /// A result was written (a comma goes before the next).
-    any: bool,
-}
-
-/// The report's members after `results`.
-#[derive(Serialize)]
-struct Tail<'a> {
-    summary: &'a Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    transaction: Option<&'a TransactionOutcome>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    connection_error: Option<&'a str>,
+    json: ReportJson,
 }
 
 impl ReportWriter {
     fn write(&mut self, results: &[CommandResult]) {
         for result in results {
-            self.buf.extend_from_slice(if self.any { b"," } else { b"{\"results\":[" });
-            self.any = true;
-            write_result(&mut self.buf, result);
+            self.json.result(&mut self.buf, result);
         }
     }
 
@@ -218,18 +203,10 @@ impl ReportWriter {
         std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + 4096)).into()
     }
 
-    /// The rest of the body: the end of `results`, then the tail's members.
+    /// The rest of the body: the end of `results`, then the members after it.
     fn finish(&mut self, out: &StreamReport<Infallible>) -> Bytes {
-        self.buf.extend_from_slice(if self.any { b"]," } else { b"{\"results\":[]," });
-        let tail = Tail {
-            summary: &out.summary,
-            transaction: out.transaction.as_ref(),
-            connection_error: out.connection_error.as_deref(),
-        };
-        // `{"summary":...}` without its opening brace continues the object.
-        let start = self.buf.len();
-        serde_json::to_writer(&mut self.buf, &tail).expect("a summary serializes to JSON");
-        self.buf.remove(start);
+        self.json.tail(&mut self.buf, &out.summary, out.transaction.as_ref(), out.connection_error.as_deref());
+        self.buf.push(b'}');
         self.take()
     }
 }

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
     self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
@@ -238,6 +239,9 @@ impl CommandSource for FileSource {
 struct CliSink {
     lines: Rc<RefCell<VecDeque<usize>>>,
     json: Option<BufWriter<io::Stdout>>,
+    /// The `--json` report (shared with the API) and its bytes not yet written.
+    report: ReportJson,
+    scratch: Vec<u8>,
     results: usize,
     shown_errors: usize,
     /// Index and line of the last command that was written to Redis.
@@ -246,7 +250,15 @@ struct CliSink {
 
 impl CliSink {
     fn new(lines: Rc<RefCell<VecDeque<usize>>>, json: bool) -> Self {
-        CliSink { lines, json: json.then(|| BufWriter::with_capacity(1 << 16, io::stdout())), results: 0, shown_errors: 0, last_sent: None }
+        CliSink {
+            lines,
+            json: json.then(|| BufWriter::with_capacity(1 << 16, io::stdout())),
+            report: ReportJson::default(),
+            scratch: Vec::new(),
+            results: 0,
+            shown_errors: 0,
+            last_sent: None,
+        }
     }
 
     fn finish(&mut self, report: &StreamReport<SourceError>, target: &RedisTarget) {
@@ -259,19 +271,9 @@ impl CliSink {
             (e, line, column, offset)
         });
         if let Some(out) = &mut self.json {
-            if self.results == 0 {
-                let _ = out.write_all(b"{\"results\":[");
-            }
-            let _ = write!(out, "],\"summary\":");
-            let _ = serde_json::to_writer(&mut *out, s);
-            if let Some(t) = &report.transaction {
-                let _ = write!(out, ",\"transaction\":");
-                let _ = serde_json::to_writer(&mut *out, t);
-            }
-            if let Some(c) = &report.connection_error {
-                let _ = write!(out, ",\"connection_error\":");
-                let _ = serde_json::to_writer(&mut *out, c);
-            }
+            self.report.tail(&mut self.scratch, s, report.transaction.as_ref(), report.connection_error.as_deref());
+            let _ = out.write_all(&self.scratch);
+            self.scratch.clear();
             if let Some((e, line, column, offset)) = &input {
                 let v = serde_json::json!({
                     "message": e.to_string(), "index": e.index, "sent": e.sent,
@@ -343,8 +345,9 @@ impl ResultSink for CliSink {
             self.shown_errors += 1;
         }
         if let Some(out) = &mut self.json {
-            let _ = out.write_all(if self.results == 0 { b"{\"results\":[" } else { b"," });
-            let _ = serde_json::to_writer(&mut *out, &r);
+            self.report.result(&mut self.scratch, &r);
+            let _ = out.write_all(&self.scratch);
+            self.scratch.clear();
         }
         self.results += 1;
     }

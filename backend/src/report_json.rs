@@ -1,16 +1,69 @@
-//! One command result as JSON, written directly.
+//! A batch's report as JSON, written while the batch runs: `{"results":[`,
+//! each result as it comes, then `summary`, `transaction` and
+//! `connection_error` (CONTRACT.md section 3). `pipelab run --json` and
+//! `POST /api/v1/batch` both write it through [`ReportJson`], so that
+//! their shapes cannot drift apart.
 //!
-//! Why not `serde_json::to_writer(result)`: serde_json escapes every member
-//! name as if it could hold a quote, about ten strings per result; in a
-//! 100k-command report that was the largest single cost of the response
-//! (`format_escaped_str`, 11% of the server's CPU). Here member names are
-//! constants and only the reply's text is escaped (by serde_json). Replies
-//! other than the common scalars go through the reply's `Serialize`
-//! (`resp::json`). The bytes are those serde_json writes for the same
-//! [`CommandResult`], which the tests check value by value.
+//! Results are written directly rather than by `serde_json::to_writer`:
+//! serde_json escapes every member name as if it could hold a quote, about
+//! ten strings per result; in a 100k-command report that was the largest
+//! single cost of the response (`format_escaped_str`, 11% of the server's
+//! CPU). Here member names are constants and only the reply's text is
+//! escaped (by serde_json). Replies other than the common scalars go
+//! through the reply's `Serialize` (`resp::json`). The bytes are those
+//! serde_json writes for the same [`CommandResult`], which the tests check
+//! value by value.
 
-use pipelab::exec::{CommandResult, Status};
+use serde::Serialize;
+
+use pipelab::exec::{CommandResult, Status, Summary, TransactionOutcome};
 use resp::Value;
+
+/// Writes a report's JSON piece by piece, into byte buffers the caller sends on.
+#[derive(Debug, Default)]
+pub struct ReportJson {
+    /// A result was written (a comma goes before the next).
+    any: bool,
+}
+
+/// The report's members after `results`.
+#[derive(Serialize)]
+struct Tail<'a> {
+    summary: &'a Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transaction: Option<&'a TransactionOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connection_error: Option<&'a str>,
+}
+
+impl ReportJson {
+    /// Appends `result`, after `{"results":[` (the first) or a comma.
+    pub fn result(&mut self, out: &mut Vec<u8>, result: &CommandResult) {
+        out.extend_from_slice(if self.any { b"," } else { b"{\"results\":[" });
+        self.any = true;
+        write_result(out, result);
+    }
+
+    /// Appends the end of `results`, then `"summary"`, `"transaction"` and
+    /// `"connection_error"` (each if present). The object is left open for
+    /// more members: the caller appends them and the closing `}`.
+    pub fn tail(
+        &mut self,
+        out: &mut Vec<u8>,
+        summary: &Summary,
+        transaction: Option<&TransactionOutcome>,
+        connection_error: Option<&str>,
+    ) {
+        out.extend_from_slice(if self.any { b"]," } else { b"{\"results\":[]," });
+        self.any = true;
+        // `{"summary":...}` without its braces continues the object.
+        let start = out.len();
+        serde_json::to_writer(&mut *out, &Tail { summary, transaction, connection_error })
+            .expect("a summary serializes to JSON");
+        out.remove(start);
+        out.pop();
+    }
+}
 
 /// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…}`
 /// (members that are `None` left out), exactly as serde_json would.
