@@ -8,19 +8,11 @@ use std::process::Command;
 
 use common::{free_port, RedisServer};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Commands, Batch, ExecError, ExecOptions, Mode, OnError, Report, Status};
+use pipelab::exec::{execute, Batch, ExecError, ExecOptions, Mode, Report, Status};
 use resp::Value;
 
 fn batch(lines: &[&str]) -> Batch {
-    Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Commands>(),
-        mode: Mode::Pipeline,
-        batch_size: 1000,
-        on_error: OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: vec![],
-    }
+    common::batch(Mode::Pipeline, lines)
 }
 
 async fn run(url: &str, lines: &[&str]) -> Result<Report, ExecError> {

@@ -3,26 +3,10 @@
 
 mod common;
 
-use common::RedisServer;
+use common::{batch, RedisServer};
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
 use resp::Value;
-
-fn argv(line: &str) -> Argv {
-    resp::split_args(line.as_bytes()).expect("test command parses")
-}
-
-fn batch(mode: Mode, lines: &[&str]) -> Batch {
-    Batch {
-        commands: lines.iter().map(|l| argv(l)).collect(),
-        mode,
-        batch_size: 1000,
-        on_error: OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: vec![],
-    }
-}
 
 async fn run(server: &RedisServer, b: &Batch) -> Report {
     let target = RedisTarget::parse(&server.url).unwrap();

@@ -10,22 +10,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::RedisServer;
+use common::{batch, RedisServer};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, Commands, Batch, ExecOptions, Mode, OnError, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab::exec::{execute_pooled, ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
 use resp::Value;
-
-fn batch(mode: Mode, lines: &[&str]) -> Batch {
-    Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).unwrap()).collect::<Commands>(),
-        mode,
-        batch_size: 1000,
-        on_error: OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: vec![],
-    }
-}
 
 fn pool_for(server: &RedisServer, config: PoolConfig) -> Arc<Pool> {
     Pool::new(RedisTarget::parse(&server.url).unwrap(), config)

@@ -147,3 +147,18 @@ impl Drop for RedisServer {
         self.kill();
     }
 }
+
+/// A batch of inline `lines` (split as Redis splits them) in `mode`, with
+/// the executor's defaults: batch size 1000, `on_error: continue`, no
+/// simulated RTT, RESP2, nothing watched.
+pub fn batch(mode: pipelab::exec::Mode, lines: &[&str]) -> pipelab::exec::Batch {
+    pipelab::exec::Batch {
+        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect(),
+        mode,
+        batch_size: 1000,
+        on_error: pipelab::exec::OnError::Continue,
+        simulated_rtt_ms: 0.0,
+        resp3: false,
+        watch: vec![],
+    }
+}
