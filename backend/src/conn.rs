@@ -713,6 +713,13 @@ impl Conn {
     /// "completed" comes after the reply.)
     pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
         self.stats.write_calls += 1;
+        self.write_continued(bytes).await
+    }
+
+    /// Writes more bytes of the current write call, as a pipeline chunk
+    /// sent in segments does: counted in bytes and system calls, not as
+    /// another [`IoStats::write_calls`]. Returns and fails as [`Conn::write`].
+    pub async fn write_continued(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
         let issued = Instant::now();
         let (until, is_deadline) = self.wait_until();
         let fut = async {
@@ -736,6 +743,22 @@ impl Conn {
     ///
     /// Out-of-band RESP3 push messages are skipped: they answer no command.
     pub async fn read_reply(&mut self) -> Result<(resp::Value, Instant), ReadError> {
+        match self.next_reply(true).await? {
+            Some(reply) => Ok(reply),
+            None => unreachable!("a waiting read returns a reply or an error"),
+        }
+    }
+
+    /// The next reply if it has already arrived (in the buffer or the
+    /// socket), without waiting: `Ok(None)` if it has not. Lets a writer
+    /// read replies between writes, as `redis-cli --pipe` does, instead of
+    /// leaving them to pile up in Redis's output buffer.
+    pub async fn try_read_reply(&mut self) -> Result<Option<(resp::Value, Instant)>, ReadError> {
+        self.next_reply(false).await
+    }
+
+    /// [`Conn::read_reply`]; without `wait`, `None` instead of waiting for the socket.
+    async fn next_reply(&mut self, wait: bool) -> Result<Option<(resp::Value, Instant)>, ReadError> {
         loop {
             if self.pos < self.filled {
                 match self.decoder.decode(&self.buf[self.pos..self.filled]) {
@@ -749,7 +772,7 @@ impl Conn {
                             self.stats.pushes += 1;
                             continue;
                         }
-                        return Ok((value, self.last_read_at));
+                        return Ok(Some((value, self.last_read_at)));
                     }
                     Ok(resp::Decoded::Incomplete { needed }) => self.make_room(needed),
                     Err(e) => return Err(ReadError::Protocol(e.to_string())),
@@ -762,13 +785,32 @@ impl Conn {
                     return Err(ReadError::Limit(limit));
                 }
             }
-            let (until, is_deadline) = self.wait_until();
-            let n = match tokio::time::timeout_at(until, self.stream.read(&mut self.buf[self.filled..])).await {
-                Ok(Ok(0)) => return Err(ReadError::Closed),
-                Ok(Ok(n)) => n,
-                Ok(Err(e)) => return Err(ReadError::Io(e)),
-                Err(_) if is_deadline => return Err(ReadError::Deadline),
-                Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
+            let read = if wait {
+                let (until, is_deadline) = self.wait_until();
+                match tokio::time::timeout_at(until, self.stream.read(&mut self.buf[self.filled..])).await {
+                    Ok(r) => r,
+                    Err(_) if is_deadline => return Err(ReadError::Deadline),
+                    Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
+                }
+            } else {
+                let (stream, buf) = (&mut self.stream, &mut self.buf[self.filled..]);
+                let ready = std::future::poll_fn(|cx| {
+                    let mut rb = ReadBuf::new(buf);
+                    Poll::Ready(match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+                        Poll::Ready(r) => Some(r.map(|()| rb.filled().len())),
+                        Poll::Pending => None,
+                    })
+                })
+                .await;
+                match ready {
+                    Some(r) => r,
+                    None => return Ok(None),
+                }
+            };
+            let n = match read {
+                Ok(0) => return Err(ReadError::Closed),
+                Ok(n) => n,
+                Err(e) => return Err(ReadError::Io(e)),
             };
             self.last_read_at = Instant::now();
             self.filled += n;

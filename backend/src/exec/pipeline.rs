@@ -1,29 +1,47 @@
-//! Pipeline mode: chunks of `batch_size` commands, each written in one
-//! write, then its replies read as they arrive: ⌈N / batch_size⌉ round trips.
+//! Pipeline mode: chunks of `batch_size` commands, each written whole
+//! before waiting for its replies: ⌈N / batch_size⌉ round trips.
 //!
-//! With `prefetch`, the next chunk is pulled from the source and encoded
-//! while Redis works on the current one, so parsing input overlaps the
-//! round trip instead of adding to it. (A source that blocks then delays the
-//! reading of replies, so sequential mode, where each reply time matters,
-//! does not prefetch.) Sequential mode is this loop with chunks of one
-//! command.
+//! A chunk goes out in segments of at most [`SEGMENT`] bytes, each encoded
+//! just before it is written, and the replies that have already arrived are
+//! read between segments without waiting, as `redis-cli --pipe` does. A
+//! large chunk (a bulk load with `batch_size` ≥ N) thus keeps Redis busy
+//! from its first segment instead of after the whole chunk is encoded, its
+//! encoded form is never in memory whole, and its replies do not pile up in
+//! Redis's output buffer. It is still one round trip: nothing waits for a
+//! reply before the chunk is written.
+//!
+//! With `prefetch`, the next chunk's first segment is pulled from the source
+//! and encoded while Redis works on the current chunk, so parsing input
+//! overlaps the round trip instead of adding to it. (A source that blocks
+//! then delays the reading of replies, so sequential mode, where each reply
+//! time matters, does not prefetch.) Sequential mode is this loop with
+//! chunks of one command.
+
+use std::collections::VecDeque;
+use std::time::Instant;
 
 use super::runner::Runner;
 use super::source::{CommandSource, ResultSink};
 use super::{OnError, Status};
 
-/// Commands of one chunk, encoded back to back.
+/// Most bytes of encoded commands per write: 64 KiB, four times the 16 KiB
+/// Redis reads per call (`PROTO_IOBUF_LEN` in `src/server.h`).
+const SEGMENT: usize = 64 * 1024;
+
+/// Commands of one segment, encoded back to back.
 #[derive(Default)]
-struct Chunk {
+struct Segment {
     bytes: Vec<u8>,
     count: usize,
 }
 
-impl Chunk {
-    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Runner<'_, S, K>, size: usize) {
+impl Segment {
+    /// Pulls and encodes up to `max` commands, stopping once [`SEGMENT`]
+    /// bytes are reached (a single command may exceed it).
+    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Runner<'_, S, K>, max: usize) {
         self.bytes.clear();
         self.count = 0;
-        while self.count < size {
+        while self.count < max && self.bytes.len() < SEGMENT {
             let Some(argv) = r.pull() else { break };
             resp::encode_command(argv, &mut self.bytes);
             self.count += 1;
@@ -31,69 +49,123 @@ impl Chunk {
     }
 }
 
+/// Written segments still awaiting replies, oldest first: the index after
+/// each one's last command and the µs its write was issued (each command's
+/// `sent_us`).
+type InFlight = VecDeque<(usize, u64)>;
+
 pub(super) async fn run<S: CommandSource, K: ResultSink>(
     r: &mut Runner<'_, S, K>,
     size: usize,
     on_error: OnError,
     prefetch: bool,
 ) {
-    let mut cur = Chunk::default();
-    let mut next = Chunk::default();
-    cur.fill(r, size);
-    while cur.count > 0 {
-        let first = r.next_index();
+    let mut seg = Segment::default();
+    let mut next = Segment::default();
+    let mut in_flight = InFlight::new();
+    seg.fill(r, size);
+    'chunks: while seg.count > 0 {
         if r.conn.is_none() {
             break;
         }
-        let sent_at = match r.write(&cur.bytes).await {
-            Ok(t) => t,
-            Err((e, nothing_sent)) => {
-                // Part of the chunk may have reached Redis: all of it is
-                // unknown, unless the socket took not one byte of the batch.
-                r.fail(e);
-                let status = if nothing_sent { Status::NotSent } else { Status::Unknown };
-                for _ in 0..cur.count {
-                    r.emit(status, None, None, None);
+        let mut written = r.next_index();
+        let mut in_chunk = 0;
+        let mut had_error = false;
+        // Write the chunk, reading between segments what has already arrived.
+        loop {
+            match r.write(&seg.bytes, in_chunk > 0).await {
+                Ok(sent_at) => {
+                    r.note_io(Instant::now());
+                    written += seg.count;
+                    in_chunk += seg.count;
+                    r.mark_sent(written);
+                    in_flight.push_back((written, r.us(sent_at)));
                 }
+                Err((e, nothing_sent)) => {
+                    // Part of the segment may have reached Redis: all of it is
+                    // unknown, unless the socket took not one byte of the batch.
+                    r.fail(e);
+                    lose(r, &mut in_flight);
+                    let status = if nothing_sent { Status::NotSent } else { Status::Unknown };
+                    for _ in 0..seg.count {
+                        r.emit(status, None, None, None);
+                    }
+                    break 'chunks;
+                }
+            }
+            if in_chunk == size {
                 break;
             }
-        };
-        r.note_io(std::time::Instant::now());
-        r.mark_sent(first + cur.count);
-        let sent_us = r.us(sent_at);
+            seg.fill(r, size - in_chunk);
+            if seg.count == 0 {
+                break;
+            }
+            if !read_replies(r, &mut in_flight, false, &mut had_error).await {
+                // The segment pulled but never written ends `not_sent`, below.
+                break 'chunks;
+            }
+        }
         // A round trip: from here we wait for replies before writing more.
         r.summary.round_trips += 1;
         if prefetch {
             next.fill(r, size);
         }
-
-        let mut had_error = false;
-        let mut lost = false;
-        for answered in 0..cur.count {
-            let conn = r.conn.as_mut().expect("connection present until fail()");
-            match conn.read_reply().await {
-                Ok((reply, at)) => {
-                    had_error |= reply.is_error();
-                    r.emit_reply(reply, sent_us, at);
-                }
-                Err(e) => {
-                    r.fail(e);
-                    for _ in answered..cur.count {
-                        r.emit(Status::Unknown, None, Some(sent_us), None);
-                    }
-                    lost = true;
-                    break;
-                }
-            }
+        if !read_replies(r, &mut in_flight, true, &mut had_error).await {
+            break;
         }
-        if lost || (had_error && on_error == OnError::Stop) {
+        if had_error && on_error == OnError::Stop {
             break;
         }
         if prefetch {
-            std::mem::swap(&mut cur, &mut next);
+            std::mem::swap(&mut seg, &mut next);
         } else {
-            cur.fill(r, size);
+            seg.fill(r, size);
         }
     }
     r.rest_not_sent();
+}
+
+/// Reads and emits replies to the segments in flight: with `wait`, until
+/// every one is answered; without, only those already received. Notes any
+/// error reply in `had_error`.
+///
+/// Returns false if the connection failed; the unanswered commands are
+/// then emitted `unknown`.
+async fn read_replies<S: CommandSource, K: ResultSink>(
+    r: &mut Runner<'_, S, K>,
+    in_flight: &mut InFlight,
+    wait: bool,
+    had_error: &mut bool,
+) -> bool {
+    while let Some(&(end, sent_us)) = in_flight.front() {
+        if r.next_index() == end {
+            in_flight.pop_front();
+            continue;
+        }
+        let conn = r.conn.as_mut().expect("connection present until fail()");
+        let read = if wait { conn.read_reply().await.map(Some) } else { conn.try_read_reply().await };
+        match read {
+            Ok(Some((reply, at))) => {
+                *had_error |= reply.is_error();
+                r.emit_reply(reply, sent_us, at);
+            }
+            Ok(None) => return true,
+            Err(e) => {
+                r.fail(e);
+                lose(r, in_flight);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The connection failed: every command written and not yet answered is
+/// `unknown` (it may or may not have run).
+fn lose<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, in_flight: &mut InFlight) {
+    for (end, sent_us) in in_flight.drain(..) {
+        while r.next_index() < end {
+            r.emit(Status::Unknown, None, Some(sent_us), None);
+        }
+    }
 }

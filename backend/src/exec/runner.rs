@@ -211,11 +211,16 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
     /// there; the batch clock restarts, as nothing had happened yet. Once
     /// anything may have been written, nothing is ever re-sent.
     ///
+    /// `continued`: these bytes go on the previous write call (a chunk sent
+    /// in segments, [`Conn::write_continued`]); it never falls back, as the
+    /// first part went through.
+    ///
     /// Errors: the write error and whether nothing at all of the batch was
     /// sent (then its commands are `not_sent`, not `unknown`).
-    pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, (WriteError, bool)> {
+    pub async fn write(&mut self, bytes: &[u8], continued: bool) -> Result<Instant, (WriteError, bool)> {
         let conn = self.conn.as_mut().expect("connection present until fail()");
-        let err = match conn.write(bytes).await {
+        let written = if continued { conn.write_continued(bytes).await } else { conn.write(bytes).await };
+        let err = match written {
             Ok(t) => {
                 self.fallback = None;
                 return Ok(t);

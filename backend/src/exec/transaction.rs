@@ -52,7 +52,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         let mut argv: Vec<&[u8]> = vec![b"WATCH"];
         argv.extend(watch.iter().map(|k| k.as_slice()));
         resp::encode_command(argv, &mut cmd);
-        let outcome = match r.write(&cmd).await.map_err(|(e, _)| e) {
+        let outcome = match r.write(&cmd, false).await.map_err(|(e, _)| e) {
             Ok(t) => {
                 r.note_io(t);
                 r.summary.round_trips += 1;
@@ -78,7 +78,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
     }
 
     let first = r.next_index();
-    let sent_at = match r.write(&body).await {
+    let sent_at = match r.write(&body, false).await {
         Ok(t) => t,
         Err((e, nothing_sent)) => {
             let msg = e.to_string();
