@@ -19,7 +19,7 @@ use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Seq
 use pipelab::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
-const BASE64: GeneralPurpose = GeneralPurpose::new(
+pub(super) const BASE64: GeneralPurpose = GeneralPurpose::new(
     &base64::alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );

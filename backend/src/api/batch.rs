@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiJson;
+use super::extract::CommandsJson;
+use super::incremental::HasCommands;
 use super::schema;
 use super::stream::{self, Keep};
 use super::validate::{self, BatchFields};
@@ -51,6 +52,12 @@ pub struct BatchRequest {
     pub results: Option<String>,
 }
 
+impl HasCommands for BatchRequest {
+    fn set_commands(&mut self, commands: JsonCommands) {
+        self.commands = Some(commands);
+    }
+}
+
 /// Run a batch of commands.
 ///
 /// 200 whenever the batch was accepted, even if commands failed: see each
@@ -75,7 +82,7 @@ pub struct BatchRequest {
 )]
 pub async fn batch(
     State(state): State<AppState>,
-    ApiJson(req): ApiJson<BatchRequest>,
+    CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,

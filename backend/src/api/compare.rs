@@ -11,7 +11,8 @@ use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiJson;
+use super::extract::CommandsJson;
+use super::incremental::HasCommands;
 use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
@@ -50,6 +51,12 @@ pub struct CompareRequest {
     pub watch: Option<Vec<ArgBytes>>,
     /// Also return each run's per-command results. Default false.
     pub include_results: Option<bool>,
+}
+
+impl HasCommands for CompareRequest {
+    fn set_commands(&mut self, commands: JsonCommands) {
+        self.commands = Some(commands);
+    }
 }
 
 /// The runs, in the order they ran.
@@ -111,7 +118,7 @@ pub struct CompareRun {
 )]
 pub async fn compare(
     State(state): State<AppState>,
-    ApiJson(req): ApiJson<CompareRequest>,
+    CommandsJson(req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareResponse>, ApiError> {
     let mut modes = vec![Mode::Sequential];
     let requested = match &req.modes {

@@ -13,9 +13,11 @@
 
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
+use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::incremental::{HasCommands, IncrementalBody};
 use super::AppState;
 
 /// A JSON body of type `T`; rejections are [`ApiError`]s (400 or 413).
@@ -25,30 +27,63 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = state.limits.max_body_bytes;
-        // A declared length over the limit is refused before reading;
-        // a chunked body is cut when it passes the limit.
-        let declared = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
-            return Err(body_too_large());
-        }
-        let bytes = match axum::body::to_bytes(req.into_body(), limit).await {
-            Ok(bytes) => bytes,
-            Err(err) if is_length_limit(&err) => return Err(body_too_large()),
-            Err(err) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_body",
-                    format!("request body: could not be read: {err}"),
-                ))
-            }
-        };
+        let mut bytes = Vec::with_capacity(declared_length(&req, state)?);
+        read_body(req, state, |data| bytes.extend_from_slice(data)).await?;
         parse_json(&bytes).map(ApiJson)
     }
+}
+
+/// [`ApiJson`] for a request with `commands`, parsed while the body
+/// arrives ([`super::incremental`]); the same answers to bad input.
+pub struct CommandsJson<T>(pub T);
+
+impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let mut body = IncrementalBody::new(declared_length(&req, state)?);
+        read_body(req, state, |data| body.feed(data)).await?;
+        match body.finish::<T>() {
+            Ok(value) => Ok(CommandsJson(value)),
+            Err(bytes) => parse_json(&bytes).map(CommandsJson),
+        }
+    }
+}
+
+/// The body's declared length (0 if not declared). One over the limit is
+/// refused before reading.
+fn declared_length(req: &Request, state: &AppState) -> Result<usize, ApiError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    if declared > state.limits.max_body_bytes as u64 {
+        return Err(body_too_large());
+    }
+    Ok(declared as usize)
+}
+
+/// Hands each piece of the body to `on_data` as it arrives; a body (e.g.
+/// chunked) that passes the limit is cut there with a 413.
+async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(&[u8])) -> Result<(), ApiError> {
+    let limit = state.limits.max_body_bytes;
+    let mut body = req.into_body();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", format!("request body: could not be read: {err}"))
+        })?;
+        if let Ok(data) = frame.into_data() {
+            total += data.len();
+            if total > limit {
+                return Err(body_too_large());
+            }
+            on_data(&data);
+        }
+    }
+    Ok(())
 }
 
 /// The 413 answer.
@@ -59,17 +94,6 @@ pub fn body_too_large() -> ApiError {
         "larger than the server's limit (see GET /api/v1/info, limits.max_body_bytes)",
     )
     .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-}
-
-fn is_length_limit(err: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = source {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        source = e.source();
-    }
-    false
 }
 
 /// Deserialize `bytes` as `T`. Syntax errors → `invalid_json` with line and

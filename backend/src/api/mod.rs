@@ -14,6 +14,7 @@ pub mod compare;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod incremental;
 pub mod info;
 pub mod openapi;
 pub mod refuse;

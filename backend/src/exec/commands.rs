@@ -83,6 +83,15 @@ impl Commands {
         self.bytes.truncate(start);
     }
 
+    /// Drops the arguments pushed since the last [`Commands::end_command`],
+    /// and any begun through [`Commands::arg_buffer`] (a command whose
+    /// input is incomplete, to be read again).
+    pub fn abandon_command(&mut self) {
+        let first = *self.cmds.last().expect("cmds starts with 0");
+        self.bounds.truncate(first + 1);
+        self.bytes.truncate(*self.bounds.last().expect("bounds starts with 0"));
+    }
+
     /// Arguments pushed since the last [`Commands::end_command`].
     pub fn open_args(&self) -> usize {
         self.bounds.len() - 1 - self.cmds.last().expect("cmds starts with 0")
