@@ -185,39 +185,51 @@ fn strip_position(err: &serde_json::Error) -> String {
 
 #[cfg(test)]
 mod timing {
-    /// Not a check: how long parsing a 100k-command batch takes
-    /// (`cargo test --release -p pipelab --bin pipelab parse_timing -- --ignored --nocapture`).
+    /// Not a check: how long reading and validating a 100k-command batch
+    /// takes, by step (`cargo test --release -p pipelab --bin pipelab
+    /// parse_timing -- --ignored --nocapture`).
     #[test]
     #[ignore]
     fn parse_timing() {
+        use super::super::batch::BatchRequest;
+        use super::super::incremental::IncrementalBody;
         let cmds: Vec<Vec<String>> = (0..100_000)
             .map(|i| vec!["SET".into(), format!("key:{i:06}"), format!("value:{i:06}")])
             .collect();
         let body =
             serde_json::to_vec(&serde_json::json!({"commands": cmds, "mode": "pipeline"})).unwrap();
+        let limits = <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
+            &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
+                .get_matches_from(["x"]),
+        )
+        .unwrap();
         for _ in 0..3 {
             let t = std::time::Instant::now();
-            let req: super::super::batch::BatchRequest = super::parse_json(&body).unwrap();
-            let parsed = t.elapsed();
-            let limits = <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
-                &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
-                    .get_matches_from(["x"]),
-            )
-            .unwrap();
-            let t2 = std::time::Instant::now();
+            let _: BatchRequest = super::parse_json(&body).unwrap();
+            let serde = t.elapsed();
+            let t = std::time::Instant::now();
+            let mut inc = IncrementalBody::new(body.len());
+            for piece in body.chunks(64 * 1024) {
+                inc.feed(piece);
+            }
+            let req: BatchRequest = inc.finish().unwrap_or_else(|_| panic!("declined"));
+            let fast = t.elapsed();
+            let t = std::time::Instant::now();
             let fields = super::super::validate::BatchFields {
                 commands: req.commands,
                 ..Default::default()
             };
-            let batch = fields
-                .prepare(&limits)
-                .unwrap()
-                .into_batch(pipelab::exec::Mode::Pipeline, &limits)
-                .unwrap();
+            let prepared = fields.prepare(&limits).unwrap();
+            let prepare = t.elapsed();
+            let t = std::time::Instant::now();
+            let batch = prepared.into_batch(pipelab::exec::Mode::Pipeline, &limits).unwrap();
+            let into_batch = t.elapsed();
+            let t = std::time::Instant::now();
+            pipelab::exec::validate(&batch).unwrap();
             eprintln!(
-                "parse {:?}, validate {:?} ({} commands)",
-                parsed,
-                t2.elapsed(),
+                "serde_json {serde:?}, incremental {fast:?}; prepare {prepare:?}, into_batch {into_batch:?}, \
+                 executor's validate {:?} ({} commands)",
+                t.elapsed(),
                 batch.commands.len()
             );
         }

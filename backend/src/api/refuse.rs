@@ -20,9 +20,9 @@ use pipelab::exec::{ArgvRef, Mode};
 /// Why `argv` may not run in `mode`, or `None` if it may.
 pub fn refusal(argv: ArgvRef<'_>, mode: Mode) -> Option<String> {
     let raw = argv.name()?;
-    // Fast path for the common case (this runs once per command of a batch):
-    // every refused name is at most 12 bytes, and most are not refused at all.
-    if raw.len() > 12 || !could_be_refused(raw) {
+    // Fast path for the common case (this runs once per command of a
+    // batch): most names are not refused at all.
+    if !could_be_refused(raw) {
         return None;
     }
     let name = String::from_utf8_lossy(raw).to_ascii_uppercase();
@@ -147,9 +147,19 @@ const CANDIDATES: &[&[u8]] = &[
     b"FUNCTION",
 ];
 
+/// [`CANDIDATES`] by length: most names are ruled out by their length and
+/// first letter, without a scan of the whole list.
+static BY_LENGTH: std::sync::LazyLock<[Vec<&'static [u8]>; 13]> = std::sync::LazyLock::new(|| {
+    let mut by_length: [Vec<&'static [u8]>; 13] = Default::default();
+    for name in CANDIDATES {
+        by_length[name.len()].push(name);
+    }
+    by_length
+});
+
 /// Cheap pre-filter, without allocating: is `name` one of [`CANDIDATES`]?
 fn could_be_refused(name: &[u8]) -> bool {
-    CANDIDATES.iter().any(|c| c.eq_ignore_ascii_case(name))
+    BY_LENGTH.get(name.len()).is_some_and(|names| names.iter().any(|c| c.eq_ignore_ascii_case(name)))
 }
 
 /// True if `argv` is a blocking command whose timeout is 0 (wait forever).

@@ -29,18 +29,21 @@ pub struct BatchFields {
     pub watch: Option<Vec<ArgBytes>>,
 }
 
-/// Where a command came from, to name it in errors.
-#[derive(Debug, Clone, Copy)]
-enum Origin {
-    Index(usize),
-    Line(usize),
+/// Where the commands came from, to name one in errors.
+#[derive(Debug, Clone)]
+enum Origins {
+    /// `commands`: command `i` is `commands[i]`.
+    Json,
+    /// `text`: the line each command starts on.
+    Lines(Vec<usize>),
 }
 
-impl Origin {
-    fn field(self) -> String {
+impl Origins {
+    /// The field that holds command `i`.
+    fn field(&self, i: usize) -> String {
         match self {
-            Origin::Index(i) => format!("commands[{i}]"),
-            Origin::Line(l) => format!("text, line {l}"),
+            Origins::Json => format!("commands[{i}]"),
+            Origins::Lines(lines) => format!("text, line {}", lines[i]),
         }
     }
 }
@@ -49,7 +52,7 @@ impl Origin {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub commands: Commands,
-    origins: Vec<Origin>,
+    origins: Origins,
     pub batch_size: usize,
     pub on_error: OnError,
     pub simulated_rtt_ms: f64,
@@ -104,9 +107,9 @@ impl Prepared {
 
     /// [`Prepared::batch`] without copying the commands.
     pub fn into_batch(self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
-        for (argv, origin) in self.commands.iter().zip(&self.origins) {
+        for (i, argv) in self.commands.iter().enumerate() {
             if let Some(reason) = refusal(argv, mode) {
-                return Err(ApiError::field("refused_command", origin.field(), reason));
+                return Err(ApiError::field("refused_command", self.origins.field(i), reason));
             }
         }
         if !self.watch.is_empty() && mode != Mode::Transaction {
@@ -134,11 +137,7 @@ impl Prepared {
                 .strip_prefix("commands[")
                 .and_then(|r| r.strip_suffix(']'))
             {
-                Some(i) => i
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| origins.get(i))
-                    .map_or(e.field.clone(), |o| o.field()),
+                Some(i) => i.parse::<usize>().map_or(e.field.clone(), |i| origins.field(i)),
                 None => e.field.clone(),
             };
             let code = if field.starts_with("commands") || field.starts_with("text") {
@@ -242,7 +241,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     Ok(v)
 }
 
-fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Vec<Origin>), ApiError> {
+fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins), ApiError> {
     if cmds.is_empty() {
         return Err(ApiError::field(
             "empty_batch",
@@ -265,21 +264,20 @@ fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Vec<Origi
             }
         }
     }
-    let origins = (0..cmds.len()).map(Origin::Index).collect();
-    Ok((cmds, origins))
+    Ok((cmds, Origins::Json))
 }
 
-fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Vec<Origin>), ApiError> {
+fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), ApiError> {
     let buf = text.as_bytes();
     let mut reader = resp::RequestReader::new();
     reader.max_bulk_len = limits.max_arg_bytes as u64;
-    let (mut out, mut origins) = (Commands::new(), Vec::new());
+    let (mut out, mut lines) = (Commands::new(), Vec::new());
     let mut pos = 0;
     loop {
         match reader.next(&buf[pos..], true) {
             Ok(Some(req)) => {
                 pos += req.consumed;
-                origins.push(Origin::Line(req.line));
+                lines.push(req.line);
                 check_count(out.len() + 1, "text", limits)?;
                 for arg in &req.argv {
                     check_arg_len(arg.len(), &format!("text, line {}", req.line), limits)?;
@@ -307,7 +305,7 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Vec<Origin>),
             "holds no command (only blank lines)",
         ));
     }
-    Ok((out, origins))
+    Ok((out, Origins::Lines(lines)))
 }
 
 fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
