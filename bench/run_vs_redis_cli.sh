@@ -49,6 +49,7 @@ for r in $(seq "$RUNS"); do
   measure pipelab-1000 "$BIN" run "$WORK/sets.resp" --mode pipeline --redis "$URL"
   measure redis-cli sh -c "redis-cli -p $PORT --pipe < $WORK/sets.resp"
   measure pipelab-10000 "$BIN" run "$WORK/sets.resp" --mode pipeline --batch-size 10000 --redis "$URL"
+  measure pipelab-all "$BIN" run "$WORK/sets.resp" --mode pipeline --batch-size "$N" --redis "$URL"
 done
 python3 - "$WORK/runs" "$N" <<'PY'
 import sys, statistics
@@ -59,11 +60,12 @@ for line in open(sys.argv[1]):
 ref = statistics.median(s for s, _ in runs["redis-cli"])
 print("| contender | median time (s) | commands/s | vs redis-cli --pipe | peak RSS (MB) |")
 print("|---|---|---|---|---|")
-for name in ["pipelab-1000", "pipelab-10000", "redis-cli"]:
+for name in ["pipelab-1000", "pipelab-10000", "pipelab-all", "redis-cli"]:
     t = statistics.median(s for s, _ in runs[name])
     rss = max(r for _, r in runs[name]) / 1024
     label = {"pipelab-1000": "`pipelab run --mode pipeline` (batch 1000)",
              "pipelab-10000": "`pipelab run --mode pipeline --batch-size 10000`",
+             "pipelab-all": f"`pipelab run --mode pipeline --batch-size {n}` (one round trip)",
              "redis-cli": "`redis-cli --pipe`"}[name]
     print(f"| {label} | {t:.2f} | {n/t:,.0f} | {ref/t:.2f}x | {rss:.1f} |")
 print()

@@ -417,6 +417,7 @@ pub struct IoStats {
     /// several). Behind the delay line: writes into the line, which takes
     /// each write whole.
     pub write_syscalls: u64,
+    /// Bytes the socket accepted, including those of a write that then failed.
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// RESP3 push messages received and set aside: out-of-band data (e.g.
@@ -605,7 +606,7 @@ impl Conn {
 
     /// Byte and call counts since the handshake.
     pub fn stats(&self) -> IoStats {
-        IoStats { write_syscalls: self.stream.syscalls, ..self.stats }
+        IoStats { write_syscalls: self.stream.syscalls, bytes_sent: self.stream.accepted, ..self.stats }
     }
 
     fn reset_stats(&mut self) {
@@ -728,10 +729,7 @@ impl Conn {
         };
         let read_timeout = self.read_timeout;
         match tokio::time::timeout_at(until, fut).await {
-            Ok(Ok(())) => {
-                self.stats.bytes_sent += bytes.len() as u64;
-                Ok(issued)
-            }
+            Ok(Ok(())) => Ok(issued),
             Ok(Err(e)) => Err(WriteError::Io(e)),
             Err(_) if is_deadline => Err(WriteError::Deadline),
             Err(_) => Err(WriteError::Timeout(read_timeout.as_millis())),

@@ -23,6 +23,7 @@ use std::time::Instant;
 use super::runner::Runner;
 use super::source::{CommandSource, ResultSink};
 use super::{OnError, Status};
+use crate::conn::ReadError;
 
 /// Most bytes of encoded commands per write: 64 KiB, four times the 16 KiB
 /// Redis reads per call (`PROTO_IOBUF_LEN` in `src/server.h`).
@@ -73,6 +74,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
         let mut had_error = false;
         // Write the chunk, reading between segments what has already arrived.
         loop {
+            let issued = Instant::now();
             match r.write(&seg.bytes, in_chunk > 0).await {
                 Ok(sent_at) => {
                     r.note_io(Instant::now());
@@ -82,13 +84,15 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
                     in_flight.push_back((written, r.us(sent_at)));
                 }
                 Err((e, nothing_sent)) => {
+                    // Replies that arrived before the failure still count.
+                    let _ = read_replies(r, &mut in_flight, false, &mut had_error).await;
                     // Part of the segment may have reached Redis: all of it is
                     // unknown, unless the socket took not one byte of the batch.
-                    r.fail(e);
-                    lose(r, &mut in_flight);
-                    let status = if nothing_sent { Status::NotSent } else { Status::Unknown };
+                    lost(r, &mut in_flight, e);
+                    let (status, sent_us) =
+                        if nothing_sent { (Status::NotSent, None) } else { (Status::Unknown, Some(r.us(issued))) };
                     for _ in 0..seg.count {
-                        r.emit(status, None, None, None);
+                        r.emit(status, None, sent_us, None);
                     }
                     break 'chunks;
                 }
@@ -100,8 +104,9 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
             if seg.count == 0 {
                 break;
             }
-            if !read_replies(r, &mut in_flight, false, &mut had_error).await {
+            if let Err(e) = read_replies(r, &mut in_flight, false, &mut had_error).await {
                 // The segment pulled but never written ends `not_sent`, below.
+                lost(r, &mut in_flight, e);
                 break 'chunks;
             }
         }
@@ -110,7 +115,8 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
         if prefetch {
             next.fill(r, size);
         }
-        if !read_replies(r, &mut in_flight, true, &mut had_error).await {
+        if let Err(e) = read_replies(r, &mut in_flight, true, &mut had_error).await {
+            lost(r, &mut in_flight, e);
             break;
         }
         if had_error && on_error == OnError::Stop {
@@ -127,16 +133,13 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
 
 /// Reads and emits replies to the segments in flight: with `wait`, until
 /// every one is answered; without, only those already received. Notes any
-/// error reply in `had_error`.
-///
-/// Returns false if the connection failed; the unanswered commands are
-/// then emitted `unknown`.
+/// error reply in `had_error`. Errors: the connection failed (see [`lost`]).
 async fn read_replies<S: CommandSource, K: ResultSink>(
     r: &mut Runner<'_, S, K>,
     in_flight: &mut InFlight,
     wait: bool,
     had_error: &mut bool,
-) -> bool {
+) -> Result<(), ReadError> {
     while let Some(&(end, sent_us)) = in_flight.front() {
         if r.next_index() == end {
             in_flight.pop_front();
@@ -144,25 +147,21 @@ async fn read_replies<S: CommandSource, K: ResultSink>(
         }
         let conn = r.conn.as_mut().expect("connection present until fail()");
         let read = if wait { conn.read_reply().await.map(Some) } else { conn.try_read_reply().await };
-        match read {
-            Ok(Some((reply, at))) => {
+        match read? {
+            Some((reply, at)) => {
                 *had_error |= reply.is_error();
                 r.emit_reply(reply, sent_us, at);
             }
-            Ok(None) => return true,
-            Err(e) => {
-                r.fail(e);
-                lose(r, in_flight);
-                return false;
-            }
+            None => return Ok(()),
         }
     }
-    true
+    Ok(())
 }
 
-/// The connection failed: every command written and not yet answered is
-/// `unknown` (it may or may not have run).
-fn lose<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, in_flight: &mut InFlight) {
+/// The connection failed: it is dropped, and every command written and not
+/// yet answered is `unknown` (it may or may not have run).
+fn lost<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, in_flight: &mut InFlight, why: impl std::fmt::Display) {
+    r.fail(why);
     for (end, sent_us) in in_flight.drain(..) {
         while r.next_index() < end {
             r.emit(Status::Unknown, None, Some(sent_us), None);
