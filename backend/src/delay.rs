@@ -300,14 +300,20 @@ mod tests {
             }
         });
         let mut near = wrap(far, one_way(2.0).unwrap()).unwrap();
-        let t = Instant::now();
-        near.write_all(b"ping").await.unwrap();
-        let mut got = [0u8; 4];
-        near.read_exact(&mut got).await.unwrap();
-        let rtt = t.elapsed();
-        assert_eq!(&got, b"ping");
-        assert!(rtt >= Duration::from_millis(2), "{rtt:?}");
-        assert!(rtt < Duration::from_millis(2) + Duration::from_micros(1500), "{rtt:?}");
+        // The fastest of a few echoes, so that a busy machine's stall in
+        // one of them does not count as delay-line time.
+        let mut fastest = Duration::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            near.write_all(b"ping").await.unwrap();
+            let mut got = [0u8; 4];
+            near.read_exact(&mut got).await.unwrap();
+            let rtt = t.elapsed();
+            assert_eq!(&got, b"ping");
+            assert!(rtt >= Duration::from_millis(2), "{rtt:?}");
+            fastest = fastest.min(rtt);
+        }
+        assert!(fastest < Duration::from_millis(2) + Duration::from_micros(1500), "{fastest:?}");
 
         // 100 writes back to back: about one RTT in total, not 100.
         let t = Instant::now();

@@ -11,6 +11,7 @@
 //! layers were about 6% of the server's CPU on one-command requests
 //! (`bench/README-api.md`).
 
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
 use http_body_util::BodyExt;
@@ -28,7 +29,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let mut bytes = Vec::with_capacity(declared_length(&req, state)?);
-        read_body(req, state, |data| bytes.extend_from_slice(data)).await?;
+        read_body(req, state, |data| bytes.extend_from_slice(&data)).await?;
         parse_json(&bytes).map(ApiJson)
     }
 }
@@ -37,12 +38,40 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
 /// arrives ([`super::incremental`]); the same answers to bad input.
 pub struct CommandsJson<T>(pub T);
 
+/// Bodies of at least this many bytes are parsed on another serving thread
+/// (another core) while this one receives them, so that receiving does not
+/// wait for parsing; smaller ones here (a task and a channel would cost
+/// more than they save).
+const PARSE_ELSEWHERE: usize = 256 * 1024;
+
 impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let mut body = IncrementalBody::new(declared_length(&req, state)?);
-        read_body(req, state, |data| body.feed(data)).await?;
+        let expected = declared_length(&req, state)?;
+        let body = if expected >= PARSE_ELSEWHERE {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+            // Ends when `tx` is dropped: after the body, or with this request.
+            let parser = state.other_runtime().spawn(async move {
+                let mut body = IncrementalBody::new(expected);
+                while let Some(data) = rx.recv().await {
+                    body.feed(&data);
+                }
+                body
+            });
+            read_body(req, state, |data| {
+                let _ = tx.send(data);
+            })
+            .await?;
+            drop(tx);
+            parser.await.map_err(|e| {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request body: parsing failed: {e}"))
+            })?
+        } else {
+            let mut body = IncrementalBody::new(expected);
+            read_body(req, state, |data| body.feed(&data)).await?;
+            body
+        };
         match body.finish::<T>() {
             Ok(value) => Ok(CommandsJson(value)),
             Err(bytes) => parse_json(&bytes).map(CommandsJson),
@@ -67,7 +96,7 @@ fn declared_length(req: &Request, state: &AppState) -> Result<usize, ApiError> {
 
 /// Hands each piece of the body to `on_data` as it arrives; a body (e.g.
 /// chunked) that passes the limit is cut there with a 413.
-async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(&[u8])) -> Result<(), ApiError> {
+async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes)) -> Result<(), ApiError> {
     let limit = state.limits.max_body_bytes;
     let mut body = req.into_body();
     let mut total = 0usize;
@@ -80,7 +109,7 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(&[u8]
             if total > limit {
                 return Err(body_too_large());
             }
-            on_data(&data);
+            on_data(data);
         }
     }
     Ok(())
@@ -203,7 +232,8 @@ mod timing {
                 .get_matches_from(["x"]),
         )
         .unwrap();
-        for _ in 0..3 {
+        let rounds = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+        for _ in 0..rounds {
             let t = std::time::Instant::now();
             let _: BatchRequest = super::parse_json(&body).unwrap();
             let serde = t.elapsed();

@@ -66,7 +66,11 @@ pub struct IncrementalBody {
 impl IncrementalBody {
     /// `expected`: the body's declared length, if any (reserved up front).
     pub fn new(expected: usize) -> Self {
-        IncrementalBody { buf: Vec::with_capacity(expected), commands: Commands::new(), phase: Phase::Prefix }
+        // Room for the commands of a usual body, so that its arena is not
+        // copied as it grows: at most `expected` argument bytes, and an
+        // argument (`"x", `) or a command of SET's size every 8 or 32 bytes.
+        let commands = Commands::with_capacity(expected, expected / 8, expected / 32);
+        IncrementalBody { buf: Vec::with_capacity(expected), commands, phase: Phase::Prefix }
     }
 
     /// Takes the next piece of the body and parses as far as it goes.
@@ -109,7 +113,7 @@ impl IncrementalBody {
                         return;
                     }
                     Err((_, _, Stop::No)) => {
-                        self.commands = Commands::new();
+                        self.commands = Commands::new(); // freed now, not after the ordinary parse
                         self.phase = Phase::Declined;
                     }
                 },
@@ -286,6 +290,9 @@ fn string(b: &[u8], i: usize, out: &mut Vec<u8>) -> Scan<usize> {
     let mut run = j;
     let mut ascii = true;
     loop {
+        // Printable ASCII other than `"` and `\`, the usual bytes, in a tight loop.
+        let rest = b.get(j..).unwrap_or_default();
+        j += rest.iter().position(|&c| !(0x20..0x80).contains(&c) || c == b'"' || c == b'\\').unwrap_or(rest.len());
         match peek(b, j)? {
             b'"' => break,
             b'\\' => {
@@ -294,8 +301,8 @@ fn string(b: &[u8], i: usize, out: &mut Vec<u8>) -> Scan<usize> {
                 run = j;
             }
             0..=0x1f => return Err(Stop::No),
-            c => {
-                ascii &= c < 0x80;
+            _ => {
+                ascii = false;
                 j += 1;
             }
         }

@@ -26,6 +26,15 @@ impl Commands {
         Commands { bytes: Vec::new(), bounds: vec![0], cmds: vec![0] }
     }
 
+    /// No commands, with room for `bytes` argument bytes, `args` arguments
+    /// and `commands` commands before any reallocation.
+    pub fn with_capacity(bytes: usize, args: usize, commands: usize) -> Self {
+        let mut c = Commands { bytes: Vec::with_capacity(bytes), bounds: Vec::with_capacity(args + 1), cmds: Vec::with_capacity(commands + 1) };
+        c.bounds.push(0);
+        c.cmds.push(0);
+        c
+    }
+
     /// Number of commands.
     pub fn len(&self) -> usize {
         self.cmds.len() - 1
