@@ -211,6 +211,25 @@ mod tests {
         super::refusal(pipelab::exec::Commands::from_iter([argv]).get(0), mode)
     }
 
+    /// The API refuses, with its own reason, every command the executor
+    /// would reject: its validation does not run the executor's again.
+    #[test]
+    fn refuses_all_the_executor_rejects() {
+        let cases = [
+            "SUBSCRIBE a", "PSUBSCRIBE a*", "SSUBSCRIBE a", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
+            "MONITOR", "SYNC", "PSYNC ? -1", "CLIENT REPLY OFF", "client reply skip", "MULTI", "EXEC", "DISCARD", "WATCH k",
+        ];
+        for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction] {
+            for cmd in cases {
+                let argv: Vec<&str> = cmd.split(' ').collect();
+                let commands = pipelab::exec::Commands::from_iter([argv]);
+                if pipelab::exec::check_command(commands.get(0), mode).is_err() {
+                    assert!(super::refusal(commands.get(0), mode).is_some(), "{cmd} in {mode:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn refuses_connection_commands_and_endless_blocking() {
         for cmd in [

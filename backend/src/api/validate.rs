@@ -119,7 +119,9 @@ impl Prepared {
                 "only used in transaction mode (WATCH runs before MULTI)",
             ));
         }
-        let origins = self.origins;
+        // The executor checks its own rules again (one reply per command,
+        // ...) before sending anything; every command they forbid is
+        // refused above with a reason (a test in `refuse` keeps it so).
         let batch = Batch {
             commands: self.commands,
             mode,
@@ -129,24 +131,6 @@ impl Prepared {
             resp3: self.resp3,
             watch: self.watch,
         };
-        // The executor's own rules (one reply per command, ...), checked
-        // here too so that /compare refuses before running any mode.
-        pipelab::exec::validate(&batch).map_err(|e| {
-            let field = match e
-                .field
-                .strip_prefix("commands[")
-                .and_then(|r| r.strip_suffix(']'))
-            {
-                Some(i) => i.parse::<usize>().map_or(e.field.clone(), |i| origins.field(i)),
-                None => e.field.clone(),
-            };
-            let code = if field.starts_with("commands") || field.starts_with("text") {
-                "refused_command"
-            } else {
-                "invalid_field"
-            };
-            ApiError::field(code, field, e.message)
-        })?;
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }
