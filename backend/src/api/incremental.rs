@@ -290,9 +290,7 @@ fn string(b: &[u8], i: usize, out: &mut Vec<u8>) -> Scan<usize> {
     let mut run = j;
     let mut ascii = true;
     loop {
-        // Printable ASCII other than `"` and `\`, the usual bytes, in a tight loop.
-        let rest = b.get(j..).unwrap_or_default();
-        j += rest.iter().position(|&c| !(0x20..0x80).contains(&c) || c == b'"' || c == b'\\').unwrap_or(rest.len());
+        j = plain_run_end(b, j);
         match peek(b, j)? {
             b'"' => break,
             b'\\' => {
@@ -314,6 +312,34 @@ fn string(b: &[u8], i: usize, out: &mut Vec<u8>) -> Scan<usize> {
         return Err(Stop::No);
     }
     Ok(j + 1)
+}
+
+/// The index of the first byte from `j` that is not printable ASCII other
+/// than `"` and `\` (the bytes a string is usually made of), or `b.len()`.
+/// Eight bytes at a time while it can.
+fn plain_run_end(b: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // The high bit is set in each byte that is 0x80 or above, below
+        // 0x20 (subtracting borrows), `"` or `\` (a zero after the XOR).
+        // Borrows can only flag bytes above a flagged one, so the lowest
+        // flag, the only one used, is exact.
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v;
+        let special = (x | x.wrapping_sub(0x20 * ONES) | zero(x ^ (u64::from(b'"') * ONES)) | zero(x ^ (u64::from(b'\\') * ONES))) & HIGH;
+        if special != 0 {
+            return j + (special.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while let Some(&c) = b.get(j) {
+        if !(0x20..0x80).contains(&c) || c == b'"' || c == b'\\' {
+            break;
+        }
+        j += 1;
+    }
+    j
 }
 
 /// The escape at `j` (a backslash), decoded onto `out`; the index after it.
@@ -520,6 +546,14 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn plain_runs_end_where_a_byte_loop_says(b in proptest::collection::vec(prop_oneof![0x20u8..0x80, any::<u8>()], 0..40)) {
+            for j in 0..=b.len() {
+                let naive = (j..b.len()).find(|&k| !(0x20..0x80).contains(&b[k]) || b[k] == b'"' || b[k] == b'\\').unwrap_or(b.len());
+                prop_assert_eq!(plain_run_end(&b, j), naive, "from {}", j);
+            }
+        }
+
         #[test]
         fn accepts_only_what_serde_json_reads_the_same((body, usual) in body()) {
             let accepted = agrees(&body);
