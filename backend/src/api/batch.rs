@@ -31,7 +31,10 @@ pub struct BatchRequest {
     /// Default `pipeline`.
     #[schema(value_type = Option<schema::ModeName>)]
     pub mode: Option<String>,
-    /// Commands per pipeline chunk, at least 1. Default 1000. Pipeline mode only.
+    /// Commands per pipeline chunk, at least 1. Default 1000. Pipeline mode
+    /// only. Each chunk is written whole before its replies are awaited (one
+    /// round trip); at least the number of commands sends the batch as one
+    /// pipeline, as `redis-cli --pipe` does.
     #[schema(minimum = 1, example = 1000)]
     pub batch_size: Option<i64>,
     /// Default `continue`.

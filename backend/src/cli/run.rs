@@ -31,7 +31,9 @@ pub struct Args {
     /// sequential: one round trip per command; pipeline: one per chunk; transaction: MULTI…EXEC.
     #[arg(long, value_enum, default_value = "pipeline")]
     mode: ModeArg,
-    /// Commands per pipeline chunk (one write, one round trip each).
+    /// Commands per pipeline chunk (one write, one round trip each). For a
+    /// bulk load, at least the number of commands: one round trip, streamed
+    /// as `redis-cli --pipe` streams it.
     #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = super::input::at_least_one)]
     batch_size: u64,
     /// Simulated round-trip time to add, in ms (0 to 1000, fractional).
