@@ -9,6 +9,8 @@
 #   PIPELAB_NO_WASM_OPT=1 skip wasm-opt
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 log() { printf '[build-web] %s\n' "$*" >&2; }
 
 if [ "${PIPELAB_SKIP_WASM:-0}" != 1 ]; then
@@ -26,9 +28,9 @@ fi
 log "cargo build pipelab-wasm (wasm32, release, opt-level s, LTO)"
 CARGO_PROFILE_RELEASE_OPT_LEVEL=${PIPELAB_WASM_OPT_LEVEL:-s} CARGO_PROFILE_RELEASE_LTO=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
   cargo build -q --target wasm32-unknown-unknown --release -p pipelab-wasm
-wasm=target/wasm32-unknown-unknown/release/pipelab_wasm.wasm
+wasm="$target/wasm32-unknown-unknown/release/pipelab_wasm.wasm"
 pkg=web/src/wasm-pkg
-mkdir -p "$pkg" target/wasm-opt
+mkdir -p "$pkg" "$target/wasm-opt"
 input=$wasm
 if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && ! command -v wasm-opt >/dev/null && command -v apt-get >/dev/null; then
   # Optional: Debian's binaryen for wasm-opt (about 25% smaller module). A
@@ -44,14 +46,14 @@ if [ "${PIPELAB_NO_WASM_OPT:-0}" != 1 ] && command -v wasm-opt >/dev/null; then
   # Argument 1 is invalid for table" at init). The feature flags are those
   # rustc enables by default for wasm32-unknown-unknown; without them
   # wasm-opt rejects the module.
-  opt=target/wasm-opt/pipelab_wasm.wasm
+  opt="$target/wasm-opt/pipelab_wasm.wasm"
   if wasm-opt -O${PIPELAB_WASM_OPT_LEVEL:-s} --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
       --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-      "$wasm" -o "$opt" 2>target/wasm-opt/log; then
+      "$wasm" -o "$opt" 2>"$target/wasm-opt/log"; then
     log "wasm-opt -Os: $(stat -c %s "$wasm") -> $(stat -c %s "$opt") bytes (before wasm-bindgen)"
     input=$opt
   else
-    log "wasm-opt failed, using the module as rustc built it: $(head -c 300 target/wasm-opt/log)"
+    log "wasm-opt failed, using the module as rustc built it: $(head -c 300 "$target/wasm-opt/log")"
   fi
 fi
 wasm-bindgen --target web --out-dir "$pkg" "$input"

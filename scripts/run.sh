@@ -4,5 +4,7 @@
 # http://127.0.0.1:8080 (extra arguments go to `pipelab serve`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 scripts/build.sh
-exec target/release/pipelab serve "$@"
+exec "$target/release/pipelab" serve "$@"

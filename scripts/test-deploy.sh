@@ -9,6 +9,8 @@
 #   and on SIGTERM exits 0 with its redis-server and socket gone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 
 hadolint Dockerfile
 python3 - <<'PY'
@@ -23,7 +25,7 @@ PY
 grep -q 'condition: service_healthy' docker-compose.yml
 
 scripts/build.sh
-bin=target/release/pipelab
+bin="$target/release/pipelab"
 [ -x "$bin" ] || { echo "deploy: $bin missing after scripts/build.sh" >&2; exit 1; }
 [ -f web/dist/index.html ] || { echo "deploy: web/dist/index.html missing after scripts/build.sh" >&2; exit 1; }
 

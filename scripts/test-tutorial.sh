@@ -10,13 +10,15 @@
 # web/ (ioredis is a devDependency), Debian golang-go (for gofmt; skip with
 # PIPELAB_SKIP_GO=1). The Rust redis crate comes from crates.io on the first
 # build of web/test/export-rs (not a workspace member).
-#   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab
+#   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab (under CARGO_TARGET_DIR if set)
 #   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippets (Jedis is not in
 #                                Debian; Maven Central is unreachable)
 #   PIPELAB_GOREDIS_MODDIR=dir   also build and run the go-redis snippets: dir holds a go.mod
 #                                requiring github.com/redis/go-redis/v9 that resolves offline
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 log() { printf '[test-tutorial] %s\n' "$*" >&2; }
 
 for tool in node npm redis-server redis-cli python3 cargo wasm-bindgen; do
@@ -40,7 +42,7 @@ fi
 scripts/build-web.sh
 if [ -z "${PIPELAB_BIN:-}" ]; then
   cargo build -q -p pipelab
-  export PIPELAB_BIN="$PWD/target/debug/pipelab"
+  export PIPELAB_BIN="$target/debug/pipelab"
 fi
 mkdir -p artifacts
 cd web

@@ -6,9 +6,11 @@
 #
 # Needs: what scripts/setup.sh installs (wasm32 target, wasm-bindgen-cli,
 # redis-server, chromium); npm packages are installed here (npm ci) when missing.
-#   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab
+#   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab (under CARGO_TARGET_DIR if set)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 
 for tool in node npm redis-server wasm-bindgen; do
   command -v "$tool" >/dev/null || { echo "test-web: $tool not found (run scripts/setup.sh)" >&2; exit 1; }
@@ -18,7 +20,7 @@ done
 scripts/build-web.sh
 if [ -z "${PIPELAB_BIN:-}" ]; then
   cargo build -q -p pipelab
-  export PIPELAB_BIN="$PWD/target/debug/pipelab"
+  export PIPELAB_BIN="$target/debug/pipelab"
 fi
 mkdir -p artifacts
 cd web

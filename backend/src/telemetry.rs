@@ -209,6 +209,10 @@ pub fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr closed: `serve 2>&1 |
+        // head`) is dropped; reporting it would print to that same stderr,
+        // and a failed print panics, which stopped the server.
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Text => builder.try_init(),

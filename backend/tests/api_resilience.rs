@@ -390,3 +390,43 @@ fn redis_pids_with(socket: &str) -> Vec<u32> {
     }
     pids
 }
+
+/// A big batch whose body is still arriving when SIGTERM comes is read,
+/// run and answered within the grace period. Its body is parsed, and the
+/// batch run, on another serving thread than the request's: a thread with
+/// no connection of its own must not shut its runtime down (and cancel
+/// them, answering 500) while another still serves.
+#[tokio::test]
+async fn a_batch_still_arriving_at_sigterm_is_answered() {
+    use std::io::Read;
+    let redis = RedisServer::start();
+    let mut api = Pipelab::start(&redis.url, &["--threads", "2"]);
+    let commands: Vec<Json> = (0..20_000).map(|i| json!(["SET", format!("k{i}"), "v"])).collect();
+    let body = serde_json::to_vec(&json!({"commands": commands, "batch_size": 20_000})).unwrap();
+    assert!(body.len() >= 256 * 1024, "big enough to be parsed on the other thread");
+
+    let port = api.port;
+    let sender = std::thread::spawn(move || {
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            tcp,
+            "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        // The body in 20 pieces over ~1 s; SIGTERM arrives in the middle.
+        for piece in body.chunks(body.len().div_ceil(20)) {
+            tcp.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        answer
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(api.stop(), Some(0), "clean exit; stderr:\n{}", api.stderr());
+    let answer = sender.join().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{}", &answer[..answer.len().min(300)]);
+    assert!(answer.contains(r#""ok":20000"#), "every command ran: {}", &answer[answer.len().saturating_sub(400)..]);
+}

@@ -37,7 +37,8 @@ pub struct ErrorDetail {
     /// rejects the command). 404: `not_found`. 405: `method_not_allowed`.
     /// 413: `body_too_large`,
     /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
-    /// `busy`. 504: `batch_timeout` (a batch that could not be cut at its
+    /// `busy`, `shutting_down` (the server stopped past its grace period
+    /// while the request was still being read or run). 504: `batch_timeout` (a batch that could not be cut at its
     /// deadline; a batch reaching the timeout is normally cut and reported).
     pub code: &'static str,
     /// Human-readable explanation, starting with the field it concerns.

@@ -18,7 +18,7 @@ use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::incremental::{HasCommands, IncrementalBody};
+use super::incremental::{HasCommands, IncrementalBody, RESERVE_MAX};
 use super::AppState;
 
 /// A JSON body of type `T`; rejections are [`ApiError`]s (400 or 413).
@@ -28,7 +28,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let mut bytes = Vec::with_capacity(declared_length(&req, state)?);
+        let mut bytes = Vec::with_capacity(declared_length(&req, state)?.min(RESERVE_MAX));
         read_body(req, state, |data| bytes.extend_from_slice(&data)).await?;
         parse_json(&bytes).map(ApiJson)
     }
@@ -64,8 +64,9 @@ impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
             })
             .await?;
             drop(tx);
-            parser.await.map_err(|e| {
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request body: parsing failed: {e}"))
+            // Only a shutdown past its grace period cancels the parse.
+            parser.await.map_err(|_| {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is shutting down; nothing was run")
             })?
         } else {
             let mut body = IncrementalBody::new(expected);

@@ -33,6 +33,16 @@ pub trait HasCommands: DeserializeOwned {
 /// arrives, so bounded): a body with more declines.
 const PREFIX_MAX: usize = 64 * 1024;
 
+/// Largest unfinished command parsed again as data arrives: a larger one
+/// (a big value) declines, since parsing it again for every piece of the
+/// body would take time quadratic in its size. serde_json reads such a
+/// body as fast as this path would.
+const COMMAND_MAX: usize = 64 * 1024;
+
+/// Most bytes reserved up front from a declared length: a client may
+/// declare a large body and send it slowly, or never.
+pub(super) const RESERVE_MAX: usize = 8 * 1024 * 1024;
+
 /// Why a scan stopped.
 #[derive(Debug, PartialEq, Eq)]
 enum Stop {
@@ -64,11 +74,13 @@ pub struct IncrementalBody {
 }
 
 impl IncrementalBody {
-    /// `expected`: the body's declared length, if any (reserved up front).
+    /// `expected`: the body's declared length, if any (reserved up front,
+    /// up to [`RESERVE_MAX`]).
     pub fn new(expected: usize) -> Self {
         // Room for the commands of a usual body, so that its arena is not
         // copied as it grows: at most `expected` argument bytes, and an
         // argument (`"x", `) or a command of SET's size every 8 or 32 bytes.
+        let expected = expected.min(RESERVE_MAX);
         let commands = Commands::with_capacity(expected, expected / 8, expected / 32);
         IncrementalBody { buf: Vec::with_capacity(expected), commands, phase: Phase::Prefix }
     }
@@ -108,11 +120,11 @@ impl IncrementalBody {
                 },
                 Phase::Elements { open, at, first } => match self.elements(at, first) {
                     Ok(end) => self.phase = Phase::Done { open, end },
-                    Err((at, first, Stop::More)) => {
+                    Err((at, first, Stop::More)) if self.buf.len() - at <= COMMAND_MAX => {
                         self.phase = Phase::Elements { open, at, first };
                         return;
                     }
-                    Err((_, _, Stop::No)) => {
+                    Err(_) => {
                         self.commands = Commands::new(); // freed now, not after the ordinary parse
                         self.phase = Phase::Declined;
                     }
@@ -490,6 +502,16 @@ mod tests {
         }
         // Invalid UTF-8 inside a string.
         assert!(!agrees(b"{\"commands\": [[\"SET\", \"\xff\xfe\"]]}"));
+    }
+
+    #[test]
+    fn a_big_command_arriving_in_pieces_declines_instead_of_being_reparsed_per_piece() {
+        let value = "v".repeat(4 * COMMAND_MAX);
+        let body = format!(r#"{{"commands": [["PING"], ["SET", "k", "{value}"], ["PING"]]}}"#);
+        assert!(fast(body.as_bytes(), 4096).is_none());
+        // Whole, it is taken: nothing is parsed twice.
+        assert!(fast(body.as_bytes(), body.len()).is_some());
+        assert!(parse_json::<BatchRequest>(body.as_bytes()).is_ok());
     }
 
     #[test]

@@ -108,11 +108,13 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
                     Err(e) => Err(e),
                 }
             }
+            // The batch's task was cancelled: only a shutdown past its grace period does that.
             None => {
                 return Err(ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "the batch's task ended without a report",
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "shutting_down",
+                    "the server shut down while the batch ran; commands already written may have run \
+                     (their outcome is unknown)",
                 ))
             }
         }

@@ -119,12 +119,21 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         queues.push(tx);
         serving.push(serve_connections(Dealt { rx, local }, app.clone(), stop_rx.clone(), grace));
     }
+    // A request's tasks may run on another thread's runtime (a big batch,
+    // its body's parse): no runtime shuts down before every thread has
+    // finished serving, or those tasks would be cancelled mid-request.
+    let all_served = std::sync::Arc::new(tokio::sync::Barrier::new(threads));
     let mut serving = serving.into_iter();
     let first_part = serving.next().expect("at least one thread");
     let mut others = Vec::new();
     for (i, (rt, part)) in runtimes.drain(1..).zip(serving).enumerate() {
+        let all_served = all_served.clone();
         let spawned = std::thread::Builder::new().name(format!("pipelab-serve-{}", i + 1)).spawn(move || {
-            let ok = rt.block_on(part);
+            let ok = rt.block_on(async move {
+                let ok = part.await;
+                all_served.wait().await;
+                ok
+            });
             // Requests still running after the drain period are abandoned here.
             rt.shutdown_timeout(Duration::from_millis(100));
             ok
@@ -141,6 +150,7 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
     let mut ok = first.block_on(async move {
         let accepting = accept(listener, queues, stop_tx);
         let (_, ok) = tokio::join!(accepting, first_part);
+        all_served.wait().await;
         ok
     });
     for handle in others {
