@@ -730,3 +730,20 @@ async fn chunked_body_over_the_limit() {
     let json: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(json["error"]["code"], "body_too_large");
 }
+
+/// A body that stops arriving gets a 408 after the batch timeout instead of
+/// holding its connection (and what was reserved for it) forever.
+#[tokio::test]
+async fn a_body_that_stops_arriving_times_out() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--batch-timeout-ms", "300"]);
+    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                Content-Length: 1000\r\nConnection: close\r\n\r\n";
+    let started = std::time::Instant::now();
+    let (status, text) = read_response(raw_request(api.port, head, b"{\"commands\": [[\"PI"));
+    assert_eq!(status, 408, "{text}");
+    let json: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(json["error"]["code"], "body_timeout");
+    assert_eq!(json["error"]["field"], "request body");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}

@@ -103,7 +103,10 @@ impl<'de> Visitor<'de> for ArgVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ArgBytes, A::Error> {
         let mut bytes = None;
         while let Some(key) = map.next_key::<String>()? {
-            if key != "base64" || bytes.is_some() {
+            if key == "base64" && bytes.is_some() {
+                return Err(not_an_argument("an object with \"base64\" twice"));
+            }
+            if key != "base64" {
                 return Err(not_an_argument(&format!(
                     "an object with key {key:?} (only \"base64\" is allowed)"
                 )));

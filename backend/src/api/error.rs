@@ -35,6 +35,7 @@ pub struct ErrorDetail {
     /// `invalid_argument`, `parse_error`, `invalid_batch_size`, `invalid_rtt`,
     /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
     /// rejects the command). 404: `not_found`. 405: `method_not_allowed`.
+    /// 408: `body_timeout` (the body stopped arriving for the batch timeout).
     /// 413: `body_too_large`,
     /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
     /// `busy`, `shutting_down` (the server stopped past its grace period

@@ -96,12 +96,23 @@ fn declared_length(req: &Request, state: &AppState) -> Result<usize, ApiError> {
 }
 
 /// Hands each piece of the body to `on_data` as it arrives; a body (e.g.
-/// chunked) that passes the limit is cut there with a 413.
+/// chunked) that passes the limit is cut there with a 413, and a client
+/// that sends nothing for the batch timeout gets a 408.
 async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes)) -> Result<(), ApiError> {
     let limit = state.limits.max_body_bytes;
+    let wait = state.limits.batch_timeout();
     let mut body = req.into_body();
     let mut total = 0usize;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(frame) = tokio::time::timeout(wait, body.frame()).await else {
+            return Err(ApiError::field(
+                "body_timeout",
+                "request body",
+                format!("no data for {} ms (the batch timeout); send the body without pauses", wait.as_millis()),
+            )
+            .with_status(StatusCode::REQUEST_TIMEOUT));
+        };
+        let Some(frame) = frame else { break };
         let frame = frame.map_err(|err| {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", format!("request body: could not be read: {err}"))
         })?;

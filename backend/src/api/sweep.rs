@@ -103,6 +103,7 @@ pub struct Cleanup {
     responses(
         (status = 200, description = "Throughput per batch size", body = SweepResponse),
         (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
+        (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
         (status = 413, description = "Over a size limit", body = ErrorBody),
         (status = 503, description = "Redis unreachable", body = ErrorBody),
         (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
