@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 
 DURATION=${1:-10}
 N=100000
-RUNS=5
+RUNS=7
 
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
@@ -104,38 +104,45 @@ PY
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-cli_times=() cli_empty=()
-for _ in $(seq $RUNS); do
+# One round = each contender once, back to back, so that the machine's
+# drift (a VM's speed moves by 10-20% from minute to minute) hits all of
+# them alike; medians over the rounds.
+cli_run() { # → "wall_us empty_us"
+  local t0 t1 t2 out
   t0=$(now_ns)
   out=$(redis-cli -p "$RPORT" --pipe <"$work/cmds.resp")
   t1=$(now_ns)
   grep -q "errors: 0, replies: $N" <<<"$out" || { echo "redis-cli --pipe: $out" >&2; exit 1; }
-  cli_times+=($(( (t1 - t0) / 1000 )))
-  t0=$(now_ns)
   redis-cli -p "$RPORT" --pipe </dev/null >/dev/null
+  t2=$(now_ns)
+  echo "$(( (t1 - t0) / 1000 )) $(( (t2 - t1) / 1000 ))"
+}
+api_run() { # body-file tag → appends "transfer_us exec_us wall_us" to $work/tag
+  local t0 t1 total exec
+  t0=$(now_ns)
+  total=$(curl -sf -w '%{time_total}' -H 'content-type: application/json' --data-binary "@$1" \
+    "http://127.0.0.1:$APORT/api/v1/batch" -o "$work/report_$2.json")
   t1=$(now_ns)
-  cli_empty+=($(( (t1 - t0) / 1000 )))
+  exec=$(python3 -c "import json,sys; s=json.load(open('$work/report_$2.json'))['summary']; assert s['ok']==$N, s; print(s['total_us'])")
+  echo "$(python3 -c "print(round($total * 1e6))") $exec $(( (t1 - t0) / 1000 ))" >>"$work/$2"
+}
+cli_times=() cli_empty=()
+for _ in $(seq $RUNS); do
+  read -r wall empty < <(cli_run)
+  cli_times+=("$wall") cli_empty+=("$empty")
+  api_run "$work/batch.json" all
+  api_run "$work/batch_errors.json" errors
+  api_run "$work/batch_1000.json" b1000
 done
 cli_wall_us=$(printf '%s\n' "${cli_times[@]}" | median)
 cli_fixed_us=$(printf '%s\n' "${cli_empty[@]}" | median)
 cli_us=$(( cli_wall_us - cli_fixed_us ))
-
-api_run() { # body-file → "transfer_us exec_us report_bytes wall_us" (medians / last)
-  local times=() execs=() walls=()
-  for _ in $(seq $RUNS); do
-    t0=$(now_ns)
-    total=$(curl -sf -w '%{time_total}' -H 'content-type: application/json' --data-binary "@$1" \
-      "http://127.0.0.1:$APORT/api/v1/batch" -o "$work/report.json")
-    t1=$(now_ns)
-    walls+=($(( (t1 - t0) / 1000 )))
-    times+=($(python3 -c "print(round($total * 1e6))"))
-    execs+=($(python3 -c "import json,sys; s=json.load(open('$work/report.json'))['summary']; assert s['ok']==$N, s; print(s['total_us'])"))
-  done
-  echo "$(printf '%s\n' "${times[@]}" | median) $(printf '%s\n' "${execs[@]}" | median) $(stat -c %s "$work/report.json") $(printf '%s\n' "${walls[@]}" | median)"
+medians() { # tag → "transfer_us exec_us report_bytes wall_us"
+  echo "$(cut -d' ' -f1 "$work/$1" | median) $(cut -d' ' -f2 "$work/$1" | median) $(stat -c %s "$work/report_$1.json") $(cut -d' ' -f3 "$work/$1" | median)"
 }
-read -r api_us exec_us report_bytes api_wall_us < <(api_run "$work/batch.json")
-read -r apie_us exece_us reporte_bytes apie_wall_us < <(api_run "$work/batch_errors.json")
-read -r api1k_us exec1k_us report1k_bytes api1k_wall_us < <(api_run "$work/batch_1000.json")
+read -r api_us exec_us report_bytes api_wall_us < <(medians all)
+read -r apie_us exece_us reporte_bytes apie_wall_us < <(medians errors)
+read -r api1k_us exec1k_us report1k_bytes api1k_wall_us < <(medians b1000)
 request_bytes=$(stat -c %s "$work/batch.json")
 fi
 
@@ -190,7 +197,7 @@ apie_rate=$(python3 -c "print(round($N / ($apie_us / 1e6)))")
 api1k_rate=$(python3 -c "print(round($N / ($api1k_us / 1e6)))")
 cat <<MD
 
-### 100k SETs in one batch (median of $RUNS runs)
+### 100k SETs in one batch (median of $RUNS rounds, each contender once per round)
 
 | client | time | SET/s | vs redis-cli | process wall time (ratio) |
 |---|---|---|---|---|
