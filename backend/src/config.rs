@@ -54,44 +54,54 @@ pub struct ServeConfig {
     pub limits: Limits,
 }
 
-/// Per-request limits. All sizes in bytes, all times in ms.
+/// Per-request limits. All sizes in bytes, all times in ms; each at least 1
+/// (0 would refuse or cut every request, so it is refused at start-up).
 #[derive(clap::Args, Debug, Clone, Serialize, ToSchema)]
 pub struct Limits {
     /// Largest request body accepted (bytes); larger bodies get 413.
-    #[arg(long, env = "PIPELAB_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
     /// Most commands in one batch (also the largest sweep `total`).
-    #[arg(long, env = "PIPELAB_MAX_COMMANDS", default_value_t = 200_000)]
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_COMMANDS", default_value_t = 200_000)]
     pub max_commands: usize,
 
     /// Largest single argument (bytes, after base64 decoding).
-    #[arg(long, env = "PIPELAB_MAX_ARG_BYTES", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_ARG_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_arg_bytes: usize,
 
     /// Most reply bytes read for one batch; past it the executor stops
     /// reading, drops the connection and reports the rest `unknown`.
-    #[arg(long, env = "PIPELAB_MAX_REPLY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_MAX_REPLY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_reply_bytes: u64,
 
     /// Longest a batch may run (ms), simulated RTT included; past it the
     /// batch is cut as if its connection were lost: the connection is
     /// dropped, commands awaiting replies are `unknown`, the rest `not_sent`.
-    #[arg(long, env = "PIPELAB_BATCH_TIMEOUT_MS", default_value_t = 30_000)]
+    #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_BATCH_TIMEOUT_MS", default_value_t = 30_000)]
     pub batch_timeout_ms: u64,
 
     /// Longest wait for the TCP/Unix connection to Redis and its handshake (ms).
-    #[arg(long, env = "PIPELAB_CONNECT_TIMEOUT_MS", default_value_t = 2_000)]
+    #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_CONNECT_TIMEOUT_MS", default_value_t = 2_000)]
     pub connect_timeout_ms: u64,
 
     /// Batches running at once (each holds one Redis connection); more wait
     /// for a free slot, up to the batch timeout.
-    #[arg(long, env = "PIPELAB_MAX_CONCURRENT_BATCHES", default_value_t = 256)]
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_CONCURRENT_BATCHES", default_value_t = 256)]
     pub max_concurrent_batches: usize,
 
     /// Most entries in a sweep's `batch_sizes`.
-    #[arg(long, env = "PIPELAB_MAX_SWEEP_POINTS", default_value_t = 16)]
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SWEEP_POINTS", default_value_t = 16)]
     pub max_sweep_points: usize,
+}
+
+/// A limit's parser: a whole number, at least 1.
+fn at_least_one<T>() -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::new().range(1..)
 }
 
 /// The largest `simulated_rtt_ms` accepted (CONTRACT.md: 0 to 1000 ms).
@@ -103,5 +113,35 @@ impl Limits {
     }
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limits;
+    use clap::{Args, FromArgMatches};
+
+    fn parse(args: &[&str]) -> Result<Limits, clap::Error> {
+        let matches = Limits::augment_args(clap::Command::new("x")).try_get_matches_from(args)?;
+        Limits::from_arg_matches(&matches)
+    }
+
+    #[test]
+    fn every_limit_is_at_least_one() {
+        assert_eq!(parse(&["x"]).unwrap().max_commands, 200_000);
+        for flag in [
+            "--max-body-bytes",
+            "--max-commands",
+            "--max-arg-bytes",
+            "--max-reply-bytes",
+            "--batch-timeout-ms",
+            "--connect-timeout-ms",
+            "--max-concurrent-batches",
+            "--max-sweep-points",
+        ] {
+            let err = parse(&["x", flag, "0"]).unwrap_err().to_string();
+            assert!(err.contains(flag), "{flag}: {err}");
+            assert!(parse(&["x", flag, "1"]).is_ok(), "{flag} 1");
+        }
     }
 }

@@ -113,9 +113,8 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes
             .with_status(StatusCode::REQUEST_TIMEOUT));
         };
         let Some(frame) = frame else { break };
-        let frame = frame.map_err(|err| {
-            ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", format!("request body: could not be read: {err}"))
-        })?;
+        let frame =
+            frame.map_err(|err| ApiError::field("invalid_body", "request body", format!("could not be read: {err}")))?;
         if let Ok(data) = frame.into_data() {
             total += data.len();
             if total > limit {
@@ -220,6 +219,7 @@ fn strip_position(err: &serde_json::Error) -> String {
     };
     // serde names Rust types; the API speaks JSON.
     text.replace("expected f64", "expected a number")
+        .replace("floating point `", "number `")
         .replace("expected i64", "expected an integer")
         .replace("expected a boolean", "expected true or false")
 }
