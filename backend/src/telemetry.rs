@@ -38,6 +38,10 @@ pub fn install_metrics() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Another recorder may already be installed (a test binary): keep rendering ours.
         let _ = metrics::set_global_recorder(recorder);
+        // Listed from the start at 0, as the README shows it: a failure
+        // counter that appears only with the first failure cannot be
+        // alerted on by its rate.
+        metrics::counter!("pipelab_redis_connection_failures_total").increment(0);
         handle
     })
 }

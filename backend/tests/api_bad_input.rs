@@ -95,6 +95,22 @@ fn cases() -> Vec<Case> {
             "invalid_json",
             &["trailing"],
         ),
+        raw(
+            "member given twice",
+            B,
+            "{\"commands\": [[\"PING\"]], \"mode\": \"pipeline\", \"mode\": \"sequential\"}",
+            400,
+            "invalid_field",
+            &["mode: duplicate field"],
+        ),
+        raw(
+            "commands given twice",
+            B,
+            "{\"commands\": [[\"PING\"]], \"commands\": [[\"GET\", \"k\"]]}",
+            400,
+            "invalid_field",
+            &["commands: duplicate field"],
+        ),
         case(
             "body is an array",
             B,

@@ -170,12 +170,16 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             let inner = err.into_inner();
             return Err(match inner.classify() {
                 serde_json::error::Category::Data => {
-                    let field = if path == "." {
-                        "request body".to_string()
-                    } else {
-                        path
-                    };
                     let message = strip_position(&inner);
+                    // serde names a duplicated member in its message only,
+                    // at the path of the object holding it.
+                    let member = message.strip_prefix("duplicate field `").and_then(|rest| rest.split('`').next());
+                    let field = match (path.as_str(), member) {
+                        (".", Some(name)) => name.to_string(),
+                        (".", None) => "request body".to_string(),
+                        (_, Some(name)) => format!("{path}.{name}"),
+                        (_, None) => path,
+                    };
                     match super::arg::untag(&message) {
                         Some((code, suffix, msg)) => {
                             ApiError::field(code_name(code), format!("{field}{suffix}"), msg)
