@@ -45,6 +45,12 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
 
+    /// Longest a client may take to send a request's headers (ms); a
+    /// connection that stalls in them is closed (a request body has the
+    /// batch timeout).
+    #[arg(long, env = "PIPELAB_HEADER_TIMEOUT_MS", value_parser = at_least_one::<u64>(), default_value_t = 30_000)]
+    pub header_timeout_ms: u64,
+
     /// Threads serving HTTP, each with its own single-threaded async
     /// runtime; connections are dealt to them in turn (0: one per CPU).
     #[arg(long, env = "PIPELAB_THREADS", default_value_t = 0)]

@@ -430,3 +430,24 @@ async fn a_batch_still_arriving_at_sigterm_is_answered() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{}", &answer[..answer.len().min(300)]);
     assert!(answer.contains(r#""ok":20000"#), "every command ran: {}", &answer[answer.len().saturating_sub(400)..]);
 }
+
+/// A client that starts a request and stalls in its headers (slowloris)
+/// has its connection closed after the header timeout, instead of holding
+/// it open for as long as it likes.
+#[tokio::test]
+async fn stalled_request_headers_are_cut() {
+    use std::io::Read;
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--header-timeout-ms", "300"]);
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", api.port)).unwrap();
+    tcp.write_all(b"POST /api/v1/batch HTTP/1.1\r\nHost: x\r\n").unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 256];
+    let n = tcp.read(&mut buf).expect("the server closes the connection, not the read timeout");
+    assert_eq!(n, 0, "closed without an answer: {}", String::from_utf8_lossy(&buf[..n]));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // The server goes on serving.
+    let (status, _) = api.post("/api/v1/batch", &json!({"commands": [["PING"]]})).await;
+    assert_eq!(status, 200);
+}

@@ -112,12 +112,13 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
+    let header_timeout = Duration::from_millis(cfg.header_timeout_ms);
     let mut queues = Vec::with_capacity(threads);
     let mut serving = Vec::with_capacity(threads);
     for _ in 0..threads {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         queues.push(tx);
-        serving.push(serve_connections(Dealt { rx, local }, app.clone(), stop_rx.clone(), grace));
+        serving.push(serve_connections(Dealt { rx, local }, app.clone(), stop_rx.clone(), grace, header_timeout));
     }
     // A request's tasks may run on another thread's runtime (a big batch,
     // its body's parse): no runtime shuts down before every thread has
@@ -129,14 +130,12 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
     for (i, (rt, part)) in runtimes.drain(1..).zip(serving).enumerate() {
         let all_served = all_served.clone();
         let spawned = std::thread::Builder::new().name(format!("pipelab-serve-{}", i + 1)).spawn(move || {
-            let ok = rt.block_on(async move {
-                let ok = part.await;
+            rt.block_on(async move {
+                part.await;
                 all_served.wait().await;
-                ok
             });
             // Requests still running after the drain period are abandoned here.
             rt.shutdown_timeout(Duration::from_millis(100));
-            ok
         });
         match spawned {
             Ok(handle) => others.push(handle),
@@ -147,15 +146,12 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         }
     }
     let first = runtimes.pop().expect("the first runtime");
-    let mut ok = first.block_on(async move {
-        let accepting = accept(listener, queues, stop_tx);
-        let (_, ok) = tokio::join!(accepting, first_part);
+    first.block_on(async move {
+        tokio::join!(accept(listener, queues, stop_tx), first_part);
         all_served.wait().await;
-        ok
     });
-    for handle in others {
-        ok &= handle.join().unwrap_or(false);
-    }
+    // A serving thread that panicked is a failure.
+    let ok = others.into_iter().fold(true, |ok, handle| handle.join().is_ok() && ok);
     first.shutdown_timeout(Duration::from_millis(100));
     if !ok {
         return ExitCode::from(1);
@@ -203,29 +199,43 @@ async fn accept(
     let _ = stop_tx.send(true);
 }
 
-/// One serving thread: axum over the connections dealt to it, until told to
-/// stop; then running requests get `grace` to finish. False if it failed.
-async fn serve_connections(listener: Dealt, app: axum::Router, stop_rx: tokio::sync::watch::Receiver<bool>, grace: Duration) -> bool {
+/// One serving thread: hyper over the connections dealt to it, with the
+/// router as its service, until told to stop; then running requests get
+/// `grace` to finish. hyper's HTTP/1 directly rather than `axum::serve`,
+/// which sets no timer and so no limit on slow request headers
+/// (`header_timeout`); HTTP/1 only, as `axum::serve` without its `http2`
+/// feature.
+async fn serve_connections(
+    mut listener: Dealt,
+    app: axum::Router,
+    stop_rx: tokio::sync::watch::Receiver<bool>,
+    grace: Duration,
+    header_timeout: Duration,
+) {
+    use axum::serve::Listener as _;
+    use hyper_util::rt::{TokioIo, TokioTimer};
     tokio::spawn(timer_keepalive());
-    let mut stopped = stop_rx.clone();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = stopped.wait_for(|stopped| *stopped).await;
-    });
-    let drain_deadline = async move {
-        let mut rx = stop_rx;
-        let _ = rx.wait_for(|stopped| *stopped).await;
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        res = server => {
-            if let Err(e) = res {
-                eprintln!("pipelab serve: {e}");
-                return false;
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut stopped = stop_rx;
+    loop {
+        tokio::select! {
+            (io, _) = listener.accept() => {
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let conn = builder.serve_connection(TokioIo::new(io), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
             }
+            _ = stopped.wait_for(|stopped| *stopped) => break,
         }
-        _ = drain_deadline => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
     }
-    true
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(grace) => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
+    }
 }
 
 /// Keeps a timer pending on this thread's runtime, one tick a second.
