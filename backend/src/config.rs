@@ -45,9 +45,10 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
 
-    /// Longest a client may take to send a request's headers (ms); a
-    /// connection that stalls in them is closed (a request body has the
-    /// batch timeout).
+    /// Longest a client may take to send a request's headers (ms), counted
+    /// on a kept-alive connection from the previous response: a connection
+    /// that stalls in them, or stays idle that long, is closed (a request
+    /// body has the batch timeout).
     #[arg(long, env = "PIPELAB_HEADER_TIMEOUT_MS", value_parser = at_least_one::<u64>(), default_value_t = 30_000)]
     pub header_timeout_ms: u64,
 
