@@ -36,7 +36,7 @@ pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiErr
     if let Some(msg) = out.reconnect_failed {
         return Err(ApiError::unavailable(msg));
     }
-    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+    Ok(out.with_results(results))
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes. A dead pooled

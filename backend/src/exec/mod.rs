@@ -284,7 +284,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
     let mut results = Vec::with_capacity(batch.commands.len());
     // Validated as a whole above: the runner need not check each command again.
     let out = runner::run(target, &batch.plan(), &mut source, &mut results, opts, false).await?;
-    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+    Ok(out.with_results(results))
 }
 
 /// [`execute`] on a connection from `pool`, given back to it if the batch
@@ -301,7 +301,7 @@ pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> R
     if let Some(msg) = out.reconnect_failed {
         return Err(ExecError::Connect(msg));
     }
-    Ok(Report { summary: out.summary, results, transaction: out.transaction, connection_error: out.connection_error })
+    Ok(out.with_results(results))
 }
 
 /// [`execute_pooled`], handing each result to `sink` as it comes (in index

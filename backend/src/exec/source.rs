@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::fmt;
 
-use super::{ArgvRef, CommandResult, Commands, Summary, TransactionOutcome};
+use super::{ArgvRef, CommandResult, Commands, Report, Summary, TransactionOutcome};
 
 /// Commands, one at a time, in order.
 pub trait CommandSource {
@@ -92,4 +92,11 @@ pub struct StreamReport<E> {
     /// A pooled connection was found dead at the first write and a fresh
     /// one could not be opened: nothing was sent (every command `not_sent`).
     pub reconnect_failed: Option<String>,
+}
+
+impl<E> StreamReport<E> {
+    /// The whole report: these totals with the `results` the sink collected.
+    pub fn with_results(self, results: Vec<CommandResult>) -> Report {
+        Report { summary: self.summary, results, transaction: self.transaction, connection_error: self.connection_error }
+    }
 }
