@@ -12,7 +12,7 @@
 //! | `pipelab_batch_duration_seconds` | histogram | `mode` | wall time of each batch run, connection included |
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
-//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `pipelab::exec::pool`) |
+//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use pipelab::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
+use crate::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
@@ -70,7 +70,7 @@ fn mode_index(mode: Mode) -> usize {
 /// Every `outcome` label of `pipelab_batches_total`.
 const OUTCOMES: [&str; 10] =
     ["ok", "error_replies", "unknown", "aborted", "watch_conflict", "redis_unavailable", "timeout", "busy", "invalid", "cancelled"];
-/// Every `status` label of `pipelab_commands_total`, in the order of `pipelab::exec::Status`.
+/// Every `status` label of `pipelab_commands_total`, in the order of `crate::exec::Status`.
 const STATUSES: [&str; 4] = ["ok", "error", "not_sent", "unknown"];
 
 /// The metric handles a batch updates, each registered the first time it

@@ -16,7 +16,7 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pipelab::exec::Commands;
+use crate::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
 pub(super) const BASE64: GeneralPurpose = GeneralPurpose::new(

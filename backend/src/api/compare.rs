@@ -17,7 +17,7 @@ use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
 use super::AppState;
-use pipelab::exec::{CommandResult, Mode, Summary, TransactionOutcome};
+use crate::exec::{CommandResult, Mode, Summary, TransactionOutcome};
 
 /// What the response says about side effects (also in the OpenAPI document).
 pub const NOTE: &str = "The batch ran once per mode, in this order, each on its own connection: \
@@ -156,7 +156,7 @@ pub async fn compare(
     // `watch` belongs to the transaction run only; validate it as a transaction field.
     let watch = BatchFields {
         watch: req.watch,
-        commands: Some(JsonCommands(pipelab::exec::Commands::from_iter([vec!["PING"]]))),
+        commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?

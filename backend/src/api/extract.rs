@@ -268,10 +268,10 @@ mod timing {
             let prepared = fields.prepare(&limits).unwrap();
             let prepare = t.elapsed();
             let t = std::time::Instant::now();
-            let batch = prepared.into_batch(pipelab::exec::Mode::Pipeline, &limits).unwrap();
+            let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits).unwrap();
             let into_batch = t.elapsed();
             let t = std::time::Instant::now();
-            pipelab::exec::validate(&batch).unwrap();
+            crate::exec::validate(&batch).unwrap();
             eprintln!(
                 "serde_json {serde:?}, incremental {fast:?}; prepare {prepare:?}, into_batch {into_batch:?}, \
                  executor's validate {:?} ({} commands)",

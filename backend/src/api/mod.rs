@@ -1,7 +1,7 @@
 //! The REST API (`/api/v1`), health probes and the web playground's files.
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
-//! ([`validate`]), builds a [`pipelab::exec::Batch`], runs it through [`run`]
+//! ([`validate`]), builds a [`crate::exec::Batch`], runs it through [`run`]
 //! (limits, timeout, Redis errors → HTTP) and serializes the executor's
 //! `Report` as it is, so the API and `pipelab run --json` cannot drift apart.
 //!
@@ -36,8 +36,8 @@ use tokio::sync::Semaphore;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Pool, PoolConfig};
+use crate::conn::RedisTarget;
+use crate::exec::{Pool, PoolConfig};
 
 /// Where the Redis target came from (shown by GET /api/v1/info).
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ pub struct Inner {
     pub web_dir: PathBuf,
     /// One permit per running batch (`limits.max_concurrent_batches`).
     pub slots: Semaphore,
-    /// Idle Redis connections reused between batches (see `pipelab::exec::pool`).
+    /// Idle Redis connections reused between batches (see `crate::exec::pool`).
     pub pool: Arc<Pool>,
     /// The serving threads' runtimes: a big batch runs on another thread
     /// than its request's (`stream`). Empty: the current runtime only.

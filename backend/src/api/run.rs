@@ -2,7 +2,7 @@
 //! timeout, the reply-size limit, and executor errors mapped to HTTP.
 //!
 //! Each batch runs on a connection from the server's pool
-//! (`pipelab::exec::pool`): an idle one that passes a liveness probe, or a
+//! (`crate::exec::pool`): an idle one that passes a liveness probe, or a
 //! new one. It goes back to the pool only if the batch ended cleanly, so a
 //! Redis restart needs no recovery here: dead idle connections are
 //! discarded and the next batch connects again. If the client goes away,
@@ -18,8 +18,8 @@ use tokio::time::{timeout_at, Instant};
 use super::error::ApiError;
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use pipelab::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
-use pipelab::exec::{Batch, Commands, Mode, OnError, Report, Status};
+use crate::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
+use crate::exec::{Batch, Commands, Mode, OnError, Report, Status};
 
 /// Run `batch` within the server's limits and collect its report.
 ///

@@ -40,7 +40,7 @@ use super::error::ApiError;
 use crate::report_json::ReportJson;
 use super::run::run_batch_into;
 use super::AppState;
-use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
+use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
 /// Bytes of JSON gathered before they are sent: small batches fit in one
 /// chunk and get an ordinary response.

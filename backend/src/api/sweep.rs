@@ -23,7 +23,7 @@ use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use pipelab::exec::{Argv, Batch, Commands, Mode, OnError, Status};
+use crate::exec::{Argv, Batch, Commands, Mode, OnError, Status};
 
 /// Keys per DEL command during cleanup.
 const DEL_CHUNK: usize = 512;

@@ -10,10 +10,10 @@ use super::error::ApiError;
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
 use axum::http::StatusCode;
-use pipelab::exec::{Batch, Commands, Mode, OnError};
+use crate::exec::{Batch, Commands, Mode, OnError};
 
 /// Default commands per pipeline chunk.
-pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
+pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::report_json::ReportJson;
+use pipelab::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
     self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
