@@ -51,14 +51,6 @@ pub fn render_metrics() -> String {
     install_metrics().render()
 }
 
-fn mode_label(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Sequential => "sequential",
-        Mode::Pipeline => "pipeline",
-        Mode::Transaction => "transaction",
-    }
-}
-
 fn mode_index(mode: Mode) -> usize {
     match mode {
         Mode::Sequential => 0,
@@ -102,10 +94,10 @@ fn in_flight() -> &'static Gauge {
 
 fn batches_counter(mode: Mode, outcome: &'static str) -> Counter {
     let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) else {
-        return metrics::counter!("pipelab_batches_total", "mode" => mode_label(mode), "outcome" => outcome);
+        return metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => outcome);
     };
     HANDLES.batches[mode_index(mode)][i]
-        .get_or_init(|| metrics::counter!("pipelab_batches_total", "mode" => mode_label(mode), "outcome" => OUTCOMES[i]))
+        .get_or_init(|| metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => OUTCOMES[i]))
         .clone()
 }
 
@@ -134,7 +126,7 @@ impl BatchSpan {
             if n > 0 {
                 HANDLES.commands[mode_index(mode)][i]
                     .get_or_init(|| {
-                        metrics::counter!("pipelab_commands_total", "mode" => mode_label(mode), "status" => STATUSES[i])
+                        metrics::counter!("pipelab_commands_total", "mode" => mode.name(), "status" => STATUSES[i])
                     })
                     .increment(n as u64);
             }
@@ -160,7 +152,7 @@ impl BatchSpan {
 
     fn end(&mut self, outcome: &'static str, summary: Option<&Summary>) {
         self.done = true;
-        let mode = mode_label(self.mode);
+        let mode = self.mode.name();
         let elapsed = self.started.elapsed();
         in_flight().decrement(1.0);
         batches_counter(self.mode, outcome).increment(1);

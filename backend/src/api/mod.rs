@@ -29,13 +29,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
 use axum::routing::{any, get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
+use error::{ApiCode, ApiError};
 use crate::conn::RedisTarget;
 use crate::exec::{Pool, PoolConfig};
 
@@ -144,10 +144,8 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn api_not_found(req: Request) -> error::ApiError {
-    error::ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
+async fn api_not_found(req: Request) -> ApiError {
+    ApiError::new(ApiCode::NotFound,
         format!(
             "no endpoint {} {} (see GET /api/v1/openapi.json)",
             req.method(),
@@ -156,10 +154,8 @@ async fn api_not_found(req: Request) -> error::ApiError {
     )
 }
 
-async fn api_method_not_allowed(req: Request) -> error::ApiError {
-    error::ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+async fn api_method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(ApiCode::MethodNotAllowed,
         format!("{} is not allowed on {} (see GET /api/v1/openapi.json)", req.method(), req.uri().path()),
     )
 }
