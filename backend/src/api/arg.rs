@@ -260,9 +260,9 @@ mod tests {
             ("null", ApiCode::InvalidArgument, ""),
             ("[1]", ApiCode::InvalidArgument, ""),
             ("true", ApiCode::InvalidArgument, ""),
-            (r#"{"hex": "ff"}"#, "invalid_argument", ""),
+            (r#"{"hex": "ff"}"#, ApiCode::InvalidArgument, ""),
             ("{}", ApiCode::InvalidArgument, ""),
-            (r#"{"base64": 5}"#, "invalid_argument", ".base64"),
+            (r#"{"base64": 5}"#, ApiCode::InvalidArgument, ".base64"),
             (r#"{"base64": "!!"}"#, ApiCode::InvalidBase64, ".base64"),
         ] {
             let msg = parse(json).unwrap_err();

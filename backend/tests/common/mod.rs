@@ -152,13 +152,7 @@ impl Drop for RedisServer {
 /// the executor's defaults: batch size 1000, `on_error: continue`, no
 /// simulated RTT, RESP2, nothing watched.
 pub fn batch(mode: pipelab::exec::Mode, lines: &[&str]) -> pipelab::exec::Batch {
-    pipelab::exec::Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect(),
-        mode,
-        batch_size: 1000,
-        on_error: pipelab::exec::OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: vec![],
-    }
+    let commands: pipelab::exec::Commands =
+        lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect();
+    pipelab::exec::Batch::with_mode(commands, mode)
 }
