@@ -699,8 +699,13 @@ async fn every_bad_request_gets_a_4xx_naming_the_field() {
             "3000",
         ],
     );
+    let (_, doc) = api.get("/api/v1/openapi.json").await;
+    let listed = doc["components"]["schemas"]["ApiCode"]["enum"].as_array().expect("ApiCode listed").clone();
     let mut failures = Vec::new();
     for c in cases() {
+        if !listed.contains(&json!(c.code)) {
+            failures.push(format!("{}: code {} is not listed in the OpenAPI document", c.name, c.code));
+        }
         let (status, body) = api.post_raw(c.path, c.body.clone()).await;
         let err = &body["error"];
         let message = err["message"].as_str().unwrap_or("");

@@ -399,6 +399,14 @@ async fn openapi_document_matches_real_responses() {
             "{name} has no example"
         );
     }
+    // Enums list every value the executor writes (a transaction whose
+    // EXEC reply was lost is `unknown`).
+    assert_eq!(
+        schemas["TransactionStatus"]["enum"],
+        json!(["committed", "aborted", "watch_conflict", "unknown"])
+    );
+    assert_eq!(schemas["Status"]["enum"], json!(["ok", "error", "not_sent", "unknown"]));
+    assert_eq!(schemas["Mode"]["enum"], json!(["sequential", "pipeline", "transaction"]));
     // Response examples follow their own schemas.
     for name in [
         "BatchResponse",
@@ -481,6 +489,11 @@ async fn openapi_document_matches_real_responses() {
         caught.is_err(),
         "an undocumented property passed the schema check"
     );
+    let mut unlisted = res.clone();
+    unlisted["results"][0]["status"] = json!("maybe");
+    let caught =
+        std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &unlisted, "unlisted"));
+    assert!(caught.is_err(), "a status the schema does not list passed the schema check");
     let mut missing = res.clone();
     missing["results"][0]
         .as_object_mut()
@@ -494,8 +507,9 @@ async fn openapi_document_matches_real_responses() {
     );
 }
 
-/// Every object property in `value` is declared by `schema`, and every
-/// required property is present (following $ref, oneOf/anyOf, arrays).
+/// Every object property in `value` is declared by `schema`, every
+/// required property is present and every enum value is listed (following
+/// $ref, oneOf/anyOf, arrays).
 /// Reply JSON values (schema `Reply`) are checked only for their `type`.
 fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
     let schema = resolve(doc, schema);
@@ -547,7 +561,11 @@ fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
                 }
             }
         }
-        _ => {}
+        _ => {
+            if let Some(names) = schema.get("enum").and_then(Json::as_array) {
+                assert!(names.contains(value), "{at}: {value} is not one of {names:?}");
+            }
+        }
     }
 }
 
