@@ -32,10 +32,7 @@ use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = run_batch_into(state, batch, &mut results).await?;
-    if let Some(msg) = out.reconnect_failed {
-        return Err(ApiError::unavailable(msg));
-    }
-    Ok(out.with_results(results))
+    out.into_report(results).map_err(ApiError::unavailable)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes. A dead pooled

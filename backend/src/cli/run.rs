@@ -28,8 +28,8 @@ pub struct Args {
     /// Command file: inline commands one per line, RESP multibulks, or both; `-` for stdin.
     #[arg(default_value = "-")]
     file: String,
-    /// sequential: one round trip per command; pipeline: one per chunk; transaction: MULTI…EXEC.
-    #[arg(long, value_enum, default_value = "pipeline")]
+    /// How the commands are sent.
+    #[arg(long, value_enum, default_value_t = Mode::Pipeline)]
     mode: Mode,
     /// Commands per pipeline chunk (one write, one round trip each). For a
     /// bulk load, at least the number of commands: one round trip, streamed
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// After a chunk with an error reply: keep going, or send nothing more.
-    #[arg(long, value_enum, default_value = "continue")]
+    #[arg(long, value_enum, default_value_t = OnError::Continue)]
     on_error: OnError,
     /// Switch the connection to RESP3 (HELLO 3).
     #[arg(long)]

@@ -335,10 +335,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
 pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
-    if let Some(msg) = out.reconnect_failed {
-        return Err(ExecError::Connect(msg));
-    }
-    Ok(out.with_results(results))
+    out.into_report(results).map_err(ExecError::Connect)
 }
 
 /// [`execute_pooled`], handing each result to `sink` as it comes (in index
