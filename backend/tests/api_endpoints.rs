@@ -407,6 +407,8 @@ async fn openapi_document_matches_real_responses() {
     );
     assert_eq!(schemas["Status"]["enum"], json!(["ok", "error", "not_sent", "unknown"]));
     assert_eq!(schemas["Mode"]["enum"], json!(["sequential", "pipeline", "transaction"]));
+    assert_eq!(schemas["OnError"]["enum"], json!(["continue", "stop"]));
+    assert_eq!(schemas["ResultsFilter"]["enum"], json!(["all", "errors", "none"]));
     // Response examples follow their own schemas.
     for name in [
         "BatchResponse",

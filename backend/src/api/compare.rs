@@ -120,7 +120,8 @@ pub async fn compare(
     let mut modes = vec![Mode::Sequential];
     let requested = match &req.modes {
         Some(list) if list.is_empty() => {
-            return Err(ApiError::field(ApiCode::InvalidField,
+            return Err(ApiError::field(
+                ApiCode::InvalidField,
                 "modes",
                 "empty; leave it out to run all three modes",
             ))

@@ -105,7 +105,8 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes
     let mut total = 0usize;
     loop {
         let Ok(frame) = tokio::time::timeout(wait, body.frame()).await else {
-            return Err(ApiError::field(ApiCode::BodyTimeout,
+            return Err(ApiError::field(
+                ApiCode::BodyTimeout,
                 "request body",
                 format!("no data for {} ms (the batch timeout); send the body without pauses", wait.as_millis()),
             ));
@@ -126,7 +127,8 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes
 
 /// The 413 answer.
 pub fn body_too_large() -> ApiError {
-    ApiError::field(ApiCode::BodyTooLarge,
+    ApiError::field(
+        ApiCode::BodyTooLarge,
         "request body",
         "larger than the server's limit (see GET /api/v1/info, limits.max_body_bytes)",
     )
@@ -137,7 +139,8 @@ pub fn body_too_large() -> ApiError {
 /// the JSON path.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::field(ApiCode::InvalidJson,
+        return Err(ApiError::field(
+            ApiCode::InvalidJson,
             "request body",
             "empty; expected a JSON object",
         ));
@@ -146,7 +149,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // baffling paths like `[0][0]`; the API only takes objects.
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if let Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') = first {
-        return Err(ApiError::field(ApiCode::InvalidField,
+        return Err(ApiError::field(
+            ApiCode::InvalidField,
             "request body",
             "must be a JSON object ({...})",
         ));
@@ -181,7 +185,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                         None => ApiError::field(ApiCode::InvalidField, field, message),
                     }
                 }
-                _ => ApiError::field(ApiCode::InvalidJson,
+                _ => ApiError::field(
+                    ApiCode::InvalidJson,
                     "request body",
                     format!("malformed JSON: {inner}"),
                 ),
@@ -189,7 +194,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         }
     };
     de.end().map_err(|e| {
-        ApiError::field(ApiCode::InvalidJson,
+        ApiError::field(
+            ApiCode::InvalidJson,
             "request body",
             format!("malformed JSON: {e}"),
         )

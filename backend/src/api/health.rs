@@ -22,7 +22,8 @@ pub async fn healthz() -> impl IntoResponse {
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     match command(&state, &[b"PING"], Duration::from_secs(1)).await {
         Ok(reply) if !reply.is_error() => Json(json!({"status": "ready"})).into_response(),
-        Ok(reply) => ApiError::new(ApiCode::RedisUnavailable,
+        Ok(reply) => ApiError::new(
+            ApiCode::RedisUnavailable,
             format!("Redis answered PING with {}", reply.display()),
         )
         .into_response(),

@@ -145,7 +145,8 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn api_not_found(req: Request) -> ApiError {
-    ApiError::new(ApiCode::NotFound,
+    ApiError::new(
+        ApiCode::NotFound,
         format!(
             "no endpoint {} {} (see GET /api/v1/openapi.json)",
             req.method(),
@@ -155,7 +156,8 @@ async fn api_not_found(req: Request) -> ApiError {
 }
 
 async fn api_method_not_allowed(req: Request) -> ApiError {
-    ApiError::new(ApiCode::MethodNotAllowed,
+    ApiError::new(
+        ApiCode::MethodNotAllowed,
         format!("{} is not allowed on {} (see GET /api/v1/openapi.json)", req.method(), req.uri().path()),
     )
 }

@@ -72,7 +72,8 @@ async fn run_limited<K: ResultSink>(
     let _slot = timeout_at(deadline, state.slots.acquire())
         .await
         .map_err(|_| {
-            ApiError::new(ApiCode::Busy,
+            ApiError::new(
+                ApiCode::Busy,
                 format!(
                     "all {} batch slots stayed busy for {} ms; try again later",
                     limits.max_concurrent_batches, limits.batch_timeout_ms
@@ -92,7 +93,8 @@ async fn run_limited<K: ResultSink>(
         Ok(Ok(out)) => Ok(out),
         Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
         Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message)),
-        Err(_) => Err(ApiError::new(ApiCode::BatchTimeout,
+        Err(_) => Err(ApiError::new(
+            ApiCode::BatchTimeout,
             format!(
                 "the batch ran longer than the server's limit of {} ms and could not be cut in \
                  time; commands already written may have run (their outcome is unknown)",

@@ -50,7 +50,7 @@ pub const CHUNK: usize = 256 * 1024;
 pub const GROUP: usize = 512;
 
 /// Which per-command results a batch response carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, utoipa::ToSchema, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, utoipa::ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 #[schema(as = ResultsFilter)]
@@ -114,7 +114,8 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
             }
             // The batch's task was cancelled: only a shutdown past its grace period does that.
             None => {
-                return Err(ApiError::new(ApiCode::ShuttingDown,
+                return Err(ApiError::new(
+                    ApiCode::ShuttingDown,
                     "the server shut down while the batch ran; commands already written may have run \
                      (their outcome is unknown)",
                 ))

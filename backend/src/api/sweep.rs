@@ -114,7 +114,8 @@ pub async fn sweep(
 ) -> Result<Json<SweepResponse>, ApiError> {
     let limits = &state.limits;
     if req.command.is_empty() {
-        return Err(ApiError::field(ApiCode::EmptyArgv,
+        return Err(ApiError::field(
+            ApiCode::EmptyArgv,
             "command",
             "a command needs at least one argument (its name)",
         ));
@@ -129,14 +130,16 @@ pub async fn sweep(
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
     if req.total < 1 {
-        return Err(ApiError::field(ApiCode::InvalidField,
+        return Err(ApiError::field(
+            ApiCode::InvalidField,
             "total",
             format!("must be at least 1, got {}", req.total),
         ));
     }
     let total = req.total as u64;
     if total > limits.max_commands as u64 {
-        return Err(ApiError::field(ApiCode::TooManyCommands,
+        return Err(ApiError::field(
+            ApiCode::TooManyCommands,
             "total",
             format!(
                 "{total} is over the server's limit of {} commands per batch",
@@ -145,13 +148,15 @@ pub async fn sweep(
         ));
     }
     if req.batch_sizes.is_empty() {
-        return Err(ApiError::field(ApiCode::InvalidField,
+        return Err(ApiError::field(
+            ApiCode::InvalidField,
             "batch_sizes",
             "empty: give at least one batch size",
         ));
     }
     if req.batch_sizes.len() > limits.max_sweep_points {
-        return Err(ApiError::field(ApiCode::InvalidField,
+        return Err(ApiError::field(
+            ApiCode::InvalidField,
             "batch_sizes",
             format!(
                 "{} entries, over the server's limit of {}",
@@ -163,7 +168,8 @@ pub async fn sweep(
     let mut sizes = Vec::with_capacity(req.batch_sizes.len());
     for (k, &b) in req.batch_sizes.iter().enumerate() {
         if b < 1 {
-            return Err(ApiError::field(ApiCode::InvalidBatchSize,
+            return Err(ApiError::field(
+                ApiCode::InvalidBatchSize,
                 format!("batch_sizes[{k}]"),
                 format!("must be at least 1, got {b}"),
             ));
@@ -175,7 +181,8 @@ pub async fn sweep(
         let trips = min_round_trips(Mode::Pipeline, total as usize, b);
         let ms = trips as f64 * rtt;
         if ms > limits.batch_timeout_ms as f64 {
-            return Err(ApiError::field(ApiCode::InvalidRtt,
+            return Err(ApiError::field(
+                ApiCode::InvalidRtt,
                 "simulated_rtt_ms",
                 format!(
                     "batch_sizes[{k}] = {b} needs {trips} round trips × {rtt} ms = {ms:.0} ms, over \
@@ -301,11 +308,13 @@ async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>
                 .map(|m| String::from_utf8_lossy(m).into_owned());
             return match msg {
                 Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
-                Some(m) => Err(ApiError::field(ApiCode::InvalidCommand,
+                Some(m) => Err(ApiError::field(
+                    ApiCode::InvalidCommand,
                     "command",
                     format!("Redis rejects it: {m}"),
                 )),
-                None => Err(ApiError::field(ApiCode::InvalidCommand,
+                None => Err(ApiError::field(
+                    ApiCode::InvalidCommand,
                     "command",
                     "COMMAND GETKEYS gave no key list",
                 )),

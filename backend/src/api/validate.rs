@@ -62,12 +62,14 @@ impl BatchFields {
         let (commands, origins) =
             match (self.commands, self.text) {
                 (Some(_), Some(_)) => {
-                    return Err(ApiError::field(ApiCode::ConflictingFields,
+                    return Err(ApiError::field(
+                        ApiCode::ConflictingFields,
                         "commands",
                         "give either \"commands\" or \"text\", not both",
                     ))
                 }
-                (None, None) => return Err(ApiError::field(ApiCode::MissingCommands,
+                (None, None) => return Err(ApiError::field(
+                    ApiCode::MissingCommands,
                     "commands",
                     "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
                 )),
@@ -107,7 +109,8 @@ impl Prepared {
             }
         }
         if !self.plan.watch.is_empty() && mode != Mode::Transaction {
-            return Err(ApiError::field(ApiCode::InvalidField,
+            return Err(ApiError::field(
+                ApiCode::InvalidField,
                 "watch",
                 "only used in transaction mode (WATCH runs before MULTI)",
             ));
@@ -139,7 +142,8 @@ fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
     let trips = min_round_trips(plan.mode, batch.commands.len(), plan.batch_size);
     let ms = trips as f64 * plan.simulated_rtt_ms;
     if ms > limits.batch_timeout_ms as f64 {
-        return Err(ApiError::field(ApiCode::InvalidRtt,
+        return Err(ApiError::field(
+            ApiCode::InvalidRtt,
             "simulated_rtt_ms",
             format!(
                 "{trips} round trips × {} ms = {:.0} ms of simulated RTT, over the batch timeout of \
@@ -186,7 +190,8 @@ pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
     match value {
         None => Ok(DEFAULT_BATCH_SIZE),
         Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
-        Some(n) => Err(ApiError::field(ApiCode::InvalidBatchSize,
+        Some(n) => Err(ApiError::field(
+            ApiCode::InvalidBatchSize,
             "batch_size",
             format!("must be at least 1 (commands per pipeline chunk), got {n}"),
         )),
@@ -201,7 +206,8 @@ fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
 pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     let v = value.unwrap_or(0.0);
     if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {
-        return Err(ApiError::field(ApiCode::InvalidRtt,
+        return Err(ApiError::field(
+            ApiCode::InvalidRtt,
             "simulated_rtt_ms",
             format!("must be between 0 and {MAX_SIMULATED_RTT_MS} ms, got {v}"),
         ));
@@ -211,7 +217,8 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
 
 fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins), ApiError> {
     if cmds.is_empty() {
-        return Err(ApiError::field(ApiCode::EmptyBatch,
+        return Err(ApiError::field(
+            ApiCode::EmptyBatch,
             "commands",
             "empty: a batch needs at least one command",
         ));
@@ -219,7 +226,8 @@ fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins),
     check_count(cmds.len(), "commands", limits)?;
     for (i, cmd) in cmds.iter().enumerate() {
         if cmd.is_empty() {
-            return Err(ApiError::field(ApiCode::EmptyArgv,
+            return Err(ApiError::field(
+                ApiCode::EmptyArgv,
                 format!("commands[{i}]"),
                 "a command needs at least one argument (its name)",
             ));
@@ -256,7 +264,8 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
                     Some(c) => format!("line {}, column {}", e.line, c),
                     None => format!("line {} (byte {})", e.line, e.offset),
                 };
-                return Err(ApiError::field(ApiCode::ParseError,
+                return Err(ApiError::field(
+                    ApiCode::ParseError,
                     "text",
                     format!("{at}: {}", e.message),
                 ));
@@ -264,7 +273,8 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
         }
     }
     if out.is_empty() {
-        return Err(ApiError::field(ApiCode::EmptyBatch,
+        return Err(ApiError::field(
+            ApiCode::EmptyBatch,
             "text",
             "holds no command (only blank lines)",
         ));
@@ -274,7 +284,8 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
 
 fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
     if n > limits.max_commands {
-        return Err(ApiError::field(ApiCode::TooManyCommands,
+        return Err(ApiError::field(
+            ApiCode::TooManyCommands,
             field,
             format!(
                 "more than the server's limit of {} commands per batch",
@@ -287,7 +298,8 @@ fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
 
 fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
     if len > limits.max_arg_bytes {
-        return Err(ApiError::field(ApiCode::ArgumentTooLarge,
+        return Err(ApiError::field(
+            ApiCode::ArgumentTooLarge,
             field,
             format!(
                 "argument of {len} bytes, over the server's limit of {} bytes",
