@@ -316,3 +316,25 @@ pub fn argument(value: ArgBytes, field: &str, limits: &Limits) -> Result<Vec<u8>
     check_arg_len(value.0.len(), field, limits)?;
     Ok(value.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names come from the enums; the messages read as they always did.
+    #[test]
+    fn unknown_names_are_listed() {
+        let e = mode("modes[1]", "fast").unwrap_err();
+        assert_eq!(e.code(), ApiCode::UnknownMode);
+        assert_eq!(
+            e.body.message,
+            r#"modes[1]: unknown mode "fast"; expected "sequential", "pipeline" or "transaction""#
+        );
+        let e = on_error(Some("halt")).unwrap_err();
+        assert_eq!(e.code(), ApiCode::InvalidField);
+        assert_eq!(e.body.message, r#"on_error: unknown value "halt"; expected "continue" or "stop""#);
+        assert_eq!(mode("mode", "transaction").unwrap(), Mode::Transaction);
+        assert_eq!(on_error(None).unwrap(), OnError::Continue);
+        assert!(mode("mode", "Pipeline").is_err(), "names are case-sensitive, as before");
+    }
+}
