@@ -1,6 +1,13 @@
-//! pipelab as a library: the executor and what it stands on, shared by the
-//! `pipelab` binary (CLI, REST API) and the integration tests.
+//! pipelab as a library: the executor and what it stands on, the REST API
+//! (`api::router`, driven in-process by the tests), its configuration and
+//! telemetry, and the embedded redis-server; shared by the `pipelab` binary
+//! (the CLI) and the integration tests.
 
+pub mod api;
+pub mod config;
 pub mod conn;
 pub mod delay;
+pub mod embedded;
 pub mod exec;
+pub mod report_json;
+pub mod telemetry;

@@ -1,12 +1,7 @@
 //! `pipelab`: run Redis command batches sequentially, pipelined or as
 //! MULTI/EXEC, measured per command; the REST API and playground server; RESP tools.
 
-mod api;
 mod cli;
-mod config;
-mod embedded;
-mod report_json;
-mod telemetry;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,7 +26,7 @@ enum Command {
     /// Execute a command file (inline lines or RESP) against Redis.
     Run(cli::run::Args),
     /// Serve the web playground and the REST API (/api/v1).
-    Serve(config::ServeConfig),
+    Serve(pipelab::config::ServeConfig),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
     Proxy(cli::proxy::Args),
     /// RESP and inline-command codec on files and pipes.

@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use pipelab::exec::{CommandResult, Status, Summary, TransactionOutcome};
+use crate::exec::{CommandResult, Status, Summary, TransactionOutcome};
 use resp::Value;
 
 /// Writes a report's JSON piece by piece, into byte buffers the caller sends on.

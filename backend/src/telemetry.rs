@@ -12,7 +12,7 @@
 //! | `pipelab_batch_duration_seconds` | histogram | `mode` | wall time of each batch run, connection included |
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
-//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `pipelab::exec::pool`) |
+//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use pipelab::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
+use crate::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
@@ -51,14 +51,6 @@ pub fn render_metrics() -> String {
     install_metrics().render()
 }
 
-fn mode_label(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Sequential => "sequential",
-        Mode::Pipeline => "pipeline",
-        Mode::Transaction => "transaction",
-    }
-}
-
 fn mode_index(mode: Mode) -> usize {
     match mode {
         Mode::Sequential => 0,
@@ -70,7 +62,7 @@ fn mode_index(mode: Mode) -> usize {
 /// Every `outcome` label of `pipelab_batches_total`.
 const OUTCOMES: [&str; 10] =
     ["ok", "error_replies", "unknown", "aborted", "watch_conflict", "redis_unavailable", "timeout", "busy", "invalid", "cancelled"];
-/// Every `status` label of `pipelab_commands_total`, in the order of `pipelab::exec::Status`.
+/// Every `status` label of `pipelab_commands_total`, in the order of `crate::exec::Status`.
 const STATUSES: [&str; 4] = ["ok", "error", "not_sent", "unknown"];
 
 /// The metric handles a batch updates, each registered the first time it
@@ -102,10 +94,10 @@ fn in_flight() -> &'static Gauge {
 
 fn batches_counter(mode: Mode, outcome: &'static str) -> Counter {
     let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) else {
-        return metrics::counter!("pipelab_batches_total", "mode" => mode_label(mode), "outcome" => outcome);
+        return metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => outcome);
     };
     HANDLES.batches[mode_index(mode)][i]
-        .get_or_init(|| metrics::counter!("pipelab_batches_total", "mode" => mode_label(mode), "outcome" => OUTCOMES[i]))
+        .get_or_init(|| metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => OUTCOMES[i]))
         .clone()
 }
 
@@ -134,7 +126,7 @@ impl BatchSpan {
             if n > 0 {
                 HANDLES.commands[mode_index(mode)][i]
                     .get_or_init(|| {
-                        metrics::counter!("pipelab_commands_total", "mode" => mode_label(mode), "status" => STATUSES[i])
+                        metrics::counter!("pipelab_commands_total", "mode" => mode.name(), "status" => STATUSES[i])
                     })
                     .increment(n as u64);
             }
@@ -160,7 +152,7 @@ impl BatchSpan {
 
     fn end(&mut self, outcome: &'static str, summary: Option<&Summary>) {
         self.done = true;
-        let mode = mode_label(self.mode);
+        let mode = self.mode.name();
         let elapsed = self.started.elapsed();
         in_flight().decrement(1.0);
         batches_counter(self.mode, outcome).increment(1);

@@ -1,10 +1,15 @@
 //! Every kind of bad request gets a 4xx with `{"error": {"code", "message"}}`
-//! naming the field, and nothing reaches Redis. Table-driven: one row per case.
+//! naming the field, and nothing reaches Redis. Table-driven: one row per
+//! case, in-process (`api_inproc`); bodies that need a real socket (chunked,
+//! stalled) go to the `pipelab serve` binary (`api_harness`).
 
 mod api_harness;
+mod api_inproc;
 mod common;
 
-use api_harness::{raw_request, read_response, Pipelab, RedisServer};
+use api_harness::{raw_request, read_response, Pipelab};
+use api_inproc::App;
+use common::RedisServer;
 use serde_json::{json, Value as Json};
 
 struct Case {
@@ -681,7 +686,7 @@ fn cases() -> Vec<Case> {
 #[tokio::test]
 async fn every_bad_request_gets_a_4xx_naming_the_field() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(
+    let api = App::start(
         &redis.url,
         &[
             "--max-commands",
@@ -694,8 +699,13 @@ async fn every_bad_request_gets_a_4xx_naming_the_field() {
             "3000",
         ],
     );
+    let (_, doc) = api.get("/api/v1/openapi.json").await;
+    let listed = doc["components"]["schemas"]["ApiCode"]["enum"].as_array().expect("ApiCode listed").clone();
     let mut failures = Vec::new();
     for c in cases() {
+        if !listed.contains(&json!(c.code)) {
+            failures.push(format!("{}: code {} is not listed in the OpenAPI document", c.name, c.code));
+        }
         let (status, body) = api.post_raw(c.path, c.body.clone()).await;
         let err = &body["error"];
         let message = err["message"].as_str().unwrap_or("");
@@ -728,7 +738,7 @@ async fn every_bad_request_gets_a_4xx_naming_the_field() {
     assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(0));
     // The sweep case asks Redis (COMMAND GETKEYS) before refusing: its
     // connection may stay idle in the pool, one at most, and nothing else.
-    api_harness::assert_only_idle_pooled(&api, &redis, 1, 3).await;
+    api.assert_only_idle_pooled(&redis, 1, 3).await;
 }
 
 /// A chunked body (no Content-Length) past the limit is cut while reading,

@@ -1,11 +1,12 @@
-//! Every endpoint of `pipelab serve` against a real redis-server: each mode,
-//! text input (inline and RESP), binary values, compare, sweep, info, the
-//! OpenAPI document (checked against real responses), probes, web files.
+//! Every endpoint of the HTTP app against a real redis-server, in-process
+//! (`api_inproc`): each mode, text input (inline and RESP), binary values,
+//! compare, sweep, info, the OpenAPI document (checked against real
+//! responses), probes, web files.
 
-mod api_harness;
+mod api_inproc;
 mod common;
 
-use api_harness::{reply_value, Pipelab, RedisServer};
+use api_inproc::{reply_value, App, RedisServer};
 use serde_json::{json, Value as Json};
 
 fn statuses(res: &Json) -> Vec<&str> {
@@ -20,7 +21,7 @@ fn statuses(res: &Json) -> Vec<&str> {
 #[tokio::test]
 async fn batch_runs_in_each_mode_with_per_command_results() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let cmds = json!([
         ["SET", "k", "v"],
         ["INCR", "k"],
@@ -70,7 +71,7 @@ async fn batch_runs_in_each_mode_with_per_command_results() {
 #[tokio::test]
 async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
 
     // batch_size: 5 commands in chunks of 2 → 3 round trips.
     let five = json!([["PING"], ["PING"], ["PING"], ["PING"], ["PING"]]);
@@ -151,7 +152,7 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
 #[tokio::test]
 async fn text_input_inline_and_resp() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     // Inline lines with quotes, a blank line, CRLF, then a RESP multibulk.
     let text = "SET t \"a b\"\r\n\nAPPEND t '!'\n*2\r\n$3\r\nGET\r\n$1\r\nt\r\n";
     let (status, res) = api
@@ -184,7 +185,7 @@ async fn text_input_inline_and_resp() {
 #[tokio::test]
 async fn binary_values_round_trip_as_base64() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let body = json!({"commands": [
         ["SET", {"base64": "a2V5"}, {"base64": "/wAB"}],   // key "key", value ff 00 01
         ["GET", "key"],
@@ -210,7 +211,7 @@ async fn binary_values_round_trip_as_base64() {
 #[tokio::test]
 async fn compare_runs_once_per_mode_with_speedups() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let cmds: Vec<Json> = (0..20).map(|_| json!(["INCR", "counter"])).collect();
     let (status, res) = api
         .post(
@@ -255,7 +256,7 @@ async fn compare_runs_once_per_mode_with_speedups() {
 #[tokio::test]
 async fn sweep_measures_each_batch_size_and_deletes_its_keys() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     redis.cmd_str(&["SET", "sweep:5", "mine"]);
     redis.cmd_str(&["SET", "other", "x"]);
     let body =
@@ -299,7 +300,7 @@ async fn sweep_measures_each_batch_size_and_deletes_its_keys() {
 #[tokio::test]
 async fn info_probes_and_not_found() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &["--max-commands", "1234"]);
+    let api = App::start(&redis.url, &["--max-commands", "1234"]);
     let (status, info) = api.get("/api/v1/info").await;
     assert_eq!(status, 200);
     let resp::Value::Bulk(server_info) = redis.cmd_str(&["INFO", "server"]) else {
@@ -329,7 +330,7 @@ async fn web_files_are_served_or_explained() {
     let redis = RedisServer::start();
     let missing = tempfile::tempdir().unwrap();
     let dir = missing.path().join("dist");
-    let api = Pipelab::start(&redis.url, &["--web-dir", dir.to_str().unwrap()]);
+    let api = App::with_web_dir(&redis.url, &[], dir.clone());
     let (status, ctype, body) = api.get_text("/").await;
     assert_eq!(status, 404);
     assert!(ctype.starts_with("text/html"));
@@ -366,7 +367,7 @@ async fn web_files_are_served_or_explained() {
 #[tokio::test]
 async fn openapi_document_matches_real_responses() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let (status, doc) = api.get("/api/v1/openapi.json").await;
     assert_eq!(status, 200);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
@@ -398,6 +399,16 @@ async fn openapi_document_matches_real_responses() {
             "{name} has no example"
         );
     }
+    // Enums list every value the executor writes (a transaction whose
+    // EXEC reply was lost is `unknown`).
+    assert_eq!(
+        schemas["TransactionStatus"]["enum"],
+        json!(["committed", "aborted", "watch_conflict", "unknown"])
+    );
+    assert_eq!(schemas["Status"]["enum"], json!(["ok", "error", "not_sent", "unknown"]));
+    assert_eq!(schemas["Mode"]["enum"], json!(["sequential", "pipeline", "transaction"]));
+    assert_eq!(schemas["OnError"]["enum"], json!(["continue", "stop"]));
+    assert_eq!(schemas["ResultsFilter"]["enum"], json!(["all", "errors", "none"]));
     // Response examples follow their own schemas.
     for name in [
         "BatchResponse",
@@ -480,6 +491,11 @@ async fn openapi_document_matches_real_responses() {
         caught.is_err(),
         "an undocumented property passed the schema check"
     );
+    let mut unlisted = res.clone();
+    unlisted["results"][0]["status"] = json!("maybe");
+    let caught =
+        std::panic::catch_unwind(|| check_against_schema(&doc, &batch_ref, &unlisted, "unlisted"));
+    assert!(caught.is_err(), "a status the schema does not list passed the schema check");
     let mut missing = res.clone();
     missing["results"][0]
         .as_object_mut()
@@ -493,8 +509,9 @@ async fn openapi_document_matches_real_responses() {
     );
 }
 
-/// Every object property in `value` is declared by `schema`, and every
-/// required property is present (following $ref, oneOf/anyOf, arrays).
+/// Every object property in `value` is declared by `schema`, every
+/// required property is present and every enum value is listed (following
+/// $ref, oneOf/anyOf, arrays).
 /// Reply JSON values (schema `Reply`) are checked only for their `type`.
 fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
     let schema = resolve(doc, schema);
@@ -546,7 +563,11 @@ fn check_against_schema(doc: &Json, schema: &Json, value: &Json, at: &str) {
                 }
             }
         }
-        _ => {}
+        _ => {
+            if let Some(names) = schema.get("enum").and_then(Json::as_array) {
+                assert!(names.contains(value), "{at}: {value} is not one of {names:?}");
+            }
+        }
     }
 }
 
@@ -563,7 +584,7 @@ fn resolve<'a>(doc: &'a Json, schema: &'a Json) -> &'a Json {
 #[tokio::test]
 async fn wrong_method_and_unknown_path_get_the_error_shape() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let (status, body) = api.get("/api/v1/batch").await;
     assert_eq!(status, 405);
     assert_eq!(body["error"]["code"], "method_not_allowed");

@@ -1,8 +1,11 @@
 //! `pipelab serve` when things go wrong or get busy: Redis stopped and
 //! restarted under it, a client leaving mid-batch, 50 batches at once, the
 //! reply-size and time limits, and the embedded redis-server's lifecycle.
+//! Redis going away and the limits are checked in-process (`api_inproc`);
+//! the rest needs the binary (sockets, serving threads, signals).
 
 mod api_harness;
+mod api_inproc;
 mod common;
 
 use std::io::Write;
@@ -13,6 +16,7 @@ use api_harness::{
     assert_only_idle_pooled, pipelab_connections, raw_request, serve_command, wait_for, Pipelab,
     RedisServer,
 };
+use api_inproc::App;
 
 /// The server's pool bound (`max_idle`: max_concurrent_batches up to 64).
 const POOL_MAX_IDLE: usize = 64;
@@ -21,7 +25,7 @@ use serde_json::{json, Value as Json};
 #[tokio::test]
 async fn redis_stopped_and_restarted_while_serving() {
     let mut redis = RedisServer::start();
-    let api = Pipelab::start(&redis.url, &[]);
+    let api = App::start(&redis.url, &[]);
     let ping = json!({"commands": [["SET", "k", "1"]]});
     assert_eq!(api.post("/api/v1/batch", &ping).await.0, 200);
 
@@ -183,7 +187,7 @@ async fn fifty_concurrent_batches() {
 #[tokio::test]
 async fn reply_size_and_time_limits() {
     let redis = RedisServer::start();
-    let api = Pipelab::start(
+    let api = App::start(
         &redis.url,
         &["--max-reply-bytes", "10000", "--batch-timeout-ms", "700"],
     );
@@ -236,7 +240,7 @@ async fn reply_size_and_time_limits() {
     // The cut and the timed-out batches' connections were dropped, not
     // pooled (the cut batch ran on the connection the first batch left
     // idle): nothing may be left but at most one idle connection.
-    assert_only_idle_pooled(&api, &redis, 1, 3).await;
+    api.assert_only_idle_pooled(&redis, 1, 3).await;
 }
 
 /// Without --redis: a private redis-server on a Unix socket, stopped (and

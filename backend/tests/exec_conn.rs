@@ -55,7 +55,7 @@ async fn auth_with_password_and_acl_user() {
     run(&admin, &["ACL SETUSER alice on >wonder ~* &* +@all"]).await.unwrap();
     for resp3 in [false, true] {
         let mut b = batch(&["ACL WHOAMI"]);
-        b.resp3 = resp3;
+        b.plan.resp3 = resp3;
         let t = RedisTarget::parse(&format!("redis://alice:wonder@127.0.0.1:{port}")).unwrap();
         let r = execute(&t, &b, &ExecOptions::default()).await.unwrap();
         assert_eq!(r.results[0].reply, Some(bulk("alice")), "resp3 {resp3}");
@@ -105,7 +105,7 @@ async fn tls_with_rustls() {
     assert_eq!(r.results[0].status, Status::Ok);
     // Through the delay line too.
     let mut b = batch(&["PING"]);
-    b.simulated_rtt_ms = 1.0;
+    b.plan.simulated_rtt_ms = 1.0;
     let t = RedisTarget::parse(&format!("rediss://localhost:{tls_port}?tls_ca={ca}")).unwrap();
     let r = execute(&t, &b, &ExecOptions::default()).await.unwrap();
     assert_eq!(r.results[0].status, Status::Ok);

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, OnError, Report, Status};
+use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
 use resp::Value;
 
 fn batch(mode: Mode, commands: Vec<Argv>) -> Batch {
-    Batch { commands: commands.into(), mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: 0.0, resp3: false, watch: vec![] }
+    Batch::with_mode(commands, mode)
 }
 
 fn argv(line: &str) -> Argv {
@@ -56,7 +56,7 @@ async fn killed_mid_batch_sequential() {
     let t = target(&server);
     let commands: Vec<Argv> = (0..1000).map(|i| argv(&format!("SET k{i} {i}"))).collect();
     let mut b = batch(Mode::Sequential, commands);
-    b.simulated_rtt_ms = 2.0;
+    b.plan.simulated_rtt_ms = 2.0;
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         server.kill();
@@ -81,8 +81,8 @@ async fn killed_mid_batch_pipeline() {
     let t = target(&server);
     let commands: Vec<Argv> = (0..5000).map(|i| argv(&format!("INCR c{}", i % 7))).collect();
     let mut b = batch(Mode::Pipeline, commands);
-    b.batch_size = 100;
-    b.simulated_rtt_ms = 20.0;
+    b.plan.batch_size = 100;
+    b.plan.simulated_rtt_ms = 20.0;
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(250)).await;
         server.kill();
@@ -131,7 +131,7 @@ async fn transaction_lost_is_unknown() {
     let mut server = RedisServer::start();
     let t = target(&server);
     let mut b = batch(Mode::Transaction, vec![argv("SET a 1"), argv("SET b 2")]);
-    b.simulated_rtt_ms = 600.0;
+    b.plan.simulated_rtt_ms = 600.0;
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         server.kill();
@@ -210,7 +210,7 @@ async fn cancelled_batch_closes_its_connection() {
     let t = target(&server);
     for rtt in [0.0, 5.0] {
         let mut b = batch(Mode::Sequential, vec![argv("CLIENT GETNAME"), argv("BLPOP nothing 0")]);
-        b.simulated_rtt_ms = rtt;
+        b.plan.simulated_rtt_ms = rtt;
         let r = tokio::time::timeout(Duration::from_millis(300), execute(&t, &b, &ExecOptions::default())).await;
         assert!(r.is_err(), "still blocked when dropped");
         let deadline = Instant::now() + Duration::from_secs(3);

@@ -62,7 +62,7 @@ async fn pipeline_round_trips_are_counted() {
     let server = RedisServer::start();
     let lines: Vec<String> = (0..250).map(|i| format!("SET key:{i} {i}")).collect();
     let mut b = batch(Mode::Pipeline, &lines.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-    b.batch_size = 100;
+    b.plan.batch_size = 100;
     let r = run(&server, &b).await;
     assert_eq!(r.summary.round_trips, 3);
     assert_eq!(r.summary.write_calls, 3);
@@ -75,7 +75,7 @@ async fn pipeline_round_trips_are_counted() {
     assert_eq!(server.cmd_str(&["GET", "key:249"]), bulk("249"));
 
     let mut b = batch(Mode::Sequential, &["PING", "PING", "PING"]);
-    b.batch_size = 100; // ignored by sequential mode
+    b.plan.batch_size = 100; // ignored by sequential mode
     assert_eq!(run(&server, &b).await.summary.round_trips, 3);
 }
 
@@ -100,8 +100,8 @@ async fn on_error_stop_leaves_the_rest_not_sent() {
     server.cmd_str(&["SET", "s", "text"]);
     let lines = ["INCR n", "INCR s", "INCR n", "INCR n", "INCR n", "INCR n"];
     let mut b = batch(Mode::Pipeline, &lines);
-    b.batch_size = 2;
-    b.on_error = OnError::Stop;
+    b.plan.batch_size = 2;
+    b.plan.on_error = OnError::Stop;
     let r = run(&server, &b).await;
     // The first chunk (with the error) ran in full; the next two were never written.
     assert_eq!(statuses(&r), vec![Status::Ok, Status::Error, Status::NotSent, Status::NotSent, Status::NotSent, Status::NotSent]);
@@ -111,7 +111,7 @@ async fn on_error_stop_leaves_the_rest_not_sent() {
     assert_eq!(server.cmd_str(&["GET", "n"]), bulk("1"));
 
     let mut b = batch(Mode::Sequential, &lines);
-    b.on_error = OnError::Stop;
+    b.plan.on_error = OnError::Stop;
     server.cmd_str(&["DEL", "n"]);
     let r = run(&server, &b).await;
     assert_eq!(r.summary.round_trips, 2);
@@ -181,8 +181,8 @@ async fn watch_conflict_from_a_second_connection() {
         }
     });
     let mut b = batch(Mode::Transaction, &["INCR w", "SET other 1"]);
-    b.watch = vec![b"w".to_vec()];
-    b.simulated_rtt_ms = 400.0;
+    b.plan.watch = vec![b"w".to_vec()];
+    b.plan.simulated_rtt_ms = 400.0;
     let r = run(&server, &b).await;
     meddler.join().unwrap();
     let t = r.transaction.as_ref().unwrap();
@@ -194,7 +194,7 @@ async fn watch_conflict_from_a_second_connection() {
     assert_eq!(server.cmd_str(&["EXISTS", "other"]), Value::Integer(0));
 
     // Without interference the same watched transaction commits.
-    b.simulated_rtt_ms = 0.0;
+    b.plan.simulated_rtt_ms = 0.0;
     server.cmd_str(&["SET", "w", "5"]);
     let r = run(&server, &b).await;
     assert_eq!(r.transaction.unwrap().status, TransactionStatus::Committed);
@@ -215,7 +215,7 @@ async fn binary_values_round_trip() {
             vec![b"GET".to_vec(), b"big".to_vec()],
             vec![b"STRLEN".to_vec(), b"big".to_vec()],
         ];
-        let b = Batch { commands: commands.into(), ..batch(mode, &[]) };
+        let b = Batch::with_mode(commands, mode);
         let r = run(&server, &b).await;
         assert_eq!(statuses(&r), vec![Status::Ok; 5], "{mode:?}");
         assert_eq!(r.results[2].reply, Some(Value::Bulk(weird.clone())));
@@ -234,8 +234,8 @@ async fn replies_stay_on_their_commands() {
     for i in 0..3000 {
         commands.push(vec![b"ECHO".to_vec(), format!("reply-{i}-{}", "x".repeat(i % 97)).into_bytes()]);
     }
-    let mut b = Batch { commands: commands.clone().into(), ..batch(Mode::Pipeline, &[]) };
-    b.batch_size = 700;
+    let mut b = Batch::with_mode(commands.clone(), Mode::Pipeline);
+    b.plan.batch_size = 700;
     let r = run(&server, &b).await;
     for (i, c) in r.results.iter().enumerate() {
         assert_eq!(c.index, i);
@@ -250,7 +250,7 @@ async fn replies_stay_on_their_commands() {
 async fn resp3_batch() {
     let server = RedisServer::start();
     let mut b = batch(Mode::Pipeline, &["HSET h f v", "HGETALL h", "SADD s a", "SMEMBERS s"]);
-    b.resp3 = true;
+    b.plan.resp3 = true;
     let r = run(&server, &b).await;
     assert_eq!(r.results[1].reply, Some(Value::Map(vec![(bulk("f"), bulk("v"))])));
     assert_eq!(r.results[3].reply, Some(Value::Set(vec![bulk("a")])));
@@ -288,7 +288,7 @@ async fn resp3_pushes_do_not_shift_replies() {
     for mode in [Mode::Sequential, Mode::Pipeline] {
         server.cmd_str(&["SET", "tracked", "old"]);
         let mut b = batch(mode, &lines);
-        b.resp3 = true;
+        b.plan.resp3 = true;
         let r = run(&server, &b).await;
         let replies: Vec<Value> = r.results.iter().map(|c| c.reply.clone().unwrap()).collect();
         assert_eq!(

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, OnError, Report};
+use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, Plan, Report};
 
 fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {
-    Batch { commands: commands.into(), mode, batch_size: 1000, on_error: OnError::Continue, simulated_rtt_ms: rtt, resp3: false, watch: vec![] }
+    Batch::new(commands, Plan { simulated_rtt_ms: rtt, ..Plan::new(mode) })
 }
 
 fn sets(n: usize) -> Vec<Argv> {

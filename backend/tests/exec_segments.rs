@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
-    execute, execute_stream, Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Report, ResultSink, Status,
+    execute, execute_stream, Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status,
 };
 use resp::Value;
 
@@ -34,7 +34,7 @@ fn target(s: &RedisServer) -> RedisTarget {
 /// A pipeline batch of `commands` with `batch_size`, the other fields the
 /// executor's defaults.
 fn pipeline(commands: Commands, batch_size: usize) -> Batch {
-    Batch { commands, batch_size, ..common::batch(Mode::Pipeline, &[]) }
+    Batch::new(commands, Plan { batch_size, ..Plan::new(Mode::Pipeline) })
 }
 
 /// `n` times the same command.
@@ -294,7 +294,7 @@ async fn large_replies_arrive_while_the_chunk_is_written() {
     }
     let n = commands.len();
     let sizes = command_sizes(&commands);
-    let plan = pipeline(Commands::new(), n).plan();
+    let plan = pipeline(Commands::new(), n).plan;
     let mut sink = Expect { values, next: 0, times: Vec::with_capacity(n) };
     let report = execute_stream(&target(&server), &plan, &mut BatchSource::new(&commands), &mut sink, &ExecOptions::default())
         .await
@@ -419,7 +419,7 @@ async fn on_error_stop_finishes_the_chunk_of_many_segments() {
     }
     let sizes = command_sizes(&commands);
     let mut b = pipeline(commands, N / 2);
-    b.on_error = OnError::Stop;
+    b.plan.on_error = OnError::Stop;
     let r = execute(&target(&server), &b, &ExecOptions::default()).await.unwrap();
     assert!(r.connection_error.is_none());
     let (answered, unknown, not_sent) = assert_cut_cleanly(&r, N);
@@ -451,7 +451,7 @@ async fn segments_do_not_each_pay_a_round_trip() {
     let t = target(&server);
     let baseline = execute(&t, &pipeline(commands.clone(), n), &ExecOptions::default()).await.unwrap();
     let mut b = pipeline(commands, n);
-    b.simulated_rtt_ms = RTT_MS;
+    b.plan.simulated_rtt_ms = RTT_MS;
     let r = execute(&t, &b, &ExecOptions::default()).await.unwrap();
     let total = Duration::from_micros(r.summary.total_us);
     let rtt = Duration::from_secs_f64(RTT_MS / 1000.0);

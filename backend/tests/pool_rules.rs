@@ -137,7 +137,7 @@ async fn watch_does_not_leak_into_the_next_batch() {
     // The batch's own `watch`: EXEC unwatches, so the connection is clean
     // after it, whatever the outcome, and is reused.
     let mut b = batch(Mode::Transaction, &["SET t 2"]);
-    b.watch = vec![b"w".to_vec()];
+    b.plan.watch = vec![b"w".to_vec()];
     let r = execute_pooled(&pool, &b, &ExecOptions::default()).await.unwrap();
     assert_eq!(r.transaction.as_ref().unwrap().status, TransactionStatus::Committed);
     assert_eq!(pool.idle_count(), 1);
@@ -166,7 +166,7 @@ async fn client_name_and_protocol_do_not_leak() {
     // RESP3 and RESP2 connections are kept apart.
     server.cmd_str(&["HSET", "h", "f", "v"]);
     let mut b3 = batch(Mode::Pipeline, &["HGETALL h"]);
-    b3.resp3 = true;
+    b3.plan.resp3 = true;
     for _ in 0..2 {
         let r = execute_pooled(&pool, &b3, &ExecOptions::default()).await.unwrap();
         assert!(matches!(r.results[0].reply, Some(Value::Map(_))), "{:?}", r.results[0].reply);
@@ -182,7 +182,7 @@ async fn simulated_rtt_batches_use_fresh_connections() {
     let pool = pool_for(&server, PoolConfig::default());
     run(&pool, Mode::Pipeline, &["PING"]).await;
     let mut b = batch(Mode::Pipeline, &["PING"]);
-    b.simulated_rtt_ms = 2.0;
+    b.plan.simulated_rtt_ms = 2.0;
     let r = execute_pooled(&pool, &b, &ExecOptions::default()).await.unwrap();
     assert_eq!(r.results[0].status, Status::Ok);
     assert!(r.summary.total_us >= 2000, "{}", r.summary.total_us);

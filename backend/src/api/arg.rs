@@ -16,7 +16,8 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pipelab::exec::Commands;
+use super::error::ApiCode;
+use crate::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
 pub(super) const BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -34,20 +35,20 @@ const MARK: char = '\u{1}';
 pub struct ArgBytes(pub Vec<u8>);
 
 /// A serde error message tagged with an API error code (see [`untag`]).
-pub fn tagged(code: &str, path_suffix: &str, message: impl fmt::Display) -> String {
-    format!("{MARK}{code}{MARK}{path_suffix}{MARK}{message}")
+pub fn tagged(code: ApiCode, path_suffix: &str, message: impl fmt::Display) -> String {
+    format!("{MARK}{}{MARK}{path_suffix}{MARK}{message}", code.name())
 }
 
 /// The (code, path suffix, message) of a [`tagged`] message, if it is one.
-pub fn untag(message: &str) -> Option<(&str, &str, &str)> {
+pub fn untag(message: &str) -> Option<(ApiCode, &str, &str)> {
     let rest = message.strip_prefix(MARK)?;
     let mut parts = rest.splitn(3, MARK);
-    Some((parts.next()?, parts.next()?, parts.next()?))
+    Some((ApiCode::from_name(parts.next()?)?, parts.next()?, parts.next()?))
 }
 
 fn not_an_argument<E: de::Error>(kind: &str) -> E {
     E::custom(tagged(
-        "invalid_argument",
+        ApiCode::InvalidArgument,
         "",
         format!("an argument must be a string or {{\"base64\": \"...\"}}, not {kind}"),
     ))
@@ -114,14 +115,14 @@ impl<'de> Visitor<'de> for ArgVisitor {
             let text = map.next_value::<serde_json::Value>()?;
             let serde_json::Value::String(text) = text else {
                 return Err(de::Error::custom(tagged(
-                    "invalid_argument",
+                    ApiCode::InvalidArgument,
                     ".base64",
                     "must be a base64 string",
                 )));
             };
             bytes = Some(BASE64.decode(text.as_bytes()).map_err(|e| {
                 de::Error::custom(tagged(
-                    "invalid_base64",
+                    ApiCode::InvalidBase64,
                     ".base64",
                     format!("invalid base64: {e}"),
                 ))
@@ -249,20 +250,20 @@ mod tests {
         assert!(c.0.get(1).is_empty());
         assert_eq!(c.0.get(2).get(1), Some("é".as_bytes()));
         let err = serde_json::from_str::<JsonCommands>(r#"[["SET", 5]]"#).unwrap_err().to_string();
-        assert_eq!(untag(&err).map(|(c, _, _)| c), Some("invalid_argument"), "{err}");
+        assert_eq!(untag(&err).map(|(c, _, _)| c), Some(ApiCode::InvalidArgument), "{err}");
     }
 
     #[test]
     fn errors_carry_their_code() {
         for (json, code, suffix) in [
-            ("5", "invalid_argument", ""),
-            ("null", "invalid_argument", ""),
-            ("[1]", "invalid_argument", ""),
-            ("true", "invalid_argument", ""),
-            (r#"{"hex": "ff"}"#, "invalid_argument", ""),
-            ("{}", "invalid_argument", ""),
-            (r#"{"base64": 5}"#, "invalid_argument", ".base64"),
-            (r#"{"base64": "!!"}"#, "invalid_base64", ".base64"),
+            ("5", ApiCode::InvalidArgument, ""),
+            ("null", ApiCode::InvalidArgument, ""),
+            ("[1]", ApiCode::InvalidArgument, ""),
+            ("true", ApiCode::InvalidArgument, ""),
+            (r#"{"hex": "ff"}"#, ApiCode::InvalidArgument, ""),
+            ("{}", ApiCode::InvalidArgument, ""),
+            (r#"{"base64": 5}"#, ApiCode::InvalidArgument, ".base64"),
+            (r#"{"base64": "!!"}"#, ApiCode::InvalidBase64, ".base64"),
         ] {
             let msg = parse(json).unwrap_err();
             let (c, s, _) = untag(&msg).unwrap_or_else(|| panic!("{json}: untagged {msg}"));

@@ -7,13 +7,14 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiCode, ApiError, ErrorBody};
 use super::extract::CommandsJson;
 use super::incremental::HasCommands;
 use super::schema;
 use super::stream::{self, Keep};
 use super::validate::{self, BatchFields};
 use super::AppState;
+use crate::exec::{Mode, OnError, Report};
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,7 +30,7 @@ pub struct BatchRequest {
     #[schema(example = "SET k v\nINCR k")]
     pub text: Option<String>,
     /// Default `pipeline`.
-    #[schema(value_type = Option<schema::ModeName>)]
+    #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
     /// Commands per pipeline chunk, at least 1. Default 1000. Pipeline mode
     /// only. Each chunk is written whole before its replies are awaited (one
@@ -38,7 +39,7 @@ pub struct BatchRequest {
     #[schema(minimum = 1, example = 1000)]
     pub batch_size: Option<i64>,
     /// Default `continue`.
-    #[schema(value_type = Option<schema::OnErrorName>)]
+    #[schema(value_type = Option<OnError>)]
     pub on_error: Option<String>,
     /// Extra delay per round trip in ms, 0 to 1000 (fractions allowed). Default 0.
     #[schema(minimum = 0, maximum = 1000, example = 0.5)]
@@ -51,7 +52,7 @@ pub struct BatchRequest {
     /// Which per-command results to return: `all` (default), `errors` (only
     /// those whose status is not `ok`, as `redis-cli --pipe` prints only
     /// errors), or `none`. The summary always counts every command.
-    #[schema(value_type = Option<schema::ResultsFilter>)]
+    #[schema(value_type = Option<Keep>)]
     pub results: Option<String>,
 }
 
@@ -76,7 +77,7 @@ impl HasCommands for BatchRequest {
     tag = "batches",
     request_body = BatchRequest,
     responses(
-        (status = 200, description = "The batch ran; per-command results", body = schema::BatchResponse),
+        (status = 200, description = "The batch ran; per-command results", body = Report),
         (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
         (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
         (status = 413, description = "Over a size limit (body, commands, argument)", body = ErrorBody),
@@ -93,16 +94,8 @@ pub async fn batch(
         None => validate::DEFAULT_MODE,
     };
     let keep = match req.results.as_deref() {
-        None | Some("all") => Keep::All,
-        Some("errors") => Keep::Errors,
-        Some("none") => Keep::None,
-        Some(other) => {
-            return Err(ApiError::field(
-                "invalid_field",
-                "results",
-                format!("unknown value {other:?}; expected \"all\", \"errors\" or \"none\""),
-            ))
-        }
+        None => Keep::default(),
+        Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let fields = BatchFields {
         commands: req.commands,

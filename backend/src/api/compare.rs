@@ -10,14 +10,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiCode, ApiError, ErrorBody};
 use super::extract::CommandsJson;
 use super::incremental::HasCommands;
 use super::run::run_batch;
 use super::schema;
 use super::validate::{self, BatchFields};
 use super::AppState;
-use pipelab::exec::{CommandResult, Mode, Summary, TransactionOutcome};
+use crate::exec::{CommandResult, Mode, OnError, Summary, TransactionOutcome};
 
 /// What the response says about side effects (also in the OpenAPI document).
 pub const NOTE: &str = "The batch ran once per mode, in this order, each on its own connection: \
@@ -35,12 +35,12 @@ pub struct CompareRequest {
     pub text: Option<String>,
     /// Modes to run; sequential always runs (first), as the baseline.
     /// Default: all three.
-    #[schema(value_type = Option<Vec<schema::ModeName>>)]
+    #[schema(value_type = Option<Vec<Mode>>)]
     pub modes: Option<Vec<String>>,
     /// Pipeline chunk size, at least 1. Default 1000.
     #[schema(minimum = 1)]
     pub batch_size: Option<i64>,
-    #[schema(value_type = Option<schema::OnErrorName>)]
+    #[schema(value_type = Option<OnError>)]
     pub on_error: Option<String>,
     /// Extra delay per round trip in ms, 0 to 1000.
     #[schema(minimum = 0, maximum = 1000)]
@@ -84,19 +84,15 @@ pub struct CompareResponse {
 /// One mode's run.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompareRun {
-    #[schema(value_type = schema::ModeName)]
     pub mode: Mode,
     /// Sequential total time / this run's total time (1.0 for sequential).
     #[schema(example = 12.5)]
     pub speedup_vs_sequential: Option<f64>,
-    #[schema(value_type = schema::Summary)]
     pub summary: Summary,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<schema::Transaction>)]
     pub transaction: Option<TransactionOutcome>,
     /// With include_results only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<schema::CommandResult>>)]
     pub results: Option<Vec<CommandResult>>,
 }
 
@@ -125,7 +121,7 @@ pub async fn compare(
     let requested = match &req.modes {
         Some(list) if list.is_empty() => {
             return Err(ApiError::field(
-                "invalid_field",
+                ApiCode::InvalidField,
                 "modes",
                 "empty; leave it out to run all three modes",
             ))
@@ -156,10 +152,11 @@ pub async fn compare(
     // `watch` belongs to the transaction run only; validate it as a transaction field.
     let watch = BatchFields {
         watch: req.watch,
-        commands: Some(JsonCommands(pipelab::exec::Commands::from_iter([vec!["PING"]]))),
+        commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?
+    .plan
     .watch;
     // Validate every mode's batch before running any, so a refusal leaves no side effects.
     let batches = modes
@@ -167,7 +164,7 @@ pub async fn compare(
         .map(|&mode| {
             let mut batch = prepared.batch(mode, &state.limits)?;
             if mode == Mode::Transaction {
-                batch.watch = watch.clone();
+                batch.plan.watch = watch.clone();
             }
             Ok(batch)
         })
@@ -180,7 +177,7 @@ pub async fn compare(
             .first()
             .map_or(report.summary.total_us, |r| r.summary.total_us);
         runs.push(CompareRun {
-            mode: batch.mode,
+            mode: batch.plan.mode,
             speedup_vs_sequential: (report.summary.total_us > 0)
                 .then(|| baseline as f64 / report.summary.total_us as f64),
             summary: report.summary,

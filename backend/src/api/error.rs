@@ -1,20 +1,128 @@
-//! The one error shape of the API (CONTRACT.md section 3):
+//! The one error shape of the API:
 //! `{"error": {"code": "...", "message": "...", "field": "..."}}` with a 4xx
 //! status for bad requests and 503 when Redis cannot be reached.
 //!
-//! `code` is stable and meant for programs; `message` is for people and
-//! always names the offending field (and line/column for `text`).
+//! `code` is an [`ApiCode`]: stable, meant for programs, and it decides the
+//! HTTP status; `message` is for people and always names the offending
+//! field (and line/column for `text`).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// An API error: HTTP status plus the JSON body.
+/// Why a request failed: the `code` of an error body. A code always comes
+/// with the same HTTP status, and the names (`invalid_json`,
+/// `body_timeout`, …) never change: clients match them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiCode {
+    /// 400: the body is not JSON (a syntax error, with line and column), or empty.
+    InvalidJson,
+    /// 400: the body could not be read.
+    InvalidBody,
+    /// 400: a field has the wrong type or value, is unknown, missing or given twice.
+    InvalidField,
+    /// 400: neither `commands` nor `text`.
+    MissingCommands,
+    /// 400: both `commands` and `text`.
+    ConflictingFields,
+    /// 400: no command at all.
+    EmptyBatch,
+    /// 400: a command without even a name.
+    EmptyArgv,
+    /// 400: `mode` (or an entry of `modes`) is not a mode.
+    UnknownMode,
+    /// 400: `{"base64": ...}` that is not base64.
+    InvalidBase64,
+    /// 400: an argument that is neither a string nor `{"base64": ...}`.
+    InvalidArgument,
+    /// 400: `text` that cannot be split into commands (line, column).
+    ParseError,
+    /// 400: a batch size below 1.
+    InvalidBatchSize,
+    /// 400: a simulated RTT out of range, or more than the batch timeout in all.
+    InvalidRtt,
+    /// 400: a command the API does not run (it changes the connection, blocks forever, …).
+    RefusedCommand,
+    /// 400: a batch the executor refuses (its own rules, checked again).
+    InvalidBatch,
+    /// 400: sweep: Redis rejects the command.
+    InvalidCommand,
+    /// 404: no such endpoint.
+    NotFound,
+    /// 405: the endpoint does not take this method.
+    MethodNotAllowed,
+    /// 408: the body stopped arriving for the batch timeout.
+    BodyTimeout,
+    /// 413: the body is over `limits.max_body_bytes`.
+    BodyTooLarge,
+    /// 413: more commands than `limits.max_commands`.
+    TooManyCommands,
+    /// 413: an argument over `limits.max_arg_bytes`.
+    ArgumentTooLarge,
+    /// 503: Redis cannot be reached (nothing was written).
+    RedisUnavailable,
+    /// 503: every batch slot stayed busy for the batch timeout.
+    Busy,
+    /// 503: the server stopped past its grace period while the request was
+    /// still being read or run.
+    ShuttingDown,
+    /// 504: a batch that could not be cut at its deadline (a batch reaching
+    /// the timeout is normally cut and reported).
+    BatchTimeout,
+}
+
+impl ApiCode {
+    /// Every code, in the order of the OpenAPI document's listing. Wire names
+    /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
+    pub const ALL: [ApiCode; 26] = {
+        use ApiCode::*;
+        [
+            InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
+            EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
+            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, NotFound, MethodNotAllowed,
+            BodyTimeout, BodyTooLarge, TooManyCommands, ArgumentTooLarge, RedisUnavailable, Busy,
+            ShuttingDown, BatchTimeout,
+        ]
+    };
+
+    /// The HTTP status every error with this code is answered with.
+    pub fn status(self) -> StatusCode {
+        use ApiCode::*;
+        match self {
+            InvalidJson | InvalidBody | InvalidField | MissingCommands | ConflictingFields | EmptyBatch
+            | EmptyArgv | UnknownMode | InvalidBase64 | InvalidArgument | ParseError | InvalidBatchSize
+            | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand => StatusCode::BAD_REQUEST,
+            NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            BodyTooLarge | TooManyCommands | ArgumentTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RedisUnavailable | Busy | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The wire name (`invalid_json`, …), as serde writes it.
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(name)) => name,
+            other => unreachable!("a unit variant serializes to a string, not {other:?}"),
+        }
+    }
+
+    /// The code whose wire name is `name`.
+    pub fn from_name(name: &str) -> Option<ApiCode> {
+        use serde::de::IntoDeserializer;
+        let de: serde::de::value::StrDeserializer<'_, serde::de::value::Error> = name.into_deserializer();
+        ApiCode::deserialize(de).ok()
+    }
+}
+
+/// An API error: its code (which decides the HTTP status) and the JSON body.
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    pub status: StatusCode,
     pub body: ErrorDetail,
 }
 
@@ -29,19 +137,8 @@ pub struct ErrorBody {
 /// What went wrong.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Stable machine-readable code. 400: `invalid_json`, `invalid_body`,
-    /// `invalid_field`, `missing_commands`, `conflicting_fields`,
-    /// `empty_batch`, `empty_argv`, `unknown_mode`, `invalid_base64`,
-    /// `invalid_argument`, `parse_error`, `invalid_batch_size`, `invalid_rtt`,
-    /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
-    /// rejects the command). 404: `not_found`. 405: `method_not_allowed`.
-    /// 408: `body_timeout` (the body stopped arriving for the batch timeout).
-    /// 413: `body_too_large`,
-    /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
-    /// `busy`, `shutting_down` (the server stopped past its grace period
-    /// while the request was still being read or run). 504: `batch_timeout` (a batch that could not be cut at its
-    /// deadline; a batch reaching the timeout is normally cut and reported).
-    pub code: &'static str,
+    /// Stable machine-readable code; the `ApiCode` schema lists each with its HTTP status.
+    pub code: ApiCode,
     /// Human-readable explanation, starting with the field it concerns.
     pub message: String,
     /// Where in the request the fault is, when there is one place: a JSON
@@ -52,52 +149,99 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            body: ErrorDetail {
-                code,
-                message: message.into(),
-                field: None,
-            },
-        }
+    pub fn new(code: ApiCode, message: impl Into<String>) -> Self {
+        ApiError { body: ErrorDetail { code, message: message.into(), field: None } }
     }
 
-    /// 400 about one field; the message is prefixed with the field's name.
-    pub fn field(code: &'static str, field: impl Into<String>, message: impl AsRef<str>) -> Self {
+    /// An error about one field; the message is prefixed with the field's name.
+    pub fn field(code: ApiCode, field: impl Into<String>, message: impl AsRef<str>) -> Self {
         let field = field.into();
         let message = format!("{field}: {}", message.as_ref());
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            body: ErrorDetail {
-                code,
-                message,
-                field: Some(field),
-            },
-        }
+        ApiError { body: ErrorDetail { code, message, field: Some(field) } }
     }
 
     /// The stable machine-readable code (`busy`, `redis_unavailable`, ...).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ApiCode {
         self.body.code
     }
 
-    pub fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
+    /// The HTTP status, from the code.
+    pub fn status(&self) -> StatusCode {
+        self.body.code.status()
     }
 
     pub fn unavailable(message: impl AsRef<str>) -> Self {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unavailable",
-            format!("Redis is unreachable: {}", message.as_ref()),
-        )
+        ApiError::new(ApiCode::RedisUnavailable, format!("Redis is unreachable: {}", message.as_ref()))
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(ErrorBody { error: self.body })).into_response()
+        (self.status(), Json(ErrorBody { error: self.body })).into_response()
+    }
+}
+
+/// Adds each code's HTTP status to the `ApiCode` schema's description in
+/// the OpenAPI document, from [`ApiCode::status`], so the listing cannot
+/// drift from what the server answers.
+pub struct CodeStatuses;
+
+impl utoipa::Modify for CodeStatuses {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{schema::Schema, RefOr};
+        let Some(RefOr::T(Schema::Object(schema))) =
+            doc.components.as_mut().and_then(|c| c.schemas.get_mut("ApiCode"))
+        else {
+            return;
+        };
+        let mut by_status: Vec<(StatusCode, Vec<String>)> = Vec::new();
+        for code in ApiCode::ALL {
+            let name = format!("`{}`", code.name());
+            match by_status.iter_mut().find(|(s, _)| *s == code.status()) {
+                Some((_, names)) => names.push(name),
+                None => by_status.push((code.status(), vec![name])),
+            }
+        }
+        let listing: Vec<String> =
+            by_status.into_iter().map(|(status, names)| format!("{}: {}", status.as_u16(), names.join(", "))).collect();
+        let intro = schema.description.take().unwrap_or_default();
+        schema.description = Some(format!("{intro}\n\nBy HTTP status: {}.", listing.join("; ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use utoipa::PartialSchema;
+
+    /// `ALL` holds every variant once: the same names as the derived schema's enum.
+    #[test]
+    fn all_lists_every_code_once() {
+        let schema = serde_json::to_value(ApiCode::schema()).unwrap();
+        let listed: Vec<String> = ApiCode::ALL.iter().map(|c| c.name()).collect();
+        let derived: Vec<String> =
+            schema["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        assert_eq!(listed, derived);
+        for code in ApiCode::ALL {
+            assert_eq!(ApiCode::from_name(&code.name()), Some(code));
+        }
+        assert_eq!(ApiCode::from_name("no_such_code"), None);
+    }
+
+    /// The wire names of today's clients.
+    #[test]
+    fn wire_names_and_statuses() {
+        for (code, name, status) in [
+            (ApiCode::InvalidJson, "invalid_json", 400),
+            (ApiCode::InvalidRtt, "invalid_rtt", 400),
+            (ApiCode::InvalidBase64, "invalid_base64", 400),
+            (ApiCode::BodyTimeout, "body_timeout", 408),
+            (ApiCode::TooManyCommands, "too_many_commands", 413),
+            (ApiCode::ShuttingDown, "shutting_down", 503),
+            (ApiCode::RedisUnavailable, "redis_unavailable", 503),
+            (ApiCode::BatchTimeout, "batch_timeout", 504),
+        ] {
+            assert_eq!((code.name().as_str(), code.status().as_u16()), (name, status));
+        }
     }
 }

@@ -13,11 +13,11 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
-use super::error::ApiError;
+use super::error::{ApiCode, ApiError};
 use super::incremental::{HasCommands, IncrementalBody, RESERVE_MAX};
 use super::AppState;
 
@@ -66,7 +66,7 @@ impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
             drop(tx);
             // Only a shutdown past its grace period cancels the parse.
             parser.await.map_err(|_| {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is shutting down; nothing was run")
+                ApiError::new(ApiCode::ShuttingDown, "the server is shutting down; nothing was run")
             })?
         } else {
             let mut body = IncrementalBody::new(expected);
@@ -106,15 +106,14 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes
     loop {
         let Ok(frame) = tokio::time::timeout(wait, body.frame()).await else {
             return Err(ApiError::field(
-                "body_timeout",
+                ApiCode::BodyTimeout,
                 "request body",
                 format!("no data for {} ms (the batch timeout); send the body without pauses", wait.as_millis()),
-            )
-            .with_status(StatusCode::REQUEST_TIMEOUT));
+            ));
         };
         let Some(frame) = frame else { break };
         let frame =
-            frame.map_err(|err| ApiError::field("invalid_body", "request body", format!("could not be read: {err}")))?;
+            frame.map_err(|err| ApiError::field(ApiCode::InvalidBody, "request body", format!("could not be read: {err}")))?;
         if let Ok(data) = frame.into_data() {
             total += data.len();
             if total > limit {
@@ -129,11 +128,10 @@ async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes
 /// The 413 answer.
 pub fn body_too_large() -> ApiError {
     ApiError::field(
-        "body_too_large",
+        ApiCode::BodyTooLarge,
         "request body",
         "larger than the server's limit (see GET /api/v1/info, limits.max_body_bytes)",
     )
-    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
 }
 
 /// Deserialize `bytes` as `T`. Syntax errors → `invalid_json` with line and
@@ -142,7 +140,7 @@ pub fn body_too_large() -> ApiError {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::field(
-            "invalid_json",
+            ApiCode::InvalidJson,
             "request body",
             "empty; expected a JSON object",
         ));
@@ -152,7 +150,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if let Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') = first {
         return Err(ApiError::field(
-            "invalid_field",
+            ApiCode::InvalidField,
             "request body",
             "must be a JSON object ({...})",
         ));
@@ -182,13 +180,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                     };
                     match super::arg::untag(&message) {
                         Some((code, suffix, msg)) => {
-                            ApiError::field(code_name(code), format!("{field}{suffix}"), msg)
+                            ApiError::field(code, format!("{field}{suffix}"), msg)
                         }
-                        None => ApiError::field("invalid_field", field, message),
+                        None => ApiError::field(ApiCode::InvalidField, field, message),
                     }
                 }
                 _ => ApiError::field(
-                    "invalid_json",
+                    ApiCode::InvalidJson,
                     "request body",
                     format!("malformed JSON: {inner}"),
                 ),
@@ -197,20 +195,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     };
     de.end().map_err(|e| {
         ApiError::field(
-            "invalid_json",
+            ApiCode::InvalidJson,
             "request body",
             format!("malformed JSON: {e}"),
         )
     })?;
     Ok(value)
-}
-
-/// The `'static` name of a code carried in a serde message.
-fn code_name(code: &str) -> &'static str {
-    match code {
-        "invalid_base64" => "invalid_base64",
-        _ => "invalid_argument",
-    }
 }
 
 /// serde_json appends " at line L column C" to data errors; the field path
@@ -268,10 +258,10 @@ mod timing {
             let prepared = fields.prepare(&limits).unwrap();
             let prepare = t.elapsed();
             let t = std::time::Instant::now();
-            let batch = prepared.into_batch(pipelab::exec::Mode::Pipeline, &limits).unwrap();
+            let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits).unwrap();
             let into_batch = t.elapsed();
             let t = std::time::Instant::now();
-            pipelab::exec::validate(&batch).unwrap();
+            crate::exec::validate(&batch).unwrap();
             eprintln!(
                 "serde_json {serde:?}, incremental {fast:?}; prepare {prepare:?}, into_batch {into_batch:?}, \
                  executor's validate {:?} ({} commands)",

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::json;
 
+use super::error::{ApiCode, ApiError};
 use super::run::command;
 use super::AppState;
 
@@ -22,9 +22,8 @@ pub async fn healthz() -> impl IntoResponse {
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     match command(&state, &[b"PING"], Duration::from_secs(1)).await {
         Ok(reply) if !reply.is_error() => Json(json!({"status": "ready"})).into_response(),
-        Ok(reply) => super::error::ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unavailable",
+        Ok(reply) => ApiError::new(
+            ApiCode::RedisUnavailable,
             format!("Redis answered PING with {}", reply.display()),
         )
         .into_response(),

@@ -20,7 +20,7 @@ use base64::Engine as _;
 use serde::de::DeserializeOwned;
 
 use super::arg::{JsonCommands, BASE64};
-use pipelab::exec::Commands;
+use crate::exec::Commands;
 
 /// A request type with a `commands` member (`Option<JsonCommands>`).
 pub trait HasCommands: DeserializeOwned {

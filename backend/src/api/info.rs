@@ -9,10 +9,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::run::command;
-use super::schema::ModeName;
 use super::validate::DEFAULT_BATCH_SIZE;
 use super::{AppState, RedisSource};
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
+use crate::exec::{Mode, OnError};
 
 /// Server facts.
 #[derive(Debug, Serialize, ToSchema)]
@@ -57,10 +57,9 @@ pub struct RedisInfo {
 /// What a batch request gets for the fields it leaves out.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Defaults {
-    pub mode: ModeName,
+    pub mode: Mode,
     pub batch_size: u64,
-    #[schema(example = "continue")]
-    pub on_error: &'static str,
+    pub on_error: OnError,
     pub simulated_rtt_ms: f64,
     pub resp3: bool,
     /// The largest simulated_rtt_ms accepted.
@@ -112,9 +111,9 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
         },
         limits: state.limits.clone(),
         defaults: Defaults {
-            mode: ModeName::Pipeline,
+            mode: super::validate::DEFAULT_MODE,
             batch_size: DEFAULT_BATCH_SIZE as u64,
-            on_error: "continue",
+            on_error: OnError::default(),
             simulated_rtt_ms: 0.0,
             resp3: false,
             max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,

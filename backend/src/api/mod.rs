@@ -1,7 +1,7 @@
 //! The REST API (`/api/v1`), health probes and the web playground's files.
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
-//! ([`validate`]), builds a [`pipelab::exec::Batch`], runs it through [`run`]
+//! ([`validate`]), builds a [`crate::exec::Batch`], runs it through [`run`]
 //! (limits, timeout, Redis errors → HTTP) and serializes the executor's
 //! `Report` as it is, so the API and `pipelab run --json` cannot drift apart.
 //!
@@ -29,15 +29,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
 use axum::routing::{any, get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Pool, PoolConfig};
+use error::{ApiCode, ApiError};
+use crate::conn::RedisTarget;
+use crate::exec::{Pool, PoolConfig};
 
 /// Where the Redis target came from (shown by GET /api/v1/info).
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ pub struct Inner {
     pub web_dir: PathBuf,
     /// One permit per running batch (`limits.max_concurrent_batches`).
     pub slots: Semaphore,
-    /// Idle Redis connections reused between batches (see `pipelab::exec::pool`).
+    /// Idle Redis connections reused between batches (see `crate::exec::pool`).
     pub pool: Arc<Pool>,
     /// The serving threads' runtimes: a big batch runs on another thread
     /// than its request's (`stream`). Empty: the current runtime only.
@@ -144,10 +144,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn api_not_found(req: Request) -> error::ApiError {
-    error::ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
+async fn api_not_found(req: Request) -> ApiError {
+    ApiError::new(
+        ApiCode::NotFound,
         format!(
             "no endpoint {} {} (see GET /api/v1/openapi.json)",
             req.method(),
@@ -156,10 +155,9 @@ async fn api_not_found(req: Request) -> error::ApiError {
     )
 }
 
-async fn api_method_not_allowed(req: Request) -> error::ApiError {
-    error::ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+async fn api_method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        ApiCode::MethodNotAllowed,
         format!("{} is not allowed on {} (see GET /api/v1/openapi.json)", req.method(), req.uri().path()),
     )
 }

@@ -4,7 +4,9 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, compare, error, info, schema, sweep};
+use super::{batch, compare, error, info, schema, stream, sweep};
+use crate::exec;
+use error::CodeStatuses;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,10 +21,12 @@ use super::{batch, compare, error, info, schema, sweep};
     ),
     paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
     components(schemas(
-        error::ErrorBody, error::ErrorDetail,
-        schema::Arg, schema::ModeName, schema::ResultsFilter, schema::OnErrorName, schema::Reply, schema::StatusName,
-        schema::CommandResult, schema::Summary, schema::Transaction, schema::Rejected, schema::BatchResponse,
+        error::ErrorBody, error::ErrorDetail, error::ApiCode,
+        schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
+        exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
+        exec::Report,
     )),
+    modifiers(&CodeStatuses),
     tags(
         (name = "batches", description = "Run commands against Redis"),
         (name = "server", description = "About this server"),

@@ -15,7 +15,7 @@
 //! another's work or lock the others out. Data commands (FLUSHALL, SCRIPT
 //! FLUSH, SWAPDB, ...) run as sent.
 
-use pipelab::exec::{ArgvRef, Mode};
+use crate::exec::{ArgvRef, Mode};
 
 /// Why `argv` may not run in `mode`, or `None` if it may.
 pub fn refusal(argv: ArgvRef<'_>, mode: Mode) -> Option<String> {
@@ -208,7 +208,7 @@ mod tests {
 
     fn refusal(s: &str, mode: Mode) -> Option<String> {
         let argv: Vec<&str> = s.split(' ').collect();
-        super::refusal(pipelab::exec::Commands::from_iter([argv]).get(0), mode)
+        super::refusal(crate::exec::Commands::from_iter([argv]).get(0), mode)
     }
 
     /// The API refuses, with its own reason, every command the executor
@@ -222,8 +222,8 @@ mod tests {
         for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction] {
             for cmd in cases {
                 let argv: Vec<&str> = cmd.split(' ').collect();
-                let commands = pipelab::exec::Commands::from_iter([argv]);
-                if pipelab::exec::check_command(commands.get(0), mode).is_err() {
+                let commands = crate::exec::Commands::from_iter([argv]);
+                if crate::exec::check_command(commands.get(0), mode).is_err() {
                     assert!(super::refusal(commands.get(0), mode).is_some(), "{cmd} in {mode:?}");
                 }
             }

@@ -2,7 +2,7 @@
 //! timeout, the reply-size limit, and executor errors mapped to HTTP.
 //!
 //! Each batch runs on a connection from the server's pool
-//! (`pipelab::exec::pool`): an idle one that passes a liveness probe, or a
+//! (`crate::exec::pool`): an idle one that passes a liveness probe, or a
 //! new one. It goes back to the pool only if the batch ended cleanly, so a
 //! Redis restart needs no recovery here: dead idle connections are
 //! discarded and the next batch connects again. If the client goes away,
@@ -12,14 +12,13 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use tokio::time::{timeout_at, Instant};
 
-use super::error::ApiError;
+use super::error::{ApiCode, ApiError};
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use pipelab::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
-use pipelab::exec::{Batch, Commands, Mode, OnError, Report, Status};
+use crate::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
+use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 
 /// Run `batch` within the server's limits and collect its report.
 ///
@@ -33,10 +32,7 @@ use pipelab::exec::{Batch, Commands, Mode, OnError, Report, Status};
 pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = run_batch_into(state, batch, &mut results).await?;
-    if let Some(msg) = out.reconnect_failed {
-        return Err(ApiError::unavailable(msg));
-    }
-    Ok(out.with_results(results))
+    out.into_report(results).map_err(ApiError::unavailable)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes. A dead pooled
@@ -47,15 +43,15 @@ pub async fn run_batch_into<K: ResultSink>(
     batch: &Batch,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
-    let span = BatchSpan::start(batch.mode, batch.commands.len());
+    let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
     let result = run_limited(state, batch, sink).await;
     match &result {
         Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
         Err(e) => span.fail(match e.code() {
-            "busy" => "busy",
-            "batch_timeout" => "timeout",
-            "redis_unavailable" => "redis_unavailable",
+            ApiCode::Busy => "busy",
+            ApiCode::BatchTimeout => "timeout",
+            ApiCode::RedisUnavailable => "redis_unavailable",
             _ => "invalid",
         }),
     }
@@ -77,8 +73,7 @@ async fn run_limited<K: ResultSink>(
         .await
         .map_err(|_| {
             ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
+                ApiCode::Busy,
                 format!(
                     "all {} batch slots stayed busy for {} ms; try again later",
                     limits.max_concurrent_batches, limits.batch_timeout_ms
@@ -97,10 +92,9 @@ async fn run_limited<K: ResultSink>(
     match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
         Ok(Ok(out)) => Ok(out),
         Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field("invalid_batch", e.field, e.message)),
+        Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message)),
         Err(_) => Err(ApiError::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            "batch_timeout",
+            ApiCode::BatchTimeout,
             format!(
                 "the batch ran longer than the server's limit of {} ms and could not be cut in \
                  time; commands already written may have run (their outcome is unknown)",
@@ -118,15 +112,7 @@ pub async fn command(
     argv: &[&[u8]],
     wait: Duration,
 ) -> Result<resp::Value, ApiError> {
-    let batch = Batch {
-        commands: Commands::from_iter([argv.to_vec()]),
-        mode: Mode::Sequential,
-        batch_size: 1,
-        on_error: OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: Vec::new(),
-    };
+    let batch = Batch::new(Commands::from_iter([argv.to_vec()]), Plan { batch_size: 1, ..Plan::new(Mode::Sequential) });
     let opts = ExecOptions {
         connect_timeout: wait,
         read_timeout: wait,
@@ -138,7 +124,7 @@ pub async fn command(
             Ok(Ok(report)) => report,
             Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
             Ok(Err(ExecError::Invalid(e))) => {
-                return Err(ApiError::field("invalid_batch", e.field, e.message))
+                return Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
             }
             Err(_) => return Err(ApiError::unavailable("no answer in time")),
         };

@@ -30,17 +30,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use http_body::Frame;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::error::ApiError;
+use super::error::{ApiCode, ApiError};
 use crate::report_json::ReportJson;
 use super::run::run_batch_into;
 use super::AppState;
-use pipelab::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
+use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
 /// Bytes of JSON gathered before they are sent: small batches fit in one
 /// chunk and get an ordinary response.
@@ -49,14 +49,18 @@ pub const CHUNK: usize = 256 * 1024;
 /// Results handed from the executor to the response at a time.
 pub const GROUP: usize = 512;
 
-/// Which results a batch response carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which per-command results a batch response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, utoipa::ToSchema, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+#[schema(as = ResultsFilter)]
 pub enum Keep {
-    /// Every result.
+    /// Every command's result (the default).
+    #[default]
     All,
-    /// Those whose status is not `ok`.
+    /// Only results whose status is not ok (error, not_sent, unknown); each keeps its index.
     Errors,
-    /// None (the summary still counts every command).
+    /// No per-command results; the summary still counts every command.
     None,
 }
 
@@ -111,8 +115,7 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
             // The batch's task was cancelled: only a shutdown past its grace period does that.
             None => {
                 return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "shutting_down",
+                    ApiCode::ShuttingDown,
                     "the server shut down while the batch ran; commands already written may have run \
                      (their outcome is unknown)",
                 ))

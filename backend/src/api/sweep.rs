@@ -10,20 +10,19 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::arg::ArgBytes;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiCode, ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::refuse::refusal;
 use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use pipelab::exec::{Argv, Batch, Commands, Mode, OnError, Status};
+use crate::exec::{Argv, Batch, Commands, Mode, Plan, Status};
 
 /// Keys per DEL command during cleanup.
 const DEL_CHUNK: usize = 512;
@@ -116,7 +115,7 @@ pub async fn sweep(
     let limits = &state.limits;
     if req.command.is_empty() {
         return Err(ApiError::field(
-            "empty_argv",
+            ApiCode::EmptyArgv,
             "command",
             "a command needs at least one argument (its name)",
         ));
@@ -128,11 +127,11 @@ pub async fn sweep(
         .map(|(j, a)| validate::argument(a.clone(), &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
     if let Some(reason) = refusal(Commands::from(vec![template.clone()]).get(0), Mode::Pipeline) {
-        return Err(ApiError::field("refused_command", "command", reason));
+        return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
     if req.total < 1 {
         return Err(ApiError::field(
-            "invalid_field",
+            ApiCode::InvalidField,
             "total",
             format!("must be at least 1, got {}", req.total),
         ));
@@ -140,25 +139,24 @@ pub async fn sweep(
     let total = req.total as u64;
     if total > limits.max_commands as u64 {
         return Err(ApiError::field(
-            "too_many_commands",
+            ApiCode::TooManyCommands,
             "total",
             format!(
                 "{total} is over the server's limit of {} commands per batch",
                 limits.max_commands
             ),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
+        ));
     }
     if req.batch_sizes.is_empty() {
         return Err(ApiError::field(
-            "invalid_field",
+            ApiCode::InvalidField,
             "batch_sizes",
             "empty: give at least one batch size",
         ));
     }
     if req.batch_sizes.len() > limits.max_sweep_points {
         return Err(ApiError::field(
-            "invalid_field",
+            ApiCode::InvalidField,
             "batch_sizes",
             format!(
                 "{} entries, over the server's limit of {}",
@@ -171,7 +169,7 @@ pub async fn sweep(
     for (k, &b) in req.batch_sizes.iter().enumerate() {
         if b < 1 {
             return Err(ApiError::field(
-                "invalid_batch_size",
+                ApiCode::InvalidBatchSize,
                 format!("batch_sizes[{k}]"),
                 format!("must be at least 1, got {b}"),
             ));
@@ -184,7 +182,7 @@ pub async fn sweep(
         let ms = trips as f64 * rtt;
         if ms > limits.batch_timeout_ms as f64 {
             return Err(ApiError::field(
-                "invalid_rtt",
+                ApiCode::InvalidRtt,
                 "simulated_rtt_ms",
                 format!(
                     "batch_sizes[{k}] = {b} needs {trips} round trips × {rtt} ms = {ms:.0} ms, over \
@@ -209,15 +207,8 @@ pub async fn sweep(
     let mut points = Vec::with_capacity(sizes.len());
     let mut failure = None;
     for &b in &sizes {
-        let batch = Batch {
-            commands: commands.clone(),
-            mode: Mode::Pipeline,
-            batch_size: b,
-            on_error: OnError::Continue,
-            simulated_rtt_ms: rtt,
-            resp3: false,
-            watch: Vec::new(),
-        };
+        let plan = Plan { batch_size: b, simulated_rtt_ms: rtt, ..Plan::new(Mode::Pipeline) };
+        let batch = Batch::new(commands.clone(), plan);
         match run_batch(&state, &batch).await {
             Ok(report) => {
                 let s = &report.summary;
@@ -318,12 +309,12 @@ async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>
             return match msg {
                 Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
                 Some(m) => Err(ApiError::field(
-                    "invalid_command",
+                    ApiCode::InvalidCommand,
                     "command",
                     format!("Redis rejects it: {m}"),
                 )),
                 None => Err(ApiError::field(
-                    "invalid_command",
+                    ApiCode::InvalidCommand,
                     "command",
                     "COMMAND GETKEYS gave no key list",
                 )),
@@ -354,15 +345,7 @@ async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>
 }
 
 fn admin_batch(commands: Commands) -> Batch {
-    Batch {
-        commands,
-        mode: Mode::Pipeline,
-        batch_size: 1000,
-        on_error: OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: Vec::new(),
-    }
+    Batch::with_mode(commands, Mode::Pipeline)
 }
 
 /// The keys among `keys` that do not exist now.

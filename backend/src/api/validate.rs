@@ -6,14 +6,13 @@
 //! its input: the API never splits arguments itself).
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::ApiError;
+use super::error::{ApiCode, ApiError};
 use super::refuse::refusal;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use axum::http::StatusCode;
-use pipelab::exec::{Batch, Commands, Mode, OnError};
+use crate::exec::{Batch, Commands, Mode, OnError, Plan};
 
 /// Default commands per pipeline chunk.
-pub const DEFAULT_BATCH_SIZE: usize = pipelab::exec::DEFAULT_BATCH_SIZE;
+pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 
@@ -53,11 +52,8 @@ impl Origins {
 pub struct Prepared {
     pub commands: Commands,
     origins: Origins,
-    pub batch_size: usize,
-    pub on_error: OnError,
-    pub simulated_rtt_ms: f64,
-    pub resp3: bool,
-    pub watch: Vec<Vec<u8>>,
+    /// Everything but the mode, which [`Prepared::batch`] sets.
+    pub plan: Plan,
 }
 
 impl BatchFields {
@@ -67,22 +63,20 @@ impl BatchFields {
             match (self.commands, self.text) {
                 (Some(_), Some(_)) => {
                     return Err(ApiError::field(
-                        "conflicting_fields",
+                        ApiCode::ConflictingFields,
                         "commands",
                         "give either \"commands\" or \"text\", not both",
                     ))
                 }
                 (None, None) => return Err(ApiError::field(
-                    "missing_commands",
+                    ApiCode::MissingCommands,
                     "commands",
                     "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
                 )),
                 (Some(cmds), None) => json_commands(cmds.0, limits)?,
                 (None, Some(text)) => text_commands(&text, limits)?,
             };
-        Ok(Prepared {
-            commands,
-            origins,
+        let plan = Plan {
             batch_size: batch_size(self.batch_size)?,
             on_error: on_error(self.on_error.as_deref())?,
             simulated_rtt_ms: rtt(self.simulated_rtt_ms)?,
@@ -94,7 +88,9 @@ impl BatchFields {
                 .enumerate()
                 .map(|(i, a)| argument(a, &format!("watch[{i}]"), limits))
                 .collect::<Result<_, _>>()?,
-        })
+            ..Plan::new(DEFAULT_MODE)
+        };
+        Ok(Prepared { commands, origins, plan })
     }
 }
 
@@ -109,12 +105,12 @@ impl Prepared {
     pub fn into_batch(self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
         for (i, argv) in self.commands.iter().enumerate() {
             if let Some(reason) = refusal(argv, mode) {
-                return Err(ApiError::field("refused_command", self.origins.field(i), reason));
+                return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
         }
-        if !self.watch.is_empty() && mode != Mode::Transaction {
+        if !self.plan.watch.is_empty() && mode != Mode::Transaction {
             return Err(ApiError::field(
-                "invalid_field",
+                ApiCode::InvalidField,
                 "watch",
                 "only used in transaction mode (WATCH runs before MULTI)",
             ));
@@ -122,15 +118,7 @@ impl Prepared {
         // The executor checks its own rules again (one reply per command,
         // ...) before sending anything; every command they forbid is
         // refused above with a reason (a test in `refuse` keeps it so).
-        let batch = Batch {
-            commands: self.commands,
-            mode,
-            batch_size: self.batch_size,
-            on_error: self.on_error,
-            simulated_rtt_ms: self.simulated_rtt_ms,
-            resp3: self.resp3,
-            watch: self.watch,
-        };
+        let batch = Batch::new(self.commands, Plan { mode, ..self.plan });
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }
@@ -150,19 +138,20 @@ pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize) -> u64 {
 /// Refuse up front a batch whose simulated RTT alone exceeds the batch
 /// timeout, instead of letting it run into a 504.
 fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
-    let trips = min_round_trips(batch.mode, batch.commands.len(), batch.batch_size);
-    let ms = trips as f64 * batch.simulated_rtt_ms;
+    let plan = &batch.plan;
+    let trips = min_round_trips(plan.mode, batch.commands.len(), plan.batch_size);
+    let ms = trips as f64 * plan.simulated_rtt_ms;
     if ms > limits.batch_timeout_ms as f64 {
         return Err(ApiError::field(
-            "invalid_rtt",
+            ApiCode::InvalidRtt,
             "simulated_rtt_ms",
             format!(
                 "{trips} round trips × {} ms = {:.0} ms of simulated RTT, over the batch timeout of \
                  {} ms; lower simulated_rtt_ms, send fewer commands or {}",
-                batch.simulated_rtt_ms,
+                plan.simulated_rtt_ms,
                 ms,
                 limits.batch_timeout_ms,
-                match batch.mode {
+                match plan.mode {
                     Mode::Pipeline => "raise batch_size",
                     _ => "use pipeline mode",
                 }
@@ -172,20 +161,29 @@ fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// `mode`: one of sequential, pipeline, transaction.
+/// `mode`: one of sequential, pipeline, transaction (400 `unknown_mode`).
 pub fn mode(field: &str, value: &str) -> Result<Mode, ApiError> {
-    match value {
-        "sequential" => Ok(Mode::Sequential),
-        "pipeline" => Ok(Mode::Pipeline),
-        "transaction" => Ok(Mode::Transaction),
-        other => Err(ApiError::field(
-            "unknown_mode",
-            field,
-            format!(
-                "unknown mode {other:?}; expected \"sequential\", \"pipeline\" or \"transaction\""
-            ),
-        )),
+    one_of(ApiCode::UnknownMode, field, "mode", value)
+}
+
+/// `value` as one of `T`'s names (those serde and clap derive from its
+/// variants); else 400 `code` about `field`, listing the names:
+/// `unknown {what} "x"; expected "a", "b" or "c"`.
+pub fn one_of<T: clap::ValueEnum>(code: ApiCode, field: &str, what: &str, value: &str) -> Result<T, ApiError> {
+    if let Ok(v) = T::from_str(value, false) {
+        return Ok(v);
     }
+    let names: Vec<String> = T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .map(|p| format!("{:?}", p.get_name()))
+        .collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(ApiError::field(code, field, format!("unknown {what} {value:?}; expected {expected}")))
 }
 
 pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
@@ -193,7 +191,7 @@ pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
         None => Ok(DEFAULT_BATCH_SIZE),
         Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
         Some(n) => Err(ApiError::field(
-            "invalid_batch_size",
+            ApiCode::InvalidBatchSize,
             "batch_size",
             format!("must be at least 1 (commands per pipeline chunk), got {n}"),
         )),
@@ -201,15 +199,7 @@ pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
 }
 
 fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
-    match value {
-        None | Some("continue") => Ok(OnError::Continue),
-        Some("stop") => Ok(OnError::Stop),
-        Some(other) => Err(ApiError::field(
-            "invalid_field",
-            "on_error",
-            format!("unknown value {other:?}; expected \"continue\" or \"stop\""),
-        )),
-    }
+    value.map_or(Ok(OnError::default()), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
 }
 
 /// `simulated_rtt_ms`: finite, 0 to 1000 ms (CONTRACT.md).
@@ -217,7 +207,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     let v = value.unwrap_or(0.0);
     if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {
         return Err(ApiError::field(
-            "invalid_rtt",
+            ApiCode::InvalidRtt,
             "simulated_rtt_ms",
             format!("must be between 0 and {MAX_SIMULATED_RTT_MS} ms, got {v}"),
         ));
@@ -228,7 +218,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
 fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins), ApiError> {
     if cmds.is_empty() {
         return Err(ApiError::field(
-            "empty_batch",
+            ApiCode::EmptyBatch,
             "commands",
             "empty: a batch needs at least one command",
         ));
@@ -237,7 +227,7 @@ fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins),
     for (i, cmd) in cmds.iter().enumerate() {
         if cmd.is_empty() {
             return Err(ApiError::field(
-                "empty_argv",
+                ApiCode::EmptyArgv,
                 format!("commands[{i}]"),
                 "a command needs at least one argument (its name)",
             ));
@@ -275,7 +265,7 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
                     None => format!("line {} (byte {})", e.line, e.offset),
                 };
                 return Err(ApiError::field(
-                    "parse_error",
+                    ApiCode::ParseError,
                     "text",
                     format!("{at}: {}", e.message),
                 ));
@@ -284,7 +274,7 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
     }
     if out.is_empty() {
         return Err(ApiError::field(
-            "empty_batch",
+            ApiCode::EmptyBatch,
             "text",
             "holds no command (only blank lines)",
         ));
@@ -295,14 +285,13 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
 fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
     if n > limits.max_commands {
         return Err(ApiError::field(
-            "too_many_commands",
+            ApiCode::TooManyCommands,
             field,
             format!(
                 "more than the server's limit of {} commands per batch",
                 limits.max_commands
             ),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
+        ));
     }
     Ok(())
 }
@@ -310,14 +299,13 @@ fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
 fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
     if len > limits.max_arg_bytes {
         return Err(ApiError::field(
-            "argument_too_large",
+            ApiCode::ArgumentTooLarge,
             field,
             format!(
                 "argument of {len} bytes, over the server's limit of {} bytes",
                 limits.max_arg_bytes
             ),
-        )
-        .with_status(StatusCode::PAYLOAD_TOO_LARGE));
+        ));
     }
     Ok(())
 }
@@ -327,4 +315,26 @@ fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiErro
 pub fn argument(value: ArgBytes, field: &str, limits: &Limits) -> Result<Vec<u8>, ApiError> {
     check_arg_len(value.0.len(), field, limits)?;
     Ok(value.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names come from the enums; the messages read as they always did.
+    #[test]
+    fn unknown_names_are_listed() {
+        let e = mode("modes[1]", "fast").unwrap_err();
+        assert_eq!(e.code(), ApiCode::UnknownMode);
+        assert_eq!(
+            e.body.message,
+            r#"modes[1]: unknown mode "fast"; expected "sequential", "pipeline" or "transaction""#
+        );
+        let e = on_error(Some("halt")).unwrap_err();
+        assert_eq!(e.code(), ApiCode::InvalidField);
+        assert_eq!(e.body.message, r#"on_error: unknown value "halt"; expected "continue" or "stop""#);
+        assert_eq!(mode("mode", "transaction").unwrap(), Mode::Transaction);
+        assert_eq!(on_error(None).unwrap(), OnError::Continue);
+        assert!(mode("mode", "Pipeline").is_err(), "names are case-sensitive, as before");
+    }
 }

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::report_json::ReportJson;
+use pipelab::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
     self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
@@ -28,9 +28,9 @@ pub struct Args {
     /// Command file: inline commands one per line, RESP multibulks, or both; `-` for stdin.
     #[arg(default_value = "-")]
     file: String,
-    /// sequential: one round trip per command; pipeline: one per chunk; transaction: MULTI…EXEC.
-    #[arg(long, value_enum, default_value = "pipeline")]
-    mode: ModeArg,
+    /// How the commands are sent.
+    #[arg(long, value_enum, default_value_t = Mode::Pipeline)]
+    mode: Mode,
     /// Commands per pipeline chunk (one write, one round trip each). For a
     /// bulk load, at least the number of commands: one round trip, streamed
     /// as `redis-cli --pipe` streams it.
@@ -46,8 +46,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// After a chunk with an error reply: keep going, or send nothing more.
-    #[arg(long, value_enum, default_value = "continue")]
-    on_error: OnErrorArg,
+    #[arg(long, value_enum, default_value_t = OnError::Continue)]
+    on_error: OnError,
     /// Switch the connection to RESP3 (HELLO 3).
     #[arg(long)]
     resp3: bool,
@@ -57,19 +57,6 @@ pub struct Args {
     /// Longest wait for a reply, in seconds.
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
-    Sequential,
-    Pipeline,
-    Transaction,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum OnErrorArg {
-    Continue,
-    Stop,
 }
 
 /// Error replies shown on stderr before the rest are only counted.
@@ -98,16 +85,9 @@ pub async fn main(args: Args) -> ExitCode {
         }
     };
     let plan = Plan {
-        mode: match args.mode {
-            ModeArg::Sequential => Mode::Sequential,
-            ModeArg::Pipeline => Mode::Pipeline,
-            ModeArg::Transaction => Mode::Transaction,
-        },
+        mode: args.mode,
         batch_size: args.batch_size as usize,
-        on_error: match args.on_error {
-            OnErrorArg::Continue => OnError::Continue,
-            OnErrorArg::Stop => OnError::Stop,
-        },
+        on_error: args.on_error,
         simulated_rtt_ms: args.rtt,
         resp3: args.resp3,
         watch: args.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
@@ -287,9 +267,8 @@ impl CliSink {
             let _ = out.flush();
         } else {
             let mode = match s.mode {
-                Some(Mode::Sequential) => "sequential".to_string(),
-                Some(Mode::Pipeline) => format!("pipeline (batch size {})", s.batch_size),
-                Some(Mode::Transaction) => "transaction".to_string(),
+                Some(Mode::Pipeline) => format!("{} (batch size {})", Mode::Pipeline.name(), s.batch_size),
+                Some(mode) => mode.name().to_string(),
                 None => "-".to_string(),
             };
             println!("mode: {mode}, simulated RTT: {} ms, redis: {target}", s.simulated_rtt_ms);

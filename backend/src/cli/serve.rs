@@ -1,7 +1,7 @@
 //! `pipelab serve`: the REST API and the web playground.
 //!
 //! Without --redis / REDIS_URL it starts its own redis-server (see
-//! [`crate::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
+//! [`pipelab::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
 //! Shutdown stops accepting connections and lets running batches finish
 //! for up to `--shutdown-grace-ms`, then exits.
 
@@ -10,16 +10,16 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::api::{self, AppState, RedisSource};
-use crate::config::ServeConfig;
-use crate::embedded::Supervised;
+use pipelab::api::{self, AppState, RedisSource};
+use pipelab::config::ServeConfig;
+use pipelab::embedded::Supervised;
 use pipelab::conn::RedisTarget;
 
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
 /// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
 pub fn main(cfg: ServeConfig) -> ExitCode {
-    crate::telemetry::init_logging(cfg.log_format);
-    crate::telemetry::install_metrics();
+    pipelab::telemetry::init_logging(cfg.log_format);
+    pipelab::telemetry::install_metrics();
 
     // Its own supervisor thread starts it, and restarts it should it die.
     let (target, source, embedded) = match &cfg.redis {

@@ -10,11 +10,13 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::conn::RedisTarget;
 
 mod commands;
 mod pipeline;
+pub mod reply_schema;
 pub mod pool;
 mod runner;
 mod sequential;
@@ -32,8 +34,9 @@ pub use validate::{check_command, validate, BatchError};
 pub type Argv = Vec<Vec<u8>>;
 
 /// How the batch is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Mode {
     /// Write one command, read its reply, then the next: N round trips.
     Sequential,
@@ -44,9 +47,24 @@ pub enum Mode {
     Transaction,
 }
 
+impl Mode {
+    /// The mode's name (`sequential`, `pipeline`, `transaction`), the same
+    /// in JSON, on the command line and in metric labels: serde and clap
+    /// derive theirs from the variants (`snake_case`), and a test checks
+    /// that all three agree. The same holds for [`OnError`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sequential => "sequential",
+            Mode::Pipeline => "pipeline",
+            Mode::Transaction => "transaction",
+        }
+    }
+}
+
 /// What to do after an error reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum OnError {
     /// Send everything regardless (Redis's own behaviour in a pipeline).
     #[default]
@@ -55,31 +73,23 @@ pub enum OnError {
     Stop,
 }
 
-/// A validated batch, ready to run.
+/// A validated batch, ready to run: its commands and how to send them.
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub commands: Commands,
-    pub mode: Mode,
-    /// Commands per pipeline chunk (≥ 1; default 1000). Ignored by the other modes.
-    pub batch_size: usize,
-    pub on_error: OnError,
-    /// Simulated round-trip time in ms (0 to 1000, fractional), added by the delay line.
-    pub simulated_rtt_ms: f64,
-    /// Switch the connection to RESP3 with `HELLO 3` before the batch.
-    pub resp3: bool,
-    /// Keys to `WATCH` before a transaction.
-    pub watch: Vec<Vec<u8>>,
+    pub plan: Plan,
 }
 
-/// Outcome of one command (CONTRACT.md section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Outcome of one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Redis answered with a non-error reply.
     Ok,
     /// Redis answered with an error reply.
     Error,
-    /// Never written to the socket.
+    /// Never written to the socket: an earlier error with `on_error: stop`,
+    /// or the batch was cut.
     NotSent,
     /// Written, but the connection failed before its reply: it may or may not
     /// have run. Never retried.
@@ -87,12 +97,13 @@ pub enum Status {
 }
 
 /// One command's result. Times are µs from the batch start.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CommandResult {
     pub index: usize,
     pub status: Status,
-    /// The reply as reply JSON (CONTRACT.md section 1); absent for `not_sent` / `unknown`.
+    /// The reply as reply JSON; absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<reply_schema::Reply>)]
     pub reply: Option<resp::Value>,
     /// When the write that carried this command was issued (µs from batch start).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,7 +114,11 @@ pub struct CommandResult {
 }
 
 /// Totals for a batch.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[schema(example = json!({"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
+    "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
+    "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+    "batch_size": 1000, "resp3": false}))]
 pub struct Summary {
     pub mode: Option<Mode>,
     pub commands: usize,
@@ -139,10 +154,9 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Outcome of a transaction as a whole.
-#[derive(Debug, Clone, Serialize)]
+/// Outcome of a transaction as a whole (transaction mode only).
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TransactionOutcome {
-    /// `committed`, `aborted` (EXECABORT: nothing ran) or `watch_conflict` (EXEC returned null).
     pub status: TransactionStatus,
     /// For `aborted`: the index of the (first) command rejected at queue time.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,13 +171,14 @@ pub struct TransactionOutcome {
 }
 
 /// A command Redis refused to queue inside MULTI; EXEC then fails with EXECABORT.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Rejected {
     pub index: usize,
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransactionStatus {
     /// EXEC ran the queued commands (some may still have failed at run time, e.g. WRONGTYPE: no rollback).
@@ -176,8 +191,19 @@ pub enum TransactionStatus {
     Unknown,
 }
 
-/// The executor's answer for a batch.
-#[derive(Debug, Clone, Serialize)]
+/// The executor's answer for a batch (`POST /api/v1/batch`'s 200 body).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = BatchResponse, example = json!({
+    "summary": {"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
+        "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
+        "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+        "batch_size": 1000, "resp3": false},
+    "results": [
+        {"index": 0, "status": "ok", "reply": {"type": "simple", "value": "OK"}, "sent_us": 3, "reply_us": 790},
+        {"index": 1, "status": "error", "reply": {"type": "error",
+            "value": "ERR value is not an integer or out of range"}, "sent_us": 3, "reply_us": 801}
+    ]
+}))]
 pub struct Report {
     pub summary: Summary,
     pub results: Vec<CommandResult>,
@@ -233,20 +259,26 @@ pub enum ExecError {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub mode: Mode,
+    /// Commands per pipeline chunk (≥ 1; default [`DEFAULT_BATCH_SIZE`]). Ignored by the other modes.
     pub batch_size: usize,
     pub on_error: OnError,
+    /// Simulated round-trip time in ms (0 to 1000, fractional), added by the delay line.
     pub simulated_rtt_ms: f64,
+    /// Switch the connection to RESP3 with `HELLO 3` before the batch.
     pub resp3: bool,
+    /// Keys to `WATCH` before a transaction.
     pub watch: Vec<Vec<u8>>,
 }
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
 
-impl Default for Plan {
-    fn default() -> Self {
+impl Plan {
+    /// `mode` with the defaults: batch size [`DEFAULT_BATCH_SIZE`],
+    /// `on_error: continue`, no simulated RTT, RESP2, nothing watched.
+    pub fn new(mode: Mode) -> Plan {
         Plan {
-            mode: Mode::Pipeline,
+            mode,
             batch_size: DEFAULT_BATCH_SIZE,
             on_error: OnError::Continue,
             simulated_rtt_ms: 0.0,
@@ -256,17 +288,22 @@ impl Default for Plan {
     }
 }
 
+/// Pipeline mode with the defaults of [`Plan::new`].
+impl Default for Plan {
+    fn default() -> Self {
+        Plan::new(Mode::Pipeline)
+    }
+}
+
 impl Batch {
-    /// The batch's settings without its commands.
-    pub fn plan(&self) -> Plan {
-        Plan {
-            mode: self.mode,
-            batch_size: self.batch_size,
-            on_error: self.on_error,
-            simulated_rtt_ms: self.simulated_rtt_ms,
-            resp3: self.resp3,
-            watch: self.watch.clone(),
-        }
+    /// `commands`, sent as `plan` says.
+    pub fn new(commands: impl Into<Commands>, plan: Plan) -> Batch {
+        Batch { commands: commands.into(), plan }
+    }
+
+    /// `commands` in `mode` with the defaults of [`Plan::new`].
+    pub fn with_mode(commands: impl Into<Commands>, mode: Mode) -> Batch {
+        Batch::new(commands, Plan::new(mode))
     }
 }
 
@@ -283,7 +320,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
     let mut source = BatchSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
     // Validated as a whole above: the runner need not check each command again.
-    let out = runner::run(target, &batch.plan(), &mut source, &mut results, opts, false).await?;
+    let out = runner::run(target, &batch.plan, &mut source, &mut results, opts, false).await?;
     Ok(out.with_results(results))
 }
 
@@ -298,10 +335,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
 pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
-    if let Some(msg) = out.reconnect_failed {
-        return Err(ExecError::Connect(msg));
-    }
-    Ok(out.with_results(results))
+    out.into_report(results).map_err(ExecError::Connect)
 }
 
 /// [`execute_pooled`], handing each result to `sink` as it comes (in index
@@ -318,12 +352,12 @@ pub async fn execute_pooled_into<K: ResultSink>(
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
     validate(batch)?;
-    let plan = batch.plan();
-    let settings = runner::settings(&plan, opts);
+    let plan = &batch.plan;
+    let settings = runner::settings(plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
-    let ran = runner::run_on(lease.conn, fallback, &plan, &mut source, sink, false).await;
+    let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false).await;
     let mut out = ran.report;
     if out.summary.not_sent == out.summary.commands {
         out.reconnect_failed = ran.reconnect_failed;
@@ -352,4 +386,31 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
 ) -> Result<StreamReport<S::Error>, ExecError> {
     validate::check_plan(plan)?;
     runner::run(target, plan, source, sink, opts, true).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    /// serde's name (JSON), clap's (the command line) and `name()` agree.
+    fn same_names<T: ValueEnum + Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(name: impl Fn(&T) -> Option<&'static str>) {
+        for v in T::value_variants() {
+            let clap = v.to_possible_value().expect("no variant is skipped").get_name().to_string();
+            let json = serde_json::to_value(v).unwrap();
+            assert_eq!(json, serde_json::Value::String(clap.clone()), "{v:?}");
+            assert_eq!(&serde_json::from_value::<T>(json).unwrap(), v);
+            assert_eq!(T::from_str(&clap, false).as_ref(), Ok(v));
+            if let Some(name) = name(v) {
+                assert_eq!(name, clap, "{v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn mode_and_on_error_are_named_once() {
+        same_names::<Mode>(|m| Some(m.name()));
+        same_names::<OnError>(|_| None);
+        assert_eq!(Mode::value_variants().len(), 3);
+    }
 }

@@ -99,4 +99,13 @@ impl<E> StreamReport<E> {
     pub fn with_results(self, results: Vec<CommandResult>) -> Report {
         Report { summary: self.summary, results, transaction: self.transaction, connection_error: self.connection_error }
     }
+
+    /// [`StreamReport::with_results`] for a batch that ran; `Err` with
+    /// [`StreamReport::reconnect_failed`]'s reason if nothing could be sent.
+    pub fn into_report(mut self, results: Vec<CommandResult>) -> Result<Report, String> {
+        match self.reconnect_failed.take() {
+            Some(reason) => Err(reason),
+            None => Ok(self.with_results(results)),
+        }
+    }
 }

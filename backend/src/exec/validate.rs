@@ -70,9 +70,9 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), BatchError> {
 
 /// Checks a whole batch before anything is sent: settings and every command.
 pub fn validate(batch: &Batch) -> Result<(), BatchError> {
-    check_plan(&batch.plan())?;
+    check_plan(&batch.plan)?;
     for (i, argv) in batch.commands.iter().enumerate() {
-        check_command(argv, batch.mode).map_err(|message| BatchError { field: format!("commands[{i}]"), message })?;
+        check_command(argv, batch.plan.mode).map_err(|message| BatchError { field: format!("commands[{i}]"), message })?;
     }
     Ok(())
 }
@@ -104,26 +104,18 @@ mod tests {
 
     #[test]
     fn batch_fields() {
-        let mut b = Batch {
-            commands: vec![argv("PING"), argv("SUBSCRIBE x")].into(),
-            mode: Mode::Pipeline,
-            batch_size: 10,
-            on_error: Default::default(),
-            simulated_rtt_ms: 0.0,
-            resp3: false,
-            watch: vec![],
-        };
+        let mut b = Batch::new(vec![argv("PING"), argv("SUBSCRIBE x")], Plan { batch_size: 10, ..Plan::new(Mode::Pipeline) });
         assert_eq!(validate(&b).unwrap_err().field, "commands[1]");
         b.commands = vec![argv("PING")].into();
-        b.batch_size = 0;
+        b.plan.batch_size = 0;
         assert_eq!(validate(&b).unwrap_err().field, "batch_size");
-        b.batch_size = 1;
-        b.simulated_rtt_ms = 2000.0;
+        b.plan.batch_size = 1;
+        b.plan.simulated_rtt_ms = 2000.0;
         assert_eq!(validate(&b).unwrap_err().field, "simulated_rtt_ms");
-        b.simulated_rtt_ms = 0.5;
-        b.watch = vec![b"k".to_vec()];
+        b.plan.simulated_rtt_ms = 0.5;
+        b.plan.watch = vec![b"k".to_vec()];
         assert_eq!(validate(&b).unwrap_err().field, "watch");
-        b.mode = Mode::Transaction;
+        b.plan.mode = Mode::Transaction;
         assert!(validate(&b).is_ok());
     }
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-pub use crate::common::{free_port, RedisServer};
+#[allow(unused_imports)]
+pub use crate::common::{free_port, pipelab_client_lines, pipelab_connections, RedisServer};
 
 /// A running `pipelab serve`.
 pub struct Pipelab {
@@ -185,19 +186,6 @@ pub fn unsafe_kill(pid: u32, signal: i32) {
         .status();
 }
 
-/// Connections named `pipelab` (the executor's CLIENT SETNAME) in CLIENT LIST.
-pub fn pipelab_connections(redis: &RedisServer) -> usize {
-    match redis.cmd_str(&["CLIENT", "LIST"]) {
-        resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
-            String::from_utf8_lossy(&text)
-                .lines()
-                .filter(|l| l.split(' ').any(|f| f == "name=pipelab"))
-                .count()
-        }
-        other => panic!("CLIENT LIST: {other:?}"),
-    }
-}
-
 /// The `pipelab_redis_pool_idle` gauge of `/metrics`: idle pooled connections.
 pub async fn pool_idle(api: &Pipelab) -> usize {
     let (_, _, text) = api.get_text("/metrics").await;
@@ -206,44 +194,9 @@ pub async fn pool_idle(api: &Pipelab) -> usize {
         .map_or(0, |v| v.trim().parse::<f64>().expect("gauge value") as usize)
 }
 
-/// After batches are done, the only pipelab connections left in Redis are
-/// the pool's idle ones: as many as the pool reports (at most `max_idle`),
-/// none busy (no MULTI, nothing queued, no blocking or pub/sub flag).
-/// Waits up to `secs` for dropped connections to close.
+/// [`crate::common::assert_only_idle_pooled`] with the idle count of `/metrics`.
 pub async fn assert_only_idle_pooled(api: &Pipelab, redis: &RedisServer, max_idle: usize, secs: u64) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let idle = pool_idle(api).await;
-        let clients = pipelab_client_lines(redis);
-        if clients.len() == idle {
-            assert!(idle <= max_idle, "{idle} idle connections, over the bound {max_idle}");
-            for line in &clients {
-                assert!(
-                    line.contains(" flags=N ") && line.contains(" multi=-1 ") && line.contains(" qbuf=0 ") && line.contains(" sub=0 "),
-                    "a pooled connection is busy: {line}"
-                );
-            }
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} pipelab connections in Redis, but {idle} idle in the pool: {clients:#?}",
-            clients.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// CLIENT LIST lines of the connections named `pipelab`.
-pub fn pipelab_client_lines(redis: &RedisServer) -> Vec<String> {
-    match redis.cmd_str(&["CLIENT", "LIST"]) {
-        resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => String::from_utf8_lossy(&text)
-            .lines()
-            .filter(|l| l.split(' ').any(|f| f == "name=pipelab"))
-            .map(str::to_string)
-            .collect(),
-        other => panic!("CLIENT LIST: {other:?}"),
-    }
+    crate::common::assert_only_idle_pooled(async || pool_idle(api).await, redis, max_idle, secs).await;
 }
 
 /// Wait until `f` holds (polling every 20 ms), or panic after `secs`.
@@ -284,9 +237,4 @@ pub fn read_response(mut s: TcpStream) -> (u16, String) {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
-}
-
-/// The string value of reply JSON (`{"type": ..., "value": "..."}`).
-pub fn reply_value(result: &Json) -> &Json {
-    &result["reply"]["value"]
 }

@@ -152,13 +152,52 @@ impl Drop for RedisServer {
 /// the executor's defaults: batch size 1000, `on_error: continue`, no
 /// simulated RTT, RESP2, nothing watched.
 pub fn batch(mode: pipelab::exec::Mode, lines: &[&str]) -> pipelab::exec::Batch {
-    pipelab::exec::Batch {
-        commands: lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect(),
-        mode,
-        batch_size: 1000,
-        on_error: pipelab::exec::OnError::Continue,
-        simulated_rtt_ms: 0.0,
-        resp3: false,
-        watch: vec![],
+    let commands: pipelab::exec::Commands =
+        lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect();
+    pipelab::exec::Batch::with_mode(commands, mode)
+}
+
+/// Connections named `pipelab` (the executor's CLIENT SETNAME) in CLIENT LIST.
+pub fn pipelab_connections(redis: &RedisServer) -> usize {
+    pipelab_client_lines(redis).len()
+}
+
+/// After batches are done, the only pipelab connections left in Redis are
+/// the pool's idle ones: as many as `idle` says the pool holds (at most
+/// `max_idle`), none busy (no MULTI, nothing queued, no blocking or pub/sub
+/// flag). Waits up to `secs` for dropped connections to close.
+pub async fn assert_only_idle_pooled(pool_idle: impl AsyncFn() -> usize, redis: &RedisServer, max_idle: usize, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let idle = pool_idle().await;
+        let clients = pipelab_client_lines(redis);
+        if clients.len() == idle {
+            assert!(idle <= max_idle, "{idle} idle connections, over the bound {max_idle}");
+            for line in &clients {
+                assert!(
+                    line.contains(" flags=N ") && line.contains(" multi=-1 ") && line.contains(" qbuf=0 ") && line.contains(" sub=0 "),
+                    "a pooled connection is busy: {line}"
+                );
+            }
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} pipelab connections in Redis, but {idle} idle in the pool: {clients:#?}",
+            clients.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// CLIENT LIST lines of the connections named `pipelab`.
+pub fn pipelab_client_lines(redis: &RedisServer) -> Vec<String> {
+    match redis.cmd_str(&["CLIENT", "LIST"]) {
+        resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|l| l.split(' ').any(|f| f == "name=pipelab"))
+            .map(str::to_string)
+            .collect(),
+        other => panic!("CLIENT LIST: {other:?}"),
     }
 }
