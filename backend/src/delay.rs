@@ -313,7 +313,9 @@ mod tests {
             assert!(rtt >= Duration::from_millis(2), "{rtt:?}");
             fastest = fastest.min(rtt);
         }
-        assert!(fastest < Duration::from_millis(2) + Duration::from_micros(1500), "{fastest:?}");
+        // One RTT, not two: the bound leaves room for a loaded 2-core
+        // machine (the accuracy is a benchmark figure, not a test's).
+        assert!(fastest < Duration::from_millis(4), "{fastest:?}");
 
         // 100 writes back to back: about one RTT in total, not 100.
         let t = Instant::now();
@@ -323,6 +325,6 @@ mod tests {
         let mut got = [0u8; 100];
         near.read_exact(&mut got).await.unwrap();
         assert_eq!(got.to_vec(), (0..100u8).collect::<Vec<_>>());
-        assert!(t.elapsed() < Duration::from_millis(10), "{:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed()); // 100 RTTs would be 200 ms
     }
 }
