@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::incremental::HasCommands;
 use super::schema;
@@ -77,11 +77,7 @@ impl HasCommands for BatchRequest {
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran; per-command results", body = schema::BatchResponse),
-        (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
-        (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
-        (status = 413, description = "Over a size limit (body, commands, argument)", body = ErrorBody),
-        (status = 503, description = "Redis unreachable, or all batch slots busy", body = ErrorBody),
-        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
+        BatchErrors,
     )
 )]
 pub async fn batch(

@@ -101,3 +101,48 @@ impl IntoResponse for ApiError {
         (self.status, Json(ErrorBody { error: self.body })).into_response()
     }
 }
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.body.message)
+    }
+}
+
+/// 400 naming the field, with the experiment's problem as the code.
+impl From<crate::lab::InputError> for ApiError {
+    fn from(e: crate::lab::InputError) -> Self {
+        ApiError::field(e.problem.code(), e.field, e.message)
+    }
+}
+
+impl From<crate::lab::LabError<ApiError>> for ApiError {
+    fn from(e: crate::lab::LabError<ApiError>) -> Self {
+        match e {
+            crate::lab::LabError::Input(e) => e.into(),
+            crate::lab::LabError::Unavailable(m) => ApiError::unavailable(m),
+            crate::lab::LabError::Run(e) => e,
+        }
+    }
+}
+
+/// The error responses of the endpoints that run batches, for the OpenAPI
+/// document (`responses(..., BatchErrors)`).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // describes responses, never built
+pub enum BatchErrors {
+    /// Bad request (the message names the field)
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// The body stopped arriving for the batch timeout
+    #[response(status = 408)]
+    BodyTimeout(ErrorBody),
+    /// Over a size limit (body, commands, argument)
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// Redis unreachable, or all batch slots busy
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+    /// A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)
+    #[response(status = 504)]
+    Timeout(ErrorBody),
+}
