@@ -9,10 +9,9 @@ use utoipa::ToSchema;
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
-use super::incremental::HasCommands;
 use super::schema;
 use super::stream::{self, Keep};
-use super::validate::{self, BatchFields};
+use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
@@ -55,11 +54,7 @@ pub struct BatchRequest {
     pub results: Option<String>,
 }
 
-impl HasCommands for BatchRequest {
-    fn set_commands(&mut self, commands: JsonCommands) {
-        self.commands = Some(commands);
-    }
-}
+batch_request!(BatchRequest);
 
 /// Run a batch of commands.
 ///
@@ -100,16 +95,7 @@ pub async fn batch(
             ))
         }
     };
-    let fields = BatchFields {
-        commands: req.commands,
-        text: req.text,
-        batch_size: req.batch_size,
-        on_error: req.on_error,
-        simulated_rtt_ms: req.simulated_rtt_ms,
-        resp3: req.resp3,
-        watch: req.watch,
-    };
-    let batch = fields
+    let batch = BatchFields::from(req)
         .prepare(&state.limits)?
         .into_batch(mode, &state.limits)?;
     stream::respond(state, batch, keep).await

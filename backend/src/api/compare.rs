@@ -11,9 +11,8 @@ use utoipa::ToSchema;
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
-use super::incremental::HasCommands;
 use super::schema;
-use super::validate::{self, BatchFields};
+use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
 use crate::lab;
 use crate::lab::compare::CompareReport;
@@ -48,28 +47,18 @@ pub struct CompareRequest {
     pub include_results: Option<bool>,
 }
 
-impl HasCommands for CompareRequest {
-    fn set_commands(&mut self, commands: JsonCommands) {
-        self.commands = Some(commands);
-    }
-}
+batch_request!(CompareRequest);
 
 /// Run the same batch in each mode and compare.
 ///
 /// The batch runs once per mode (sequential first), so side effects repeat.
-#[utoipa::path(
-    post,
-    path = "/api/v1/compare",
-    tag = "batches",
-    request_body = CompareRequest,
-    responses(
-        (status = 200, description = "One run per mode, in the order they ran", body = CompareReport),
-        BatchErrors,
-    )
-)]
+#[utoipa::path(post, path = "/api/v1/compare", tag = "batches", request_body = CompareRequest, responses(
+    (status = 200, description = "One run per mode, in the order they ran", body = CompareReport),
+    BatchErrors,
+))]
 pub async fn compare(
     State(state): State<AppState>,
-    CommandsJson(req): CommandsJson<CompareRequest>,
+    CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareReport>, ApiError> {
     let requested = req
         .modes
@@ -82,25 +71,18 @@ pub async fn compare(
         })
         .transpose()?;
     let modes = lab::compare::run_order(requested.as_deref())?;
-    let prepared = BatchFields {
-        commands: req.commands,
-        text: req.text,
-        batch_size: req.batch_size,
-        on_error: req.on_error,
-        simulated_rtt_ms: req.simulated_rtt_ms,
-        resp3: req.resp3,
-        watch: None,
-    }
-    .prepare(&state.limits)?;
+    let include_results = req.include_results.unwrap_or(false);
     // `watch` belongs to the transaction run only; validate it as a transaction field.
+    let watch = req.watch.take();
+    let prepared = BatchFields::from(req).prepare(&state.limits)?;
     let watch = BatchFields {
-        watch: req.watch,
+        watch,
         commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?
     .watch;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits))?;
-    let report = lab::compare::compare(&state, &batches, req.include_results.unwrap_or(false)).await?;
+    let report = lab::compare::compare(&state, &batches, include_results).await?;
     Ok(Json(report))
 }

@@ -47,16 +47,10 @@ pub struct SweepRequest {
 /// Each batch size is one pipeline-mode run of `total` commands on its own
 /// connection, in the order given. The keys the sweep created are deleted
 /// afterwards, even when a run failed.
-#[utoipa::path(
-    post,
-    path = "/api/v1/sweep",
-    tag = "batches",
-    request_body = SweepRequest,
-    responses(
-        (status = 200, description = "Throughput per batch size", body = SweepReport),
-        BatchErrors,
-    )
-)]
+#[utoipa::path(post, path = "/api/v1/sweep", tag = "batches", request_body = SweepRequest, responses(
+    (status = 200, description = "Throughput per batch size", body = SweepReport),
+    BatchErrors,
+))]
 pub async fn sweep(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<SweepRequest>,
