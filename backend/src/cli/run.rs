@@ -59,17 +59,36 @@ pub struct Args {
     timeout: f64,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ModeArg {
     Sequential,
     Pipeline,
     Transaction,
 }
 
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Sequential => Mode::Sequential,
+            ModeArg::Pipeline => Mode::Pipeline,
+            ModeArg::Transaction => Mode::Transaction,
+        }
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum OnErrorArg {
+pub(super) enum OnErrorArg {
     Continue,
     Stop,
+}
+
+impl From<OnErrorArg> for OnError {
+    fn from(o: OnErrorArg) -> OnError {
+        match o {
+            OnErrorArg::Continue => OnError::Continue,
+            OnErrorArg::Stop => OnError::Stop,
+        }
+    }
 }
 
 /// Error replies shown on stderr before the rest are only counted.
@@ -98,16 +117,9 @@ pub async fn main(args: Args) -> ExitCode {
         }
     };
     let plan = Plan {
-        mode: match args.mode {
-            ModeArg::Sequential => Mode::Sequential,
-            ModeArg::Pipeline => Mode::Pipeline,
-            ModeArg::Transaction => Mode::Transaction,
-        },
+        mode: args.mode.into(),
         batch_size: args.batch_size as usize,
-        on_error: match args.on_error {
-            OnErrorArg::Continue => OnError::Continue,
-            OnErrorArg::Stop => OnError::Stop,
-        },
+        on_error: args.on_error.into(),
         simulated_rtt_ms: args.rtt,
         resp3: args.resp3,
         watch: args.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),

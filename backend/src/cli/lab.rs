@@ -1,0 +1,110 @@
+//! What `pipelab compare` and `pipelab sweep` share: the Redis options and
+//! the runner they make ([`pipelab::lab::Direct`]), the API's field names
+//! as the CLI's options, the JSON output, and exit statuses as `pipelab
+//! run`'s: 0 ok, 1 error replies or Redis unreachable, 2 bad usage or input.
+
+use std::fmt::Display;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pipelab::conn::RedisTarget;
+use pipelab::exec::{ExecError, ExecOptions};
+use pipelab::lab::{Direct, InputError, LabError};
+
+use super::input::Exit;
+
+/// Where the experiment runs, and how long a reply may take.
+#[derive(clap::Args)]
+pub struct RedisArgs {
+    /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis: String,
+    /// Longest wait for a reply, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+}
+
+impl RedisArgs {
+    /// Each batch on a new connection to `--redis`. Errors name the option.
+    pub fn runner(&self) -> Result<Direct, String> {
+        let target = RedisTarget::parse(&self.redis).map_err(|e| format!("--redis: {e}"))?;
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            return Err("--timeout must be a positive number of seconds".into());
+        }
+        let opts = ExecOptions { read_timeout: Duration::from_secs_f64(self.timeout), ..ExecOptions::default() };
+        Ok(Direct { target, opts })
+    }
+}
+
+/// `pipelab NAME: message` on stderr; the exit status.
+pub fn fail(name: &str, exit: Exit, message: impl Display) -> ExitCode {
+    eprintln!("pipelab {name}: {message}");
+    exit.into()
+}
+
+/// The CLI's name for a field of the API's request: `total` is `--count`,
+/// `simulated_rtt_ms` `--rtt`, `batch_sizes[1]` `--batch-sizes (entry 2)`,
+/// `commands[i]` the line command `i` starts on (`lines`), and any other
+/// `name` `--name` with dashes.
+pub fn option_name(field: &str, lines: &[usize]) -> String {
+    let (name, index) = match field.split_once('[') {
+        Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+        None => (field, None),
+    };
+    let option = match name {
+        "commands" => return index.and_then(|i| lines.get(i)).map_or(field.to_string(), |l| format!("line {l}")),
+        "total" => "--count".to_string(),
+        "simulated_rtt_ms" => "--rtt".to_string(),
+        other => format!("--{}", other.replace('_', "-")),
+    };
+    match index {
+        Some(i) => format!("{option} (entry {})", i + 1),
+        None => option,
+    }
+}
+
+/// An input error with the field named as the CLI's option: exit 2.
+pub fn input_error(name: &str, e: &InputError, lines: &[usize]) -> ExitCode {
+    fail(name, Exit::BadInput, format_args!("{}: {}", option_name(&e.field, lines), e.message))
+}
+
+/// The executor's refusal (exit 2, the field as an option) or Redis out of
+/// reach (exit 1).
+pub fn exec_error(name: &str, e: &ExecError, lines: &[usize]) -> ExitCode {
+    match e {
+        ExecError::Invalid(b) => fail(name, Exit::BadInput, format_args!("{}: {}", option_name(&b.field, lines), b.message)),
+        ExecError::Connect(m) => fail(name, Exit::ErrorReplies, m),
+    }
+}
+
+/// Why an experiment stopped, as an exit status.
+pub fn lab_error(name: &str, e: &LabError<ExecError>) -> ExitCode {
+    match e {
+        LabError::Input(e) => input_error(name, e, &[]),
+        LabError::Unavailable(_) => fail(name, Exit::ErrorReplies, e),
+        LabError::Run(e) => exec_error(name, e, &[]),
+    }
+}
+
+/// `--json`: the document as the API writes it, on one line.
+pub fn print_json(doc: &impl serde::Serialize) -> Result<(), Exit> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, doc).map_err(|e| Exit::from_io(e.into()))?;
+    writeln!(out).map_err(Exit::from_io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::option_name;
+
+    #[test]
+    fn api_fields_become_options() {
+        assert_eq!(option_name("total", &[]), "--count");
+        assert_eq!(option_name("simulated_rtt_ms", &[]), "--rtt");
+        assert_eq!(option_name("batch_sizes[1]", &[]), "--batch-sizes (entry 2)");
+        assert_eq!(option_name("batch_size", &[]), "--batch-size");
+        assert_eq!(option_name("commands[1]", &[1, 4]), "line 4");
+        assert_eq!(option_name("commands[9]", &[1]), "commands[9]");
+    }
+}
