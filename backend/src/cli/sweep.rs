@@ -11,6 +11,7 @@
 
 use std::process::ExitCode;
 
+use pipelab::exec::{self, Commands, Mode};
 use pipelab::lab::sweep::{self, SweepReport, SweepSpec};
 
 use super::input::{at_least_one, rtt_ms, Exit};
@@ -59,6 +60,10 @@ pub async fn main(args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return input_error(NAME, &e, &[]),
     };
+    // Refused before anything runs, as the API refuses it.
+    if let Err(m) = exec::check_command(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
+        return fail(NAME, Exit::BadInput, format_args!("--command: {m}"));
+    }
     let report = match sweep::sweep(&runner, &spec).await {
         Ok(r) => r,
         Err(e) => return lab_error(NAME, &e),
