@@ -51,8 +51,8 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Run(args) => cli::block_on(cli::run::main(args)),
-        Command::Compare(args) => cli::block_on(cli::compare::main(args)),
-        Command::Sweep(args) => cli::block_on(cli::sweep::main(args)),
+        Command::Compare(args) => cli::block_on(cli::lab::exit(cli::compare::main(args))),
+        Command::Sweep(args) => cli::block_on(cli::lab::exit(cli::sweep::main(args))),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
         Command::Serve(cfg) => cli::serve::main(cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),

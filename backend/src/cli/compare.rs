@@ -15,8 +15,8 @@ use pipelab::lab::compare::{self, CompareReport};
 use pipelab::lab::runner::pipeline;
 
 use super::input::{open_input, Exit};
-use super::lab::{exec_error, fail, input_error, print_json, RedisArgs};
-use super::run::{ModeArg, OnErrorArg};
+use super::lab::{exec_error, fail, input_error, LabArgs};
+use super::options::{ModeArg, PlanArgs};
 
 const NAME: &str = "compare";
 
@@ -29,72 +29,38 @@ pub struct Args {
     /// baseline (API: `modes`). Default: all three.
     #[arg(long, value_enum, value_delimiter = ',')]
     modes: Option<Vec<ModeArg>>,
-    /// Commands per pipeline chunk in the pipeline run (API: `batch_size`).
-    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = super::input::at_least_one)]
-    batch_size: u64,
-    /// Simulated round-trip time to add, in ms (0 to 1000, fractional; API: `simulated_rtt_ms`).
-    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
-    rtt: f64,
-    /// After a chunk with an error reply: keep going, or send nothing more (API: `on_error`).
-    #[arg(long, value_enum, default_value = "continue")]
-    on_error: OnErrorArg,
-    /// Switch each run's connection to RESP3 (HELLO 3).
-    #[arg(long)]
-    resp3: bool,
-    /// Key to WATCH before the transaction run (repeatable).
-    #[arg(long)]
-    watch: Vec<String>,
+    #[command(flatten)]
+    plan: PlanArgs,
     /// With --json: each run's per-command results too (API: `include_results`).
     #[arg(long)]
     include_results: bool,
     #[command(flatten)]
-    redis: RedisArgs,
-    /// Print the API's document (`note`, `runs`) as JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    lab: LabArgs,
 }
 
-pub async fn main(args: Args) -> ExitCode {
-    let runner = match args.redis.runner() {
-        Ok(r) => r,
-        Err(m) => return fail(NAME, Exit::BadInput, m),
-    };
-    let (commands, lines) = match read_commands(&args.file) {
-        Ok(c) => c,
-        Err(m) => return fail(NAME, Exit::BadInput, m),
-    };
+/// Exit status: see the module's documentation.
+pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
+    let runner = args.lab.runner(NAME)?;
+    let (commands, lines) = read_commands(&args.file).map_err(|m| fail(NAME, Exit::BadInput, m))?;
     let requested: Option<Vec<Mode>> = args.modes.map(|list| list.into_iter().map(Mode::from).collect());
-    let modes = match compare::run_order(requested.as_deref()) {
-        Ok(m) => m,
-        Err(e) => return input_error(NAME, &e, &lines),
-    };
-    let watch: Vec<Vec<u8>> = args.watch.iter().map(|k| k.as_bytes().to_vec()).collect();
-    let batches = compare::batches(&modes, &watch, |mode| {
+    let modes = compare::run_order(requested.as_deref()).map_err(|e| input_error(NAME, &e, &lines))?;
+    // The settings every run shares; each run has its own mode.
+    let plan = args.plan.plan(Mode::Pipeline);
+    let batches = compare::batches(&modes, &plan.watch, |mode| {
         let batch = Batch {
             mode,
-            on_error: args.on_error.into(),
-            resp3: args.resp3,
-            ..pipeline(commands.clone(), args.batch_size as usize, args.rtt)
+            on_error: plan.on_error,
+            resp3: plan.resp3,
+            ..pipeline(commands.clone(), plan.batch_size, plan.simulated_rtt_ms)
         };
         exec::validate(&batch).map(|()| batch)
-    });
-    let batches = match batches {
-        Ok(b) => b,
-        Err(e) => return exec_error(NAME, &ExecError::Invalid(e), &lines),
-    };
-    let report = match compare::compare(&runner, &batches, args.include_results).await {
-        Ok(r) => r,
-        Err(e) => return exec_error(NAME, &e, &lines),
-    };
-    if args.json {
-        if let Err(exit) = print_json(&report) {
-            return exit.into();
-        }
-    } else {
-        print_table(&report, &runner.target);
-    }
+    })
+    .map_err(|e| exec_error(NAME, &ExecError::Invalid(e), &lines))?;
+    let report = compare::compare(&runner, &batches, args.include_results)
+        .await
+        .map_err(|e| exec_error(NAME, &e, &lines))?;
     let clean = report.runs.iter().all(|r| r.summary.errors + r.summary.not_sent + r.summary.unknown == 0);
-    if clean { Exit::Ok } else { Exit::ErrorReplies }.into()
+    Ok(args.lab.finish(&report, |r| print_table(r, &runner.target), clean))
 }
 
 /// Every command of `file`, split as the server splits its input, and the

@@ -1,40 +1,51 @@
-//! What `pipelab compare` and `pipelab sweep` share: the Redis options and
-//! the runner they make ([`pipelab::lab::Direct`]), the API's field names
+//! What `pipelab compare` and `pipelab sweep` share: the API's field names
 //! as the CLI's options, the JSON output, and exit statuses as `pipelab
 //! run`'s: 0 ok, 1 error replies or Redis unreachable, 2 bad usage or input.
 
 use std::fmt::Display;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{ExecError, ExecOptions};
+use pipelab::exec::ExecError;
 use pipelab::lab::{Direct, InputError, LabError};
 
 use super::input::Exit;
+use super::options::RedisArgs;
 
-/// Where the experiment runs, and how long a reply may take.
+/// Where the experiment runs, and how its report is shown.
 #[derive(clap::Args)]
-pub struct RedisArgs {
-    /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    pub redis: String,
-    /// Longest wait for a reply, in seconds.
-    #[arg(long, default_value_t = 30.0)]
-    pub timeout: f64,
+pub struct LabArgs {
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// Print the API's JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
-impl RedisArgs {
-    /// Each batch on a new connection to `--redis`. Errors name the option.
-    pub fn runner(&self) -> Result<Direct, String> {
-        let target = RedisTarget::parse(&self.redis).map_err(|e| format!("--redis: {e}"))?;
-        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
-            return Err("--timeout must be a positive number of seconds".into());
-        }
-        let opts = ExecOptions { read_timeout: Duration::from_secs_f64(self.timeout), ..ExecOptions::default() };
-        Ok(Direct { target, opts })
+impl LabArgs {
+    /// The runner on `--redis`; bad options exit 2.
+    pub fn runner(&self, name: &str) -> Result<Direct, ExitCode> {
+        self.redis.runner().map_err(|m| fail(name, Exit::BadInput, m))
     }
+
+    /// With `--json` the report as the API writes it, on one line; else
+    /// `table`. Then exit 0 if `clean`, else 1 (error replies, commands cut).
+    pub fn finish<T: serde::Serialize>(&self, report: &T, table: impl FnOnce(&T), clean: bool) -> ExitCode {
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            let written = serde_json::to_writer(&mut out, report).map_err(std::io::Error::from);
+            if let Err(e) = written.and_then(|()| writeln!(out)) {
+                return Exit::from_io(e).into();
+            }
+        } else {
+            table(report);
+        }
+        if clean { Exit::Ok } else { Exit::ErrorReplies }.into()
+    }
+}
+
+/// An experiment's outcome as the exit status (a failure carries its own).
+pub async fn exit(outcome: impl std::future::Future<Output = Result<ExitCode, ExitCode>>) -> ExitCode {
+    outcome.await.unwrap_or_else(|failed| failed)
 }
 
 /// `pipelab NAME: message` on stderr; the exit status.
@@ -85,13 +96,6 @@ pub fn lab_error(name: &str, e: &LabError<ExecError>) -> ExitCode {
         LabError::Unavailable(_) => fail(name, Exit::ErrorReplies, e),
         LabError::Run(e) => exec_error(name, e, &[]),
     }
-}
-
-/// `--json`: the document as the API writes it, on one line.
-pub fn print_json(doc: &impl serde::Serialize) -> Result<(), Exit> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, doc).map_err(|e| Exit::from_io(e.into()))?;
-    writeln!(out).map_err(Exit::from_io)
 }
 
 #[cfg(test)]

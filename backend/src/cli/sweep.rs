@@ -15,7 +15,7 @@ use pipelab::exec::{self, Commands, Mode};
 use pipelab::lab::sweep::{self, SweepReport, SweepSpec};
 
 use super::input::{at_least_one, rtt_ms, Exit};
-use super::lab::{fail, input_error, lab_error, print_json, RedisArgs};
+use super::lab::{fail, input_error, lab_error, LabArgs};
 
 const NAME: &str = "sweep";
 
@@ -36,47 +36,25 @@ pub struct Args {
     #[arg(long, default_value_t = 0.0, value_parser = rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
     #[command(flatten)]
-    redis: RedisArgs,
-    /// Print the API's document (`total`, `points`, `cleanup`) as JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    lab: LabArgs,
 }
 
-pub async fn main(args: Args) -> ExitCode {
-    let runner = match args.redis.runner() {
-        Ok(r) => r,
-        Err(m) => return fail(NAME, Exit::BadInput, m),
-    };
-    let template = match resp::inline::split_args(args.command.as_bytes()) {
-        Ok(t) => t,
-        Err(e) => {
-            let column = resp::inline::column_of(args.command.as_bytes(), e.offset);
-            return fail(NAME, Exit::BadInput, format_args!("--command: column {column}: {}", e.message));
-        }
-    };
+/// Exit status: see the module's documentation.
+pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
+    let runner = args.lab.runner(NAME)?;
+    let template = resp::inline::split_args(args.command.as_bytes()).map_err(|e| {
+        let column = resp::inline::column_of(args.command.as_bytes(), e.offset);
+        fail(NAME, Exit::BadInput, format_args!("--command: column {column}: {}", e.message))
+    })?;
     let sizes: Vec<i64> = args.batch_sizes.iter().map(|&b| i64::try_from(b).unwrap_or(i64::MAX)).collect();
     let total = i64::try_from(args.count).unwrap_or(i64::MAX);
-    let spec = match SweepSpec::new(template, total, &sizes, args.rtt) {
-        Ok(s) => s,
-        Err(e) => return input_error(NAME, &e, &[]),
-    };
+    let spec = SweepSpec::new(template, total, &sizes, args.rtt).map_err(|e| input_error(NAME, &e, &[]))?;
     // Refused before anything runs, as the API refuses it.
-    if let Err(m) = exec::check_command(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
-        return fail(NAME, Exit::BadInput, format_args!("--command: {m}"));
-    }
-    let report = match sweep::sweep(&runner, &spec).await {
-        Ok(r) => r,
-        Err(e) => return lab_error(NAME, &e),
-    };
-    if args.json {
-        if let Err(exit) = print_json(&report) {
-            return exit.into();
-        }
-    } else {
-        print_table(&report, &args.command, &runner.target);
-    }
+    exec::check_command(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
+        .map_err(|m| fail(NAME, Exit::BadInput, format_args!("--command: {m}")))?;
+    let report = sweep::sweep(&runner, &spec).await.map_err(|e| lab_error(NAME, &e))?;
     let clean = report.points.iter().all(|p| p.errors + p.incomplete == 0);
-    if clean { Exit::Ok } else { Exit::ErrorReplies }.into()
+    Ok(args.lab.finish(&report, |r| print_table(r, &args.command, &runner.target), clean))
 }
 
 /// One row per batch size, then what the clean-up did.
