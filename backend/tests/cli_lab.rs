@@ -250,3 +250,33 @@ async fn sweep_cleans_up_after_a_failed_run() {
     assert_eq!(redis.cmd_str(&["DBSIZE"]), Value::Integer(1));
     assert_eq!(redis.cmd_str(&["GET", "f:2"]), Value::Bulk(b"x".to_vec()));
 }
+
+/// Ctrl-C mid-sweep: the sweep stops, deletes the keys it created so far
+/// (keeping the one that was there), says so and exits 1.
+#[test]
+fn ctrl_c_stops_the_sweep_and_cleans_up() {
+    let redis = RedisServer::start();
+    redis.cmd_str(&["SET", "int:1", "mine"]);
+    // 2000 round trips of 5 ms: about 10 s, far longer than the test waits.
+    let child = Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["sweep", "--command", "SET int:{i} x", "--count", "2000", "--batch-sizes", "1", "--rtt", "5"])
+        .args(["--redis", &redis.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while redis.cmd_str(&["DBSIZE"]) == Value::Integer(1) {
+        assert!(started.elapsed().as_secs() < 10, "the sweep wrote nothing in 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid, with a valid signal number.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted; cleanup: 2000 keys named, 1 existed before (kept)"), "{stderr}");
+    // Only the key that was there is left (whether the sweep overwrote it yet or not).
+    assert_eq!(redis.cmd_str(&["DBSIZE"]), Value::Integer(1), "{stderr}");
+    assert_eq!(redis.cmd_str(&["EXISTS", "int:1"]), Value::Integer(1));
+}

@@ -121,6 +121,10 @@ impl From<crate::lab::LabError<ApiError>> for ApiError {
             crate::lab::LabError::Input(e) => e.into(),
             crate::lab::LabError::Unavailable(m) => ApiError::unavailable(m),
             crate::lab::LabError::Run(e) => e,
+            // The API never stops an experiment but by dropping it.
+            crate::lab::LabError::Interrupted(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the experiment was stopped")
+            }
         }
     }
 }

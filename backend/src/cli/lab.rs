@@ -93,7 +93,7 @@ pub fn exec_error(name: &str, e: &ExecError, lines: &[usize]) -> ExitCode {
 pub fn lab_error(name: &str, e: &LabError<ExecError>) -> ExitCode {
     match e {
         LabError::Input(e) => input_error(name, e, &[]),
-        LabError::Unavailable(_) => fail(name, Exit::ErrorReplies, e),
+        LabError::Unavailable(_) | LabError::Interrupted(_) => fail(name, Exit::ErrorReplies, e),
         LabError::Run(e) => exec_error(name, e, &[]),
     }
 }

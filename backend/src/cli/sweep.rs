@@ -4,12 +4,14 @@
 //! (`pipelab::lab::sweep`): a table of commands/s per batch size, or with
 //! `--json` the API's document. Afterwards it deletes the keys it created
 //! (keys that existed before are kept, though the command ran on them),
-//! after a failed run too.
+//! after a failed run too, and on Ctrl-C.
 //!
-//! Exit status: 0 every reply ok; 1 error replies, cut runs, or Redis
-//! unreachable; 2 bad usage or input.
+//! Exit status: 0 every reply ok; 1 error replies, cut runs, Redis
+//! unreachable, or interrupted (Ctrl-C); 2 bad usage or input.
 
 use std::process::ExitCode;
+
+use tokio::signal::unix::{signal, SignalKind};
 
 use pipelab::exec::{self, Commands, Mode};
 use pipelab::lab::sweep::{self, SweepReport, SweepSpec};
@@ -52,7 +54,13 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     // Refused before anything runs, as the API refuses it.
     exec::check_command(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
         .map_err(|m| fail(NAME, Exit::BadInput, format_args!("--command: {m}")))?;
-    let report = sweep::sweep(&runner, &spec).await.map_err(|e| lab_error(NAME, &e))?;
+    // Ctrl-C stops the sweep and cleans up; listened to from here on.
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|e| fail(NAME, Exit::BadInput, format_args!("cannot listen for Ctrl-C: {e}")))?;
+    let stop = async move {
+        interrupt.recv().await;
+    };
+    let report = sweep::sweep_until(&runner, &spec, stop).await.map_err(|e| lab_error(NAME, &e))?;
     let clean = report.points.iter().all(|p| p.errors + p.incomplete == 0);
     Ok(args.lab.finish(&report, |r| print_table(r, &args.command, &runner.target), clean))
 }

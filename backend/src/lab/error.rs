@@ -58,4 +58,7 @@ pub enum LabError<E> {
     /// The runner's own error, unchanged.
     #[error("{0}")]
     Run(E),
+    /// Stopped from outside (`sweep_until`); the keys were cleaned up.
+    #[error("interrupted; cleanup: {} keys named, {} existed before (kept), {} deleted", .0.keys, .0.preexisting, .0.deleted)]
+    Interrupted(super::cleanup::Cleanup),
 }

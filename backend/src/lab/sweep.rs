@@ -5,6 +5,8 @@
 //! sweep created are deleted afterwards ([`super::cleanup`]), even when a
 //! run failed.
 
+use std::future::Future;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -104,36 +106,66 @@ pub struct SweepPoint {
 /// after the clean-up (which happens all the same); the clean-up's own.
 /// Dropped half-way, the clean-up runs in a task of its own.
 pub async fn sweep<R: Runner>(runner: &R, spec: &SweepSpec) -> Result<SweepReport, LabError<R::Error>> {
+    sweep_until(runner, spec, std::future::pending()).await
+}
+
+/// [`sweep`], stopped when `stop` resolves (Ctrl-C in `pipelab sweep`):
+/// the run under way is dropped with its connection (commands it had
+/// written may or may not have run), the keys are cleaned up as after a
+/// failed run, and the error is [`LabError::Interrupted`] with what the
+/// clean-up did.
+pub async fn sweep_until<R: Runner>(
+    runner: &R,
+    spec: &SweepSpec,
+    stop: impl Future<Output = ()>,
+) -> Result<SweepReport, LabError<R::Error>> {
     let commands = spec.commands();
     let pending = cleanup::prepare(runner, &commands).await?;
     let mut points = Vec::with_capacity(spec.batch_sizes.len());
-    let mut failure = None;
-    for &b in &spec.batch_sizes {
-        match runner.run(&pipeline(commands.clone(), b, spec.simulated_rtt_ms)).await {
-            Ok(report) => {
-                let s = &report.summary;
-                points.push(SweepPoint {
-                    batch_size: b as u64,
-                    total_us: s.total_us,
-                    commands_per_sec: s.commands_per_sec,
-                    round_trips: s.round_trips,
-                    ok: s.ok as u64,
-                    errors: s.errors as u64,
-                    incomplete: (s.not_sent + s.unknown) as u64,
-                });
-            }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    let stopped = tokio::select! {
+        failure = run_points(runner, spec, &commands, &mut points) => failure.map(Stopped::Failed),
+        () = stop => Some(Stopped::Interrupted),
+    };
     // Clean up even after a failed run: its keys are there all the same.
     let cleanup = pending.finish().await;
-    if let Some(e) = failure {
-        return Err(LabError::Run(e));
+    match stopped {
+        Some(Stopped::Failed(e)) => Err(LabError::Run(e)),
+        Some(Stopped::Interrupted) => Err(LabError::Interrupted(cleanup?)),
+        None => Ok(SweepReport { total: spec.total, simulated_rtt_ms: spec.simulated_rtt_ms, points, cleanup: cleanup? }),
     }
-    Ok(SweepReport { total: spec.total, simulated_rtt_ms: spec.simulated_rtt_ms, points, cleanup: cleanup? })
+}
+
+/// Why the runs ended early.
+enum Stopped<E> {
+    Failed(E),
+    Interrupted,
+}
+
+/// One pipeline run of `commands` per batch size, each measured into
+/// `points`; the error of the run that failed, which ends them.
+async fn run_points<R: Runner>(
+    runner: &R,
+    spec: &SweepSpec,
+    commands: &Commands,
+    points: &mut Vec<SweepPoint>,
+) -> Option<R::Error> {
+    for &b in &spec.batch_sizes {
+        let report = match runner.run(&pipeline(commands.clone(), b, spec.simulated_rtt_ms)).await {
+            Ok(report) => report,
+            Err(e) => return Some(e),
+        };
+        let s = &report.summary;
+        points.push(SweepPoint {
+            batch_size: b as u64,
+            total_us: s.total_us,
+            commands_per_sec: s.commands_per_sec,
+            round_trips: s.round_trips,
+            ok: s.ok as u64,
+            errors: s.errors as u64,
+            incomplete: (s.not_sent + s.unknown) as u64,
+        });
+    }
+    None
 }
 
 /// `template` with every `{i}` replaced by `i`.
