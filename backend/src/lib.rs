@@ -1,5 +1,6 @@
 //! pipelab as a library: the executor and what it stands on, the REST API
-//! (`api::router`, driven in-process by the tests), its configuration and
+//! (`api::router`, driven in-process by the tests), the experiments the API
+//! and the CLI share (`lab`: compare, sweep), its configuration and
 //! telemetry, and the embedded redis-server; shared by the `pipelab` binary
 //! (the CLI) and the integration tests.
 
@@ -9,5 +10,6 @@ pub mod conn;
 pub mod delay;
 pub mod embedded;
 pub mod exec;
+pub mod lab;
 pub mod report_json;
 pub mod telemetry;

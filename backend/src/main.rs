@@ -25,6 +25,10 @@ struct Cli {
 enum Command {
     /// Execute a command file (inline lines or RESP) against Redis.
     Run(cli::run::Args),
+    /// Run a command file once per mode (sequential, pipeline, transaction) and compare.
+    Compare(cli::compare::Args),
+    /// Run one command template at several pipeline batch sizes, then delete the keys it created.
+    Sweep(cli::sweep::Args),
     /// Serve the web playground and the REST API (/api/v1).
     Serve(pipelab::config::ServeConfig),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
@@ -47,6 +51,8 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Run(args) => cli::block_on(cli::run::main(args)),
+        Command::Compare(args) => cli::block_on(cli::lab::exit(cli::compare::main(args))),
+        Command::Sweep(args) => cli::block_on(cli::lab::exit(cli::sweep::main(args))),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
         Command::Serve(cfg) => cli::serve::main(cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),

@@ -7,12 +7,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiCode, ApiError, ErrorBody};
+use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::CommandsJson;
-use super::incremental::HasCommands;
 use super::schema;
 use super::stream::{self, Keep};
-use super::validate::{self, BatchFields};
+use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
 use crate::exec::{Mode, OnError, Report};
 
@@ -56,11 +55,7 @@ pub struct BatchRequest {
     pub results: Option<String>,
 }
 
-impl HasCommands for BatchRequest {
-    fn set_commands(&mut self, commands: JsonCommands) {
-        self.commands = Some(commands);
-    }
-}
+batch_request!(BatchRequest);
 
 /// Run a batch of commands.
 ///
@@ -78,11 +73,7 @@ impl HasCommands for BatchRequest {
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran; per-command results", body = Report),
-        (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
-        (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
-        (status = 413, description = "Over a size limit (body, commands, argument)", body = ErrorBody),
-        (status = 503, description = "Redis unreachable, or all batch slots busy", body = ErrorBody),
-        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
+        BatchErrors,
     )
 )]
 pub async fn batch(
@@ -97,16 +88,7 @@ pub async fn batch(
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
-    let fields = BatchFields {
-        commands: req.commands,
-        text: req.text,
-        batch_size: req.batch_size,
-        on_error: req.on_error,
-        simulated_rtt_ms: req.simulated_rtt_ms,
-        resp3: req.resp3,
-        watch: req.watch,
-    };
-    let batch = fields
+    let batch = BatchFields::from(req)
         .prepare(&state.limits)?
         .into_batch(mode, &state.limits)?;
     stream::respond(state, batch, keep).await

@@ -1,27 +1,22 @@
 //! `POST /api/v1/compare`: the same batch once per mode, summaries side by
-//! side, speedups relative to sequential.
-//!
-//! The batch really runs once per mode, one mode after the other, so its
-//! side effects happen once per mode (three INCRs of the same key end at 3).
+//! side, speedups relative to sequential. The request is checked here; the
+//! runs and the report are [`crate::lab::compare`]'s (`pipelab compare`
+//! runs the same).
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiCode, ApiError, ErrorBody};
+use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
-use super::incremental::HasCommands;
-use super::run::run_batch;
 use super::schema;
-use super::validate::{self, BatchFields};
+use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use crate::exec::{CommandResult, Mode, OnError, Summary, TransactionOutcome};
-
-/// What the response says about side effects (also in the OpenAPI document).
-pub const NOTE: &str = "The batch ran once per mode, in this order, each on its own connection: \
-    its side effects happened once per mode.";
+use crate::exec::{Mode, OnError};
+use crate::lab;
+use crate::lab::compare::CompareReport;
 
 /// A batch to run in several modes.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -53,137 +48,43 @@ pub struct CompareRequest {
     pub include_results: Option<bool>,
 }
 
-impl HasCommands for CompareRequest {
-    fn set_commands(&mut self, commands: JsonCommands) {
-        self.commands = Some(commands);
-    }
-}
-
-/// The runs, in the order they ran.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({
-    "note": "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode.",
-    "runs": [
-        {"mode": "sequential", "speedup_vs_sequential": 1.0, "summary": {"mode": "sequential", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 2, "write_calls": 2, "write_syscalls": 2, "bytes_sent": 58, "bytes_received": 9,
-            "total_us": 2210, "commands_per_sec": 905.0, "simulated_rtt_ms": 1.0, "batch_size": 1, "resp3": false}},
-        {"mode": "pipeline", "speedup_vs_sequential": 2.0, "summary": {"mode": "pipeline", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
-            "total_us": 1105, "commands_per_sec": 1810.0, "simulated_rtt_ms": 1.0, "batch_size": 1000, "resp3": false}}
-    ]
-}))]
-pub struct CompareResponse {
-    /// The batch ran once per mode: side effects repeat.
-    #[schema(
-        example = "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode."
-    )]
-    pub note: &'static str,
-    pub runs: Vec<CompareRun>,
-}
-
-/// One mode's run.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CompareRun {
-    pub mode: Mode,
-    /// Sequential total time / this run's total time (1.0 for sequential).
-    #[schema(example = 12.5)]
-    pub speedup_vs_sequential: Option<f64>,
-    pub summary: Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transaction: Option<TransactionOutcome>,
-    /// With include_results only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub results: Option<Vec<CommandResult>>,
-}
+batch_request!(CompareRequest);
 
 /// Run the same batch in each mode and compare.
 ///
 /// The batch runs once per mode (sequential first), so side effects repeat.
-#[utoipa::path(
-    post,
-    path = "/api/v1/compare",
-    tag = "batches",
-    request_body = CompareRequest,
-    responses(
-        (status = 200, description = "One run per mode, in the order they ran", body = CompareResponse),
-        (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
-        (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
-        (status = 413, description = "Over a size limit", body = ErrorBody),
-        (status = 503, description = "Redis unreachable", body = ErrorBody),
-        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
-    )
-)]
+#[utoipa::path(post, path = "/api/v1/compare", tag = "batches", request_body = CompareRequest, responses(
+    (status = 200, description = "One run per mode, in the order they ran", body = CompareReport),
+    BatchErrors,
+))]
 pub async fn compare(
     State(state): State<AppState>,
-    CommandsJson(req): CommandsJson<CompareRequest>,
-) -> Result<Json<CompareResponse>, ApiError> {
-    let mut modes = vec![Mode::Sequential];
-    let requested = match &req.modes {
-        Some(list) if list.is_empty() => {
-            return Err(ApiError::field(
-                ApiCode::InvalidField,
-                "modes",
-                "empty; leave it out to run all three modes",
-            ))
-        }
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .map(|(i, m)| validate::mode(&format!("modes[{i}]"), m))
-            .collect::<Result<Vec<_>, _>>()?,
-        None => vec![Mode::Pipeline, Mode::Transaction],
-    };
-    for m in [Mode::Pipeline, Mode::Transaction] {
-        if requested.contains(&m) {
-            modes.push(m);
-        }
-    }
+    CommandsJson(mut req): CommandsJson<CompareRequest>,
+) -> Result<Json<CompareReport>, ApiError> {
+    let requested = req
+        .modes
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .enumerate()
+                .map(|(i, m)| validate::mode(&format!("modes[{i}]"), m))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let modes = lab::compare::run_order(requested.as_deref())?;
     let include_results = req.include_results.unwrap_or(false);
-    let prepared = BatchFields {
-        commands: req.commands,
-        text: req.text,
-        batch_size: req.batch_size,
-        on_error: req.on_error,
-        simulated_rtt_ms: req.simulated_rtt_ms,
-        resp3: req.resp3,
-        watch: None,
-    }
-    .prepare(&state.limits)?;
     // `watch` belongs to the transaction run only; validate it as a transaction field.
+    let watch = req.watch.take();
+    let prepared = BatchFields::from(req).prepare(&state.limits)?;
     let watch = BatchFields {
-        watch: req.watch,
+        watch,
         commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?
     .plan
     .watch;
-    // Validate every mode's batch before running any, so a refusal leaves no side effects.
-    let batches = modes
-        .iter()
-        .map(|&mode| {
-            let mut batch = prepared.batch(mode, &state.limits)?;
-            if mode == Mode::Transaction {
-                batch.plan.watch = watch.clone();
-            }
-            Ok(batch)
-        })
-        .collect::<Result<Vec<_>, ApiError>>()?;
-
-    let mut runs: Vec<CompareRun> = Vec::with_capacity(batches.len());
-    for batch in &batches {
-        let report = run_batch(&state, batch).await?;
-        let baseline = runs
-            .first()
-            .map_or(report.summary.total_us, |r| r.summary.total_us);
-        runs.push(CompareRun {
-            mode: batch.plan.mode,
-            speedup_vs_sequential: (report.summary.total_us > 0)
-                .then(|| baseline as f64 / report.summary.total_us as f64),
-            summary: report.summary,
-            transaction: report.transaction,
-            results: include_results.then_some(report.results),
-        });
-    }
-    Ok(Json(CompareResponse { note: NOTE, runs }))
+    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits))?;
+    let report = lab::compare::compare(&state, &batches, include_results).await?;
+    Ok(Json(report))
 }

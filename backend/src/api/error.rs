@@ -181,6 +181,68 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.body.message)
+    }
+}
+
+/// The code of an experiment's input problem (the same word).
+impl From<crate::lab::Problem> for ApiCode {
+    fn from(p: crate::lab::Problem) -> Self {
+        use crate::lab::Problem;
+        match p {
+            Problem::EmptyArgv => ApiCode::EmptyArgv,
+            Problem::InvalidField => ApiCode::InvalidField,
+            Problem::InvalidBatchSize => ApiCode::InvalidBatchSize,
+            Problem::InvalidCommand => ApiCode::InvalidCommand,
+        }
+    }
+}
+
+/// 400 naming the field, with the experiment's problem as the code.
+impl From<crate::lab::InputError> for ApiError {
+    fn from(e: crate::lab::InputError) -> Self {
+        ApiError::field(e.problem.into(), e.field, e.message)
+    }
+}
+
+impl From<crate::lab::LabError<ApiError>> for ApiError {
+    fn from(e: crate::lab::LabError<ApiError>) -> Self {
+        match e {
+            crate::lab::LabError::Input(e) => e.into(),
+            crate::lab::LabError::Unavailable(m) => ApiError::unavailable(m),
+            crate::lab::LabError::Run(e) => e,
+            // The API never stops an experiment but by dropping it.
+            crate::lab::LabError::Interrupted(_) => {
+                ApiError::new(ApiCode::ShuttingDown, "the experiment was stopped")
+            }
+        }
+    }
+}
+
+/// The error responses of the endpoints that run batches, for the OpenAPI
+/// document (`responses(..., BatchErrors)`).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // describes responses, never built
+pub enum BatchErrors {
+    /// Bad request (the message names the field)
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// The body stopped arriving for the batch timeout
+    #[response(status = 408)]
+    BodyTimeout(ErrorBody),
+    /// Over a size limit (body, commands, argument)
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// Redis unreachable, or all batch slots busy
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+    /// A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)
+    #[response(status = 504)]
+    Timeout(ErrorBody),
+}
+
 /// Adds each code's HTTP status to the `ApiCode` schema's description in
 /// the OpenAPI document, from [`ApiCode::status`], so the listing cannot
 /// drift from what the server answers.

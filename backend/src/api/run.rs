@@ -138,3 +138,22 @@ pub async fn command(
         )),
     }
 }
+
+/// The experiments (`crate::lab`) run their batches as any request does:
+/// [`run_batch`] within the server's limits, [`command`] with the connect
+/// timeout.
+impl crate::lab::Runner for AppState {
+    type Error = ApiError;
+
+    fn run(&self, batch: &Batch) -> impl std::future::Future<Output = Result<Report, ApiError>> + Send {
+        run_batch(self, batch)
+    }
+
+    async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
+        command(self, argv, self.limits.connect_timeout()).await.map(Some)
+    }
+
+    fn batch_timeout(&self) -> Duration {
+        self.limits.batch_timeout()
+    }
+}

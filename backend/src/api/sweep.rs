@@ -2,30 +2,24 @@
 //! replaced by the index, pipelined at each of several batch sizes: how
 //! commands/s grows with the batch size at a given RTT.
 //!
-//! Afterwards it deletes the keys it created: the key positions come from
-//! Redis itself (`COMMAND GETKEYS` on the first command), the keys that
-//! existed before the sweep are left alone (EXISTS before the first run).
-
-use std::collections::HashSet;
-use std::time::Duration;
+//! The request and the server's limits are checked here; the runs, the
+//! report and the clean-up of the keys the sweep created are
+//! [`crate::lab::sweep`]'s (`pipelab sweep` runs the same).
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::ArgBytes;
-use super::error::{ApiCode, ApiError, ErrorBody};
+use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
 use super::refuse::refusal;
-use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use crate::exec::{Argv, Batch, Commands, Mode, Plan, Status};
-
-/// Keys per DEL command during cleanup.
-const DEL_CHUNK: usize = 512;
+use crate::exec::{Argv, Commands, Mode};
+use crate::lab::sweep::{SweepReport, SweepSpec};
 
 /// A sweep: one command template, how many copies, which batch sizes.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -47,138 +41,54 @@ pub struct SweepRequest {
     pub simulated_rtt_ms: Option<f64>,
 }
 
-/// Throughput per batch size, and what the cleanup did.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({
-    "total": 10000, "simulated_rtt_ms": 0.2,
-    "points": [
-        {"batch_size": 1, "total_us": 2412000, "commands_per_sec": 4146.0, "round_trips": 10000, "ok": 10000, "errors": 0, "incomplete": 0},
-        {"batch_size": 100, "total_us": 61000, "commands_per_sec": 163934.0, "round_trips": 100, "ok": 10000, "errors": 0, "incomplete": 0}
-    ],
-    "cleanup": {"keys": 10000, "preexisting": 0, "deleted": 10000}
-}))]
-pub struct SweepResponse {
-    pub total: u64,
-    pub simulated_rtt_ms: f64,
-    pub points: Vec<SweepPoint>,
-    pub cleanup: Cleanup,
-}
-
-/// One run (pipeline mode, one batch size).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SweepPoint {
-    pub batch_size: u64,
-    /// Wall time of the run in µs.
-    pub total_us: u64,
-    pub commands_per_sec: f64,
-    pub round_trips: u64,
-    pub ok: u64,
-    pub errors: u64,
-    /// not_sent + unknown (the run was cut).
-    pub incomplete: u64,
-}
-
-/// Keys removed after the sweep.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Cleanup {
-    /// Distinct keys the commands name (per COMMAND GETKEYS).
-    pub keys: u64,
-    /// Keys that existed before the sweep: written to, but not deleted.
-    pub preexisting: u64,
-    /// Keys deleted (DEL's count).
-    pub deleted: u64,
-}
-
 /// Run a command template at several pipeline batch sizes.
 ///
 /// Each batch size is one pipeline-mode run of `total` commands on its own
 /// connection, in the order given. The keys the sweep created are deleted
 /// afterwards, even when a run failed.
-#[utoipa::path(
-    post,
-    path = "/api/v1/sweep",
-    tag = "batches",
-    request_body = SweepRequest,
-    responses(
-        (status = 200, description = "Throughput per batch size", body = SweepResponse),
-        (status = 400, description = "Bad request (the message names the field)", body = ErrorBody),
-        (status = 408, description = "The body stopped arriving for the batch timeout", body = ErrorBody),
-        (status = 413, description = "Over a size limit", body = ErrorBody),
-        (status = 503, description = "Redis unreachable", body = ErrorBody),
-        (status = 504, description = "A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)", body = ErrorBody),
-    )
-)]
+#[utoipa::path(post, path = "/api/v1/sweep", tag = "batches", request_body = SweepRequest, responses(
+    (status = 200, description = "Throughput per batch size", body = SweepReport),
+    BatchErrors,
+))]
 pub async fn sweep(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<SweepRequest>,
-) -> Result<Json<SweepResponse>, ApiError> {
+) -> Result<Json<SweepReport>, ApiError> {
     let limits = &state.limits;
-    if req.command.is_empty() {
-        return Err(ApiError::field(
-            ApiCode::EmptyArgv,
-            "command",
-            "a command needs at least one argument (its name)",
-        ));
-    }
     let template = req
         .command
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(j, a)| validate::argument(a.clone(), &format!("command[{j}]"), limits))
+        .map(|(j, a)| validate::argument(a, &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
-    if let Some(reason) = refusal(Commands::from(vec![template.clone()]).get(0), Mode::Pipeline) {
+    let rtt = validate::rtt(req.simulated_rtt_ms)?;
+    let spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
+    if let Some(reason) = refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
-    if req.total < 1 {
-        return Err(ApiError::field(
-            ApiCode::InvalidField,
-            "total",
-            format!("must be at least 1, got {}", req.total),
-        ));
-    }
-    let total = req.total as u64;
-    if total > limits.max_commands as u64 {
+    if spec.total > limits.max_commands as u64 {
         return Err(ApiError::field(
             ApiCode::TooManyCommands,
             "total",
             format!(
-                "{total} is over the server's limit of {} commands per batch",
-                limits.max_commands
+                "{} is over the server's limit of {} commands per batch",
+                spec.total, limits.max_commands
             ),
         ));
     }
-    if req.batch_sizes.is_empty() {
-        return Err(ApiError::field(
-            ApiCode::InvalidField,
-            "batch_sizes",
-            "empty: give at least one batch size",
-        ));
-    }
-    if req.batch_sizes.len() > limits.max_sweep_points {
+    if spec.batch_sizes.len() > limits.max_sweep_points {
         return Err(ApiError::field(
             ApiCode::InvalidField,
             "batch_sizes",
             format!(
                 "{} entries, over the server's limit of {}",
-                req.batch_sizes.len(),
+                spec.batch_sizes.len(),
                 limits.max_sweep_points
             ),
         ));
     }
-    let mut sizes = Vec::with_capacity(req.batch_sizes.len());
-    for (k, &b) in req.batch_sizes.iter().enumerate() {
-        if b < 1 {
-            return Err(ApiError::field(
-                ApiCode::InvalidBatchSize,
-                format!("batch_sizes[{k}]"),
-                format!("must be at least 1, got {b}"),
-            ));
-        }
-        sizes.push(b as usize);
-    }
-    let rtt = validate::rtt(req.simulated_rtt_ms)?;
-    for (k, &b) in sizes.iter().enumerate() {
-        let trips = min_round_trips(Mode::Pipeline, total as usize, b);
+    for (k, &b) in spec.batch_sizes.iter().enumerate() {
+        let trips = min_round_trips(Mode::Pipeline, spec.total as usize, b);
         let ms = trips as f64 * rtt;
         if ms > limits.batch_timeout_ms as f64 {
             return Err(ApiError::field(
@@ -192,228 +102,7 @@ pub async fn sweep(
             ));
         }
     }
-
-    let commands: Commands = (0..total).map(|i| instantiate(&template, i)).collect();
-    let keys = sweep_keys(&state, &commands).await?;
-    let fresh = keys_absent(&state, &keys).await?;
-    let fresh_count = fresh.len();
-    // If the client leaves mid-sweep, this handler is dropped; the guard
-    // then deletes the keys in a task of its own.
-    let mut guard = CleanupGuard {
-        state: state.clone(),
-        keys: Some(fresh),
-    };
-
-    let mut points = Vec::with_capacity(sizes.len());
-    let mut failure = None;
-    for &b in &sizes {
-        let plan = Plan { batch_size: b, simulated_rtt_ms: rtt, ..Plan::new(Mode::Pipeline) };
-        let batch = Batch::new(commands.clone(), plan);
-        match run_batch(&state, &batch).await {
-            Ok(report) => {
-                let s = &report.summary;
-                points.push(SweepPoint {
-                    batch_size: b as u64,
-                    total_us: s.total_us,
-                    commands_per_sec: s.commands_per_sec,
-                    round_trips: s.round_trips,
-                    ok: s.ok as u64,
-                    errors: s.errors as u64,
-                    incomplete: (s.not_sent + s.unknown) as u64,
-                });
-            }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
-    // Clean up even after a failed run: its keys are there all the same.
-    let fresh = guard.keys.take().unwrap_or_default();
-    let deleted = delete_keys(&state, &fresh).await;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    Ok(Json(SweepResponse {
-        total,
-        simulated_rtt_ms: rtt,
-        points,
-        cleanup: Cleanup {
-            keys: keys.len() as u64,
-            preexisting: (keys.len() - fresh_count) as u64,
-            deleted: deleted?,
-        },
-    }))
-}
-
-/// Deletes the sweep's keys when dropped before the handler took them
-/// back (the client disconnected and axum dropped the handler's future).
-struct CleanupGuard {
-    state: AppState,
-    keys: Option<Vec<Vec<u8>>>,
-}
-
-impl Drop for CleanupGuard {
-    fn drop(&mut self) {
-        if let Some(keys) = self.keys.take().filter(|k| !k.is_empty()) {
-            let state = self.state.clone();
-            tokio::spawn(async move {
-                if let Err(e) = delete_keys(&state, &keys).await {
-                    tracing::warn!(keys = keys.len(), error = %e.body.message, "sweep cleanup after disconnect failed");
-                }
-            });
-        }
-    }
-}
-
-/// `template` with every `{i}` replaced by `i`.
-fn instantiate(template: &Argv, i: u64) -> Argv {
-    let index = i.to_string();
-    template
-        .iter()
-        .map(|arg| replace(arg, b"{i}", index.as_bytes()))
-        .collect()
-}
-
-fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(pat) {
-            out.extend_from_slice(with);
-            i += pat.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The distinct keys `commands` touch, in first-use order. Key positions are
-/// those COMMAND GETKEYS reports for the first command.
-async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>>, ApiError> {
-    let first = commands.get(0);
-    if first.len() < 2 {
-        return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
-    }
-    let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-    argv.extend(first.iter());
-    let reply = command(state, &argv, state.limits.connect_timeout()).await?;
-    let names = match reply {
-        resp::Value::Array(items) => items,
-        other => {
-            let msg = other
-                .error_message()
-                .map(|m| String::from_utf8_lossy(m).into_owned());
-            return match msg {
-                Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
-                Some(m) => Err(ApiError::field(
-                    ApiCode::InvalidCommand,
-                    "command",
-                    format!("Redis rejects it: {m}"),
-                )),
-                None => Err(ApiError::field(
-                    ApiCode::InvalidCommand,
-                    "command",
-                    "COMMAND GETKEYS gave no key list",
-                )),
-            };
-        }
-    };
-    let mut positions = Vec::new();
-    for name in names {
-        let resp::Value::Bulk(name) = name else {
-            continue;
-        };
-        if let Some(j) =
-            (1..first.len()).find(|j| first.get(*j) == Some(&name[..]) && !positions.contains(j))
-        {
-            positions.push(j);
-        }
-    }
-    let mut seen = HashSet::new();
-    let mut keys = Vec::new();
-    for cmd in commands.iter() {
-        for key in positions.iter().filter_map(|&j| cmd.get(j)) {
-            if seen.insert(key) {
-                keys.push(key.to_vec());
-            }
-        }
-    }
-    Ok(keys)
-}
-
-fn admin_batch(commands: Commands) -> Batch {
-    Batch::with_mode(commands, Mode::Pipeline)
-}
-
-/// The keys among `keys` that do not exist now.
-async fn keys_absent(state: &AppState, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ApiError> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let commands = keys
-        .iter()
-        .map(|k| vec![b"EXISTS".to_vec(), k.clone()])
-        .collect();
-    let report = run_batch(state, &admin_batch(commands)).await?;
-    let mut absent = Vec::new();
-    for (key, r) in keys.iter().zip(&report.results) {
-        match (&r.status, &r.reply) {
-            (Status::Ok, Some(resp::Value::Integer(0))) => absent.push(key.clone()),
-            (Status::Ok, Some(_)) => {}
-            _ => {
-                return Err(ApiError::unavailable(
-                    "the connection failed while checking which keys exist",
-                ))
-            }
-        }
-    }
-    Ok(absent)
-}
-
-/// DEL `keys` in chunks; the number deleted.
-async fn delete_keys(state: &AppState, keys: &[Vec<u8>]) -> Result<u64, ApiError> {
-    if keys.is_empty() {
-        return Ok(0);
-    }
-    let commands = keys
-        .chunks(DEL_CHUNK)
-        .map(|chunk| {
-            std::iter::once(b"DEL".to_vec())
-                .chain(chunk.iter().cloned())
-                .collect()
-        })
-        .collect();
-    // Cleanup must not be cut short by a slow Redis more than the rest is.
-    let report = tokio::time::timeout(
-        state.limits.batch_timeout() + Duration::from_secs(1),
-        run_batch(state, &admin_batch(commands)),
-    )
-    .await
-    .map_err(|_| ApiError::unavailable("cleanup did not finish in time"))??;
-    Ok(report
-        .results
-        .iter()
-        .filter_map(|r| match r.reply {
-            Some(resp::Value::Integer(n)) => Some(n as u64),
-            _ => None,
-        })
-        .sum())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instantiates_every_placeholder() {
-        let t: Argv = vec![b"SET".to_vec(), b"k:{i}:{i}".to_vec(), b"{i}x".to_vec()];
-        assert_eq!(
-            instantiate(&t, 42),
-            vec![b"SET".to_vec(), b"k:42:42".to_vec(), b"42x".to_vec()]
-        );
-        assert_eq!(replace(b"{i", b"{i}", b"1"), b"{i".to_vec());
-    }
+    // If the client leaves mid-sweep, this handler is dropped with the
+    // sweep in it, whose clean-up then deletes the keys in a task of its own.
+    Ok(Json(crate::lab::sweep::sweep(&state, &spec).await?))
 }

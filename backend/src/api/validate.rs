@@ -28,6 +28,35 @@ pub struct BatchFields {
     pub watch: Option<Vec<ArgBytes>>,
 }
 
+/// For a request type with the members of [`BatchFields`] (`commands`,
+/// `text`, `batch_size`, `on_error`, `simulated_rtt_ms`, `resp3`, `watch`):
+/// `From<request> for BatchFields`, and `HasCommands` for the fast path
+/// that reads `commands` while the body arrives (`super::incremental`).
+macro_rules! batch_request {
+    ($($request:ty),+) => {$(
+        impl From<$request> for $crate::api::validate::BatchFields {
+            fn from(req: $request) -> Self {
+                $crate::api::validate::BatchFields {
+                    commands: req.commands,
+                    text: req.text,
+                    batch_size: req.batch_size,
+                    on_error: req.on_error,
+                    simulated_rtt_ms: req.simulated_rtt_ms,
+                    resp3: req.resp3,
+                    watch: req.watch,
+                }
+            }
+        }
+
+        impl $crate::api::incremental::HasCommands for $request {
+            fn set_commands(&mut self, commands: $crate::api::arg::JsonCommands) {
+                self.commands = Some(commands);
+            }
+        }
+    )+};
+}
+pub(crate) use batch_request;
+
 /// Where the commands came from, to name one in errors.
 #[derive(Debug, Clone)]
 enum Origins {

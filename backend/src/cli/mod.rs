@@ -1,12 +1,16 @@
 //! The command line: one file per subcommand. Exit status (CONTRACT.md §2):
 //! 0 success, 1 the work ran but Redis returned error replies, 2 bad usage or input.
 
+pub mod compare;
 pub mod healthcheck;
 pub mod input;
+pub mod lab;
+pub mod options;
 pub mod proxy;
 pub mod resp;
 pub mod run;
 pub mod serve;
+pub mod sweep;
 
 use std::future::Future;
 use std::process::ExitCode;

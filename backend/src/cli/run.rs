@@ -14,14 +14,15 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::time::Duration;
 
 use pipelab::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
-    self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, ExecOptions, InputErrorKind, Mode, OnError, Plan, ResultSink, Status,
-    StreamReport,
+    self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
 };
+use pipelab::lab::Direct;
+
+use super::options::{PlanArgs, RedisArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,32 +32,13 @@ pub struct Args {
     /// How the commands are sent.
     #[arg(long, value_enum, default_value_t = Mode::Pipeline)]
     mode: Mode,
-    /// Commands per pipeline chunk (one write, one round trip each). For a
-    /// bulk load, at least the number of commands: one round trip, streamed
-    /// as `redis-cli --pipe` streams it.
-    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = super::input::at_least_one)]
-    batch_size: u64,
-    /// Simulated round-trip time to add, in ms (0 to 1000, fractional).
-    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
-    rtt: f64,
-    /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis: String,
+    #[command(flatten)]
+    plan: PlanArgs,
+    #[command(flatten)]
+    redis: RedisArgs,
     /// Print the full result document (summary and one result per command) as JSON.
     #[arg(long)]
     json: bool,
-    /// After a chunk with an error reply: keep going, or send nothing more.
-    #[arg(long, value_enum, default_value_t = OnError::Continue)]
-    on_error: OnError,
-    /// Switch the connection to RESP3 (HELLO 3).
-    #[arg(long)]
-    resp3: bool,
-    /// Key to WATCH before a transaction (repeatable).
-    #[arg(long)]
-    watch: Vec<String>,
-    /// Longest wait for a reply, in seconds.
-    #[arg(long, default_value_t = 30.0)]
-    timeout: f64,
 }
 
 /// Error replies shown on stderr before the rest are only counted.
@@ -69,13 +51,10 @@ pub async fn main(args: Args) -> ExitCode {
         eprintln!("pipelab run: {m}");
         ExitCode::from(2)
     };
-    let target = match RedisTarget::parse(&args.redis) {
-        Ok(t) => t,
-        Err(e) => return usage(format!("--redis: {e}")),
+    let Direct { target, opts } = match args.redis.runner() {
+        Ok(r) => r,
+        Err(m) => return usage(m),
     };
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return usage("--timeout must be a positive number of seconds".into());
-    }
     let input: Box<dyn Read> = if args.file == "-" {
         Box::new(io::stdin())
     } else {
@@ -84,15 +63,7 @@ pub async fn main(args: Args) -> ExitCode {
             Err(e) => return usage(format!("{}: {e}", args.file)),
         }
     };
-    let plan = Plan {
-        mode: args.mode,
-        batch_size: args.batch_size as usize,
-        on_error: args.on_error,
-        simulated_rtt_ms: args.rtt,
-        resp3: args.resp3,
-        watch: args.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
-    };
-    let opts = ExecOptions { read_timeout: Duration::from_secs_f64(args.timeout), ..ExecOptions::default() };
+    let plan = args.plan.plan(args.mode);
 
     let lines = Rc::new(RefCell::new(VecDeque::new()));
     let mut source = FileSource::new(input, lines.clone());

@@ -1,0 +1,107 @@
+//! `pipelab compare FILE|- [--modes …] [--batch-size N] [--rtt MS] [--redis URL] [--json]`:
+//! the file's commands once per mode, sequential first as the baseline,
+//! as `POST /api/v1/compare` runs them (`pipelab::lab::compare`): a table
+//! of each mode's summary and speedup, or with `--json` the API's document.
+//! The batch really runs once per mode, so its side effects repeat.
+//!
+//! Exit status: 0 every reply ok; 1 error replies, commands not sent or
+//! `unknown`, or Redis unreachable; 2 bad usage or input (`line L, column C`).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use pipelab::exec::{self, Batch, Commands, ExecError, Mode, Plan};
+use pipelab::lab::compare::{self, CompareReport};
+
+use super::input::{open_input, Exit};
+use super::lab::{exec_error, fail, input_error, LabArgs};
+use super::options::PlanArgs;
+
+const NAME: &str = "compare";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Command file: inline commands one per line, RESP multibulks, or both; `-` for stdin.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Modes to run, comma-separated; sequential always runs, first, as the
+    /// baseline (API: `modes`). Default: all three.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    modes: Option<Vec<Mode>>,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// With --json: each run's per-command results too (API: `include_results`).
+    #[arg(long)]
+    include_results: bool,
+    #[command(flatten)]
+    lab: LabArgs,
+}
+
+/// Exit status: see the module's documentation.
+pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
+    let runner = args.lab.runner(NAME)?;
+    let (commands, lines) = read_commands(&args.file).map_err(|m| fail(NAME, Exit::BadInput, m))?;
+    let modes = compare::run_order(args.modes.as_deref()).map_err(|e| input_error(NAME, &e, &lines))?;
+    // The settings every run shares; each run has its own mode.
+    let plan = args.plan.plan(Mode::Pipeline);
+    let batches = compare::batches(&modes, &plan.watch, |mode| {
+        let batch = Batch::new(commands.clone(), Plan { mode, watch: Vec::new(), ..plan.clone() });
+        exec::validate(&batch).map(|()| batch)
+    })
+    .map_err(|e| exec_error(NAME, &ExecError::Invalid(e), &lines))?;
+    let report = compare::compare(&runner, &batches, args.include_results)
+        .await
+        .map_err(|e| exec_error(NAME, &e, &lines))?;
+    let clean = report.runs.iter().all(|r| r.summary.errors + r.summary.not_sent + r.summary.unknown == 0);
+    Ok(args.lab.finish(&report, |r| print_table(r, &runner.target), clean))
+}
+
+/// Every command of `file`, split as the server splits its input, and the
+/// line each starts on. Errors: the file, or `line L, column C: …` /
+/// `byte N: …`, or no command at all.
+fn read_commands(file: &str) -> Result<(Commands, Vec<usize>), String> {
+    let mut buf = Vec::new();
+    open_input(file).and_then(|mut r| r.read_to_end(&mut buf)).map_err(|e| e.to_string())?;
+    let mut reader = resp::RequestReader::new();
+    let (mut commands, mut lines) = (Commands::new(), Vec::new());
+    let mut pos = 0;
+    while let Some(req) = reader.next(&buf[pos..], true).map_err(|e| e.to_string())? {
+        pos += req.consumed;
+        lines.push(req.line);
+        commands.push(&req.argv);
+    }
+    if commands.is_empty() {
+        return Err(format!("{file} holds no command (only blank lines)"));
+    }
+    Ok((commands, lines))
+}
+
+/// One row per run: round trips, time, commands/s, speedup, outcomes.
+fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
+    let first = &report.runs[0].summary;
+    println!("commands: {}, simulated RTT: {} ms, redis: {target}", first.commands, first.simulated_rtt_ms);
+    println!(
+        "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8}",
+        "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown"
+    );
+    for run in &report.runs {
+        let s = &run.summary;
+        let speedup = run.speedup_vs_sequential.map_or("-".to_string(), |x| format!("{x:.2}x"));
+        let name = run.mode.name();
+        print!(
+            "{name:<12} {:>11} {:>10.3} {:>12.0} {speedup:>8} {:>8} {:>7} {:>9} {:>8}",
+            s.round_trips,
+            s.total_us as f64 / 1000.0,
+            s.commands_per_sec,
+            s.ok,
+            s.errors,
+            s.not_sent,
+            s.unknown
+        );
+        match run.transaction.as_ref().and_then(|t| serde_json::to_value(t.status).ok()) {
+            Some(serde_json::Value::String(status)) => println!("  transaction {status}"),
+            _ => println!(),
+        }
+    }
+    println!("{}", report.note);
+}

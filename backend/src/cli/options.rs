@@ -1,0 +1,74 @@
+//! Options several subcommands take, defined once: where Redis is
+//! (`--redis`, `--timeout`: `pipelab run`, `compare`, `sweep`) and how a
+//! batch is sent (`--batch-size`, `--rtt`, `--on-error`, `--resp3`,
+//! `--watch`: `pipelab run`, `compare`), named as the API's fields are
+//! (`batch_size`, `simulated_rtt_ms`, `on_error`, `resp3`, `watch`). Mode
+//! and on-error names are the executor's enums' own (`Mode`, `OnError`:
+//! clap `ValueEnum`, the same names as in the API's JSON).
+
+use std::time::Duration;
+
+use pipelab::conn::RedisTarget;
+use pipelab::exec::{self, ExecOptions, Mode, OnError, Plan};
+use pipelab::lab::Direct;
+
+use super::input::{at_least_one, rtt_ms};
+
+/// Where Redis is, and how long a reply may take.
+#[derive(clap::Args)]
+pub struct RedisArgs {
+    /// Redis URL: redis://[user:pass@]host:port[/db], rediss://…, unix:///path.sock.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis: String,
+    /// Longest wait for a reply, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+}
+
+impl RedisArgs {
+    /// The target and the executor's options (`Direct` runs each batch on
+    /// a new connection with them). Errors name the option.
+    pub fn runner(&self) -> Result<Direct, String> {
+        let target = RedisTarget::parse(&self.redis).map_err(|e| format!("--redis: {e}"))?;
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            return Err("--timeout must be a positive number of seconds".into());
+        }
+        let opts = ExecOptions { read_timeout: Duration::from_secs_f64(self.timeout), ..ExecOptions::default() };
+        Ok(Direct { target, opts })
+    }
+}
+
+/// How a batch is sent, but for its mode.
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    /// Commands per pipeline chunk (one write, one round trip each; API:
+    /// `batch_size`). For a bulk load, at least the number of commands: one
+    /// round trip, streamed as `redis-cli --pipe` streams it.
+    #[arg(long, default_value_t = exec::DEFAULT_BATCH_SIZE as u64, value_parser = at_least_one)]
+    pub batch_size: u64,
+    /// Simulated round-trip time to add, in ms (0 to 1000, fractional; API: `simulated_rtt_ms`).
+    #[arg(long, default_value_t = 0.0, value_parser = rtt_ms, allow_negative_numbers = true)]
+    pub rtt: f64,
+    /// After a chunk with an error reply: keep going, or send nothing more.
+    #[arg(long, value_enum, default_value_t = OnError::Continue)]
+    pub on_error: OnError,
+    /// Switch the connection to RESP3 (HELLO 3).
+    #[arg(long)]
+    pub resp3: bool,
+    /// Key to WATCH before MULTI, in transaction mode (repeatable).
+    #[arg(long)]
+    pub watch: Vec<String>,
+}
+
+impl PlanArgs {
+    pub fn plan(&self, mode: Mode) -> Plan {
+        Plan {
+            mode,
+            batch_size: self.batch_size as usize,
+            on_error: self.on_error,
+            simulated_rtt_ms: self.rtt,
+            resp3: self.resp3,
+            watch: self.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
+        }
+    }
+}

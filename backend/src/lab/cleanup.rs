@@ -1,0 +1,198 @@
+//! The sweep's key clean-up: a sweep writes `total` keys into a Redis
+//! others use, so afterwards it deletes the keys it created, and only
+//! those. The key positions come from Redis itself (`COMMAND GETKEYS` on
+//! the first command, [`sweep_keys`]); the keys that existed before the
+//! sweep are left alone (EXISTS before the first run), though the sweep's
+//! commands still ran on them. The clean-up happens after a failed run
+//! too, and when the sweep is dropped half-way (a client that went away),
+//! in a task of its own.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::error::{InputError, LabError, Problem};
+use super::runner::{pipeline, Runner};
+use crate::exec::{Commands, Status};
+
+/// Keys per DEL command during cleanup.
+const DEL_CHUNK: usize = 512;
+/// Commands per round trip of the EXISTS and DEL batches.
+const ADMIN_BATCH_SIZE: usize = 1000;
+
+/// Keys removed after the sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Cleanup {
+    /// Distinct keys the commands name (per COMMAND GETKEYS).
+    pub keys: u64,
+    /// Keys that existed before the sweep: written to, but not deleted.
+    pub preexisting: u64,
+    /// Keys deleted (DEL's count).
+    pub deleted: u64,
+}
+
+/// The keys a sweep is about to create, noted before its first run.
+/// [`Pending::finish`] deletes them; dropped before that, it deletes them
+/// in a task of its own.
+pub struct Pending<R: Runner> {
+    runner: R,
+    /// Distinct keys the commands name.
+    keys: usize,
+    /// Those that did not exist: the ones to delete. `None` once taken.
+    fresh: Option<Vec<Vec<u8>>>,
+}
+
+/// Finds the keys `commands` name and which of them do not exist yet.
+///
+/// Errors: [`Problem::InvalidCommand`] if Redis rejects the first command
+/// in `COMMAND GETKEYS`; [`LabError::Unavailable`] if a connection failed
+/// while checking; the runner's own errors.
+pub async fn prepare<R: Runner>(runner: &R, commands: &Commands) -> Result<Pending<R>, LabError<R::Error>> {
+    let keys = sweep_keys(runner, commands).await?;
+    let fresh = keys_absent(runner, &keys).await?;
+    Ok(Pending { runner: runner.clone(), keys: keys.len(), fresh: Some(fresh) })
+}
+
+impl<R: Runner> Pending<R> {
+    /// Delete the keys the sweep created; what was found and deleted.
+    pub async fn finish(mut self) -> Result<Cleanup, LabError<R::Error>> {
+        let fresh = self.fresh.take().unwrap_or_default();
+        let deleted = delete_keys(&self.runner, &fresh).await?;
+        Ok(Cleanup {
+            keys: self.keys as u64,
+            preexisting: (self.keys - fresh.len()) as u64,
+            deleted,
+        })
+    }
+}
+
+impl<R: Runner> Drop for Pending<R> {
+    fn drop(&mut self) {
+        if let Some(keys) = self.fresh.take().filter(|k| !k.is_empty()) {
+            let runner = self.runner.clone();
+            tokio::spawn(async move {
+                if let Err(e) = delete_keys(&runner, &keys).await {
+                    tracing::warn!(keys = keys.len(), error = %e, "sweep cleanup after disconnect failed");
+                }
+            });
+        }
+    }
+}
+
+/// The distinct keys `commands` touch, in first-use order. Key positions are
+/// those COMMAND GETKEYS reports for the first command.
+pub async fn sweep_keys<R: Runner>(runner: &R, commands: &Commands) -> Result<Vec<Vec<u8>>, LabError<R::Error>> {
+    let first = commands.get(0);
+    if first.len() < 2 {
+        return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
+    }
+    let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
+    argv.extend(first.iter());
+    let reply = runner
+        .command(&argv)
+        .await
+        .map_err(LabError::Run)?
+        .ok_or_else(|| LabError::Unavailable("the connection failed before the reply".into()))?;
+    let names = match reply {
+        resp::Value::Array(items) => items,
+        other => {
+            let msg = other
+                .error_message()
+                .map(|m| String::from_utf8_lossy(m).into_owned());
+            return match msg {
+                Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
+                Some(m) => Err(InputError::new(
+                    Problem::InvalidCommand,
+                    "command",
+                    format!("Redis rejects it: {m}"),
+                )
+                .into()),
+                None => Err(InputError::new(
+                    Problem::InvalidCommand,
+                    "command",
+                    "COMMAND GETKEYS gave no key list",
+                )
+                .into()),
+            };
+        }
+    };
+    let mut positions = Vec::new();
+    for name in names {
+        let resp::Value::Bulk(name) = name else {
+            continue;
+        };
+        if let Some(j) =
+            (1..first.len()).find(|j| first.get(*j) == Some(&name[..]) && !positions.contains(j))
+        {
+            positions.push(j);
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut keys = Vec::new();
+    for cmd in commands.iter() {
+        for key in positions.iter().filter_map(|&j| cmd.get(j)) {
+            if seen.insert(key) {
+                keys.push(key.to_vec());
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// The keys among `keys` that do not exist now.
+async fn keys_absent<R: Runner>(runner: &R, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, LabError<R::Error>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let commands = keys
+        .iter()
+        .map(|k| vec![b"EXISTS".to_vec(), k.clone()])
+        .collect();
+    let report = runner.run(&pipeline(commands, ADMIN_BATCH_SIZE, 0.0)).await.map_err(LabError::Run)?;
+    let mut absent = Vec::new();
+    for (key, r) in keys.iter().zip(&report.results) {
+        match (&r.status, &r.reply) {
+            (Status::Ok, Some(resp::Value::Integer(0))) => absent.push(key.clone()),
+            (Status::Ok, Some(_)) => {}
+            _ => {
+                return Err(LabError::Unavailable(
+                    "the connection failed while checking which keys exist".into(),
+                ))
+            }
+        }
+    }
+    Ok(absent)
+}
+
+/// DEL `keys` in chunks; the number deleted.
+async fn delete_keys<R: Runner>(runner: &R, keys: &[Vec<u8>]) -> Result<u64, LabError<R::Error>> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let commands = keys
+        .chunks(DEL_CHUNK)
+        .map(|chunk| {
+            std::iter::once(b"DEL".to_vec())
+                .chain(chunk.iter().cloned())
+                .collect()
+        })
+        .collect();
+    // Cleanup must not be cut short by a slow Redis more than the rest is.
+    let report = tokio::time::timeout(
+        runner.batch_timeout() + Duration::from_secs(1),
+        runner.run(&pipeline(commands, ADMIN_BATCH_SIZE, 0.0)),
+    )
+    .await
+    .map_err(|_| LabError::Unavailable("cleanup did not finish in time".into()))?
+    .map_err(LabError::Run)?;
+    Ok(report
+        .results
+        .iter()
+        .filter_map(|r| match r.reply {
+            Some(resp::Value::Integer(n)) => Some(n as u64),
+            _ => None,
+        })
+        .sum())
+}

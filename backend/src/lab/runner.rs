@@ -1,0 +1,67 @@
+//! What an experiment runs its batches on. The API runs them within its
+//! limits (a concurrency slot, the batch timeout, the pooled connections:
+//! `api::run`); the CLI straight on the executor ([`Direct`]). The
+//! experiments are written once against [`Runner`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::conn::RedisTarget;
+use crate::exec::{self, Batch, Commands, ExecError, ExecOptions, Mode, Plan, Report, Status};
+
+/// Runs batches for an experiment. Cheap to clone: the sweep's clean-up
+/// keeps a clone to delete its keys in a task of its own when the
+/// experiment is dropped (a client that went away).
+pub trait Runner: Clone + Send + Sync + 'static {
+    /// Why a batch did not run (the API's error type; [`ExecError`] for [`Direct`]).
+    type Error: std::fmt::Display + Send + 'static;
+
+    /// Run `batch` and report every command, as [`exec::execute`] does.
+    fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, Self::Error>> + Send;
+
+    /// One command on its own (`COMMAND GETKEYS`, bookkeeping): its reply,
+    /// error replies included; `None` if the connection failed before it.
+    fn command(&self, argv: &[&[u8]]) -> impl Future<Output = Result<Option<resp::Value>, Self::Error>> + Send {
+        let batch = pipeline(Commands::from_iter([argv.to_vec()]), 1, 0.0);
+        async move {
+            let report = self.run(&batch).await?;
+            Ok(report
+                .results
+                .into_iter()
+                .next()
+                .filter(|r| matches!(r.status, Status::Ok | Status::Error))
+                .and_then(|r| r.reply))
+        }
+    }
+
+    /// Longest a batch may run: the sweep's clean-up waits this plus 1 s.
+    fn batch_timeout(&self) -> Duration;
+}
+
+/// A pipeline-mode batch of `commands` in chunks of `batch_size`, with
+/// `simulated_rtt_ms` of delay per round trip; no WATCH, RESP2, errors do
+/// not stop it. The batches experiments make themselves are all of this kind.
+pub fn pipeline(commands: Commands, batch_size: usize, simulated_rtt_ms: f64) -> Batch {
+    Batch::new(commands, Plan { batch_size, simulated_rtt_ms, ..Plan::new(Mode::Pipeline) })
+}
+
+/// The executor itself: each batch on a new connection to `target`, with
+/// `opts`' timeouts and nothing else (`pipelab compare`, `pipelab sweep`).
+#[derive(Debug, Clone)]
+pub struct Direct {
+    pub target: RedisTarget,
+    pub opts: ExecOptions,
+}
+
+impl Runner for Direct {
+    type Error = ExecError;
+
+    fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, ExecError>> + Send {
+        exec::execute(&self.target, batch, &self.opts)
+    }
+
+    /// `opts.read_timeout`: the longest wait for a reply.
+    fn batch_timeout(&self) -> Duration {
+        self.opts.read_timeout
+    }
+}
