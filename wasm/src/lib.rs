@@ -60,33 +60,105 @@ fn utf16_len(s: &str) -> u32 {
     s.encode_utf16().count() as u32
 }
 
+/// Walks RESP bytes forward and gives the CodeMirror position of a byte
+/// offset in the page's RESP view, so that N increasing offsets cost one pass.
+///
+/// Why here: the view (`web/src/editor/respText.ts`) shows valid UTF-8 as
+/// text (one position per UTF-16 unit), every byte that is not valid UTF-8 as
+/// one escaped character, and CR LF as its line separator, which CodeMirror
+/// counts as one position. Doing this in JavaScript over a 2.5 MB view took
+/// longer than parsing the batch (issue 13).
+struct ViewCursor<'a> {
+    bytes: &'a [u8],
+    byte: usize,
+    pos: u32,
+}
+
+impl<'a> ViewCursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        ViewCursor { bytes, byte: 0, pos: 0 }
+    }
+
+    /// Length of the well-formed UTF-8 sequence at `i` (Unicode Table 3-7,
+    /// as `seqLen` in respText.ts), 0 if none.
+    fn seq_len(&self, i: usize) -> usize {
+        let b = self.bytes;
+        let cont = |k: usize, lo: u8, hi: u8| b.get(i + k).is_some_and(|&c| (lo..=hi).contains(&c));
+        match b[i] {
+            0x00..=0x7f => 1,
+            0xc2..=0xdf if cont(1, 0x80, 0xbf) => 2,
+            0xe0 if cont(1, 0xa0, 0xbf) && cont(2, 0x80, 0xbf) => 3,
+            0xe1..=0xec | 0xee | 0xef if cont(1, 0x80, 0xbf) && cont(2, 0x80, 0xbf) => 3,
+            0xed if cont(1, 0x80, 0x9f) && cont(2, 0x80, 0xbf) => 3,
+            0xf0 if cont(1, 0x90, 0xbf) && cont(2, 0x80, 0xbf) && cont(3, 0x80, 0xbf) => 4,
+            0xf1..=0xf3 if cont(1, 0x80, 0xbf) && cont(2, 0x80, 0xbf) && cont(3, 0x80, 0xbf) => 4,
+            0xf4 if cont(1, 0x80, 0x8f) && cont(2, 0x80, 0xbf) && cont(3, 0x80, 0xbf) => 4,
+            _ => 0,
+        }
+    }
+
+    /// View position of byte offset `target` (ascending calls; an offset
+    /// between CR and LF gives the position of the line break).
+    fn at(&mut self, target: usize) -> u32 {
+        let target = target.min(self.bytes.len());
+        if target < self.byte {
+            (self.byte, self.pos) = (0, 0);
+        }
+        while self.byte < target {
+            let i = self.byte;
+            if self.bytes[i] == b'\r' && self.bytes.get(i + 1) == Some(&b'\n') {
+                if i + 1 == target {
+                    break;
+                }
+                self.byte += 2;
+                self.pos += 1;
+                continue;
+            }
+            match self.seq_len(i) {
+                0 => (self.byte, self.pos) = (i + 1, self.pos + 1),
+                4 => (self.byte, self.pos) = (i + 4, self.pos + 2),
+                n => (self.byte, self.pos) = (i + n, self.pos + 1),
+            }
+        }
+        self.pos
+    }
+}
+
 /// Inline commands (one per line, split as Redis `sdssplitargs`) -> RESP multibulk bytes.
 ///
 /// Returns `{ resp: Uint8Array, commands: number, errors: [{ line, column,
-/// offset, pos, message }], spans: Uint32Array }` where
+/// offset, pos, message }], line, textStart, textEnd, respStart, respEnd,
+/// viewStart, viewEnd }` where
 /// - `errors[].line`/`column` are 1-based (column in characters), `offset` is
 ///   the byte offset in the UTF-8 text and `pos` the UTF-16 index in `text`;
-/// - `spans` holds 5 numbers per command: `line` (1-based), `textStart`,
-///   `textEnd` (UTF-16 indices in `text`), `respStart`, `respEnd` (byte
-///   offsets in `resp`).
+/// - the other members are `Uint32Array`s with one entry per command: its
+///   `line` (1-based), `textStart`/`textEnd` (UTF-16 indices in `text`),
+///   `respStart`/`respEnd` (byte offsets in `resp`) and `viewStart`/`viewEnd`
+///   (CodeMirror positions of those bytes in the RESP view, see `ViewCursor`).
 ///
 /// Lines with an error produce no command; the others are still encoded.
 #[wasm_bindgen(js_name = inlineToResp)]
 pub fn inline_to_resp(text: &str) -> Object {
     let parsed = resp::parse_inline(text.as_bytes());
-    let mut out = Vec::with_capacity(text.len() + parsed.commands.len() * 16);
-    let mut spans = Vec::with_capacity(parsed.commands.len() * 5);
+    let n = parsed.commands.len();
+    let mut out = Vec::with_capacity(text.len() + n * 16);
+    let (mut line, mut text_start, mut text_end) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut resp_start, mut resp_end) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut cursor = Utf16Cursor::new(text);
     for c in &parsed.commands {
-        let resp_start = out.len() as u32;
+        resp_start.push(out.len() as u32);
         resp::encode_command(&c.argv, &mut out);
-        spans.extend_from_slice(&[
-            c.line as u32,
-            cursor.at(c.start),
-            cursor.at(c.end),
-            resp_start,
-            out.len() as u32,
-        ]);
+        resp_end.push(out.len() as u32);
+        line.push(c.line as u32);
+        text_start.push(cursor.at(c.start));
+        text_end.push(cursor.at(c.end));
+    }
+    let mut view = ViewCursor::new(&out);
+    let mut view_start = Vec::with_capacity(n);
+    let mut view_end = Vec::with_capacity(n);
+    for (&a, &b) in resp_start.iter().zip(&resp_end) {
+        view_start.push(view.at(a as usize));
+        view_end.push(view.at(b as usize));
     }
     let errors = Array::new();
     let mut cursor = Utf16Cursor::new(text);
@@ -101,9 +173,19 @@ pub fn inline_to_resp(text: &str) -> Object {
     }
     let result = Object::new();
     set(&result, "resp", Uint8Array::from(&out[..]));
-    set(&result, "commands", parsed.commands.len() as u32);
+    set(&result, "commands", n as u32);
     set(&result, "errors", errors);
-    set(&result, "spans", Uint32Array::from(&spans[..]));
+    for (name, v) in [
+        ("line", &line),
+        ("textStart", &text_start),
+        ("textEnd", &text_end),
+        ("respStart", &resp_start),
+        ("respEnd", &resp_end),
+        ("viewStart", &view_start),
+        ("viewEnd", &view_end),
+    ] {
+        set(&result, name, Uint32Array::from(&v[..]));
+    }
     result
 }
 
@@ -375,39 +457,42 @@ fn json_to_js(v: &serde_json::Value) -> JsValue {
 /// Requests as the Redis server reads them (a `*` line starts a multibulk,
 /// anything else is an inline command) -> inline text, one command per line.
 ///
-/// Returns `{ text: string, commands: number, spans: Uint32Array, error?:
-/// { offset, line, column, message } }`; `spans` holds 4 numbers per command:
-/// `respStart`, `respEnd` (byte offsets in `bytes`), `textStart`, `textEnd`
-/// (UTF-16 indices in `text`, line terminator excluded). On an error, the
-/// commands before it are still returned; `error.offset` is a byte offset in
-/// `bytes`, `line` 1-based, `column` (1-based, characters) only for inline lines. A stream that ends inside a command is
-/// an error whose message says `incomplete`.
+/// Returns `{ text: string, commands: number, respStart, respEnd, viewStart,
+/// viewEnd, textStart, textEnd, error?: { offset, pos, line, column, message } }`;
+/// the arrays are `Uint32Array`s with one entry per command: `respStart`,
+/// `respEnd` (byte offsets in `bytes`), `viewStart`, `viewEnd` (CodeMirror
+/// positions of those bytes in the RESP view, see `ViewCursor`), `textStart`,
+/// `textEnd` (UTF-16 indices in `text`, line terminator excluded). On an
+/// error, the commands before it are still returned; `error.offset` is a byte
+/// offset in `bytes` and `error.pos` its view position, `line` 1-based,
+/// `column` (1-based, characters) only for inline lines. A stream that ends
+/// inside a command is an error whose message says `incomplete`.
 #[wasm_bindgen(js_name = respToInline)]
 pub fn resp_to_inline(bytes: &[u8]) -> Object {
     let mut reader = resp::RequestReader::new();
     let mut text = String::with_capacity(bytes.len());
     let mut text_units = 0u32;
-    let mut spans: Vec<u32> = Vec::new();
+    let (mut resp_start, mut resp_end, mut text_start, mut text_end) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut view = ViewCursor::new(bytes);
+    let (mut view_start, mut view_end) = (Vec::new(), Vec::new());
     let mut pos = 0usize;
-    let mut commands = 0u32;
     let result = Object::new();
     loop {
         match reader.next(&bytes[pos..], true) {
             Ok(Some(req)) => {
-                let start = text_units;
                 let line = resp::to_inline(&req.argv);
+                text_start.push(text_units);
                 text_units += utf16_len(&line);
+                text_end.push(text_units);
                 text.push_str(&line);
-                // `consumed` also covers blank lines before the request; `offset` is where it starts.
-                spans.extend_from_slice(&[
-                    req.offset as u32,
-                    (pos + req.consumed) as u32,
-                    start,
-                    text_units,
-                ]);
                 text.push('\n');
                 text_units += 1;
-                commands += 1;
+                // `consumed` also covers blank lines before the request; `offset` is where it starts.
+                let (start, end) = (req.offset, pos + req.consumed);
+                resp_start.push(start as u32);
+                resp_end.push(end as u32);
+                view_start.push(view.at(start));
+                view_end.push(view.at(end));
                 if req.consumed == 0 {
                     break; // defensive: never loop without progress
                 }
@@ -417,6 +502,7 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
             Err(e) => {
                 let o = Object::new();
                 set(&o, "offset", e.offset as u32);
+                set(&o, "pos", view.at(e.offset));
                 set(&o, "line", e.line as u32);
                 if let Some(column) = e.column {
                     set(&o, "column", column as u32);
@@ -428,8 +514,17 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
         }
     }
     set(&result, "text", text);
-    set(&result, "commands", commands);
-    set(&result, "spans", Uint32Array::from(&spans[..]));
+    set(&result, "commands", resp_start.len() as u32);
+    for (name, v) in [
+        ("respStart", &resp_start),
+        ("respEnd", &resp_end),
+        ("viewStart", &view_start),
+        ("viewEnd", &view_end),
+        ("textStart", &text_start),
+        ("textEnd", &text_end),
+    ] {
+        set(&result, name, Uint32Array::from(&v[..]));
+    }
     result
 }
 

@@ -11,21 +11,32 @@ export interface InlineError {
   message: string;
 }
 
-export interface InlineToResp {
+/** Where each command is, one entry per command in each array. */
+export interface CommandSpans {
+  /** UTF-16 indices in the inline text (line terminator excluded). */
+  textStart: Uint32Array;
+  textEnd: Uint32Array;
+  /** Byte offsets in the RESP bytes. */
+  respStart: Uint32Array;
+  respEnd: Uint32Array;
+  /** CodeMirror positions of those bytes in the RESP view (CR LF counts as one; see editor/respText.ts). */
+  viewStart: Uint32Array;
+  viewEnd: Uint32Array;
+}
+
+export interface InlineToResp extends CommandSpans {
   resp: Uint8Array;
   commands: number;
   errors: InlineError[];
-  /** 5 per command: line, textStart, textEnd (UTF-16), respStart, respEnd (bytes). */
-  spans: Uint32Array;
+  /** 1-based line of each command. */
+  line: Uint32Array;
 }
 
-export interface RespToInline {
+export interface RespToInline extends CommandSpans {
   text: string;
   commands: number;
-  /** 4 per command: respStart, respEnd (bytes), textStart, textEnd (UTF-16). */
-  spans: Uint32Array;
-  /** `column` only for inline lines; multibulk errors are located by byte. */
-  error?: { offset: number; line: number; column?: number; message: string };
+  /** `column` only for inline lines; multibulk errors are located by byte (`offset`) and view position (`pos`). */
+  error?: { offset: number; pos: number; line: number; column?: number; message: string };
 }
 
 export interface DecodedReplies {

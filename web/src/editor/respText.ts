@@ -71,45 +71,6 @@ export function viewToBytes(text: string): Uint8Array {
   return out;
 }
 
-/**
- * Maps byte offsets of the RESP bytes to CodeMirror positions in the view
- * text `text` (where CR LF is one position). `offsets` must be ascending;
- * one pass over the text answers all of them.
- */
-export function bytesToPositions(text: string, offsets: ArrayLike<number>): Uint32Array {
-  const out = new Uint32Array(offsets.length);
-  let i = 0; // UTF-16 index in text
-  let byte = 0;
-  let pos = 0;
-  for (let q = 0; q < offsets.length; q++) {
-    const target = offsets[q];
-    while (byte < target && i < text.length) {
-      const ch = text.charCodeAt(i);
-      if (ch === 13 && text.charCodeAt(i + 1) === 10) {
-        if (byte + 1 === target) break; // inside CR LF: position of the break
-        byte += 2; i += 2; pos += 1;
-      } else if (ch < 0x80) {
-        byte += 1; i += 1; pos += 1;
-      } else if (ch < 0x800) {
-        byte += 2; i += 1; pos += 1;
-      } else if (ch >= 0xd800 && ch <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-        byte += 4; i += 2; pos += 2;
-      } else if (ch >= 0xdc80 && ch <= 0xdcff) {
-        byte += 1; i += 1; pos += 1; // an escaped raw byte
-      } else {
-        byte += 3; i += 1; pos += 1;
-      }
-    }
-    out[q] = pos;
-  }
-  return out;
-}
-
-/** Bytes a view text encodes to, without building them. */
-export function viewByteLength(text: string): number {
-  return viewToBytes(text).length;
-}
-
 /** Readable one-line form of bytes: printable ASCII as is, CR LF as \r\n, others \xHH. */
 export function escapeBytes(bytes: Uint8Array): string {
   let s = '';

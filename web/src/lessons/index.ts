@@ -30,7 +30,7 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
   (document.querySelector('header') ?? main).after(tabs.nav);
 
   tabs.nav.append(permalinkButton(() => ({ ...state.get(), view: tabs!.view })));
-  const share = shareBar({ state: () => state.get(), onBatchChange: (l) => opts.editors.onChange(l) });
+  const share = shareBar({ state: () => state.get(), commands: () => opts.editors.snapshot().commands, onBatchChange: (l) => opts.editors.onChange(l) });
   (document.getElementById('controls') ?? main.firstElementChild ?? main).after(share);
 
   // Restore a permalink: editor text, mode, options and the open view.

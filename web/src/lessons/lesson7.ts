@@ -42,7 +42,7 @@ pipelab run data.resp --mode pipeline --batch-size 10000</pre>
         const dl = el('button', { type: 'button', class: 'download-resp' }, `Download ${fmtInt(enc.resp.length)} bytes of RESP`);
         dl.addEventListener('click', () => download('tut-mass-insert.resp', enc.resp, 'application/octet-stream'));
         // The first two commands, one per line, CR LF shown as \r\n.
-        const firstTwo = enc.spans.length >= 10 ? enc.resp.subarray(0, enc.spans[9]) : enc.resp.subarray(0, 80);
+        const firstTwo = enc.commands >= 2 ? enc.resp.subarray(0, enc.respEnd[1]) : enc.resp.subarray(0, 80);
         const preview = new TextDecoder().decode(firstTwo).replace(/\r\n/g, '\\r\\n').replace(/\\r\\n\*/g, '\\r\\n\n*');
         const trickyText = new TextDecoder().decode(trickyResp.resp).replace(/\r\n/g, '\\r\\n').replace(/\n(?!$)/g, '\\n');
         out.replaceChildren(

@@ -3,7 +3,7 @@
 // its numbers checked for the lesson's shape; the compare and sweep views;
 // the permalink round trip; every export format from the page, the runnable
 // ones run for real. Screenshots: artifacts/tutorial-*.png.
-import { test, before, after } from 'node:test';
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,8 +19,11 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   page.on('pageerror', (e) => errors.push(e.message));
+  await page.addInitScript(watchLongTasks);
   await page.goto(serve.base);
   await page.waitForSelector('#tabs button[data-view="tutorial"]');
+  await page.waitForTimeout(200);
+  await takeLongTasks(); // starting the page (compiling the wasm module) is not an interaction
 });
 
 after(async () => {
@@ -28,6 +31,31 @@ after(async () => {
   await serve?.stop();
   await redis?.stop();
 });
+
+/**
+ * Records every task that blocks the page's main thread for 50 ms or more
+ * (the Long Tasks API), from the page's first script on: window.__longTasks.
+ */
+function watchLongTasks() {
+  window.__longTasks = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__longTasks.push({ start: Math.round(e.startTime), ms: Math.round(e.duration) });
+  }).observe({ type: 'longtask', buffered: true });
+}
+
+/** The long tasks recorded since the last call (and clears them). */
+const takeLongTasks = () => page.evaluate(() => window.__longTasks.splice(0));
+
+/** Longest main-thread task (ms) seen during each test, for the last test's check. */
+const blocked = new Map();
+afterEach(async (t) => {
+  await page.waitForTimeout(100); // a frame for work the test's last step started
+  const lt = await takeLongTasks();
+  blocked.set(t.name, Math.max(0, ...lt.map((x) => x.ms)));
+});
+
+/** The longest main-thread task allowed while the reader works (issue 13). */
+const MAX_BLOCKED_MS = 200;
 
 const shot = (locator, name) => locator.screenshot({ path: join(artifacts, `tutorial-${name}.png`) });
 
@@ -431,4 +459,29 @@ test('an open export preview follows the editor: "Load example", a typed batch',
   await page.evaluate(() => window.pipelab.editors.setInline('PING\nECHO fresh'));
   await page.waitForFunction(() => document.getElementById('export-preview').textContent.includes('fresh'), null, { timeout: 5000 });
   assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
+});
+
+test('with the largest example loaded, typing, switching views and running stay responsive', { timeout: 120_000 }, async () => {
+  // Lesson 7's example (20,000 SETs) after every lesson has run in this tab.
+  await page.click('#tab-tutorial');
+  await page.click('#lesson-7 button.load-example');
+  await page.waitForFunction(() => window.pipelab.editors.snapshot().commands === 20000);
+  await page.click('#inline-editor .cm-content');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('\nINCR tut:l7:typed');
+  await page.waitForFunction(() => window.pipelab.editors.snapshot().commands === 20001);
+  await page.keyboard.press('Control+z');
+  for (const view of ['tutorial', 'compare', 'sweep', 'playground']) await page.click(`#tab-${view}`);
+  await page.click('#resp-editor .cm-content');
+  await page.keyboard.press('PageDown');
+  await page.click('#run');
+  await page.waitForSelector('#summary [data-key="commands"]', { timeout: 30_000 });
+  assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
+});
+
+test(`no interaction blocked the page for more than ${MAX_BLOCKED_MS} ms`, () => {
+  const worst = [...blocked].sort((a, b) => b[1] - a[1]);
+  console.error(`longest main-thread task per test (ms): ${worst.map(([n, ms]) => `${ms} ${n.slice(0, 40)}`).join('; ')}`);
+  const over = worst.filter(([, ms]) => ms > MAX_BLOCKED_MS);
+  assert.deepEqual(over, [], `tasks over ${MAX_BLOCKED_MS} ms`);
 });

@@ -17,9 +17,10 @@ test('inlineToResp: several lines, blank lines skipped, spans in UTF-16 and byte
     '*2\r\n$4\r\nECHO\r\n$12\r\nh€llo 😀\r\n' + '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n';
   assert.equal(text(r.resp), want);
   assert.equal(r.resp.length, utf8(want).length);
-  const spans = Array.from(r.spans);
-  assert.equal(spans.length, 15);
-  const cmd = (k) => spans.slice(5 * k, 5 * k + 5);
+  for (const name of ['line', 'textStart', 'textEnd', 'respStart', 'respEnd', 'viewStart', 'viewEnd']) {
+    assert.ok(r[name] instanceof Uint32Array && r[name].length === 3, name);
+  }
+  const cmd = (k) => [r.line[k], r.textStart[k], r.textEnd[k], r.respStart[k], r.respEnd[k]];
   // line, textStart, textEnd (UTF-16, line break excluded), respStart, respEnd
   assert.deepEqual(cmd(0), [1, 0, 7, 0, 27]);
   assert.equal(src.slice(cmd(1)[1], cmd(1)[2]), 'ECHO "h€llo 😀"');
@@ -28,6 +29,35 @@ test('inlineToResp: several lines, blank lines skipped, spans in UTF-16 and byte
   assert.equal(cmd(2)[0], 4);
   assert.equal(cmd(1)[3], 27);
   assert.equal(text(r.resp.subarray(cmd(2)[3], cmd(2)[4])), '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n');
+  // View positions: UTF-16 units of the text before, each CR LF counted once.
+  const viewPos = (offset) => {
+    const before = text(r.resp.subarray(0, offset));
+    return before.length - (before.match(/\r\n/g) ?? []).length;
+  };
+  for (let k = 0; k < 3; k++) {
+    assert.equal(r.viewStart[k], viewPos(r.respStart[k]), `viewStart[${k}]`);
+    assert.equal(r.viewEnd[k], viewPos(r.respEnd[k]), `viewEnd[${k}]`);
+  }
+  assert.deepEqual([r.viewStart[1], r.viewEnd[1]], [20, 44]); // SET's 7 lines, then ECHO's 6: 18 units of text (h€llo 😀 is 8) and 6 line breaks
+});
+
+test('view positions: a byte that is not UTF-8 is one position, a 4-byte character two, a lone CR or LF one', () => {
+  // ECHO with the bytes FF, F0 9F 98 80 (😀), CR, LF: its bulk string line is \xff😀\r\n + CR LF.
+  const r = wasm.inlineToResp('ECHO "\\xff\\xf0\\x9f\\x98\\x80\\r"\nECHO "\\n"\nPING');
+  assert.deepEqual(r.errors, []);
+  assert.equal(r.commands, 3);
+  // *2 CRLF $4 CRLF ECHO CRLF $6 CRLF: 2+1+2+1+4+1+2+1 = 14 positions; then FF (1) 😀 (2) CR (1), CR LF (1)
+  assert.deepEqual([r.viewStart[0], r.viewEnd[0]], [0, 19]);
+  // *2 $4 ECHO $1 lines: 14 positions; LF (1), CR LF (1)
+  assert.deepEqual([r.viewStart[1], r.viewEnd[1]], [19, 35]);
+  // respToInline gives the same positions for the same bytes, and the error's position.
+  const back = wasm.respToInline(r.resp);
+  assert.deepEqual(Array.from(back.viewEnd), Array.from(r.viewEnd));
+  const stream = 'PING\r\n*1\r\n$9\r\nPING\r\n';
+  const bad = wasm.respToInline(bytes(stream));
+  assert.ok(bad.error);
+  const crlfs = (stream.slice(0, bad.error.offset).match(/\r\n/g) ?? []).length;
+  assert.equal(bad.error.pos, bad.error.offset - crlfs); // each CR LF before it counts once
 });
 
 test('inlineToResp: unbalanced quote reported at line, column and UTF-16 position; other lines still encoded', () => {
@@ -59,10 +89,9 @@ test('respToInline: multibulk and inline requests, spans, round trip of binary a
   assert.equal(r.commands, 2);
   const lines = r.text.split('\n');
   assert.equal(lines[1], 'PING');
-  const spans = Array.from(r.spans);
-  assert.deepEqual(spans.slice(0, 2), [0, enc.length]);
-  assert.deepEqual(spans.slice(4, 6), [enc.length, enc.length + 6]);
-  assert.equal(r.text.slice(spans[2], spans[3]), lines[0]);
+  assert.deepEqual([r.respStart[0], r.respEnd[0]], [0, enc.length]);
+  assert.deepEqual([r.respStart[1], r.respEnd[1]], [enc.length, enc.length + 6]);
+  assert.equal(r.text.slice(r.textStart[0], r.textEnd[0]), lines[0]);
   // The inline text encodes back to the same argvs (the inline PING as a multibulk).
   const back = wasm.inlineToResp(r.text);
   assert.deepEqual(back.errors, []);
