@@ -13,12 +13,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+# Each part says how long it took, and the end lists them all: on a fresh
+# machine the installs dominate; on a warm one the browser suites do.
+started=$SECONDS
+timings=()
+part() {
+  local name=$1 t0=$SECONDS
+  shift
+  echo "=== $name"
+  "$@"
+  timings+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$name")")
+  echo "=== $name: $((SECONDS - t0)) s"
+}
+
+part "scripts/setup.sh (installs)" scripts/setup.sh
 export CARGO_TERM_COLOR=never
-cargo build --workspace --all-targets --locked
-cargo test --workspace --locked
-for part in resp web tutorial deploy; do
-  echo "=== scripts/test-$part.sh"
-  bash "scripts/test-$part.sh"
+part "cargo build" cargo build --workspace --all-targets --locked
+part "cargo test" cargo test --workspace --locked
+for name in resp web tutorial deploy; do
+  part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
-echo "all pipelab tests passed"
+echo "=== time per part"
+printf '%s\n' "${timings[@]}"
+echo "all pipelab tests passed in $((SECONDS - started)) s"
