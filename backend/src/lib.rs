@@ -9,5 +9,6 @@ pub mod conn;
 pub mod delay;
 pub mod embedded;
 pub mod exec;
+pub mod net;
 pub mod report_json;
 pub mod telemetry;

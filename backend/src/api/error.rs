@@ -34,11 +34,16 @@ pub struct ErrorDetail {
     /// `empty_batch`, `empty_argv`, `unknown_mode`, `invalid_base64`,
     /// `invalid_argument`, `parse_error`, `invalid_batch_size`, `invalid_rtt`,
     /// `refused_command`, `invalid_batch`, `invalid_command` (sweep: Redis
-    /// rejects the command). 404: `not_found`. 405: `method_not_allowed`.
+    /// rejects the command), `too_many_watch_keys`. 403: `forbidden_origin`
+    /// (`Origin` / `Sec-Fetch-Site` of another site, see `api::guard`).
+    /// 404: `not_found`. 405: `method_not_allowed`. 414: `uri_too_long`.
+    /// 415: `unsupported_media_type` (not `application/json`). 421:
+    /// `forbidden_host` (a `Host` that is not this server's). 431:
+    /// `headers_too_large`.
     /// 408: `body_timeout` (the body stopped arriving for the batch timeout).
     /// 413: `body_too_large`,
     /// `too_many_commands`, `argument_too_large`. 503: `redis_unavailable`,
-    /// `busy`, `shutting_down` (the server stopped past its grace period
+    /// `busy`, `redis_busy` (`/healthz`: Redis stuck in a script), `shutting_down` (the server stopped past its grace period
     /// while the request was still being read or run). 504: `batch_timeout` (a batch that could not be cut at its
     /// deadline; a batch reaching the timeout is normally cut and reported).
     pub code: &'static str,
@@ -80,6 +85,12 @@ impl ApiError {
     /// The stable machine-readable code (`busy`, `redis_unavailable`, ...).
     pub fn code(&self) -> &'static str {
         self.body.code
+    }
+
+    /// The same error, about `field` (a header, `request URI`, ...).
+    pub fn at(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_string());
+        self
     }
 
     pub fn with_status(mut self, status: StatusCode) -> Self {
