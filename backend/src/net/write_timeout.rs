@@ -10,6 +10,7 @@
 //! Reads are not timed (hyper's header timeout covers idle connections,
 //! the batch timeout a body).
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -51,13 +52,21 @@ impl<T> WriteTimeout<T> {
     }
 }
 
-use std::future::Future;
-
 impl<T: AsyncWrite + Unpin> WriteTimeout<T> {
-    fn timed<R>(&mut self, cx: &mut Context<'_>, op: impl FnOnce(Pin<&mut T>, &mut Context<'_>) -> Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+    /// Runs a write-side `op`; the clock restarts only when bytes went out
+    /// (`progress`): a flush that returns at once (a TCP socket's always
+    /// does) between two stuck writes must not reset it.
+    fn timed<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        op: impl FnOnce(Pin<&mut T>, &mut Context<'_>) -> Poll<io::Result<R>>,
+        progress: impl FnOnce(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
         match op(Pin::new(&mut self.io), cx) {
             Poll::Ready(r) => {
-                self.armed = false;
+                if r.as_ref().map_or(true, progress) {
+                    self.armed = false;
+                }
                 Poll::Ready(r)
             }
             Poll::Pending => self.pending(cx).map(Err),
@@ -73,11 +82,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for WriteTimeout<T> {
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.timed(cx, |io, cx| io.poll_write(cx, buf))
+        self.timed(cx, |io, cx| io.poll_write(cx, buf), |n| *n > 0)
     }
 
     fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
-        self.timed(cx, |io, cx| io.poll_write_vectored(cx, bufs))
+        self.timed(cx, |io, cx| io.poll_write_vectored(cx, bufs), |n| *n > 0)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -85,11 +94,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.timed(cx, |io, cx| io.poll_flush(cx))
+        self.timed(cx, |io, cx| io.poll_flush(cx), |()| false)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.timed(cx, |io, cx| io.poll_shutdown(cx))
+        self.timed(cx, |io, cx| io.poll_shutdown(cx), |()| false)
     }
 }
 
@@ -104,6 +113,25 @@ mod tests {
         let (a, _b) = tokio::io::duplex(64);
         let mut w = WriteTimeout::new(a, Duration::from_millis(100));
         let err = w.write_all(&[0u8; 1024]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_flush_between_stuck_writes_does_not_restart_the_clock() {
+        // As hyper does: a write that waits, then a flush (at once Ready).
+        let (a, _b) = tokio::io::duplex(64);
+        let mut w = WriteTimeout::new(a, Duration::from_millis(100));
+        let err = std::future::poll_fn(|cx| loop {
+            match Pin::new(&mut w).poll_write(cx, &[0u8; 1024]) {
+                Poll::Ready(Ok(_)) => continue,
+                Poll::Ready(Err(e)) => return Poll::Ready(e),
+                Poll::Pending => {
+                    let _ = Pin::new(&mut w).poll_flush(cx);
+                    return Poll::Pending;
+                }
+            }
+        });
+        let err = tokio::time::timeout(Duration::from_secs(5), err).await.expect("cut within the timeout");
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
     }
 
