@@ -114,8 +114,10 @@ pub struct Limits {
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_ARG_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_arg_bytes: usize,
 
-    /// Most reply bytes read for one batch; past it the executor stops
-    /// reading, drops the connection and reports the rest `unknown`.
+    /// Most reply bytes read for one batch, and most bytes of the replies'
+    /// JSON in its report (a NUL byte is 6: `\u0000`); past either the
+    /// executor stops reading, drops the connection and reports the rest
+    /// `unknown`.
     #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_MAX_REPLY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_reply_bytes: u64,
 

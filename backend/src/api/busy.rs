@@ -74,7 +74,7 @@ impl Drop for KillOnCut {
 /// as text (`OK`, `NOTBUSY …`, `UNKILLABLE …`), or why there are none.
 pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Result<Vec<String>, String> {
     let replies = side_commands(target, connect_timeout, KILL_WAIT, &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]]).await?;
-    Ok(replies.iter().map(resp::Value::display).collect())
+    Ok(replies.iter().map(|r| r.display().trim_end().to_string()).collect())
 }
 
 /// Whether Redis is stuck: PING on a side connection answered `-BUSY`, or
@@ -92,8 +92,9 @@ pub async fn redis_busy(target: &RedisTarget, connect_timeout: Duration, wait: D
 /// For `/healthz`: how long Redis has stayed stuck (`None`: it is not),
 /// as seen by this probe and the previous ones.
 pub async fn busy_for(state: &AppState) -> Option<Duration> {
+    // At most 2 s in all, within the Docker health check's 3 s.
     let wait = Duration::from_secs(1);
-    let busy = redis_busy(&state.target, state.limits.connect_timeout(), wait).await;
+    let busy = redis_busy(&state.target, state.limits.connect_timeout().min(wait), wait).await;
     let mut since = state.busy_since.lock().expect("busy_since lock");
     if !busy {
         *since = None;
