@@ -21,8 +21,11 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 
 type Set = SetResponseHeaderLayer<HeaderValue>;
 
+/// The three header layers stacked.
+pub type Layer = ServiceBuilder<Stack<Set, Stack<Set, Stack<Set, Identity>>>>;
+
 /// The headers as one layer; a header a handler set itself is kept.
-pub fn layer() -> ServiceBuilder<Stack<Set, Stack<Set, Stack<Set, Identity>>>> {
+pub fn layer() -> Layer {
     ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
