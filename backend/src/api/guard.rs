@@ -188,24 +188,17 @@ fn host_name(value: &str) -> (&str, Option<&str>) {
 
 fn check_head_size(uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
     let uri_len = uri.path_and_query().map_or(0, |p| p.as_str().len());
-    if uri_len > MAX_URI_BYTES {
-        return Err(ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            "uri_too_long",
-            format!("the request URI has {uri_len} bytes; at most {MAX_URI_BYTES}"),
-        )
-        .at("request URI"));
-    }
+    at_most(uri_len, MAX_URI_BYTES, (StatusCode::URI_TOO_LONG, "uri_too_long"), "request URI")?;
     let header_bytes: usize = headers.iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
-    if header_bytes > MAX_HEADER_BYTES {
-        return Err(ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "headers_too_large",
-            format!("the request's headers have {header_bytes} bytes; at most {MAX_HEADER_BYTES}"),
-        )
-        .at("request headers"));
+    at_most(header_bytes, MAX_HEADER_BYTES, (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large"), "request headers")
+}
+
+/// `Err` with `status` and `code` if `what` has more than `max` bytes.
+fn at_most(bytes: usize, max: usize, (status, code): (StatusCode, &'static str), what: &str) -> Result<(), ApiError> {
+    if bytes <= max {
+        return Ok(());
     }
-    Ok(())
+    Err(ApiError::new(status, code, format!("{what}: {bytes} bytes; at most {max}")).at(what))
 }
 
 /// `Content-Type` is `application/json`, with or without parameters.
