@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::{timeout_at, Instant};
 
+use super::busy::KillOnCut;
 use super::error::{ApiCode, ApiError};
 use super::AppState;
 use crate::telemetry::BatchSpan;
@@ -89,10 +90,24 @@ async fn run_limited<K: ResultSink>(
     };
     // The executor stops at the deadline by itself; this outer limit only
     // guards against a wait the executor does not bound.
+    // A script still running when the batch is cut (here, or by the
+    // request's future being dropped) is killed: see `busy`.
+    let kill = KillOnCut::new(state, batch);
     match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
-        Ok(Ok(out)) => Ok(out),
-        Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message)),
+        Ok(Ok(out)) => {
+            if out.connection_error.is_none() {
+                kill.disarm();
+            }
+            Ok(out)
+        }
+        Ok(Err(ExecError::Connect(msg))) => {
+            kill.disarm();
+            Err(ApiError::unavailable(msg))
+        }
+        Ok(Err(ExecError::Invalid(e))) => {
+            kill.disarm();
+            Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
+        }
         Err(_) => Err(ApiError::new(
             ApiCode::BatchTimeout,
             format!(
