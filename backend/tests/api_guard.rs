@@ -196,6 +196,23 @@ async fn a_reply_is_counted_by_its_json_against_the_reply_limit() {
     redis.cmd_str(&["SET", "small", "\0\0\0"]);
     let res = send(&app, post("/api/v1/batch", &[JSON], &json!({"commands": [["GET", "small"]]}))).await;
     assert_eq!(res.json()["results"][0]["reply"]["value"], "\0\0\0");
+
+    // /compare with include_results counts each run's results the same
+    // way; without them nothing goes into the response, so nothing counts.
+    let compare = |include_results| json!({"commands": [["GET", "zeros"], ["PING"]], "include_results": include_results});
+    let res = send(&app, post("/api/v1/compare", &[JSON], &compare(true))).await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert!(res.body.len() < 1_000_000, "a {} byte response", res.body.len());
+    let runs = res.json()["runs"].as_array().unwrap().clone();
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        assert_eq!(run["results"][0]["status"], "unknown", "{}: {}", run["mode"], run["results"][0]);
+        assert_eq!(run["summary"]["ok"], 0, "{}", run["mode"]);
+    }
+    let res = send(&app, post("/api/v1/compare", &[JSON], &compare(false))).await;
+    for run in res.json()["runs"].as_array().unwrap() {
+        assert_eq!(run["summary"]["ok"], 2, "{}: {}", run["mode"], run["summary"]);
+    }
 }
 
 #[tokio::test]

@@ -141,8 +141,8 @@ async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<R
 /// against the reply limit (`--max-reply-bytes`): the executor counts the
 /// RESP bytes it reads, but a reply's JSON can be six times as large (a
 /// 60 MB value of NUL bytes was a 377 MB response).
-struct Kept {
-    results: Vec<CommandResult>,
+pub(super) struct Kept {
+    pub(super) results: Vec<CommandResult>,
     keep: Keep,
     /// JSON bytes of the kept replies so far.
     json_bytes: u64,
@@ -150,7 +150,7 @@ struct Kept {
 }
 
 impl Kept {
-    fn new(keep: Keep, capacity: usize, max_json_bytes: u64) -> Kept {
+    pub(super) fn new(keep: Keep, capacity: usize, max_json_bytes: u64) -> Kept {
         Kept { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes }
     }
 }
