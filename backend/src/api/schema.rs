@@ -1,5 +1,5 @@
 //! Schemas for the OpenAPI document of types the API does not own: the
-//! executor's `Report` (CONTRACT.md section 3), reply JSON (section 1) and
+//! executor's `Report` (docs/api.md#response), reply JSON (docs/reply-json.md) and
 //! argv arguments. They describe, never carry, data: responses are
 //! serialized from the executor's own types, and the tests check real
 //! responses against these schemas so the two cannot drift apart.
@@ -55,7 +55,7 @@ pub enum ResultsFilter {
     None,
 }
 
-/// One RESP2/RESP3 value as reply JSON (CONTRACT.md section 1).
+/// One RESP2/RESP3 value as reply JSON (docs/reply-json.md#types).
 ///
 /// `type` is one of simple, error, integer, bulk, null, array, double,
 /// boolean, blob_error, verbatim, big_number, map, set, push. Strings carry

@@ -4,7 +4,7 @@
 //! It knows nothing of HTTP or terminals: the API and the CLI are thin
 //! adapters over it, and both serialize the same [`Report`] so that
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
-//! (CONTRACT.md section 3).
+//! (docs/api.md#response).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -71,7 +71,7 @@ pub struct Batch {
     pub watch: Vec<Vec<u8>>,
 }
 
-/// Outcome of one command (CONTRACT.md section 3).
+/// Outcome of one command (docs/api.md#results).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -91,7 +91,7 @@ pub enum Status {
 pub struct CommandResult {
     pub index: usize,
     pub status: Status,
-    /// The reply as reply JSON (CONTRACT.md section 1); absent for `not_sent` / `unknown`.
+    /// The reply as reply JSON (docs/reply-json.md); absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<resp::Value>,
     /// When the write that carried this command was issued (µs from batch start).
