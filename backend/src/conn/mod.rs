@@ -42,6 +42,7 @@ pub const CLIENT_NAME: &str = "pipelab";
 /// How to open a [`Conn`].
 #[derive(Clone, Debug)]
 pub struct ConnSettings {
+    /// Bounds socket, TLS and handshake together.
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of a reply (also bounds each write).
     pub read_timeout: Duration,

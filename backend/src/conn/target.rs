@@ -307,7 +307,9 @@ mod tests {
     /// as the hand-written parser before it read them.
     #[test]
     fn keeps_the_redis_readings_of_url_forms() {
-        let cases: &[(&str, Endpoint, Option<&str>, Option<&str>, u32)] = &[
+        // (url, endpoint, user, password, db)
+        type Case = (&'static str, Endpoint, Option<&'static str>, Option<&'static str>, u32);
+        let cases: &[Case] = &[
             // redis-cli -u: a lone userinfo is the password
             ("redis://secret@h", tcp("h", 6379), None, Some("secret"), 0),
             // an empty password is a password

@@ -191,7 +191,7 @@ pub struct Report {
 /// Limits of one execution that are the caller's, not the batch's.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    /// Socket connect plus TLS (default 5 s).
+    /// Socket connect, TLS and the handshake together (default 5 s).
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of a reply, and for a write to make
     /// progress (default 30 s). On expiry the connection is dropped and the
