@@ -156,7 +156,7 @@ where
     clap::builder::RangedU64ValueParser::new().range(1..)
 }
 
-/// The largest `simulated_rtt_ms` accepted (CONTRACT.md: 0 to 1000 ms).
+/// The largest `simulated_rtt_ms` accepted (docs/api.md#limits: 0 to 1000 ms).
 pub const MAX_SIMULATED_RTT_MS: f64 = 1000.0;
 
 impl Limits {

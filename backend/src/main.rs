@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            // clap's own help/version exit 0; bad usage exits 2 (CONTRACT.md section 2).
+            // clap's own help/version exit 0; bad usage exits 2 (docs/cli.md#exit-status).
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }

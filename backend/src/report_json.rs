@@ -1,6 +1,6 @@
 //! A batch's report as JSON, written while the batch runs: `{"results":[`,
 //! each result as it comes, then `summary`, `transaction` and
-//! `connection_error` (CONTRACT.md section 3). `pipelab run --json` and
+//! `connection_error` (docs/api.md#response). `pipelab run --json` and
 //! `POST /api/v1/batch` both write it through [`ReportJson`], so that
 //! their shapes cannot drift apart.
 //!
@@ -92,7 +92,7 @@ pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     out.push(b'}');
 }
 
-/// Reply JSON (CONTRACT.md section 1) for `reply`.
+/// Reply JSON (docs/reply-json.md) for `reply`.
 fn write_reply(out: &mut Vec<u8>, reply: &Value) {
     let (kind, text): (&[u8], &[u8]) = match reply {
         Value::Simple(b) => (b"simple", b),

@@ -1,4 +1,4 @@
-//! The one error shape of the API:
+//! The one error shape of the API (docs/api.md#errors):
 //! `{"error": {"code": "...", "message": "...", "field": "..."}}` with a 4xx
 //! status for bad requests and 503 when Redis cannot be reached.
 //!

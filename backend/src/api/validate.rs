@@ -252,7 +252,7 @@ fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
     value.map_or(Ok(OnError::default()), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
 }
 
-/// `simulated_rtt_ms`: finite, 0 to 1000 ms (CONTRACT.md).
+/// `simulated_rtt_ms`: finite, 0 to 1000 ms (docs/api.md#limits).
 pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     let v = value.unwrap_or(0.0);
     if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {
