@@ -1,42 +1,23 @@
 //! Defects of issue 15 found by probing the API as an attacker would, each
-//! checked in-process (`pipelab::api::router` + tower's `oneshot`) against
+//! checked in-process (`api_inproc`: `pipelab::api::router` + `oneshot`) against
 //! a real redis-server: cross-site requests and DNS rebinding (1), an
 //! unbounded `watch` (3), a reply whose JSON is six times its size (4),
 //! HTTP-layer errors in the API's error shape (11), security headers (12).
 
+mod api_inproc;
 mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use clap::{Args, FromArgMatches};
-use http_body_util::BodyExt;
 use serde_json::{json, Value as Json};
-use tower::ServiceExt;
 
+use api_inproc::App;
 use common::RedisServer;
-use pipelab::api::guard::{GuardConfig, Policy};
-use pipelab::api::{router, AppState, RedisSource};
-use pipelab::config::Limits;
-use pipelab::conn::RedisTarget;
-
-fn limits(args: &[&str]) -> Limits {
-    let mut all = vec!["x"];
-    all.extend_from_slice(args);
-    let matches = Limits::augment_args(clap::Command::new("x")).get_matches_from(all);
-    Limits::from_arg_matches(&matches).unwrap()
-}
+use pipelab::api::guard::GuardConfig;
 
 /// The app for `redis`, listening (as far as the guards know) on 127.0.0.1:8080.
-fn app(redis: &RedisServer, limit_args: &[&str], guard: GuardConfig) -> axum::Router {
-    let state = AppState::new(
-        RedisTarget::parse(&redis.url).unwrap(),
-        RedisSource::Configured,
-        limits(limit_args),
-        "/nonexistent".into(),
-        Vec::new(),
-    )
-    .with_guard(Policy::new(&guard, Some("127.0.0.1:8080".parse().unwrap())));
-    router(state)
+fn app(redis: &RedisServer, limit_args: &[&str], guard: GuardConfig) -> App {
+    App::with_guard(&redis.url, limit_args, &guard)
 }
 
 struct Res {
@@ -54,10 +35,9 @@ impl Res {
     }
 }
 
-async fn send(app: &axum::Router, req: Request<Body>) -> Res {
-    let res = app.clone().oneshot(req).await.unwrap();
-    let (parts, body) = res.into_parts();
-    Res { status: parts.status, headers: parts.headers, body: body.collect().await.unwrap().to_bytes().to_vec() }
+async fn send(app: &App, req: Request<Body>) -> Res {
+    let (status, headers, body) = app.respond(req).await;
+    Res { status, headers, body }
 }
 
 fn post(path: &str, headers: &[(&str, &str)], body: &Json) -> Request<Body> {
