@@ -157,7 +157,9 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         all_served.wait().await;
     });
     // A serving thread that panicked is a failure.
-    let ok = others.into_iter().fold(true, |ok, handle| handle.join().is_ok() && ok);
+    // Every thread is joined, also after one that panicked.
+    let joined: Vec<bool> = others.into_iter().map(|handle| handle.join().is_ok()).collect();
+    let ok = joined.iter().all(|&ok| ok);
     first.shutdown_timeout(Duration::from_millis(100));
     if !ok {
         return ExitCode::from(1);
