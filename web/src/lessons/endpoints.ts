@@ -16,6 +16,8 @@ export interface LessonBatch {
   on_error?: 'continue' | 'stop';
   simulated_rtt_ms?: number;
   watch?: string[];
+  /** Which per-command results to send back: `errors` when a lesson reads only the summary (a 10,000-reply batch's JSON took 0.1 s of the page's time to parse). */
+  results?: 'all' | 'errors' | 'none';
 }
 
 export interface CompareRun {

@@ -41,7 +41,7 @@ export const lesson3: Lesson = {
         const cps = (b: number) => pts.find((p) => p.batch_size === b)?.commands_per_sec ?? 0;
         // What one round trip of 10 000 replies weighs: GETs of a VALUE-byte string.
         await batch({ text: `SET tut:l3:big ${'v'.repeat(VALUE)}`, mode: 'pipeline' });
-        const big = await batch({ text: lines(10000, () => 'GET tut:l3:big'), mode: 'pipeline', batch_size: 10000, simulated_rtt_ms: ms });
+        const big = await batch({ text: lines(10000, () => 'GET tut:l3:big'), mode: 'pipeline', batch_size: 10000, simulated_rtt_ms: ms, results: 'none' });
         await batch({ text: 'DEL tut:l3:big', mode: 'pipeline' });
         const perTrip = big.summary.bytes_received / Math.max(1, big.summary.round_trips);
         const firstGain = cps(10) / Math.max(1, cps(1));

@@ -36,7 +36,7 @@ pipelab run data.resp --mode pipeline --batch-size 10000</pre>
         const enc = inlineToResp(inline);
         const inlineBytes = new TextEncoder().encode(inline).length;
         const trickyResp = inlineToResp(tricky);
-        const res = await batch({ text: inline, mode: 'pipeline', batch_size: 10000 });
+        const res = await batch({ text: inline, mode: 'pipeline', batch_size: 10000, results: 'errors' });
         const s = res.summary;
         const cps = s.commands_per_sec ?? (s.commands * 1e6) / Math.max(1, s.total_us);
         const dl = el('button', { type: 'button', class: 'download-resp' }, `Download ${fmtInt(enc.resp.length)} bytes of RESP`);
