@@ -21,6 +21,7 @@ WORKDIR /src
 COPY scripts/ scripts/
 COPY web/ web/
 COPY --from=rust /src/web/src/wasm-pkg/ web/src/wasm-pkg/
+COPY --from=rust /src/web/src/api/openapi.json web/src/api/openapi.json
 RUN PIPELAB_SKIP_WASM=1 scripts/build-web.sh
 
 # --- Runtime: the binary, the built page, and redis-server for standalone use

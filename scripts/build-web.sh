@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Builds the playground: the wasm module (wasm/) and the page (web/ -> web/dist).
+# Builds the playground: the wasm module (wasm/), the API's OpenAPI document
+# (`pipelab openapi` -> web/src/api/openapi.json, from which the page's API
+# types web/src/api/schema.d.ts are generated) and the page (web/ -> web/dist).
 # Idempotent; run from anywhere. Needs the wasm32 target and wasm-bindgen-cli
 # (scripts/setup.sh installs both); wasm-opt (Debian's binaryen) is optional.
 #
-#   PIPELAB_SKIP_PAGE=1   build only the wasm package (web/src/wasm-pkg)
-#   PIPELAB_SKIP_WASM=1   build only the page, from an existing web/src/wasm-pkg
-#                         (the Dockerfile's Node stage, which has no Rust)
+#   PIPELAB_SKIP_PAGE=1   the Rust half only: web/src/wasm-pkg and web/src/api/openapi.json
+#   PIPELAB_SKIP_WASM=1   build only the page, from an existing web/src/wasm-pkg and
+#                         web/src/api/openapi.json (the Dockerfile's Node stage, which has no Rust)
+#   PIPELAB_BIN=path      the pipelab binary that prints the OpenAPI document
+#                         (default: build target/debug/pipelab)
 #   PIPELAB_NO_WASM_OPT=1 skip wasm-opt
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,8 +63,19 @@ fi
 wasm-bindgen --target web --out-dir "$pkg" "$input"
 bg="$pkg/pipelab_wasm_bg.wasm"
 log "wasm: $(stat -c %s "$bg") bytes, $(gzip -9 -c "$bg" | wc -c) gzipped"
+
+# The API's OpenAPI document, as the server answers it at /api/v1/openapi.json.
+bin=${PIPELAB_BIN:-}
+if [ -z "$bin" ]; then
+  log "cargo build pipelab (for pipelab openapi)"
+  cargo build -q -p pipelab
+  bin=$target/debug/pipelab
+fi
+"$bin" openapi > web/src/api/openapi.json.tmp
+mv web/src/api/openapi.json.tmp web/src/api/openapi.json
 fi
 [ -f web/src/wasm-pkg/pipelab_wasm.js ] || { log "web/src/wasm-pkg is missing: build it first (without PIPELAB_SKIP_WASM)"; exit 1; }
+[ -f web/src/api/openapi.json ] || { log "web/src/api/openapi.json is missing: build it first (without PIPELAB_SKIP_WASM)"; exit 1; }
 
 [ "${PIPELAB_SKIP_PAGE:-0}" = 1 ] && exit 0
 cd web
@@ -68,5 +83,5 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   log "npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
-log "vite build -> web/dist"
+log "openapi-typescript -> web/src/api/schema.d.ts; vite build -> web/dist"
 npm run -s build

@@ -36,6 +36,8 @@ enum Command {
     /// RESP and inline-command codec on files and pipes.
     #[command(subcommand)]
     Resp(cli::resp::RespCommand),
+    /// Print the REST API's OpenAPI document (what GET /api/v1/openapi.json answers).
+    Openapi,
     /// GET a health URL; exit 0 on 2xx (for container health checks).
     Healthcheck(cli::healthcheck::HealthcheckArgs),
 }
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
         Command::Serve(cfg) => cli::serve::main(*cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
+        Command::Openapi => cli::openapi::run().into(),
         Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
     }
 }

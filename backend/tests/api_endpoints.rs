@@ -593,3 +593,21 @@ async fn wrong_method_and_unknown_path_get_the_error_shape() {
     assert_eq!(status, 404);
     assert!(body["error"]["message"].as_str().unwrap().contains("/api/v1/nope"), "{body}");
 }
+
+/// `pipelab openapi` prints the document the server answers at
+/// `/api/v1/openapi.json` (the page's TypeScript types are generated from it).
+#[tokio::test]
+async fn pipelab_openapi_prints_the_served_document() {
+    let redis = RedisServer::start();
+    let api = App::start(&redis.url, &[]);
+    let (status, served) = api.get("/api/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .arg("openapi")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pipelab openapi: {}", String::from_utf8_lossy(&out.stderr));
+    let printed: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, served);
+    assert!(printed["components"]["schemas"]["InfoResponse"].is_object());
+}

@@ -5,8 +5,9 @@
 // Format: `#s=` + base64url(deflate-raw(UTF-8 JSON)) — JSON so fields can be
 // added, deflate because batches are repetitive (1000 SETs shrink ~50x).
 
-export type Mode = 'sequential' | 'pipeline' | 'transaction';
-export type OnError = 'continue' | 'stop';
+import type { Mode, OnError } from './api/types.js';
+
+export type { Mode, OnError };
 
 /** What a permalink restores. Times in ms, as the RTT slider shows them. */
 export interface PageState {

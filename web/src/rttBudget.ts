@@ -3,7 +3,7 @@
 // exceed its batch timeout (backend/src/api/validate.rs, check_rtt_budget).
 // The page warns before running, and its advice fits the mode: in sequential
 // mode the batch size changes nothing.
-import type { Mode } from './api.js';
+import type { Mode } from './api/client.js';
 
 /** Least number of round trips, as the server counts them (validate.rs, min_round_trips). */
 export function minRoundTrips(mode: Mode, commands: number, batchSize: number): number {

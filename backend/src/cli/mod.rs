@@ -5,6 +5,7 @@ pub mod compare;
 pub mod healthcheck;
 pub mod input;
 pub mod lab;
+pub mod openapi;
 pub mod options;
 pub mod proxy;
 pub mod resp;

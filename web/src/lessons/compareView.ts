@@ -2,12 +2,12 @@
 // chosen RTT: total time and round trips as bar charts, speedup vs sequential.
 import { modeBarChart } from '../charts/charts.js';
 import type { PlaygroundState } from './bridge.js';
-import { compare } from './endpoints.js';
+import { compare } from '../api/client.js';
 import { count, el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
-  const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', max: '1000', step: 'any', value: '1' });
-  const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', max: '100000', step: '1', value: '1000' });
+  const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', step: 'any', value: '1' });
+  const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', step: '1', value: '1000' });
   const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all three modes');
   const out = el('div', { id: 'compare-out', 'aria-live': 'polite' });
   const root = el(

@@ -1,6 +1,6 @@
 // Lesson 1: one round trip per command. 1 000 SETs sent one at a time take
 // at least 1 000 × RTT, whatever Redis's own speed.
-import { batch } from './endpoints.js';
+import { batch } from '../api/client.js';
 import { timelines } from './timelines.js';
 import type { Lesson } from './types.js';
 import { fmtInt, fmtMs, lines, metrics, prose, slider, verdict } from './ui.js';

@@ -1,5 +1,5 @@
 // Lesson 2: pipelining. The same batch written at once costs one round trip.
-import { compare } from './endpoints.js';
+import { compare } from '../api/client.js';
 import { timelines } from './timelines.js';
 import type { Lesson } from './types.js';
 import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, verdict } from './ui.js';

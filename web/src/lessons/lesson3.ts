@@ -1,7 +1,7 @@
 // Lesson 3: batch size. Commands/s rises with the batch size until the RTT
 // is amortised, then flattens; past ~10k the cost is server memory.
 import { sweepChart } from '../charts/charts.js';
-import { batch, sweep } from './endpoints.js';
+import { batch, sweep } from '../api/client.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, table, verdict } from './ui.js';
 

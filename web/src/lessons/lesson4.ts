@@ -1,7 +1,6 @@
 // Lesson 4: errors inside a pipeline. A failing command answers with an error
 // reply at its index; the others run; nothing is thrown.
-import type { BatchResponse } from '../api.js';
-import { batch } from './endpoints.js';
+import { batch, type BatchResponse } from '../api/client.js';
 import type { Lesson } from './types.js';
 import { el, prose, table, verdict } from './ui.js';
 

@@ -5,8 +5,7 @@
 //
 // "Another client": the API runs every batch on its own connection, so a
 // second batch sent at the same time by the page is a second client.
-import type { BatchResponse, Mode } from '../api.js';
-import { batch } from './endpoints.js';
+import { batch, type BatchResponse, type Mode } from '../api/client.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, lines, prose, table, verdict } from './ui.js';
 

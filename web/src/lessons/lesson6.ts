@@ -1,8 +1,7 @@
 // Lesson 6: read-then-write. A pipeline cannot use an earlier reply; the
 // answers are WATCH + MULTI/EXEC (optimistic: detect and retry) and a Lua
 // script (EVAL: the read and the write run inside Redis, atomically).
-import type { BatchResponse } from '../api.js';
-import { batch } from './endpoints.js';
+import { batch, type BatchResponse } from '../api/client.js';
 import type { Lesson } from './types.js';
 import { el, fmtMs, prose, verdict } from './ui.js';
 

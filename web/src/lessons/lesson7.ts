@@ -2,7 +2,7 @@
 // and `pipelab run` read) instead of inline commands.
 import { inlineToResp } from '../wasm.js';
 import { download } from '../export/download.js';
-import { batch } from './endpoints.js';
+import { batch } from '../api/client.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, fmtMs, lines, metrics, prose, slider, verdict } from './ui.js';
 

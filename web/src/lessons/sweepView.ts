@@ -2,7 +2,7 @@
 // at any RTT; each run adds a line, so RTTs compare on one chart.
 import { sweepChart, type SweepSeries } from '../charts/charts.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
-import { sweep } from './endpoints.js';
+import { sweep } from '../api/client.js';
 import { el, errorBox, fmtInt, fmtMs, prose, table } from './ui.js';
 
 /** `"1, 10, 100"` -> [1, 10, 100]; throws naming the bad entry. */
@@ -18,9 +18,9 @@ export function parseSizes(s: string): number[] {
 
 export function sweepView(): HTMLElement {
   const command = el('input', { type: 'text', id: 'sweep-command', value: 'SET sweep:{i} x', size: '28', spellcheck: 'false' });
-  const total = el('input', { type: 'number', id: 'sweep-total', min: '1', max: '100000', value: '10000' });
+  const total = el('input', { type: 'number', id: 'sweep-total', min: '1', value: '10000' });
   const sizes = el('input', { type: 'text', id: 'sweep-sizes', value: '1, 10, 100, 1000, 10000', size: '24' });
-  const rtt = el('input', { type: 'number', id: 'sweep-rtt', min: '0', max: '1000', step: 'any', value: '0.2' });
+  const rtt = el('input', { type: 'number', id: 'sweep-rtt', min: '0', step: 'any', value: '0.2' });
   const run = el('button', { type: 'button', id: 'sweep-run', class: 'run' }, 'Run sweep');
   const clear = el('button', { type: 'button', id: 'sweep-clear' }, 'Clear chart');
   const canvas = el('canvas', { id: 'sweep-chart' });

@@ -1,7 +1,7 @@
 // Timeline boxes for lessons: the playground's waterfall (timeline/timeline.ts)
 // with a title, optionally several on one time axis so that their lengths
 // compare directly.
-import type { CommandResult } from '../api.js';
+import type { CommandResult } from '../api/client.js';
 import { Timeline } from '../timeline/timeline.js';
 import { el } from './ui.js';
 

@@ -1,7 +1,7 @@
 // Results table: one row per command. Only the rows in view exist in the
 // DOM (fixed row height), so 10 000 results scroll without freezing. A row
 // opens its full reply in redis-cli format, and the raw RESP on demand.
-import type { BatchResponse, CommandResult } from '../api.js';
+import type { BatchResponse, CommandResult } from '../api/client.js';
 import { escapeBytes } from '../editor/respText.js';
 import { formatReply, replyToResp } from '../wasm.js';
 
@@ -20,7 +20,7 @@ const STATUS_HELP: Record<string, string> = {
   unknown: 'Written, but the connection failed before its reply: it may or may not have run. It is not retried.',
 };
 
-const ms = (us?: number) => (us === undefined ? '—' : (us / 1000).toFixed(3));
+const ms = (us?: number | null) => (us == null ? '—' : (us / 1000).toFixed(3));
 
 function cell(text: string, cls: string): HTMLElement {
   const d = document.createElement('div');

@@ -2,7 +2,7 @@
 // reply was read, all on one time axis. Sequential runs draw a staircase (one
 // round trip per command); a pipeline draws one block per round trip.
 // Canvas, drawn in one pass grouped by colour, so 10 000+ rows stay smooth.
-import type { CommandResult, Status } from '../api.js';
+import type { CommandResult, Status } from '../api/client.js';
 
 const COLORS: Record<Status, string> = {
   ok: '#2f7ed8',
@@ -145,7 +145,7 @@ export class Timeline {
       for (let i = 0; i < results.length; i++) {
         const r = results[i];
         if (r.status !== status) continue;
-        if (r.sent_us === undefined) {
+        if (r.sent_us == null) {
           // Never sent: a short grey mark at the end of the axis, so the row is not silently empty.
           ctx.rect(sx(maxUs) - 4, MARGIN.top + i * rowH, 4, barH);
           continue;
@@ -169,7 +169,7 @@ export class Timeline {
       this.tip.hidden = true;
       return;
     }
-    const t = (us?: number) => (us === undefined ? '—' : `${fmtMs(us / 1000)} ms`);
+    const t = (us?: number | null) => (us == null ? '—' : `${fmtMs(us / 1000)} ms`);
     this.tip.textContent = `#${i + 1} ${this.data.label(i)} · sent ${t(r.sent_us)} → reply ${t(r.reply_us)} · ${r.status}`;
     this.tip.hidden = false;
     this.tip.style.left = `${Math.min(e.clientX - rect.left + 12, rect.width - 260)}px`;

@@ -1,0 +1,72 @@
+// The page's one client of the REST API of `pipelab serve` (docs/api.md; the playground,
+// the lessons, the compare and sweep views): one fetch wrapper, one error
+// type. Paths are relative so the page works under any prefix. Types come
+// from the server's OpenAPI document (./types.ts).
+import { parseJsonExact } from '../replyJson.js';
+import type { BatchRequest, BatchResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
+
+export type * from './types.js';
+
+/** A failed call: `status` 0 means the API could not be reached at all. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * Fetches `path` and returns the body of a 2xx answer as text. Anything else
+ * throws ApiError: status 0 `unreachable` when fetch itself fails, else the
+ * server's `{"error": {code, message}}` (raw text and `http_<status>` when the
+ * body is not that JSON).
+ */
+async function call(path: string, init?: RequestInit): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(0, 'unreachable', `the pipelab API is unreachable (${(e as Error).message})`);
+  }
+  const body = await res.text();
+  if (res.ok) return body;
+  let code = `http_${res.status}`;
+  let message = body.slice(0, 300) || res.statusText;
+  try {
+    const err = JSON.parse(body).error;
+    if (err) ({ code, message } = err);
+  } catch {
+    /* not JSON: keep the raw text */
+  }
+  throw new ApiError(res.status, code, message);
+}
+
+/** POSTs JSON to a path relative to the page; integer replies beyond 2^53 stay exact (BigInt). */
+export async function postJson<T>(path: string, body: unknown): Promise<T> {
+  const text = await call(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return parseJsonExact(text) as T;
+}
+
+export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batch', req);
+export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
+export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
+
+export type Health = 'ok' | 'redis_down' | 'api_down';
+
+/** GET /readyz: 200 ready, 503 Redis unreachable, anything else: no API. */
+export async function checkHealth(): Promise<Health> {
+  try {
+    await call('readyz', { cache: 'no-store' });
+    return 'ok';
+  } catch (e) {
+    return (e as ApiError).status === 503 ? 'redis_down' : 'api_down';
+  }
+}
+
+/** GET /api/v1/info (the server's limits and defaults), or null when it cannot be read. */
+export async function fetchInfo(): Promise<InfoResponse | null> {
+  try {
+    return JSON.parse(await call('api/v1/info', { cache: 'no-store' })) as InfoResponse;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,153 @@
+// The run controls (mode, batch size, simulated RTT, on_error, RESP3; ids in
+// index.html): their state, the request they make, and the check of their
+// values against the server's limits before a run. The form is `novalidate`:
+// the browser's own check would block the submit without a word in headless
+// or embedded views, so the page says what is wrong instead.
+import type { BatchRequest, InfoResponse, Mode } from '../api/client.js';
+import type { BatchSnapshot } from '../editor/views.js';
+import { budgetWarning } from '../rttBudget.js';
+import { clearSummaryMessage, summaryMessage } from './summary.js';
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+export const form = $<HTMLFormElement>('controls');
+const batchSize = $<HTMLInputElement>('batch-size');
+const rtt = $<HTMLInputElement>('rtt');
+
+/**
+ * What the page checks before sending, from GET /api/v1/info (`limits`,
+ * `defaults.max_simulated_rtt_ms`; times in ms). A limit is undefined while
+ * /info has not answered or could not be read: then the page checks nothing
+ * extra and the server's 4xx message speaks.
+ */
+export interface ServerLimits {
+  maxCommands?: number;
+  maxRttMs?: number;
+  batchTimeoutMs?: number;
+}
+
+export function limitsOf(info: InfoResponse | null): ServerLimits {
+  if (!info) return {};
+  return { maxCommands: info.limits.max_commands, maxRttMs: info.defaults.max_simulated_rtt_ms, batchTimeoutMs: info.limits.batch_timeout_ms };
+}
+
+/** Sets `max` on the inputs of these ids (RTT and command-count fields here and in the tutorial's views). */
+export function applyLimits(l: ServerLimits) {
+  const setMax = (ids: string[], max: number | undefined) => {
+    if (max === undefined) return;
+    for (const id of ids) document.getElementById(id)?.setAttribute('max', String(max));
+  };
+  setMax(['rtt', 'compare-rtt', 'sweep-rtt'], l.maxRttMs);
+  setMax(['sweep-total'], l.maxCommands);
+}
+
+export function currentMode(): Mode {
+  return (document.querySelector<HTMLInputElement>('input[name="mode"]:checked')?.value ?? 'pipeline') as Mode;
+}
+
+/** Batch size only in pipeline mode; the RTT preset matching the field looks pressed. */
+export function syncControls() {
+  batchSize.disabled = currentMode() !== 'pipeline';
+  const v = Number(rtt.value);
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
+    b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
+  }
+}
+
+/** A run control whose value cannot be sent, and what to tell the reader. */
+export interface ControlError {
+  input: HTMLInputElement;
+  message: string;
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 3 });
+
+/**
+ * Checks the run controls the way the API will (docs/api.md#batch,
+ * backend/src/api/validate.rs:
+ * batch_size a whole number, at least 1; simulated_rtt_ms 0 to the server's
+ * `max_simulated_rtt_ms`, when /info told it). An empty or half-typed number
+ * (`validity.badInput`) is an error, never a silent 0.
+ */
+export function controlError(l: ServerLimits): ControlError | null {
+  if (!batchSize.disabled) {
+    const size = Number(batchSize.value);
+    if (batchSize.validity.badInput || batchSize.value.trim() === '' || !Number.isInteger(size) || size < 1) {
+      return { input: batchSize, message: `Batch size must be a whole number, at least 1${batchSize.value ? ` (it is ${batchSize.value})` : ''}.` };
+    }
+  }
+  const ms = Number(rtt.value);
+  const max = l.maxRttMs ?? Infinity;
+  if (rtt.validity.badInput || rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > max) {
+    const range = max === Infinity ? ', at least 0' : ` from 0 to ${fmt(max)}`;
+    return { input: rtt, message: `Simulated RTT must be a number of milliseconds${range}, e.g. 0.25${rtt.value ? ` (it is ${rtt.value})` : ' (the field is empty or not a number)'}.` };
+  }
+  return null;
+}
+
+/** The batch request for `snap` with the controls' values (checked by controlError first). */
+export function request(snap: BatchSnapshot): BatchRequest {
+  const size = Number(batchSize.value);
+  const req: BatchRequest = {
+    text: snap.inlineText,
+    mode: currentMode(),
+    // Outside pipeline mode the field is disabled and the server ignores it.
+    batch_size: Number.isInteger(size) && size >= 1 ? size : 1000,
+    on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
+    simulated_rtt_ms: Number(rtt.value),
+  };
+  if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
+  return req;
+}
+
+/** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
+export function showControlError({ input, message }: ControlError) {
+  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  input.setAttribute('aria-invalid', 'true');
+  summaryMessage(message, 'error', 'controls');
+  input.focus();
+}
+
+export function clearControlError() {
+  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  clearSummaryMessage('controls');
+}
+
+/**
+ * Before running: a batch whose simulated RTT alone exceeds the server's
+ * batch timeout is refused by the API; `#run-warning` says so while the
+ * controls change (nothing while the timeout is unknown).
+ */
+export function updateWarning(l: ServerLimits, commands: number) {
+  const warning = $<HTMLParagraphElement>('run-warning');
+  const text = l.batchTimeoutMs !== undefined && !controlError(l)
+    ? budgetWarning(currentMode(), commands, Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs)
+    : null;
+  warning.hidden = !text;
+  warning.textContent = text ?? '';
+}
+
+/** Wires the controls: submit runs, presets set the RTT, a fixed value takes its stale message away, every change calls `changed`. */
+export function wireControls(run: () => void, changed: () => void) {
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    run();
+  });
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
+    b.addEventListener('click', () => {
+      rtt.value = b.dataset.rtt ?? '0';
+      clearControlError();
+      syncControls();
+    });
+  }
+  rtt.addEventListener('input', syncControls);
+  for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
+  form.addEventListener('input', clearControlError);
+  form.addEventListener('change', clearControlError);
+  syncControls();
+  form.addEventListener('input', changed);
+  form.addEventListener('change', changed);
+  form.addEventListener('click', (e) => {
+    if ((e.target as HTMLElement).closest('.presets button')) changed();
+  });
+}

@@ -1,0 +1,72 @@
+// The run flow: check the batch and the controls, POST /api/v1/batch, show
+// the summary, the timeline and the table, or why it did not run.
+import { ApiError, batch } from '../api/client.js';
+import type { Editors } from '../editor/views.js';
+import type { ResultsTable } from '../results/table.js';
+import type { Timeline } from '../timeline/timeline.js';
+import { showBanner, refreshHealth } from './banner.js';
+import { controlError, request, showControlError, type ServerLimits } from './controls.js';
+import { apiHint, renderSummary, summaryMessage } from './summary.js';
+
+export interface RunParts {
+  editors: Editors;
+  timeline: Timeline;
+  table: ResultsTable;
+  runButton: HTMLButtonElement;
+  /** The server's limits as known now (GET /api/v1/info). */
+  limits: () => ServerLimits;
+}
+
+/** A `run()` that runs the editor's batch once at a time; it resolves true (handled) whatever the outcome. */
+export function runner({ editors, timeline, table, runButton, limits }: RunParts): () => Promise<boolean> {
+  /** No timeline or table of an earlier batch under a new error message. */
+  const clearResults = () => {
+    timeline.set(null);
+    table.set(null, () => '');
+  };
+  const refuse = (message: string) => {
+    clearResults();
+    summaryMessage(message);
+    return true;
+  };
+
+  let running = false;
+  return async () => {
+    if (running) return true;
+    const snap = editors.snapshot();
+    if (snap.respError) return refuse(`Fix the RESP view first: ${snap.respError}`);
+    if (snap.inlineErrors > 0) return refuse('Fix the errors underlined in the inline view first.');
+    if (snap.commands === 0) return refuse('Nothing to run: type a command, one per line.');
+    const l = limits();
+    if (l.maxCommands !== undefined && snap.commands > l.maxCommands) {
+      return refuse(`Too many commands: ${snap.commands.toLocaleString('en-US')}; this server runs at most ${l.maxCommands.toLocaleString('en-US')} in one batch.`);
+    }
+    const bad = controlError(l);
+    if (bad) return clearResults(), showControlError(bad), true;
+    const req = request(snap);
+    running = true;
+    runButton.disabled = true;
+    runButton.setAttribute('aria-busy', 'true');
+    summaryMessage(`Running ${snap.commands.toLocaleString('en-US')} commands…`, 'info');
+    try {
+      const res = await batch(req);
+      const label = (i: number) => (i < snap.commands ? snap.inlineText.slice(snap.textFrom[i], snap.textTo[i]) : '');
+      renderSummary(res, req.mode ?? 'pipeline');
+      timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
+      table.set(res, label);
+      showBanner('ok');
+    } catch (e) {
+      const err = e as ApiError;
+      clearResults();
+      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', 'api', apiHint(err, req.mode ?? 'pipeline'));
+      if (err.status === 0) showBanner('api_down');
+      else if (err.status === 503) showBanner('redis_down', err.message);
+      else void refreshHealth();
+    } finally {
+      running = false;
+      runButton.disabled = false;
+      runButton.removeAttribute('aria-busy');
+    }
+    return true;
+  };
+}

@@ -1,0 +1,75 @@
+// The summary box under the run controls: a run's figures, or one message
+// (a refusal, "Running…", an API error with the page's advice).
+import type { ApiError, BatchResponse, Mode } from '../api/client.js';
+import { budgetHint } from '../rttBudget.js';
+
+const summaryEl = () => document.getElementById('summary') as HTMLElement;
+
+/** A batch's summary as a `<dl>`, one `div[data-key]` per figure; `mode` when the response has none. */
+export function renderSummary(res: BatchResponse, mode: Mode) {
+  const s = res.summary;
+  const n = (x: number | undefined) => (x ?? 0).toLocaleString('en-US');
+  const totalMs = s.total_us / 1000;
+  const perSec = s.commands_per_sec ?? (s.total_us > 0 ? (s.commands * 1e6) / s.total_us : 0);
+  const items: [string, string, string][] = [
+    ['mode', s.mode ?? mode, 'mode'],
+    ['commands', n(s.commands), 'commands'],
+    ['ok', n(s.ok), 'ok'],
+    ['errors', n(s.errors), 'errors'],
+    ['not sent', n(s.not_sent), 'not_sent'],
+    ['unknown', n(s.unknown), 'unknown'],
+    ['round trips', n(s.round_trips), 'round_trips'],
+    ['bytes sent', n(s.bytes_sent), 'bytes_sent'],
+    ['bytes received', n(s.bytes_received), 'bytes_received'],
+    ['total time', `${totalMs.toFixed(3)} ms`, 'total'],
+    ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+  ];
+  if (res.transaction) {
+    const t = res.transaction;
+    items.push(['transaction', t.status.replace('_', ' ') + (t.message ? `: ${t.message}` : ''), 'transaction']);
+  }
+  if (res.connection_error) items.push(['cut short', res.connection_error, 'connection_error']);
+  const dl = document.createElement('dl');
+  for (const [k, v, key] of items) {
+    const div = document.createElement('div');
+    div.dataset.key = key;
+    // Alarm colour only when there is something to see (CSS: [data-alarm]).
+    if ((key === 'errors' && s.errors > 0) || (key === 'unknown' && (s.unknown ?? 0) > 0) || key === 'connection_error') div.dataset.alarm = '';
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v;
+    div.append(dt, dd);
+    dl.append(div);
+  }
+  summaryEl().replaceChildren(dl);
+}
+
+/** A message in place of the summary; `source` tells what it is about (`controls`: a run control's value). */
+export function summaryMessage(text: string, kind: 'error' | 'info' = 'error', source = '', hint = '') {
+  const el = summaryEl();
+  const p = document.createElement('p');
+  p.className = `message ${kind}`;
+  p.textContent = text;
+  if (source) p.dataset.source = source;
+  el.replaceChildren(p);
+  if (hint) {
+    const h = document.createElement('p');
+    h.className = 'hint';
+    h.textContent = hint;
+    el.append(h);
+  }
+}
+
+/** Takes away a message about `source`, if that is what the summary shows. */
+export function clearSummaryMessage(source: string) {
+  const el = summaryEl();
+  if (el.querySelector(`.message[data-source="${source}"]`)) el.replaceChildren();
+}
+
+/** The page's advice for an API error, when the page knows better than the API's generic wording. */
+export function apiHint(err: ApiError, mode: Mode): string {
+  // The API's own message suggests raising batch_size, which does nothing in sequential mode.
+  if ((err.code === 'invalid_rtt' && /batch timeout/.test(err.message)) || err.code === 'batch_timeout') return budgetHint(mode);
+  return '';
+}
