@@ -3,7 +3,7 @@
 import { batch } from '../api/client.js';
 import { timelines } from './timelines.js';
 import type { Lesson } from './types.js';
-import { fmtInt, fmtMs, lines, metrics, prose, slider, verdict } from './ui.js';
+import { fmtInt, fmtMs, lines, metrics, rttSlider, verdict } from './ui.js';
 
 const N = 1000;
 const text = lines(N, (i) => `SET tut:l1:key:${i} value-${i}`);
@@ -12,17 +12,17 @@ export const lesson1: Lesson = {
   n: 1,
   title: 'A round trip per command',
   claim: `Sent one at a time, ${fmtInt(N)} commands take at least ${fmtInt(N)} × RTT, however fast Redis is.`,
+  text: `
+    <p>A client that waits for each reply before sending the next command pays one network
+    <b>round trip</b> (RTT) per command. Redis needs a few microseconds for a SET; the
+    network between you and Redis needs 0.2 ms inside one zone, 1–2 ms across zones,
+    tens of ms across regions. So the wait dominates.</p>
+    <p>This runs ${fmtInt(N)} <code>SET</code>s in <b>sequential</b> mode, with the RTT you choose
+    added to each round trip by pipelab's delay line. Predicted: total ≈ ${fmtInt(N)} × RTT
+    + Redis's own time. Move the slider and run again: the total follows the RTT, not Redis.</p>`,
   build() {
-    const rtt = slider({ id: 'l1-rtt', label: 'Simulated RTT', min: 0, max: 5, step: 0.1, value: 1, unit: 'ms' });
+    const rtt = rttSlider('l1-rtt', { max: 5, step: 0.1, value: 1 });
     return {
-      text: prose(`
-        <p>A client that waits for each reply before sending the next command pays one network
-        <b>round trip</b> (RTT) per command. Redis needs a few microseconds for a SET; the
-        network between you and Redis needs 0.2 ms inside one zone, 1–2 ms across zones,
-        tens of ms across regions. So the wait dominates.</p>
-        <p>This runs ${fmtInt(N)} <code>SET</code>s in <b>sequential</b> mode, with the RTT you choose
-        added to each round trip by pipelab's delay line. Predicted: total ≈ ${fmtInt(N)} × RTT
-        + Redis's own time. Move the slider and run again: the total follows the RTT, not Redis.</p>`),
       controls: rtt.root,
       example: () => ({ text, mode: 'sequential', simulated_rtt_ms: rtt.value(), batch_size: 1000, on_error: 'continue' }),
       async run(out) {

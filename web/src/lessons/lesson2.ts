@@ -2,7 +2,7 @@
 import { compare } from '../api/client.js';
 import { timelines } from './timelines.js';
 import type { Lesson } from './types.js';
-import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, verdict } from './ui.js';
+import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, verdict } from './ui.js';
 
 const N = 1000;
 const text = lines(N, (i) => `SET tut:l2:key:${i} value-${i}`);
@@ -11,21 +11,21 @@ export const lesson2: Lesson = {
   n: 2,
   title: 'Pipelining: the whole batch in one round trip',
   claim: `Written at once, the same ${fmtInt(N)} SETs cost one round trip: at 1 ms RTT, ten times faster or more.`,
+  text: `
+    <p>A <b>pipeline</b> writes every command before reading any reply. Redis reads them from
+    its socket buffer, runs them in order and writes the replies back; the client reads them
+    all at the end. The network is crossed once each way for the whole batch, so the RTT is
+    paid once instead of ${fmtInt(N)} times.</p>
+    <p>This runs the batch of lesson 1 twice: sequentially, then as one pipeline
+    (<code>/api/v1/compare</code>). With <i>same time axis</i> ticked, both timelines share the
+    sequential run's time axis: the whole pipeline is the thin sliver at the left edge of its
+    chart (drawn at least 2 pixels wide; at its true width it would be invisible). Untick it to
+    give the pipeline its own axis: one block, every command sent at once, every reply read in
+    one round trip. Nothing else changed: the same commands, the same replies.</p>`,
   build() {
-    const rtt = slider({ id: 'l2-rtt', label: 'Simulated RTT', min: 0, max: 5, step: 0.1, value: 1, unit: 'ms' });
+    const rtt = rttSlider('l2-rtt', { max: 5, step: 0.1, value: 1 });
     const same = el('input', { type: 'checkbox', id: 'l2-same-axis', checked: '' });
     return {
-      text: prose(`
-        <p>A <b>pipeline</b> writes every command before reading any reply. Redis reads them from
-        its socket buffer, runs them in order and writes the replies back; the client reads them
-        all at the end. The network is crossed once each way for the whole batch, so the RTT is
-        paid once instead of ${fmtInt(N)} times.</p>
-        <p>This runs the batch of lesson 1 twice: sequentially, then as one pipeline
-        (<code>/api/v1/compare</code>). With <i>same time axis</i> ticked, both timelines share the
-        sequential run's time axis: the whole pipeline is the thin sliver at the left edge of its
-        chart (drawn at least 2 pixels wide; at its true width it would be invisible). Untick it to
-        give the pipeline its own axis: one block, every command sent at once, every reply read in
-        one round trip. Nothing else changed: the same commands, the same replies.</p>`),
       controls: el('div', {}, rtt.root, el('label', { class: 'check' }, same, ' same time axis')),
       example: () => ({ text, mode: 'pipeline', simulated_rtt_ms: rtt.value(), batch_size: 1000, on_error: 'continue' }),
       async run(out) {

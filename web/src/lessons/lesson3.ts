@@ -3,7 +3,7 @@
 import { sweepChart } from '../charts/charts.js';
 import { batch, sweep } from '../api/client.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, fmtMs, fmtX, lines, metrics, prose, slider, table, verdict } from './ui.js';
+import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, table, verdict } from './ui.js';
 
 const SIZES = [1, 10, 100, 1000, 10000];
 const TOTAL = 10000;
@@ -15,22 +15,22 @@ export const lesson3: Lesson = {
   n: 3,
   title: 'Batch size: how many commands per round trip',
   claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: beyond ~10,000 per batch there is little left to gain.',
+  text: `
+    <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
+    <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
+    <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
+    which deletes its keys afterwards) and plots commands per second on logarithmic axes.</p>
+    <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
+    the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
+    Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
+    <p>Why the usual advice is batches of about <b>10,000</b>, not "everything at once": Redis
+    buffers the replies to a batch in the client's output buffer in server memory until the client
+    reads them, and the client holds the whole batch too. A million-command pipeline means
+    a million replies held at once, for no further gain in throughput. The run also measures what
+    one round trip of 10,000 replies weighs on your deployment.</p>`,
   build() {
-    const rtt = slider({ id: 'l3-rtt', label: 'Simulated RTT', min: 0, max: 2, step: 0.05, value: 0.2, unit: 'ms' });
+    const rtt = rttSlider('l3-rtt', { max: 2, step: 0.05, value: 0.2 });
     return {
-      text: prose(`
-        <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
-        <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
-        <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
-        which deletes its keys afterwards) and plots commands per second on logarithmic axes.</p>
-        <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
-        the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
-        Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
-        <p>Why the usual advice is batches of about <b>10,000</b>, not "everything at once": Redis
-        buffers the replies to a batch in the client's output buffer in server memory until the client
-        reads them, and the client holds the whole batch too. A million-command pipeline means
-        a million replies held at once, for no further gain in throughput. The run also measures what
-        one round trip of 10,000 replies weighs on your deployment.</p>`),
       controls: rtt.root,
       example: () => ({ text: Array.from({ length: TOTAL }, (_, i) => `SET tut:l3:key:${i} x`).join('\n'), mode: 'pipeline', batch_size: 100, simulated_rtt_ms: rtt.value(), on_error: 'continue' }),
       async run(out) {

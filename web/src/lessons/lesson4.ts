@@ -2,7 +2,7 @@
 // reply at its index; the others run; nothing is thrown.
 import { batch, type BatchResponse } from '../api/client.js';
 import type { Lesson } from './types.js';
-import { el, prose, table, verdict } from './ui.js';
+import { el, table, verdict } from './ui.js';
 
 const text = ['SET tut:l4:greeting hello', 'INCR tut:l4:greeting', 'SET tut:l4:after still-ran', 'GET tut:l4:after'].join('\n');
 const reset = 'DEL tut:l4:greeting tut:l4:after';
@@ -24,20 +24,20 @@ export const lesson4: Lesson = {
   n: 4,
   title: 'Errors inside a pipeline',
   claim: 'A command that fails inside a pipeline returns an error reply at its own index; the commands after it still run, and nothing is thrown.',
+  text: `
+    <p><code>INCR</code> on a key that holds <code>hello</code> fails:
+    <code>ERR value is not an integer or out of range</code>. In a pipeline this is just the
+    reply at that command's index. Redis does not stop, the connection does not fail, and the
+    HTTP status is 200: the error is data. A client library that "throws on error" usually
+    raises only when you read that reply, after every other command has run.</p>
+    <p>To fail loudly, check every reply, or ask pipelab to <b>stop</b> at the first error
+    (<code>on_error: stop</code>): it writes no further batches. What stop cannot do is undo:
+    commands before the error already ran, and so did every command that was in the same
+    write as the failing one, because they were on the wire before its error came back.
+    Only a smaller batch size narrows that window; only a transaction or a script
+    (lessons 5 and 6) changes what "all or nothing" means.</p>`,
   build() {
     return {
-      text: prose(`
-        <p><code>INCR</code> on a key that holds <code>hello</code> fails:
-        <code>ERR value is not an integer or out of range</code>. In a pipeline this is just the
-        reply at that command's index. Redis does not stop, the connection does not fail, and the
-        HTTP status is 200: the error is data. A client library that "throws on error" usually
-        raises only when you read that reply, after every other command has run.</p>
-        <p>To fail loudly, check every reply, or ask pipelab to <b>stop</b> at the first error
-        (<code>on_error: stop</code>): it writes no further batches. What stop cannot do is undo:
-        commands before the error already ran, and so did every command that was in the same
-        write as the failing one, because they were on the wire before its error came back.
-        Only a smaller batch size narrows that window; only a transaction or a script
-        (lessons 5 and 6) changes what "all or nothing" means.</p>`),
       example: () => ({ text, mode: 'pipeline', batch_size: 1000, on_error: 'continue', simulated_rtt_ms: 0 }),
       async run(out) {
         const results: Array<{ key: string; title: string; res: BatchResponse; after: string }> = [];

@@ -7,7 +7,7 @@
 // second batch sent at the same time by the page is a second client.
 import { batch, type BatchResponse, type Mode } from '../api/client.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, lines, prose, table, verdict } from './ui.js';
+import { el, fmtInt, lines, table, verdict } from './ui.js';
 
 const A = 2000;
 const B = 40;
@@ -71,23 +71,23 @@ export const lesson5: Lesson = {
   n: 5,
   title: 'Pipeline vs MULTI/EXEC',
   claim: 'A pipeline is not atomic: other clients run between its commands. MULTI/EXEC is: nothing runs inside it. Yet a transaction only aborts on queue-time errors; a run-time error does not roll back.',
+  text: `
+    <p>A pipeline saves round trips; it promises nothing about other clients. Redis serves
+    every connection in turn, so between two of your pipeline's writes, and even inside
+    one large write, another client's commands run. <code>MULTI</code> … <code>EXEC</code> queues
+    your commands and runs them all at <code>EXEC</code>, with no other client's command in between.</p>
+    <p><b>Experiment 1.</b> pipelab sends ${fmtInt(A)} × <code>RPUSH tut:l5:log A</code>
+    (batch size ${A_BATCH}, ${RTT} ms RTT) while a second client — a second batch sent by this page at the
+    same time, on its own connection — pushes ${B} × <code>b</code> one round trip at a time. The
+    list records the order in which Redis ran them: blue is your batch, orange the other client.
+    Once as a pipeline, once as a transaction.</p>
+    <p><b>Experiment 2.</b> A command rejected while queueing (here <code>INCR</code> without a key:
+    wrong number of arguments) makes <code>EXEC</code> answer <code>EXECABORT</code>: nothing runs.</p>
+    <p><b>Experiment 3.</b> A command that fails only when it runs (<code>INCR</code> on a string) fails
+    alone: the commands before and after it in the transaction are applied and stay applied.
+    Redis has no rollback.</p>`,
   build() {
     return {
-      text: prose(`
-        <p>A pipeline saves round trips; it promises nothing about other clients. Redis serves
-        every connection in turn, so between two of your pipeline's writes, and even inside
-        one large write, another client's commands run. <code>MULTI</code> … <code>EXEC</code> queues
-        your commands and runs them all at <code>EXEC</code>, with no other client's command in between.</p>
-        <p><b>Experiment 1.</b> pipelab sends ${fmtInt(A)} × <code>RPUSH tut:l5:log A</code>
-        (batch size ${A_BATCH}, ${RTT} ms RTT) while a second client — a second batch sent by this page at the
-        same time, on its own connection — pushes ${B} × <code>b</code> one round trip at a time. The
-        list records the order in which Redis ran them: blue is your batch, orange the other client.
-        Once as a pipeline, once as a transaction.</p>
-        <p><b>Experiment 2.</b> A command rejected while queueing (here <code>INCR</code> without a key:
-        wrong number of arguments) makes <code>EXEC</code> answer <code>EXECABORT</code>: nothing runs.</p>
-        <p><b>Experiment 3.</b> A command that fails only when it runs (<code>INCR</code> on a string) fails
-        alone: the commands before and after it in the transaction are applied and stay applied.
-        Redis has no rollback.</p>`),
       example: () => ({ text: ['SET tut:l5:k original', 'MULTI', 'SET tut:l5:k changed', 'INCR', 'EXEC', 'GET tut:l5:k'].join('\n'), mode: 'pipeline', batch_size: 1000, on_error: 'continue', simulated_rtt_ms: 0 }),
       async run(out) {
         // 1. Interleaving.

@@ -3,7 +3,7 @@
 // script (EVAL: the read and the write run inside Redis, atomically).
 import { batch, type BatchResponse } from '../api/client.js';
 import type { Lesson } from './types.js';
-import { el, fmtMs, prose, verdict } from './ui.js';
+import { el, fmtMs, verdict } from './ui.js';
 
 const KEY = 'tut:l6:counter';
 const RTT = 40;
@@ -30,24 +30,24 @@ export const lesson6: Lesson = {
   n: 6,
   title: 'Read, then write',
   claim: 'A pipeline cannot use an earlier reply, and a read-then-write over two round trips loses concurrent updates; WATCH + MULTI/EXEC detects them, a Lua script prevents them.',
+  text: `
+    <p>Task: double a counter. The value to write depends on the value read. In a pipeline
+    every command is written before any reply comes back, so <code>SET counter ?</code> has to be
+    written before <code>GET counter</code> has answered: a pipeline cannot do it.</p>
+    <p>Doing it in two round trips (GET, compute, SET) works alone but leaves a window: another
+    client's <code>INCR</code> between your GET and your SET is overwritten — a <b>lost update</b>.</p>
+    <p><b>WATCH</b> + MULTI/EXEC closes the window optimistically: <code>WATCH counter</code>,
+    <code>GET counter</code>, then <code>MULTI</code>, <code>SET counter 2v</code>, <code>EXEC</code>.
+    If anyone changed the counter after WATCH, EXEC returns null and runs nothing; you read again and retry.</p>
+    <p>A <b>Lua script</b> (<code>EVAL</code>) moves the read and the write into Redis: one round trip,
+    and no other command runs while a script runs.</p>
+    <p>Each step runs on your Redis with ${RTT} ms RTT; the "other client" is a second batch on its own connection.
+    pipelab runs each batch on a connection of its own, so the page reads the counter first and then sends
+    <code>WATCH</code>, <code>GET</code>, <code>MULTI</code>, <code>SET</code>, <code>EXEC</code> as one sequential batch with the value it computed;
+    a real client does the GET after WATCH on the same connection and computes in between. What EXEC does when the
+    key changed after WATCH is the same either way, and that is what this step measures.</p>`,
   build() {
     return {
-      text: prose(`
-        <p>Task: double a counter. The value to write depends on the value read. In a pipeline
-        every command is written before any reply comes back, so <code>SET counter ?</code> has to be
-        written before <code>GET counter</code> has answered: a pipeline cannot do it.</p>
-        <p>Doing it in two round trips (GET, compute, SET) works alone but leaves a window: another
-        client's <code>INCR</code> between your GET and your SET is overwritten — a <b>lost update</b>.</p>
-        <p><b>WATCH</b> + MULTI/EXEC closes the window optimistically: <code>WATCH counter</code>,
-        <code>GET counter</code>, then <code>MULTI</code>, <code>SET counter 2v</code>, <code>EXEC</code>.
-        If anyone changed the counter after WATCH, EXEC returns null and runs nothing; you read again and retry.</p>
-        <p>A <b>Lua script</b> (<code>EVAL</code>) moves the read and the write into Redis: one round trip,
-        and no other command runs while a script runs.</p>
-        <p>Each step runs on your Redis with ${RTT} ms RTT; the "other client" is a second batch on its own connection.
-        pipelab runs each batch on a connection of its own, so the page reads the counter first and then sends
-        <code>WATCH</code>, <code>GET</code>, <code>MULTI</code>, <code>SET</code>, <code>EXEC</code> as one sequential batch with the value it computed;
-        a real client does the GET after WATCH on the same connection and computes in between. What EXEC does when the
-        key changed after WATCH is the same either way, and that is what this step measures.</p>`),
       example: () => ({ text: [`SET ${KEY} ${START}`, `WATCH ${KEY}`, `GET ${KEY}`, 'MULTI', `SET ${KEY} ${2 * START}`, 'EXEC', SCRIPT, `GET ${KEY}`].join('\n'), mode: 'sequential', batch_size: 1, on_error: 'continue', simulated_rtt_ms: RTT }),
       async run(out) {
         // (a) In a pipeline, the SET leaves before the GET's reply arrives.

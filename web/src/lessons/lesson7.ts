@@ -4,7 +4,7 @@ import { inlineToResp } from '../wasm.js';
 import { download } from '../export/download.js';
 import { batch } from '../api/client.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, fmtMs, lines, metrics, prose, slider, verdict } from './ui.js';
+import { el, fmtInt, fmtMs, lines, metrics, slider, verdict } from './ui.js';
 
 const tricky = 'SET tut:l7:tricky "two words, a \\"quote\\" and a\\nnewline"';
 
@@ -12,23 +12,23 @@ export const lesson7: Lesson = {
   n: 7,
   title: 'Mass insertion: generate RESP',
   claim: 'For bulk loads, write the commands as RESP and stream them in large pipelines: redis-cli --pipe or pipelab run.',
+  text: `
+    <p>To load a lot of data, do not send commands one by one (lesson 1), and do not type them
+    as inline text either. Generate the <b>RESP</b> bytes a client would send — each command a
+    multibulk: <code>*3\\r\\n$3\\r\\nSET\\r\\n$…</code> — into a file and stream it:</p>
+    <pre>redis-cli --pipe &lt; data.resp
+pipelab run data.resp --mode pipeline --batch-size 10000</pre>
+    <p>Why RESP beats inline: every argument carries its length, so any byte — spaces, quotes,
+    newlines, binary — goes through untouched, with no quoting rules to get wrong (an inline
+    line is split on spaces and needs <code>"…"</code> with escapes); Redis reads a bulk string by its
+    length instead of scanning for separators; and the file is exactly what goes on the wire,
+    so <code>redis-cli --pipe</code> only has to copy it and count the replies.</p>
+    <p>The run below converts the batch to RESP in your browser (the same codec as the server),
+    lets you download it, and runs it as a pipeline with batches of 10,000.</p>`,
   build() {
     const n = slider({ id: 'l7-n', label: 'Commands', min: 1000, max: 100000, step: 1000, value: 20000, unit: 'SETs' });
     const text = () => lines(n.value(), (i) => `SET tut:l7:key:${i} value-${i}`);
     return {
-      text: prose(`
-        <p>To load a lot of data, do not send commands one by one (lesson 1), and do not type them
-        as inline text either. Generate the <b>RESP</b> bytes a client would send — each command a
-        multibulk: <code>*3\\r\\n$3\\r\\nSET\\r\\n$…</code> — into a file and stream it:</p>
-        <pre>redis-cli --pipe &lt; data.resp
-pipelab run data.resp --mode pipeline --batch-size 10000</pre>
-        <p>Why RESP beats inline: every argument carries its length, so any byte — spaces, quotes,
-        newlines, binary — goes through untouched, with no quoting rules to get wrong (an inline
-        line is split on spaces and needs <code>"…"</code> with escapes); Redis reads a bulk string by its
-        length instead of scanning for separators; and the file is exactly what goes on the wire,
-        so <code>redis-cli --pipe</code> only has to copy it and count the replies.</p>
-        <p>The run below converts the batch to RESP in your browser (the same codec as the server),
-        lets you download it, and runs it as a pipeline with batches of 10,000.</p>`),
       controls: n.root,
       example: () => ({ text: text(), mode: 'pipeline', batch_size: 10000, on_error: 'continue', simulated_rtt_ms: 0 }),
       async run(out) {

@@ -41,7 +41,7 @@ function card(lesson: Lesson, bridge: Bridge): HTMLElement {
     { class: 'lesson', id, 'data-lesson': String(lesson.n), 'aria-labelledby': `${id}-title` },
     el('h3', { id: `${id}-title` }, `${lesson.n}. ${lesson.title}`),
     el('p', { class: 'claim' }, lesson.claim),
-    parts.text,
+    prose(lesson.text),
     ...(parts.controls ? [el('div', { class: 'lesson-controls' }, parts.controls)] : []),
     el('div', { class: 'lesson-actions' }, load, ' ', run),
     out,

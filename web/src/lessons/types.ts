@@ -6,10 +6,8 @@ export interface Bridge {
   loadExample(state: Partial<PageState>): void;
 }
 
-/** What a lesson's card is built from. */
+/** What a lesson's card is built from, besides its text. */
 export interface LessonParts {
-  /** The explanation (constant prose written for pipelab). */
-  text: HTMLElement;
   /** The lesson's own knobs (RTT slider, sizes), if any. */
   controls?: HTMLElement;
   /** The batch that "Load example" puts into the playground, at the current knob values. */
@@ -24,5 +22,7 @@ export interface Lesson {
   title: string;
   /** The claim, one sentence; the run checks it on the reader's deployment. */
   claim: string;
+  /** The explanation: HTML, constant prose written for pipelab (never user or Redis data). */
+  text: string;
   build(): LessonParts;
 }

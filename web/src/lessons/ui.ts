@@ -64,6 +64,9 @@ export function slider(opts: { id: string; label: string; min: number; max: numb
   return { root, input, value: () => Number(input.value) };
 }
 
+/** The simulated-RTT slider of a lesson (ms, from 0). */
+export const rttSlider = (id: string, range: { max: number; step: number; value: number }) => slider({ id, label: 'Simulated RTT', min: 0, unit: 'ms', ...range });
+
 /** A small table: header row and body rows of text cells. */
 export function table(head: string[], rows: Array<Array<string | Node>>, attrs: Record<string, string> = {}): HTMLTableElement {
   return el(

@@ -60,8 +60,6 @@ export interface ControlError {
   message: string;
 }
 
-const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 3 });
-
 /**
  * Checks the run controls the way the API will (docs/api.md#batch,
  * backend/src/api/validate.rs:
@@ -79,7 +77,7 @@ export function controlError(l: ServerLimits): ControlError | null {
   const ms = Number(rtt.value);
   const max = l.maxRttMs ?? Infinity;
   if (rtt.validity.badInput || rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > max) {
-    const range = max === Infinity ? ', at least 0' : ` from 0 to ${fmt(max)}`;
+    const range = max === Infinity ? ', at least 0' : ` from 0 to ${max}`;
     return { input: rtt, message: `Simulated RTT must be a number of milliseconds${range}, e.g. 0.25${rtt.value ? ` (it is ${rtt.value})` : ' (the field is empty or not a number)'}.` };
   }
   return null;
