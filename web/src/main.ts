@@ -40,7 +40,7 @@ async function main() {
   // Expose for tests and the console.
   (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
 
-  const warn = () => updateWarning(limits, editors.snapshot().commands);
+  const warn = () => updateWarning(limits, () => editors.snapshot().commands);
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.defaultPrevented) {
       e.preventDefault();

@@ -114,12 +114,13 @@ export function clearControlError() {
 /**
  * Before running: a batch whose simulated RTT alone exceeds the server's
  * batch timeout is refused by the API; `#run-warning` says so while the
- * controls change (nothing while the timeout is unknown).
+ * controls change (nothing while the timeout is unknown; `commands` is only
+ * asked then: on a large batch it flushes the editors' pending sync).
  */
-export function updateWarning(l: ServerLimits, commands: number) {
+export function updateWarning(l: ServerLimits, commands: () => number) {
   const warning = $<HTMLParagraphElement>('run-warning');
   const text = l.batchTimeoutMs !== undefined && !controlError(l)
-    ? budgetWarning(currentMode(), commands, Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs)
+    ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs)
     : null;
   warning.hidden = !text;
   warning.textContent = text ?? '';

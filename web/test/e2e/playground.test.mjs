@@ -433,6 +433,43 @@ describe('runs against a real Redis', () => {
     }
   });
 
+  test('the limits come from GET /api/v1/info; without it the page caps nothing and the server answers', async () => {
+    const info = await (await fetch(`${serve.base}api/v1/info`)).json();
+    /** A page of its own whose GET /api/v1/info goes through `route`. */
+    const open = async (route) => {
+      const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      p.on('pageerror', (e) => pageErrors.push(e.message));
+      await p.route('**/api/v1/info', route);
+      await p.goto(serve.base);
+      await p.waitForSelector('#inline-editor .cm-content');
+      return p;
+    };
+    const refusal = async (p) => {
+      await p.click('#run');
+      await p.waitForSelector('#summary .message.error');
+      return p.innerText('#summary');
+    };
+    // A server with smaller limits: the page checks those, not its own.
+    const small = { ...info, limits: { ...info.limits, max_commands: 3 }, defaults: { ...info.defaults, max_simulated_rtt_ms: 50 } };
+    const p1 = await open((r) => r.fulfill({ json: small }));
+    await p1.waitForFunction(() => document.querySelector('#rtt')?.getAttribute('max') === '50');
+    await p1.evaluate(() => window.pipelab.editors.setInline('PING\nPING'));
+    await p1.fill('#rtt', '60');
+    assert.match(await refusal(p1), /^Simulated RTT must be a number of milliseconds from 0 to 50, e\.g\. 0\.25 \(it is 60\)\.$/);
+    await p1.fill('#rtt', '0');
+    await p1.evaluate(() => window.pipelab.editors.setInline('PING\nPING\nPING\nPING'));
+    assert.match(await refusal(p1), /^Too many commands: 4; this server runs at most 3 in one batch\.$/);
+    await shot(p1, 'e2e-15-limits-from-info');
+    await p1.close();
+    // /info unreachable: the page caps nothing and the server's 400 speaks.
+    const p2 = await open((r) => r.abort());
+    await p2.evaluate(() => window.pipelab.editors.setInline('PING'));
+    await p2.fill('#rtt', '2000');
+    assert.match(await refusal(p2), /^Run failed: .*1000.* \(invalid_rtt\)$/);
+    assert.equal(await p2.getAttribute('#rtt', 'max'), null);
+    await p2.close();
+  });
+
   test('Redis killed mid-batch: the command in flight is unknown, the rest not sent', async () => {
     await setBatch(Array.from({ length: 40 }, (_, i) => `INCR e2e:slow:${i}`).join('\n'));
     await page.check('input[name="mode"][value="sequential"]');
