@@ -62,10 +62,10 @@ export interface ControlError {
 
 /**
  * Checks the run controls the way the API will (docs/api.md#batch,
- * backend/src/api/validate.rs:
- * batch_size a whole number, at least 1; simulated_rtt_ms 0 to the server's
- * `max_simulated_rtt_ms`, when /info told it). An empty or half-typed number
- * (`validity.badInput`) is an error, never a silent 0.
+ * backend/src/api/validate.rs): batch_size a whole number, at least 1;
+ * simulated_rtt_ms 0 to the server's `max_simulated_rtt_ms` once /info told
+ * it. An empty or half-typed number (`validity.badInput`) is an error, never a
+ * silent 0.
  */
 export function controlError(l: ServerLimits): ControlError | null {
   if (!batchSize.disabled) {
