@@ -113,8 +113,9 @@ pub async fn batch(
         resp3: req.resp3,
         watch: req.watch,
     };
+    let rules = super::refuse::Rules::of(&state).await;
     let batch = fields
         .prepare(&state.limits)?
-        .into_batch(mode, &state.limits)?;
+        .into_batch(mode, &state.limits, &rules)?;
     stream::respond(state, batch, keep).await
 }

@@ -162,10 +162,11 @@ pub async fn compare(
     .prepare(&state.limits)?
     .watch;
     // Validate every mode's batch before running any, so a refusal leaves no side effects.
+    let rules = super::refuse::Rules::of(&state).await;
     let batches = modes
         .iter()
         .map(|&mode| {
-            let mut batch = prepared.batch(mode, &state.limits)?;
+            let mut batch = prepared.batch(mode, &state.limits, &rules)?;
             if mode == Mode::Transaction {
                 batch.watch = watch.clone();
             }

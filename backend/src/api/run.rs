@@ -91,6 +91,7 @@ async fn run_limited<K: ResultSink>(
         read_timeout: limits.batch_timeout(),
         max_reply_bytes: Some(limits.max_reply_bytes),
         deadline: Some(deadline.into_std()),
+        commands: None,
     };
     // The executor stops at the deadline by itself; this outer limit only
     // guards against a wait the executor does not bound.
@@ -132,6 +133,7 @@ pub async fn command(
         read_timeout: wait,
         max_reply_bytes: None,
         deadline: None,
+        commands: None,
     };
     let report =
         match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use super::arg::ArgBytes;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
-use super::refuse::refusal;
+use super::refuse::Rules;
 use super::run::{command, run_batch};
 use super::schema;
 use super::validate::{self, min_round_trips};
@@ -127,7 +127,8 @@ pub async fn sweep(
         .enumerate()
         .map(|(j, a)| validate::argument(a.clone(), &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
-    if let Some(reason) = refusal(Commands::from(vec![template.clone()]).get(0), Mode::Pipeline) {
+    let rules = Rules::of(&state).await;
+    if let Some(reason) = rules.refusal(Commands::from(vec![template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field("refused_command", "command", reason));
     }
     if req.total < 1 {
@@ -196,7 +197,7 @@ pub async fn sweep(
     }
 
     let commands: Commands = (0..total).map(|i| instantiate(&template, i)).collect();
-    let keys = sweep_keys(&state, &commands).await?;
+    let keys = sweep_keys(&state, &rules.table, &commands).await?;
     let fresh = keys_absent(&state, &keys).await?;
     let fresh_count = fresh.len();
     // If the client leaves mid-sweep, this handler is dropped; the guard
@@ -299,48 +300,25 @@ fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The distinct keys `commands` touch, in first-use order. Key positions are
-/// those COMMAND GETKEYS reports for the first command.
-async fn sweep_keys(state: &AppState, commands: &Commands) -> Result<Vec<Vec<u8>>, ApiError> {
+/// The distinct keys `commands` touch, in first-use order. Key positions
+/// are those of the first command, from the table's key specs; where the
+/// specs cannot find them all (or the table lacks the command), from
+/// `COMMAND GETKEYSANDFLAGS`, whose error for a command Redis rejects is
+/// the 400.
+async fn sweep_keys(state: &AppState, table: &crate::commands::Table, commands: &Commands) -> Result<Vec<Vec<u8>>, ApiError> {
     let first = commands.get(0);
-    if first.len() < 2 {
-        return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
-    }
-    let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-    argv.extend(first.iter());
-    let reply = command(state, &argv, state.limits.connect_timeout()).await?;
-    let names = match reply {
-        resp::Value::Array(items) => items,
-        other => {
-            let msg = other
-                .error_message()
-                .map(|m| String::from_utf8_lossy(m).into_owned());
-            return match msg {
-                Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
-                Some(m) => Err(ApiError::field(
-                    "invalid_command",
-                    "command",
-                    format!("Redis rejects it: {m}"),
-                )),
-                None => Err(ApiError::field(
-                    "invalid_command",
-                    "command",
-                    "COMMAND GETKEYS gave no key list",
-                )),
-            };
+    let positions = match table.command(first).map(|cmd| crate::commands::keys(cmd, first)) {
+        Some(keys) if keys.complete => keys.indexes(),
+        _ if first.len() < 2 => Vec::new(), // only a name: no key arguments (and GETKEYS would reject it)
+        _ => {
+            let reply = command(state, &crate::commands::getkeys_argv(first), state.limits.connect_timeout()).await?;
+            crate::commands::from_getkeys_reply(first, &reply)
+                .map_err(|m| ApiError::field("invalid_command", "command", format!("Redis rejects it: {m}")))?
+                .iter()
+                .map(|p| p.index)
+                .collect()
         }
     };
-    let mut positions = Vec::new();
-    for name in names {
-        let resp::Value::Bulk(name) = name else {
-            continue;
-        };
-        if let Some(j) =
-            (1..first.len()).find(|j| first.get(*j) == Some(&name[..]) && !positions.contains(j))
-        {
-            positions.push(j);
-        }
-    }
     let mut seen = HashSet::new();
     let mut keys = Vec::new();
     for cmd in commands.iter() {
