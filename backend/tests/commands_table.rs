@@ -12,23 +12,12 @@ use std::time::Duration;
 
 use common::{batch, RedisServer};
 use pipelab::commands::{self, KeyFlags, Table};
-use pipelab::conn::{ConnSettings, RedisTarget};
+use pipelab::conn::RedisTarget;
 use pipelab::exec::{execute_pooled, Commands, ExecOptions, Mode, Pool, PoolConfig};
-
-fn settings() -> ConnSettings {
-    ConnSettings {
-        connect_timeout: Duration::from_secs(5),
-        read_timeout: Duration::from_secs(5),
-        resp3: false,
-        simulated_rtt_ms: 0.0,
-        max_reply_bytes: None,
-        deadline: None,
-    }
-}
 
 async fn table_of(server: &RedisServer) -> (Arc<Pool>, Arc<Table>) {
     let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
-    let table = pool.commands_loaded(&settings()).await;
+    let table = pool.commands_loaded(Duration::from_secs(5)).await;
     assert!(table.identity().is_some(), "the server's table was read");
     (pool, table)
 }

@@ -38,15 +38,8 @@ impl Rules {
     /// The rules for a request to `state`: the server's table (read first
     /// if it was not yet; the fallback if Redis is unreachable), full access.
     pub async fn of(state: &AppState) -> Rules {
-        let settings = crate::conn::ConnSettings {
-            connect_timeout: state.limits.connect_timeout(),
-            read_timeout: state.limits.connect_timeout(),
-            resp3: false,
-            simulated_rtt_ms: 0.0,
-            max_reply_bytes: None,
-            deadline: None,
-        };
-        Rules { table: state.pool.commands_loaded(&settings).await, access: Access::Full, allow: state.allow }
+        let table = state.pool.commands_loaded(state.limits.connect_timeout()).await;
+        Rules { table, access: Access::Full, allow: state.allow }
     }
 
     /// Why `argv` may not run in `mode`, or `None` if it may.

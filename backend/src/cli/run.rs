@@ -112,7 +112,11 @@ pub async fn main(args: Args) -> ExitCode {
         resp3: args.resp3,
         watch: args.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
     };
-    let opts = ExecOptions { read_timeout: Duration::from_secs_f64(args.timeout), ..ExecOptions::default() };
+    let mut opts = ExecOptions { read_timeout: Duration::from_secs_f64(args.timeout), ..ExecOptions::default() };
+    // The server's command table for the executor's checks (the built-in
+    // one if Redis cannot be reached: the run then fails to connect too).
+    let pool = exec::Pool::new(target.clone(), exec::PoolConfig { max_idle: 0, ..Default::default() });
+    opts.commands = Some(pool.commands_loaded(opts.connect_timeout).await);
 
     let lines = Rc::new(RefCell::new(VecDeque::new()));
     let mut source = FileSource::new(input, lines.clone());

@@ -96,6 +96,21 @@ impl Class {
         self.0 & bit != 0
     }
 
+    pub(crate) fn any(self, mask: u16) -> bool {
+        self.0 & mask != 0
+    }
+
+    pub(crate) fn union(self, o: Class) -> Class {
+        Class(self.0 | o.0)
+    }
+
+    /// The bits each rule looks at, in `Table::filters` order: refusal,
+    /// the executor's reply rule, connection state.
+    pub(crate) const RULES: [u16; 3] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE];
+    const FILTER_REFUSAL: usize = 0;
+    const FILTER_REPLY: usize = 1;
+    const FILTER_STATE: usize = 2;
+
     /// The class of `cmd` (its subcommands already classed).
     pub(crate) fn of(cmd: &Command) -> Class {
         let name = cmd.name.as_str();
@@ -171,6 +186,9 @@ impl Table {
     /// `None` if it may. A command the server does not have is not refused
     /// (Redis answers it with an error). Allocation-free unless refused.
     pub fn refusal(&self, argv: ArgvRef<'_>, mode: Mode, access: Access, allow: Allow) -> Option<Refusal> {
+        if access != Access::ReadOnly && !self.may_concern(Class::FILTER_REFUSAL, argv) {
+            return None;
+        }
         let cmd = self.command(argv)?;
         let class = cmd.class;
         if class.0 & Class::REFUSABLE == 0 {
@@ -246,6 +264,9 @@ impl Table {
         if argv.name().is_none() {
             return Err("empty command".into());
         }
+        if !self.may_concern(Class::FILTER_REPLY, argv) {
+            return Ok(());
+        }
         let Some(cmd) = self.command(argv) else { return Ok(()) };
         let class = cmd.class;
         if class.has(Class::STREAM) {
@@ -275,7 +296,12 @@ impl Table {
     /// REPLCONF. Scripts cannot change their caller's state (SELECT inside
     /// EVAL is script-local since Redis 2.8.12). Allocation-free.
     pub fn changes_connection_state(&self, argv: ArgvRef<'_>) -> bool {
-        self.command(argv).is_some_and(|c| c.class.has(Class::STATE))
+        self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::STATE))
+    }
+
+    /// The pre-filter of rule `i`: false if the rule cannot concern `argv`.
+    fn may_concern(&self, i: usize, argv: ArgvRef<'_>) -> bool {
+        argv.name().is_some_and(|n| self.filters.get(i).is_none_or(|f| f.may_match(n)))
     }
 
     /// True if the server flags `argv`'s command (or subcommand) `readonly`

@@ -188,18 +188,58 @@ impl Command {
     }
 }
 
+/// Longest name a [`Prefilter`] tells apart; longer ones always "may match".
+const FILTER_LEN: usize = 24;
+
+/// Which (length, first letter) pairs some command of a rule has: most
+/// names (SET, GET, HSET…) are ruled out by one bit test, without hashing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prefilter([u32; FILTER_LEN + 1]);
+
+impl Prefilter {
+    fn bit(first: u8) -> u32 {
+        let b = first.to_ascii_lowercase();
+        1 << if b.is_ascii_lowercase() { (b - b'a') as u32 } else { 26 + (b as u32 % 6) }
+    }
+
+    fn add(&mut self, name: &[u8]) {
+        if let Some(w) = self.0.get_mut(name.len()) {
+            *w |= Self::bit(name[0]);
+        }
+    }
+
+    /// False if no command of the rule has this name's length and first letter.
+    pub(crate) fn may_match(&self, name: &[u8]) -> bool {
+        match self.0.get(name.len()) {
+            Some(w) => !name.is_empty() && w & Self::bit(name[0]) != 0,
+            None => true,
+        }
+    }
+}
+
 /// Every command the server has, by name.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     commands: Names<Command>,
     identity: Option<ServerIdentity>,
+    /// Per rule (see `Class::RULES`): the names a rule may concern.
+    pub(crate) filters: Vec<Prefilter>,
 }
 
 impl Table {
     /// A table from `commands` (top-level entries, subcommands inside).
     pub fn new(commands: impl IntoIterator<Item = Command>, identity: Option<ServerIdentity>) -> Table {
-        let commands = commands.into_iter().map(|c| (c.name.as_bytes().into(), c)).collect();
-        Table { commands, identity }
+        let commands: Names<Command> = commands.into_iter().map(|c| (c.name.as_bytes().into(), c)).collect();
+        let mut filters = vec![Prefilter::default(); Class::RULES.len()];
+        for c in commands.values() {
+            let class = c.subcommands.values().fold(c.class, |a, s| a.union(s.class));
+            for (filter, mask) in filters.iter_mut().zip(Class::RULES) {
+                if class.any(mask) {
+                    filter.add(c.name.as_bytes());
+                }
+            }
+        }
+        Table { commands, identity, filters }
     }
 
     /// Parses the reply to `COMMAND` (every command) or `COMMAND INFO …`

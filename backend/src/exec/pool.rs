@@ -150,11 +150,19 @@ impl Pool {
     }
 
     /// [`Pool::commands`], read from the server first if it was not yet
-    /// (a connection opened and given back). Redis unreachable: the
-    /// fallback (the batch will then fail to connect too).
-    pub async fn commands_loaded(&self, settings: &ConnSettings) -> std::sync::Arc<Table> {
+    /// (a connection opened within `wait` for connecting and each reply,
+    /// then given back). Redis unreachable: the fallback (the batch will
+    /// then fail to connect too).
+    pub async fn commands_loaded(&self, wait: std::time::Duration) -> std::sync::Arc<Table> {
         if !self.commands.is_loaded() {
-            let fresh = ConnSettings { simulated_rtt_ms: 0.0, ..settings.clone() };
+            let fresh = ConnSettings {
+                connect_timeout: wait,
+                read_timeout: wait,
+                resp3: false,
+                simulated_rtt_ms: 0.0,
+                max_reply_bytes: None,
+                deadline: None,
+            };
             if let Ok(lease) = self.checkout(&fresh).await {
                 self.checkin(lease.conn);
             }
