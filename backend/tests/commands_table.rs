@@ -192,3 +192,22 @@ async fn a_restarted_server_has_its_table_read_again() {
     assert_eq!(id.redis_version, first.redis_version);
     assert!(second.get(b"set").is_some());
 }
+
+/// Read over RESP3 (sets, maps, verbatim INFO), the table is the same.
+#[tokio::test]
+async fn a_resp3_connection_reads_the_same_table() {
+    let server = RedisServer::start();
+    let (_pool, resp2) = table_of(&server).await;
+    let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
+    let mut b = batch(Mode::Pipeline, &["PING"]);
+    b.resp3 = true;
+    execute_pooled(&pool, &b, &ExecOptions::default()).await.unwrap();
+    let resp3 = pool.commands();
+    assert_eq!(resp3.identity(), resp2.identity());
+    assert_eq!(resp3.len(), resp2.len());
+    for name in ["set", "xread", "migrate", "config", "sort", "eval"] {
+        let (a, b) = (resp2.get(name.as_bytes()).unwrap(), resp3.get(name.as_bytes()).unwrap());
+        assert_eq!((&a.flags, &a.acl_categories, &a.tips, &a.key_specs), (&b.flags, &b.acl_categories, &b.tips, &b.key_specs), "{name}");
+        assert_eq!(a.subcommands.len(), b.subcommands.len(), "{name}");
+    }
+}
