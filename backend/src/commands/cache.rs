@@ -5,6 +5,7 @@
 //! the table's (a restart, an upgrade). Until a server's table is read,
 //! the built-in fallback answers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::fallback;
@@ -14,11 +15,15 @@ use crate::conn::Conn;
 /// The current table of one target; cheap to read from any thread.
 pub struct Cache {
     table: RwLock<Arc<Table>>,
+    /// A server answered [`Cache::refresh`] at least once (even if it
+    /// refused INFO or COMMAND): asking again before a new connection is
+    /// pointless.
+    checked: AtomicBool,
 }
 
 impl Default for Cache {
     fn default() -> Self {
-        Cache { table: RwLock::new(fallback::table()) }
+        Cache { table: RwLock::new(fallback::table()), checked: AtomicBool::new(false) }
     }
 }
 
@@ -38,6 +43,12 @@ impl Cache {
         self.table.read().expect("command table lock").identity().is_some()
     }
 
+    /// True once a server answered a [`Cache::refresh`], whether or not it
+    /// gave its table.
+    pub fn was_checked(&self) -> bool {
+        self.checked.load(Ordering::Relaxed)
+    }
+
     /// Checks the server behind `conn` (`INFO server`) and, if it is not the
     /// one the table came from, reads its table (`COMMAND`). `Ok(true)` if
     /// the table was replaced. The connection's stats include the bytes:
@@ -48,6 +59,7 @@ impl Cache {
     /// stays as it was, and a warning is logged.
     pub async fn refresh(&self, conn: &mut Conn) -> Result<bool, String> {
         let info = ask(conn, &[b"INFO", b"server"]).await?;
+        self.checked.store(true, Ordering::Relaxed);
         let Some(identity) = super::table::text(&info).as_deref().and_then(ServerIdentity::from_info) else {
             tracing::warn!("INFO server gave no run_id/redis_version: keeping the current command table");
             return Ok(false);

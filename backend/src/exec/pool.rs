@@ -149,13 +149,14 @@ impl Pool {
         self.commands.table()
     }
 
-    /// [`Pool::commands`], read from the server first if it was not yet
-    /// (a connection opened within `wait` for connecting and each reply,
-    /// then given back). Redis unreachable: the fallback (the batch will
-    /// then fail to connect too).
+    /// [`Pool::commands`], read from the server first if no connection
+    /// checked it yet: on a connection of its own (within `wait` for
+    /// connecting and each reply), closed after, so that no idle
+    /// connection is left behind by it. Redis unreachable: the fallback
+    /// (the batch will then fail to connect too).
     pub async fn commands_loaded(&self, wait: std::time::Duration) -> std::sync::Arc<Table> {
-        if !self.commands.is_loaded() {
-            let fresh = ConnSettings {
+        if !self.commands.was_checked() {
+            let settings = ConnSettings {
                 connect_timeout: wait,
                 read_timeout: wait,
                 resp3: false,
@@ -163,8 +164,10 @@ impl Pool {
                 max_reply_bytes: None,
                 deadline: None,
             };
-            if let Ok(lease) = self.checkout(&fresh).await {
-                self.checkin(lease.conn);
+            if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
+                if let Err(e) = self.commands.refresh(&mut conn).await {
+                    tracing::warn!(error = %e, "reading the command table failed");
+                }
             }
         }
         self.commands()
