@@ -102,6 +102,17 @@ pub enum FindKeys {
     Unknown,
 }
 
+/// A map's fields by name.
+type Fields<'a> = Vec<(String, &'a Value)>;
+
+/// `{type, spec: {field: value…}}` of a key spec's begin_search / find_keys.
+fn typed(v: Option<&Value>) -> Option<(String, Fields<'_>)> {
+    let f = fields(v?)?;
+    let ty = f.iter().find(|(k, _)| k == "type").and_then(|(_, v)| text(v))?;
+    let spec = f.iter().find(|(k, _)| k == "spec").and_then(|(_, v)| fields(v)).unwrap_or_default();
+    Some((ty, spec))
+}
+
 /// One key spec of a command (`COMMAND INFO`'s `key_specs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpec {
@@ -124,17 +135,11 @@ impl KeySpec {
             .filter_map(text)
             .filter_map(|n| KeyFlags::from_name(&n))
             .fold(KeyFlags::default(), |a, b| a | b);
-        let typed = |v: Option<&Value>| -> Option<(String, Vec<(String, i64, Option<String>)>)> {
-            let f = fields(v?)?;
-            let ty = f.iter().find(|(k, _)| k == "type").and_then(|(_, v)| text(v))?;
-            let spec = f.iter().find(|(k, _)| k == "spec").and_then(|(_, v)| fields(v)).unwrap_or_default();
-            Some((ty, spec.into_iter().map(|(k, v)| (k, int(v).unwrap_or(0), text(v))).collect()))
-        };
-        let num = |spec: &[(String, i64, Option<String>)], name: &str| spec.iter().find(|(k, _, _)| k == name).map(|(_, n, _)| *n);
+        let num = |spec: &Fields<'_>, name: &str| spec.iter().find(|(k, _)| k == name).and_then(|(_, v)| int(v));
         let begin_search = match typed(get("begin_search")) {
             Some((ty, spec)) if ty == "index" => BeginSearch::Index(num(&spec, "index").unwrap_or(0).max(0) as usize),
             Some((ty, spec)) if ty == "keyword" => BeginSearch::Keyword {
-                keyword: spec.iter().find(|(k, _, _)| k == "keyword").and_then(|(_, _, t)| t.clone()).unwrap_or_default(),
+                keyword: spec.iter().find(|(k, _)| k == "keyword").and_then(|(_, v)| text(v)).unwrap_or_default(),
                 startfrom: num(&spec, "startfrom").unwrap_or(1),
             },
             _ => BeginSearch::Unknown,

@@ -79,7 +79,7 @@ fn xread_blocks_forever(argv: crate::exec::ArgvRef<'_>) -> bool {
             }
         } else if o.eq_ignore_ascii_case(b"STREAMS") && more > 0 {
             // Stream names and IDs in pairs, or "Unbalanced" error.
-            streams = (argc - i - 1) % 2 == 0;
+            streams = (argc - i - 1).is_multiple_of(2);
             break;
         } else if o.eq_ignore_ascii_case(b"GROUP") && more >= 2 && group_allowed {
             i += 2;
