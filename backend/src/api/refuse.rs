@@ -170,33 +170,46 @@ mod tests {
         }
     }
 
+    /// `(command, mode, refused)` rows.
+    fn check_rows(rows: &[(&str, Mode, bool)]) {
+        for &(cmd, mode, refused) in rows {
+            assert_eq!(refusal(cmd, mode).is_some(), refused, "{cmd} in {mode:?}");
+        }
+    }
+
     #[test]
     fn transaction_mode_rules() {
-        assert!(refusal("MULTI", Mode::Transaction).is_some());
-        assert!(refusal("exec", Mode::Transaction).is_some());
-        assert!(refusal("WATCH k", Mode::Transaction).is_some());
-        assert!(refusal("DISCARD", Mode::Transaction).is_some());
-        assert!(refusal("unwatch", Mode::Transaction).is_some());
-        // BLPOP inside MULTI does not block.
-        assert!(refusal("BLPOP k 0", Mode::Transaction).is_none());
-        assert!(refusal("SELECT 1", Mode::Transaction).is_some());
+        use Mode::Transaction as T;
+        check_rows(&[
+            ("MULTI", T, true),
+            ("exec", T, true),
+            ("WATCH k", T, true),
+            ("DISCARD", T, true),
+            ("unwatch", T, true),
+            // BLPOP inside MULTI does not block.
+            ("BLPOP k 0", T, false),
+            ("SELECT 1", T, true),
+        ]);
     }
 
     /// Issue 15, defect 10: the last BLOCK wins, as in `xreadCommand`; a
     /// tiny positive timeout is rounded up to 1 ms by Redis, not 0.
     #[test]
     fn blocking_timeouts_parsed_as_redis_does() {
-        assert!(refusal("XREAD BLOCK 5 BLOCK 0 STREAMS s $", Mode::Pipeline).is_some());
-        assert!(refusal("XREAD BLOCK 0 BLOCK 5 STREAMS s $", Mode::Pipeline).is_none());
-        assert!(refusal("XREADGROUP GROUP BLOCK c BLOCK 0 STREAMS s >", Mode::Pipeline).is_some());
-        assert!(refusal("XREADGROUP GROUP g BLOCK COUNT 1 STREAMS s >", Mode::Pipeline).is_none());
-        assert!(refusal("BLPOP k 1e-400", Mode::Pipeline).is_none());
-        assert!(refusal("BLPOP k 0.0001", Mode::Pipeline).is_none());
-        assert!(refusal("BLPOP k 0e-400", Mode::Pipeline).is_some());
-        // Errors in Redis, not waits.
+        use Mode::Pipeline as P;
+        check_rows(&[
+            ("XREAD BLOCK 5 BLOCK 0 STREAMS s $", P, true),
+            ("XREAD BLOCK 0 BLOCK 5 STREAMS s $", P, false),
+            ("XREADGROUP GROUP BLOCK c BLOCK 0 STREAMS s >", P, true),
+            ("XREADGROUP GROUP g BLOCK COUNT 1 STREAMS s >", P, false),
+            ("BLPOP k 1e-400", P, false),
+            ("BLPOP k 0.0001", P, false),
+            ("BLPOP k 0e-400", P, true),
+            // Errors in Redis, not waits.
+            ("WAIT 1 00", P, false),
+        ]);
         let spaced = crate::exec::Commands::from_iter([vec!["BLPOP", "k", " 0"]]);
         assert!(rules().refusal(spaced.get(0), Mode::Pipeline).is_none());
-        assert!(refusal("WAIT 1 00", Mode::Pipeline).is_none());
     }
 
     /// Issue 15, defect 5: MIGRATE makes Redis connect where the request says.
