@@ -261,10 +261,10 @@ impl Table {
     /// transaction mode is not one of the `@transaction` commands pipelab
     /// sends itself. Errors: a message for a person.
     pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
-        if argv.name().is_none() {
+        let Some(name) = argv.name() else {
             return Err("empty command".into());
-        }
-        if !self.may_concern(Class::FILTER_REPLY, argv) {
+        };
+        if !self.filters[Class::FILTER_REPLY].may_match(name) {
             return Ok(());
         }
         let Some(cmd) = self.command(argv) else { return Ok(()) };
@@ -300,8 +300,9 @@ impl Table {
     }
 
     /// The pre-filter of rule `i`: false if the rule cannot concern `argv`.
+    #[inline]
     fn may_concern(&self, i: usize, argv: ArgvRef<'_>) -> bool {
-        argv.name().is_some_and(|n| self.filters.get(i).is_none_or(|f| f.may_match(n)))
+        argv.name().is_some_and(|n| self.filters[i].may_match(n))
     }
 
     /// True if the server flags `argv`'s command (or subcommand) `readonly`

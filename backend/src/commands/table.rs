@@ -196,23 +196,33 @@ const FILTER_LEN: usize = 24;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Prefilter([u32; FILTER_LEN + 1]);
 
-impl Prefilter {
-    fn bit(first: u8) -> u32 {
-        let b = first.to_ascii_lowercase();
-        1 << if b.is_ascii_lowercase() { (b - b'a') as u32 } else { 26 + (b as u32 % 6) }
+/// The bit of a name's first byte: letters case-insensitively (a..z: bits
+/// 0..25), anything else in bits 26..31.
+const FIRST_BIT: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut b = 0;
+    while b < 256 {
+        let l = (b as u8).to_ascii_lowercase();
+        t[b] = 1 << if l.is_ascii_lowercase() { (l - b'a') as u32 } else { 26 + (b as u32 % 6) };
+        b += 1;
     }
+    t
+};
 
+impl Prefilter {
     fn add(&mut self, name: &[u8]) {
-        if let Some(w) = self.0.get_mut(name.len()) {
-            *w |= Self::bit(name[0]);
+        if let (Some(w), Some(&first)) = (self.0.get_mut(name.len()), name.first()) {
+            *w |= FIRST_BIT[first as usize];
         }
     }
 
     /// False if no command of the rule has this name's length and first letter.
+    #[inline]
     pub(crate) fn may_match(&self, name: &[u8]) -> bool {
-        match self.0.get(name.len()) {
-            Some(w) => !name.is_empty() && w & Self::bit(name[0]) != 0,
-            None => true,
+        match (self.0.get(name.len()), name.first()) {
+            (Some(w), Some(&first)) => w & FIRST_BIT[first as usize] != 0,
+            (Some(_), None) => false,
+            (None, _) => true,
         }
     }
 }
@@ -223,14 +233,14 @@ pub struct Table {
     commands: Names<Command>,
     identity: Option<ServerIdentity>,
     /// Per rule (see `Class::RULES`): the names a rule may concern.
-    pub(crate) filters: Vec<Prefilter>,
+    pub(crate) filters: [Prefilter; 3],
 }
 
 impl Table {
     /// A table from `commands` (top-level entries, subcommands inside).
     pub fn new(commands: impl IntoIterator<Item = Command>, identity: Option<ServerIdentity>) -> Table {
         let commands: Names<Command> = commands.into_iter().map(|c| (c.name.as_bytes().into(), c)).collect();
-        let mut filters = vec![Prefilter::default(); Class::RULES.len()];
+        let mut filters: [Prefilter; 3] = Default::default();
         for c in commands.values() {
             let class = c.subcommands.values().fold(c.class, |a, s| a.union(s.class));
             for (filter, mask) in filters.iter_mut().zip(Class::RULES) {
