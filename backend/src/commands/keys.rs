@@ -197,12 +197,13 @@ impl Keys {
 /// from the key specs exactly as Redis's `getKeysUsingKeySpecs` does
 /// (`src/db.c`), including its partial mode: a spec that does not match
 /// the argv (a keyword absent, a bad numkeys, out of bounds) finds nothing.
-/// A command without key specs has no keys (complete, unless it is
-/// flagged `movablekeys`).
+/// A command without key specs has no keys: complete, unless it is
+/// flagged `movablekeys` or has legacy key positions (a Redis 6 table,
+/// which has no key specs at all: ask `COMMAND GETKEYS`).
 pub fn keys(cmd: &Command, argv: ArgvRef<'_>) -> Keys {
     let argc = argv.len() as i64;
     let mut out = Keys { positions: Vec::new(), complete: true };
-    if cmd.key_specs.is_empty() && cmd.has_flag("movablekeys") {
+    if cmd.key_specs.is_empty() && (cmd.has_flag("movablekeys") || cmd.legacy_keys.0 != 0) {
         out.complete = false;
     }
     for spec in &cmd.key_specs {

@@ -16,7 +16,7 @@
 //!   [`Table::command`] finds an argv's entry (a container's subcommand:
 //!   `CONFIG GET` → `config|get`) with one hash look-up on the lowercased
 //!   name, in a stack buffer (no allocation per command).
-//! - [`keys`]: key positions from the key specs, as Redis's
+//! - [`mod@keys`]: key positions from the key specs, as Redis's
 //!   `getKeysUsingKeySpecs` (`src/db.c`); `COMMAND GETKEYSANDFLAGS` for
 //!   what the specs cannot locate ([`Keys::complete`] false: SORT … BY/GET,
 //!   MIGRATE … KEYS).
@@ -25,13 +25,20 @@
 //!   ([`Table::reply_rule`]), [`Table::changes_connection_state`],
 //!   [`Table::is_readonly`]; each rule says whether it is a flag's or,
 //!   where the flags do not say it, names the command and why.
-//! - [`timeout`]: blocking commands' timeouts read as Redis reads them
+//! - `timeout`: blocking commands' timeouts read as Redis reads them
 //!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
 //! - [`fallback`]: the built-in table of the handful of commands that must
 //!   be refused before the server is reachable (Redis 7.0.15's own entries).
 //! - [`cache`]: the table of one target, refreshed when the server's
 //!   `run_id` or `redis_version` changes (checked on each new pooled
 //!   connection).
+//!
+//! Sources: `COMMAND` only. Redis 7.0 already puts the tips and key specs
+//! in it, so `COMMAND DOCS` (argument names and types) is not read; Redis
+//! 6 gives no tips or key specs (every [`Keys`] of a command with keys is
+//! then incomplete, so callers fall back to `COMMAND GETKEYS`). Cost: one `INFO server` round trip per
+//! new pooled connection (not behind the simulated-RTT delay line, not in
+//! the batch's stats), one `COMMAND` (about 90 KB) per server start.
 //!
 //! Who asks: the API's validation (`api::refuse`), the executor's checks
 //! (`exec::validate`, the runner's pooling decision), the pool (which

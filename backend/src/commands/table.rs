@@ -93,6 +93,9 @@ pub struct Command {
     pub tips: Vec<String>,
     /// Where its keys are (Redis 7 key specs), in the server's order.
     pub key_specs: Vec<KeySpec>,
+    /// The legacy `(first key, last key, step)` of `COMMAND` (all Redis
+    /// versions; `(0, 0, 0)`: no keys). Key specs say more: see `keys()`.
+    pub legacy_keys: (i64, i64, i64),
     /// Subcommands by their lowercase second word (`get` for `config|get`).
     pub subcommands: Names<Command>,
     /// What the rules need to know of it, worked out once when the table
@@ -144,6 +147,7 @@ impl Command {
             acl_categories,
             tips: Vec::new(),
             key_specs: Vec::new(),
+            legacy_keys: (0, 0, 0),
             subcommands: Names::default(),
             class: Class::default(),
         };
@@ -180,6 +184,11 @@ impl Command {
             acl_categories: words(6),
             tips: words(7),
             key_specs,
+            legacy_keys: (
+                items.get(3).and_then(int).unwrap_or(0),
+                items.get(4).and_then(int).unwrap_or(0),
+                items.get(5).and_then(int).unwrap_or(0),
+            ),
             subcommands,
             class: Class::default(),
         };
