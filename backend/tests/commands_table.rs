@@ -66,6 +66,8 @@ async fn well_known_entries() {
 
     // SORT with BY reads other keys: the specs say so (incomplete).
     let (positions, complete) = keys(&t, "SORT k BY w_* GET o_*");
+    assert_eq!(t.keys(argv("SORT k BY w_*").get(0)).map(|k| k.complete), Some(false));
+    assert_eq!(t.keys(argv("NOSUCH k").get(0)), None);
     assert_eq!(positions, [1]);
     assert!(!complete, "SORT … BY is flagged as reaching keys the specs cannot name");
 

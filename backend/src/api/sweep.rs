@@ -307,7 +307,7 @@ fn replace(hay: &[u8], pat: &[u8], with: &[u8]) -> Vec<u8> {
 /// the 400.
 async fn sweep_keys(state: &AppState, table: &crate::commands::Table, commands: &Commands) -> Result<Vec<Vec<u8>>, ApiError> {
     let first = commands.get(0);
-    let positions = match table.command(first).map(|cmd| crate::commands::keys(cmd, first)) {
+    let positions = match table.keys(first) {
         Some(keys) if keys.complete => keys.indexes(),
         _ if first.len() < 2 => Vec::new(), // only a name: no key arguments (and GETKEYS would reject it)
         _ => {

@@ -13,7 +13,7 @@
 
 use resp::Value;
 
-use super::table::{bytes, fields, int, list, text, Command};
+use super::table::{bytes, fields, int, list, text, Command, Table};
 use crate::exec::ArgvRef;
 
 /// A key spec's flags (`RO`, `RW`, `OW`, `RM`, `access`, `update`,
@@ -270,6 +270,14 @@ pub fn keys(cmd: &Command, argv: ArgvRef<'_>) -> Keys {
         }
     }
     out
+}
+
+impl Table {
+    /// [`keys()`] of `argv`'s entry ([`Table::command`]); `None` for a
+    /// command the table lacks (ask the server with [`getkeys_argv`]).
+    pub fn keys(&self, argv: ArgvRef<'_>) -> Option<Keys> {
+        self.command(argv).map(|cmd| keys(cmd, argv))
+    }
 }
 
 /// `COMMAND GETKEYSANDFLAGS argv…`: the server's own answer for an argv
