@@ -57,6 +57,11 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_THREADS", default_value_t = 0)]
     pub threads: usize,
 
+    /// Let MIGRATE run: it makes Redis connect to whatever host:port the
+    /// request names (refused by default: issue 15, defect 5).
+    #[arg(long, env = "PIPELAB_ALLOW_MIGRATE")]
+    pub allow_migrate: bool,
+
     #[command(flatten)]
     pub limits: Limits,
 }

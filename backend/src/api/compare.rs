@@ -84,7 +84,9 @@ pub async fn compare(
     .prepare(&state.limits)?
     .plan
     .watch;
-    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits))?;
+    // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
+    let rules = super::refuse::Rules::of(&state).await;
+    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     let report = lab::compare::compare(&state, &batches, include_results).await?;
     Ok(Json(report))
 }

@@ -66,6 +66,8 @@ pub struct Inner {
     pub runtimes: Vec<tokio::runtime::Handle>,
     /// Which runtime the next big batch goes to.
     next_runtime: std::sync::atomic::AtomicUsize,
+    /// Commands the operator allows beyond the defaults (`--allow-migrate`).
+    pub allow: crate::commands::Allow,
 }
 
 impl AppState {
@@ -94,7 +96,14 @@ impl AppState {
             pool,
             runtimes,
             next_runtime: Default::default(),
+            allow: Default::default(),
         }))
+    }
+
+    /// The state with `allow` (operator flags). Panics once the state was cloned.
+    pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
+        Arc::get_mut(&mut self.0).expect("with_allow before the state is shared").allow = allow;
+        self
     }
 
     /// A serving runtime other than the caller's, in turn (the caller's if

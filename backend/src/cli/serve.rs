@@ -108,6 +108,7 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+            .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
     };
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
