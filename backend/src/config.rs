@@ -61,9 +61,45 @@ pub struct ServeConfig {
     /// request names (refused by default: issue 15, defect 5).
     #[arg(long, env = "PIPELAB_ALLOW_MIGRATE")]
     pub allow_migrate: bool,
+    /// Most HTTP connections open at once; past it a new connection is
+    /// closed at once (counted in /metrics). 0: min(1024, half the
+    /// process's open-file limit `RLIMIT_NOFILE`), so that accepting never
+    /// runs out of descriptors for Redis connections and files.
+    #[arg(long, env = "PIPELAB_MAX_CONNECTIONS", default_value_t = 0)]
+    pub max_connections: usize,
+
+    /// Most HTTP connections open at once from one client IP address; past
+    /// it a new connection from that address is closed at once.
+    #[arg(long, env = "PIPELAB_MAX_CONNECTIONS_PER_IP", value_parser = at_least_one::<usize>(), default_value_t = 256)]
+    pub max_connections_per_ip: usize,
+
+    /// Longest a response write may wait for the client to read (ms): a
+    /// client that stops reading its response that long is disconnected,
+    /// freeing the report it held.
+    #[arg(long, env = "PIPELAB_WRITE_TIMEOUT_MS", value_parser = at_least_one::<u64>(), default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
+
+    #[command(flatten)]
+    pub guard: crate::api::guard::GuardConfig,
+
+    #[command(flatten)]
+    pub embedded: crate::embedded::EmbeddedConfig,
 
     #[command(flatten)]
     pub limits: Limits,
+}
+
+impl ServeConfig {
+    /// `--max-connections`, with 0 resolved: min(1024, RLIMIT_NOFILE / 2).
+    pub fn connection_cap(&self) -> usize {
+        if self.max_connections > 0 {
+            return self.max_connections;
+        }
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit only writes the struct it is given.
+        let nofile = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 { lim.rlim_cur } else { 1024 };
+        (nofile / 2).clamp(1, 1024) as usize
+    }
 }
 
 /// Per-request limits. All sizes in bytes, all times in ms; each at least 1
@@ -82,8 +118,10 @@ pub struct Limits {
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_ARG_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_arg_bytes: usize,
 
-    /// Most reply bytes read for one batch; past it the executor stops
-    /// reading, drops the connection and reports the rest `unknown`.
+    /// Most reply bytes read for one batch, and most bytes of the replies'
+    /// JSON in its report (a NUL byte is 6: `\u0000`); past either the
+    /// executor stops reading, drops the connection and reports the rest
+    /// `unknown`.
     #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_MAX_REPLY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_reply_bytes: u64,
 
@@ -102,6 +140,12 @@ pub struct Limits {
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_CONCURRENT_BATCHES", default_value_t = 256)]
     pub max_concurrent_batches: usize,
 
+    /// Most keys in a batch's `watch` (WATCH is quadratic in the number of
+    /// keys in Redis 7.0: 10k keys took 1.1 s, 40k 16 s); more get 400.
+    /// Together the keys may not exceed `max_arg_bytes` (one WATCH command).
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_WATCH_KEYS", default_value_t = 1000)]
+    pub max_watch_keys: usize,
+
     /// Most entries in a sweep's `batch_sizes`.
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SWEEP_POINTS", default_value_t = 16)]
     pub max_sweep_points: usize,
@@ -116,7 +160,7 @@ where
     clap::builder::RangedU64ValueParser::new().range(1..)
 }
 
-/// The largest `simulated_rtt_ms` accepted (CONTRACT.md: 0 to 1000 ms).
+/// The largest `simulated_rtt_ms` accepted (docs/api.md#limits: 0 to 1000 ms).
 pub const MAX_SIMULATED_RTT_MS: f64 = 1000.0;
 
 impl Limits {
@@ -150,6 +194,7 @@ mod tests {
             "--connect-timeout-ms",
             "--max-concurrent-batches",
             "--max-sweep-points",
+            "--max-watch-keys",
         ] {
             let err = parse(&["x", flag, "0"]).unwrap_err().to_string();
             assert!(err.contains(flag), "{flag}: {err}");

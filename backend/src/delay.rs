@@ -41,7 +41,7 @@ const DOWN_CHUNKS: usize = 1024;
 /// Bytes from the client held at once; then its writes wait.
 const UP_BYTES: usize = 64 * 1024 * 1024;
 
-/// Largest simulated RTT accepted, in ms (CONTRACT: 0 to 1000).
+/// Largest simulated RTT accepted, in ms (docs/api.md#limits: 0 to 1000).
 pub const MAX_RTT_MS: f64 = 1000.0;
 
 /// One-way delay for a round-trip time in ms (fractional): RTT/2.

@@ -18,11 +18,87 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long it may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Limits of the embedded redis-server (`pipelab serve` flags): it serves
+/// whoever can reach pipelab, so one request must not be able to take the
+/// machine's memory or freeze it with a script.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EmbeddedConfig {
+    /// The embedded redis-server's `maxmemory` (bytes, or Redis's units:
+    /// `256mb`, `1gb`); past it writes get Redis's OOM error. Its largest
+    /// string (`proto-max-bulk-len`) is capped to the same (at least 1mb,
+    /// at most Redis's 512mb), so that one `SETRANGE` cannot pass it.
+    #[arg(long, env = "PIPELAB_EMBEDDED_MAXMEMORY", value_parser = parse_memory, default_value = "256mb")]
+    pub embedded_maxmemory: u64,
+
+    /// The embedded redis-server's `maxmemory-policy` (`noeviction`:
+    /// writes past the cap fail; `allkeys-lru`: old keys are evicted).
+    #[arg(long, env = "PIPELAB_EMBEDDED_MAXMEMORY_POLICY", default_value = "noeviction")]
+    pub embedded_maxmemory_policy: String,
+
+    /// The embedded redis-server's `busy-reply-threshold` (ms, `lua-time-limit`
+    /// before Redis 7.0): after this long a running script or function makes
+    /// Redis answer BUSY and can be killed (pipelab sends `SCRIPT KILL` /
+    /// `FUNCTION KILL` when it cuts the batch that runs it).
+    #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = 5000)]
+    pub embedded_busy_reply_threshold_ms: u64,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            embedded_maxmemory: 256 << 20,
+            embedded_maxmemory_policy: "noeviction".into(),
+            embedded_busy_reply_threshold_ms: 5000,
+        }
+    }
+}
+
+impl EmbeddedConfig {
+    /// The redis-server arguments these settings become.
+    fn args(&self) -> Vec<String> {
+        let bulk = self.embedded_maxmemory.clamp(1 << 20, 512 << 20);
+        [
+            ("--maxmemory", self.embedded_maxmemory.to_string()),
+            ("--maxmemory-policy", self.embedded_maxmemory_policy.clone()),
+            ("--proto-max-bulk-len", bulk.to_string()),
+            ("--busy-reply-threshold", self.embedded_busy_reply_threshold_ms.to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(k, v)| [k.to_string(), v])
+        .collect()
+    }
+}
+
+/// A memory size as Redis reads one (`memtoll` in Redis `src/util.c`): a
+/// number of bytes, or with `k`/`kb`/`m`/`mb`/`g`/`gb` (`k` = 1000, `kb` =
+/// 1024, ...), case-insensitive; at least 1mb (less would refuse every write).
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let mul: u64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        unit => return Err(format!("unknown unit {unit:?} (use b, k, kb, m, mb, g or gb)")),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("{s:?} is not a size such as 256mb"))?;
+    let bytes = n.checked_mul(mul).ok_or_else(|| format!("{s:?} is too large"))?;
+    if bytes < 1 << 20 {
+        return Err(format!("{s:?} is less than 1mb"));
+    }
+    Ok(bytes)
+}
+
 /// A running redis-server child.
 pub struct EmbeddedRedis {
     child: Option<Child>,
     dir: TempDir,
     socket: PathBuf,
+    config: EmbeddedConfig,
 }
 
 /// Why the child could not be started.
@@ -55,7 +131,7 @@ impl EmbeddedRedis {
     /// Call it from the thread that stays alive as long as the server
     /// (the main thread): on Linux the child's death signal is tied to the
     /// thread that spawned it.
-    pub fn start(bin: &str) -> Result<EmbeddedRedis, EmbeddedError> {
+    pub fn start(bin: &str, config: &EmbeddedConfig) -> Result<EmbeddedRedis, EmbeddedError> {
         let dir = tempfile::Builder::new()
             .prefix("pipelab-redis-")
             .tempdir()
@@ -68,6 +144,7 @@ impl EmbeddedRedis {
             child: None,
             dir,
             socket,
+            config: config.clone(),
         };
         me.launch(bin)?;
         Ok(me)
@@ -93,6 +170,7 @@ impl EmbeddedRedis {
             .arg("no")
             .arg("--logfile")
             .arg(&log)
+            .args(self.config.args())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -251,14 +329,15 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 impl Supervised {
     /// Starts redis-server (`bin`) and its supervisor; returns once it answers PING.
-    pub fn start(bin: &str) -> Result<Supervised, EmbeddedError> {
+    pub fn start(bin: &str, config: &EmbeddedConfig) -> Result<Supervised, EmbeddedError> {
+        let config = config.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
         let bin = bin.to_string();
         let thread = std::thread::Builder::new()
             .name("redis-supervisor".into())
             .spawn(move || {
-                let mut redis = match EmbeddedRedis::start(&bin) {
+                let mut redis = match EmbeddedRedis::start(&bin, &config) {
                     Ok(r) => r,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -317,5 +396,21 @@ impl Supervised {
     pub fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_memory;
+
+    #[test]
+    fn sizes_as_redis_reads_them() {
+        assert_eq!(parse_memory("256mb"), Ok(256 << 20));
+        assert_eq!(parse_memory("1GB"), Ok(1 << 30));
+        assert_eq!(parse_memory("2m"), Ok(2_000_000));
+        assert_eq!(parse_memory("1048576"), Ok(1 << 20));
+        assert!(parse_memory("10kb").is_err(), "below 1mb");
+        assert!(parse_memory("12tb").is_err());
+        assert!(parse_memory("lots").is_err());
     }
 }

@@ -12,5 +12,6 @@ pub mod delay;
 pub mod embedded;
 pub mod exec;
 pub mod lab;
+pub mod net;
 pub mod report_json;
 pub mod telemetry;

@@ -30,7 +30,7 @@ enum Command {
     /// Run one command template at several pipeline batch sizes, then delete the keys it created.
     Sweep(cli::sweep::Args),
     /// Serve the web playground and the REST API (/api/v1).
-    Serve(pipelab::config::ServeConfig),
+    Serve(Box<pipelab::config::ServeConfig>),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
     Proxy(cli::proxy::Args),
     /// RESP and inline-command codec on files and pipes.
@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            // clap's own help/version exit 0; bad usage exits 2 (CONTRACT.md section 2).
+            // clap's own help/version exit 0; bad usage exits 2 (docs/cli.md#exit-status).
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli::block_on(cli::lab::exit(cli::compare::main(args))),
         Command::Sweep(args) => cli::block_on(cli::lab::exit(cli::sweep::main(args))),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
-        Command::Serve(cfg) => cli::serve::main(cfg),
+        Command::Serve(cfg) => cli::serve::main(*cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
         Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
     }

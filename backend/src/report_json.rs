@@ -1,6 +1,6 @@
 //! A batch's report as JSON, written while the batch runs: `{"results":[`,
 //! each result as it comes, then `summary`, `transaction` and
-//! `connection_error` (CONTRACT.md section 3). `pipelab run --json` and
+//! `connection_error` (docs/api.md#response). `pipelab run --json` and
 //! `POST /api/v1/batch` both write it through [`ReportJson`], so that
 //! their shapes cannot drift apart.
 //!
@@ -92,7 +92,7 @@ pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     out.push(b'}');
 }
 
-/// Reply JSON (CONTRACT.md section 1) for `reply`.
+/// Reply JSON (docs/reply-json.md) for `reply`.
 fn write_reply(out: &mut Vec<u8>, reply: &Value) {
     let (kind, text): (&[u8], &[u8]) = match reply {
         Value::Simple(b) => (b"simple", b),
@@ -119,6 +119,45 @@ fn write_reply(out: &mut Vec<u8>, reply: &Value) {
     out.extend_from_slice(b"\",\"value\":");
     serde_json::to_writer(&mut *out, text).expect("a string serializes to JSON");
     out.push(b'}');
+}
+
+/// Bytes of `reply`'s reply JSON, as [`write_result`] writes it, give or
+/// take a few bytes per value (member names and number widths are
+/// counted at their largest): what the reply limit is counted in, since a
+/// reply's JSON can be six times its RESP (a NUL byte is `\u0000`) and a
+/// third larger for bytes that are not UTF-8 (base64).
+pub fn reply_json_len(reply: &Value) -> u64 {
+    /// `{"type":"blob_error","value":}` and a little more.
+    const WRAPPER: u64 = 40;
+    let pairs = |kv: &[(Value, Value)]| kv.iter().map(|(k, v)| 8 + reply_json_len(k) + reply_json_len(v)).sum::<u64>();
+    WRAPPER
+        + match reply {
+            Value::Simple(b) | Value::Error(b) | Value::Bulk(b) | Value::BlobError(b) | Value::BigNumber(b) => string_json_len(b),
+            Value::Verbatim { text, .. } => 20 + string_json_len(text),
+            Value::Integer(_) | Value::Double(_) => 24,
+            Value::Null | Value::NullBulk | Value::NullArray | Value::Boolean(_) => 0,
+            Value::Array(items) | Value::Set(items) | Value::Push(items) => items.iter().map(|v| 1 + reply_json_len(v)).sum(),
+            Value::Map(kv) => pairs(kv),
+            Value::Attributed { attributes, value } => 20 + pairs(attributes) + reply_json_len(value),
+        }
+}
+
+/// A string's JSON: quoted and escaped as serde_json does (`\"`, `\\`,
+/// `\n`-style escapes, `\u00XX` for other control bytes), or base64 if it
+/// is not UTF-8.
+fn string_json_len(bytes: &[u8]) -> u64 {
+    if std::str::from_utf8(bytes).is_err() {
+        return 2 + (bytes.len() as u64).div_ceil(3) * 4;
+    }
+    let escapes: u64 = bytes
+        .iter()
+        .map(|&b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    2 + bytes.len() as u64 + escapes
 }
 
 fn serialize(out: &mut Vec<u8>, reply: &Value) {
@@ -172,6 +211,19 @@ mod tests {
             write_result(&mut fast, case);
             let serde = serde_json::to_vec(case).unwrap();
             assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&serde), "{case:?}");
+            if let Some(reply) = &case.reply {
+                let real = serde_json::to_vec(reply).unwrap().len() as u64;
+                let counted = reply_json_len(reply);
+                assert!(counted >= real && counted <= real + 120, "{reply:?}: counted {counted}, real {real}");
+            }
         }
+    }
+
+    #[test]
+    fn zero_bytes_count_six_times() {
+        let zeros = Value::Bulk(vec![0; 1000]);
+        let real = serde_json::to_vec(&zeros).unwrap().len() as u64;
+        assert!(real > 6000);
+        assert!(reply_json_len(&zeros) >= real);
     }
 }

@@ -819,7 +819,7 @@ async fn chunked_body_over_the_limit() {
     let api = Pipelab::start(&redis.url, &["--max-body-bytes", "4000"]);
     let chunk = format!("{{\"text\": \"{}\"}}", "PING\\n".repeat(1500));
     let body = format!("{:x}\r\n{chunk}\r\n0\r\n\r\n", chunk.len());
-    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                 Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     let (status, text) = read_response(raw_request(api.port, head, body.as_bytes()));
     assert_eq!(status, 413, "{text}");
@@ -833,7 +833,7 @@ async fn chunked_body_over_the_limit() {
 async fn a_body_that_stops_arriving_times_out() {
     let redis = RedisServer::start();
     let api = Pipelab::start(&redis.url, &["--batch-timeout-ms", "300"]);
-    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+    let head = "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
                 Content-Length: 1000\r\nConnection: close\r\n\r\n";
     let started = std::time::Instant::now();
     let (status, text) = read_response(raw_request(api.port, head, b"{\"commands\": [[\"PI"));

@@ -83,7 +83,7 @@ async fn client_disconnect_mid_batch_leaks_no_connection() {
     let cmds: Vec<Json> = (0..100).map(|_| json!(["INCR", "n"])).collect();
     let body = json!({"commands": cmds, "mode": "sequential", "simulated_rtt_ms": 50}).to_string();
     let head = format!(
-        "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let socket = raw_request(api.port, &head, body.as_bytes());
@@ -131,7 +131,7 @@ async fn client_disconnect_mid_sweep_still_cleans_up() {
     let body = json!({"command": ["SET", "gone:{i}", "x"], "total": 300, "batch_sizes": [1], "simulated_rtt_ms": 20})
         .to_string();
     let head = format!(
-        "POST /api/v1/sweep HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/sweep HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let socket = raw_request(api.port, &head, body.as_bytes());
@@ -417,7 +417,7 @@ async fn a_batch_still_arriving_at_sigterm_is_answered() {
         tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         write!(
             tcp,
-            "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             body.len()
         )
         .unwrap();
@@ -446,7 +446,7 @@ async fn stalled_request_headers_are_cut() {
     let redis = RedisServer::start();
     let api = Pipelab::start(&redis.url, &["--header-timeout-ms", "300"]);
     let mut tcp = std::net::TcpStream::connect(("127.0.0.1", api.port)).unwrap();
-    tcp.write_all(b"POST /api/v1/batch HTTP/1.1\r\nHost: x\r\n").unwrap();
+    tcp.write_all(b"POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let started = Instant::now();
     let mut buf = [0u8; 256];

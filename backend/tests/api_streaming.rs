@@ -18,7 +18,7 @@ use serde_json::{json, Value as Json};
 fn post_raw_http(port: u16, body: &Json) -> (String, Json) {
     let body = body.to_string();
     let head = format!(
-        "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let socket = raw_request(port, &head, body.as_bytes());
@@ -99,7 +99,7 @@ async fn a_client_leaving_mid_stream_stops_the_batch() {
     let cmds: Vec<Json> = (0..10_000).map(|_| json!(["INCR", "n"])).collect();
     let body = json!({"commands": cmds, "batch_size": 100, "simulated_rtt_ms": 30}).to_string();
     let head = format!(
-        "POST /api/v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let mut socket = raw_request(api.port, &head, body.as_bytes());

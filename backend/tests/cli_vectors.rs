@@ -1,6 +1,6 @@
 //! Every case of `../shared/vectors/*.json` through `pipelab resp encode`
 //! and `pipelab resp decode`, with the exit codes and messages of
-//! CONTRACT.md section 2.
+//! docs/cli.md#exit-status.
 
 use serde_json::Value as Json;
 use std::io::Write;

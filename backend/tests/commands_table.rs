@@ -213,3 +213,18 @@ async fn a_resp3_connection_reads_the_same_table() {
         assert_eq!(a.subcommands.len(), b.subcommands.len(), "{name}");
     }
 }
+
+/// Scripts and functions run by EVAL*/FCALL* are found by the table (the
+/// script kill on a cut batch arms on them); SCRIPT/FUNCTION subcommands
+/// and plain commands are not.
+#[tokio::test]
+async fn commands_that_run_scripts() {
+    let server = RedisServer::start();
+    let (_pool, t) = table_of(&server).await;
+    for line in ["EVAL x 0", "evalsha abc 0", "EVAL_RO x 0", "EVALSHA_RO abc 0", "FCALL f 0", "fcall_ro f 0"] {
+        assert!(t.runs_script(argv(line).get(0)), "{line}");
+    }
+    for line in ["SCRIPT KILL", "SCRIPT LOAD x", "FUNCTION KILL", "FUNCTION LOAD x", "GET k", "NOSUCHCOMMAND"] {
+        assert!(!t.runs_script(argv(line).get(0)), "{line}");
+    }
+}

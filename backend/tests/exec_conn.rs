@@ -111,3 +111,35 @@ async fn tls_with_rustls() {
     assert_eq!(r.results[0].status, Status::Ok);
     assert!(r.results[0].reply_us.unwrap() >= 1000);
 }
+
+/// A server that accepts the TCP connection and never answers (issue 15,
+/// defect 9): the connect timeout covers the handshake (and the TLS
+/// handshake), so the batch fails after it, not after the read timeout or
+/// the batch's deadline.
+#[tokio::test]
+async fn a_server_that_never_answers_fails_at_the_connect_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s); // kept open, never written to
+        }
+    });
+    let wait = std::time::Duration::from_secs(20);
+    let opts = ExecOptions {
+        connect_timeout: std::time::Duration::from_millis(500),
+        read_timeout: wait,
+        deadline: Some(std::time::Instant::now() + wait),
+        ..ExecOptions::default()
+    };
+    for (url, step) in [(format!("redis://127.0.0.1:{port}"), "handshake"), (format!("rediss://127.0.0.1:{port}"), "timed out")] {
+        let started = std::time::Instant::now();
+        let e = execute(&RedisTarget::parse(&url).unwrap(), &batch(&["PING"]), &opts).await.unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(e, ExecError::Connect(ref m) if m.contains(step) && m.contains("500 ms")), "{url}: {e}");
+        // 0.5 s expected; well below the 20 s read timeout even on a loaded machine.
+        assert!(took >= std::time::Duration::from_millis(400) && took < std::time::Duration::from_secs(8), "{url}: {took:?}");
+    }
+    accepted.abort();
+}

@@ -1,4 +1,4 @@
-//! Reply JSON ("typed JSON", CONTRACT.md section 1): one RESP value as one
+//! Reply JSON ("typed JSON", docs/reply-json.md): one RESP value as one
 //! JSON object, lossless in both directions.
 //!
 //! - strings (simple, error, bulk, blob error, verbatim) carry `"value"`
@@ -24,7 +24,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A command argument in JSON: a string, or `{"base64": "..."}` for bytes
-/// that are not UTF-8 (CONTRACT.md section 1).
+/// that are not UTF-8 (docs/reply-json.md#command-arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonBytes(pub Vec<u8>);
 

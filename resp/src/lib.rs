@@ -10,7 +10,7 @@
 //! - [`request`]: a stream of requests split as the Redis server does
 //!   (`*` → multibulk, anything else → inline line).
 //! - [`display`]: the redis-cli TTY format.
-//! - `json` (feature `json`): the reply JSON of CONTRACT.md section 1.
+//! - `json` (feature `json`): the reply JSON of docs/reply-json.md.
 //!
 //! Exactness is tested against the real thing: the decoder against hiredis
 //! on thousands of generated inputs (its deliberate differences, where we

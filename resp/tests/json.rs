@@ -1,4 +1,4 @@
-//! Reply JSON, row by row of CONTRACT.md section 1, both directions.
+//! Reply JSON, row by row of docs/reply-json.md#types, both directions.
 #![cfg(feature = "json")]
 
 use resp::json::JsonBytes;

@@ -1,4 +1,4 @@
-//! wasm-bindgen bindings over `resp` for the playground (CONTRACT.md section 4).
+//! wasm-bindgen bindings over `resp` for the playground (docs/wasm.md).
 //!
 //! Bindings only: every RESP, inline and display rule lives in `resp`. What is
 //! here is the crossing into JavaScript: building JS objects (replies through
@@ -189,7 +189,7 @@ pub fn inline_to_resp(text: &str) -> Object {
     result
 }
 
-/// A RESP reply stream -> reply JSON values (CONTRACT.md sections 1 and 4).
+/// A RESP reply stream -> reply JSON values (docs/reply-json.md, docs/wasm.md#exports).
 ///
 /// Returns `{ values: ReplyJson[], consumed: number, incomplete: boolean,
 /// error?: { offset: number, message: string } }`. `consumed` is the bytes
@@ -528,7 +528,7 @@ pub fn resp_to_inline(bytes: &[u8]) -> Object {
     result
 }
 
-/// One reply, given as reply JSON text (CONTRACT.md section 1), in the
+/// One reply, given as reply JSON text (docs/reply-json.md), in the
 /// format `redis-cli` prints on a terminal (`(integer) 1`, `1) "a"`, ...).
 /// Throws with serde's message when the JSON is not a reply.
 #[wasm_bindgen(js_name = formatReply)]

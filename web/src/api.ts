@@ -1,4 +1,4 @@
-// The REST API of `pipelab serve` (CONTRACT.md section 3). Paths are
+// The REST API of `pipelab serve` (docs/api.md). Paths are
 // relative so the page works under any prefix.
 import { parseJsonExact, type ReplyJson } from './replyJson.js';
 

@@ -59,7 +59,7 @@ interface ControlError {
 }
 
 /**
- * Checks the run controls the way the API will (CONTRACT §3: batch_size
+ * Checks the run controls the way the API will (docs/api.md#batch: batch_size
  * 1..100,000, simulated_rtt_ms 0..1000). The form is `novalidate`: the
  * browser's own check would block the submit without a word in headless or
  * embedded views, so the page says what is wrong instead. An empty or

@@ -1,4 +1,4 @@
-/** Reply JSON value (CONTRACT.md section 1); integers beyond ±(2^53 − 1) are BigInt. */
+/** Reply JSON value (docs/reply-json.md); integers beyond ±(2^53 − 1) are BigInt. */
 export interface ReplyJson {
   type: string;
   value?: unknown;

@@ -1,4 +1,4 @@
-// Reply JSON (CONTRACT.md section 1) with integers beyond what a JS number
+// Reply JSON (docs/reply-json.md#integers-in-javascript) with integers beyond what a JS number
 // holds exactly (±(2^53 − 1)) kept as BigInt. Plain JS so that both the page
 // and the Node tests of the wasm module use it.
 

@@ -1,5 +1,5 @@
 //! One command argument as it arrives in JSON: a string, or
-//! `{"base64": "..."}` for bytes that are not UTF-8 (CONTRACT.md section 1),
+//! `{"base64": "..."}` for bytes that are not UTF-8 (docs/reply-json.md#command-arguments),
 //! deserialized straight into bytes.
 //!
 //! Going through `serde_json::Value` first would allocate every argument

@@ -1,5 +1,5 @@
 //! `POST /api/v1/batch`: run one batch, answer with the executor's report
-//! (CONTRACT.md section 3).
+//! (docs/api.md#batch).
 
 use axum::extract::State;
 use axum::response::Response;

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
+use super::run::WithResults;
 use super::schema;
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
@@ -87,6 +88,11 @@ pub async fn compare(
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
     let rules = super::refuse::Rules::of(&state).await;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
-    let report = lab::compare::compare(&state, &batches, include_results).await?;
+    // Results in the response: each run's reply JSON counts against the reply limit.
+    let report = if include_results {
+        lab::compare::compare(&WithResults(state), &batches, true).await?
+    } else {
+        lab::compare::compare(&state, &batches, false).await?
+    };
     Ok(Json(report))
 }

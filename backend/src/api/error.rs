@@ -1,4 +1,4 @@
-//! The one error shape of the API:
+//! The one error shape of the API (docs/api.md#errors):
 //! `{"error": {"code": "...", "message": "...", "field": "..."}}` with a 4xx
 //! status for bad requests and 503 when Redis cannot be reached.
 //!
@@ -50,6 +50,11 @@ pub enum ApiCode {
     InvalidBatch,
     /// 400: sweep: Redis rejects the command.
     InvalidCommand,
+    /// 400: `watch` with more keys than `limits.max_watch_keys`, or more
+    /// bytes of keys in all than `limits.max_arg_bytes` (WATCH is one command).
+    TooManyWatchKeys,
+    /// 403: an `Origin` (or `Sec-Fetch-Site`) of another site: see `api::guard`.
+    ForbiddenOrigin,
     /// 404: no such endpoint.
     NotFound,
     /// 405: the endpoint does not take this method.
@@ -62,10 +67,21 @@ pub enum ApiCode {
     TooManyCommands,
     /// 413: an argument over `limits.max_arg_bytes`.
     ArgumentTooLarge,
+    /// 414: a request URI over 8 KiB (`api::guard::MAX_URI_BYTES`).
+    UriTooLong,
+    /// 415: a body that is not declared `application/json`.
+    UnsupportedMediaType,
+    /// 421: a `Host` that is not this server's (DNS rebinding): see `api::guard`.
+    ForbiddenHost,
+    /// 431: request headers over 32 KiB in all (`api::guard::MAX_HEADER_BYTES`).
+    HeadersTooLarge,
     /// 503: Redis cannot be reached (nothing was written).
     RedisUnavailable,
     /// 503: every batch slot stayed busy for the batch timeout.
     Busy,
+    /// 503 (`/healthz`): Redis has answered BUSY (a script or function that
+    /// could not be killed) for longer than the batch timeout.
+    RedisBusy,
     /// 503: the server stopped past its grace period while the request was
     /// still being read or run.
     ShuttingDown,
@@ -77,14 +93,15 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 26] = {
+    pub const ALL: [ApiCode; 33] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
-            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, NotFound, MethodNotAllowed,
-            BodyTimeout, BodyTooLarge, TooManyCommands, ArgumentTooLarge, RedisUnavailable, Busy,
-            ShuttingDown, BatchTimeout,
+            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys,
+            ForbiddenOrigin, NotFound, MethodNotAllowed, BodyTimeout, BodyTooLarge, TooManyCommands,
+            ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost, HeadersTooLarge,
+            RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
         ]
     };
 
@@ -94,12 +111,19 @@ impl ApiCode {
         match self {
             InvalidJson | InvalidBody | InvalidField | MissingCommands | ConflictingFields | EmptyBatch
             | EmptyArgv | UnknownMode | InvalidBase64 | InvalidArgument | ParseError | InvalidBatchSize
-            | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand => StatusCode::BAD_REQUEST,
+            | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand | TooManyWatchKeys => {
+                StatusCode::BAD_REQUEST
+            }
+            ForbiddenOrigin => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             BodyTooLarge | TooManyCommands | ArgumentTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            RedisUnavailable | Busy | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            UriTooLong => StatusCode::URI_TOO_LONG,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
+            HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            RedisUnavailable | Busy | RedisBusy | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -163,6 +187,13 @@ impl ApiError {
     /// The stable machine-readable code (`busy`, `redis_unavailable`, ...).
     pub fn code(&self) -> ApiCode {
         self.body.code
+    }
+
+    /// The same error, about `field` (a header, `request URI`, ...); the
+    /// message is left as it is.
+    pub fn at(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_string());
+        self
     }
 
     /// The HTTP status, from the code.
@@ -229,12 +260,27 @@ pub enum BatchErrors {
     /// Bad request (the message names the field)
     #[response(status = 400)]
     BadRequest(ErrorBody),
+    /// A page of another site (`Origin`, `Sec-Fetch-Site`): see `api::guard`
+    #[response(status = 403)]
+    ForbiddenOrigin(ErrorBody),
     /// The body stopped arriving for the batch timeout
     #[response(status = 408)]
     BodyTimeout(ErrorBody),
     /// Over a size limit (body, commands, argument)
     #[response(status = 413)]
     TooLarge(ErrorBody),
+    /// The request URI is over 8 KiB
+    #[response(status = 414)]
+    UriTooLong(ErrorBody),
+    /// The body is not sent as `application/json`
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
+    /// A `Host` that is not a name of this server (DNS rebinding): see `api::guard`
+    #[response(status = 421)]
+    ForbiddenHost(ErrorBody),
+    /// The request headers are over 32 KiB
+    #[response(status = 431)]
+    HeadersTooLarge(ErrorBody),
     /// Redis unreachable, or all batch slots busy
     #[response(status = 503)]
     Unavailable(ErrorBody),
@@ -302,6 +348,13 @@ mod tests {
             (ApiCode::ShuttingDown, "shutting_down", 503),
             (ApiCode::RedisUnavailable, "redis_unavailable", 503),
             (ApiCode::BatchTimeout, "batch_timeout", 504),
+            (ApiCode::TooManyWatchKeys, "too_many_watch_keys", 400),
+            (ApiCode::ForbiddenOrigin, "forbidden_origin", 403),
+            (ApiCode::UriTooLong, "uri_too_long", 414),
+            (ApiCode::UnsupportedMediaType, "unsupported_media_type", 415),
+            (ApiCode::ForbiddenHost, "forbidden_host", 421),
+            (ApiCode::HeadersTooLarge, "headers_too_large", 431),
+            (ApiCode::RedisBusy, "redis_busy", 503),
         ] {
             assert_eq!((code.name().as_str(), code.status().as_u16()), (name, status));
         }

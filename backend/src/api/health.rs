@@ -1,5 +1,5 @@
 //! Probes for process supervisors and load balancers: `/healthz` (the
-//! process is alive), `/readyz` (Redis answers PING) and `/metrics`
+//! process is alive and Redis not stuck in a script), `/readyz` (Redis answers PING) and `/metrics`
 //! (Prometheus text format, see [`crate::telemetry`]).
 
 use std::time::Duration;
@@ -13,9 +13,25 @@ use super::error::{ApiCode, ApiError};
 use super::run::command;
 use super::AppState;
 
-/// 200 while the process serves HTTP; touches nothing else.
-pub async fn healthz() -> impl IntoResponse {
-    Json(json!({"status": "ok"}))
+/// 200 while the process serves HTTP, unless Redis has been stuck in a
+/// script (PING on a side connection answered `-BUSY`, or nothing) for
+/// longer than the batch timeout: then 503 `redis_busy`, so that a
+/// supervisor restarts what it can. A Redis that is down does not fail it
+/// (`/readyz` reports that; the embedded one is restarted by pipelab).
+pub async fn healthz(State(state): State<AppState>) -> axum::response::Response {
+    match super::busy::busy_for(&state).await {
+        Some(busy) if busy > state.limits.batch_timeout() => ApiError::new(
+            ApiCode::RedisBusy,
+            format!(
+                "Redis has answered BUSY (a script or function that could not be killed) for {} ms, \
+                 longer than the batch timeout of {} ms",
+                busy.as_millis(),
+                state.limits.batch_timeout_ms
+            ),
+        )
+        .into_response(),
+        _ => Json(json!({"status": "ok"})).into_response(),
+    }
 }
 
 /// 200 if Redis answers PING within a second, else 503 with the API's error shape.

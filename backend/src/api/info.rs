@@ -19,10 +19,11 @@ use crate::exec::{Mode, OnError};
 #[schema(example = json!({
     "version": "0.1.0",
     "redis": {"target": "redis://127.0.0.1:6379", "source": "configured", "reachable": true,
-        "version": "7.0.15", "mode": "standalone", "error": null},
+        "version": "7.0.15", "mode": "standalone", "maxmemory": 268435456,
+        "maxmemory_policy": "noeviction", "error": null},
     "limits": {"max_body_bytes": 33554432, "max_commands": 200000, "max_arg_bytes": 8388608,
         "max_reply_bytes": 67108864, "batch_timeout_ms": 30000, "connect_timeout_ms": 2000,
-        "max_concurrent_batches": 256, "max_sweep_points": 16},
+        "max_concurrent_batches": 256, "max_watch_keys": 1000, "max_sweep_points": 16},
     "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
         "resp3": false, "max_simulated_rtt_ms": 1000.0}
 }))]
@@ -51,6 +52,14 @@ pub struct RedisInfo {
     /// `redis_mode` from INFO server: standalone, cluster or sentinel.
     #[schema(example = "standalone")]
     pub mode: Option<String>,
+    /// `maxmemory` from INFO memory (bytes; 0: no cap). The embedded Redis
+    /// has `--embedded-maxmemory` (default 256 MiB); past it writes get
+    /// Redis's OOM error (or evict, by the policy).
+    #[schema(example = 268435456)]
+    pub maxmemory: Option<u64>,
+    /// `maxmemory_policy` from INFO memory (`noeviction`, `allkeys-lru`, ...).
+    #[schema(example = "noeviction")]
+    pub maxmemory_policy: Option<String>,
     pub error: Option<String>,
 }
 
@@ -75,26 +84,14 @@ pub struct Defaults {
 )]
 pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
-    let (reachable, version, mode, error) = match command(&state, &[b"INFO", b"server"], wait).await
-    {
-        Ok(reply) => match reply {
-            resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. } => {
-                let text = String::from_utf8_lossy(&text);
-                (
-                    true,
-                    info_field(&text, "redis_version"),
-                    info_field(&text, "redis_mode"),
-                    None,
-                )
-            }
-            other => (
-                true,
-                None,
-                None,
-                Some(format!("INFO server: {}", other.display())),
-            ),
-        },
-        Err(e) => (false, None, None, Some(e.body.message)),
+    // INFO's default sections (server and memory among them): one round
+    // trip, and a Redis older than 7.0 takes no list of sections.
+    let (reachable, text, error) = match command(&state, &[b"INFO"], wait).await {
+        Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
+            (true, String::from_utf8_lossy(&text).into_owned(), None)
+        }
+        Ok(other) => (true, String::new(), Some(format!("INFO: {}", other.display()))),
+        Err(e) => (false, String::new(), Some(e.body.message)),
     };
     Json(InfoResponse {
         version: env!("CARGO_PKG_VERSION"),
@@ -105,8 +102,10 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
                 RedisSource::Configured => "configured",
             },
             reachable,
-            version,
-            mode,
+            version: info_field(&text, "redis_version"),
+            mode: info_field(&text, "redis_mode"),
+            maxmemory: info_field(&text, "maxmemory").and_then(|v| v.parse().ok()),
+            maxmemory_policy: info_field(&text, "maxmemory_policy"),
             error,
         },
         limits: state.limits.clone(),

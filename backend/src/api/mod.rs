@@ -10,9 +10,12 @@
 
 pub mod arg;
 pub mod batch;
+pub mod busy;
 pub mod compare;
 pub mod error;
 pub mod extract;
+pub mod guard;
+pub mod headers;
 pub mod health;
 pub mod incremental;
 pub mod info;
@@ -66,6 +69,10 @@ pub struct Inner {
     pub runtimes: Vec<tokio::runtime::Handle>,
     /// Which runtime the next big batch goes to.
     next_runtime: std::sync::atomic::AtomicUsize,
+    /// Who may send requests ([`guard`]); [`AppState::with_guard`] sets it.
+    pub guard: Arc<guard::Policy>,
+    /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
+    pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
 }
@@ -96,8 +103,17 @@ impl AppState {
             pool,
             runtimes,
             next_runtime: Default::default(),
+            guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
+            busy_since: Default::default(),
             allow: Default::default(),
         }))
+    }
+
+    /// This state with the request guards of `policy` (at start-up, before
+    /// the state is shared).
+    pub fn with_guard(mut self, policy: guard::Policy) -> Self {
+        Arc::get_mut(&mut self.0).expect("with_guard before the state is shared").guard = Arc::new(policy);
+        self
     }
 
     /// The state with `allow` (operator flags). Panics once the state was cloned.
@@ -149,6 +165,8 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .fallback(web::serve)
+        .layer(guard::layer(state.guard.clone()))
+        .layer(headers::layer())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

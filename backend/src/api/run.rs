@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use tokio::time::{timeout_at, Instant};
 
+use super::busy::KillOnCut;
 use super::error::{ApiCode, ApiError};
+use super::stream::{Keep, Kept};
 use super::AppState;
 use crate::telemetry::BatchSpan;
 use crate::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
@@ -33,6 +35,15 @@ pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiErr
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = run_batch_into(state, batch, &mut results).await?;
     out.into_report(results).map_err(ApiError::unavailable)
+}
+
+/// [`run_batch`], each reply's JSON counted against the reply limit as
+/// `/batch` counts it (`stream::Kept`): for runs whose every result goes
+/// into the response. Past the limit the run is cut, as at the reply limit.
+pub async fn run_batch_counted(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+    let mut kept = Kept::new(Keep::All, batch.commands.len(), state.limits.max_reply_bytes);
+    let out = run_batch_into(state, batch, &mut kept).await?;
+    out.into_report(kept.results).map_err(ApiError::unavailable)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes. A dead pooled
@@ -90,10 +101,24 @@ async fn run_limited<K: ResultSink>(
     };
     // The executor stops at the deadline by itself; this outer limit only
     // guards against a wait the executor does not bound.
+    // A script still running when the batch is cut (here, or by the
+    // request's future being dropped) is killed: see `busy`.
+    let kill = KillOnCut::new(state, batch);
     match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
-        Ok(Ok(out)) => Ok(out),
-        Ok(Err(ExecError::Connect(msg))) => Err(ApiError::unavailable(msg)),
-        Ok(Err(ExecError::Invalid(e))) => Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message)),
+        Ok(Ok(out)) => {
+            if out.connection_error.is_none() {
+                kill.disarm();
+            }
+            Ok(out)
+        }
+        Ok(Err(ExecError::Connect(msg))) => {
+            kill.disarm();
+            Err(ApiError::unavailable(msg))
+        }
+        Ok(Err(ExecError::Invalid(e))) => {
+            kill.disarm();
+            Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
+        }
         Err(_) => Err(ApiError::new(
             ApiCode::BatchTimeout,
             format!(
@@ -162,5 +187,34 @@ impl crate::lab::Runner for AppState {
     /// The table the API's rules check with ([`super::refuse::Rules::of`]).
     async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
         super::refuse::Rules::of(self).await.table
+    }
+}
+
+/// The API as a runner for experiments whose per-command results go into
+/// the response (`/compare` with `include_results`): [`AppState`]'s, with
+/// each run's reply JSON counted against the reply limit
+/// ([`run_batch_counted`]), so that each run's results are no larger than
+/// a `/batch` response could be. `/sweep` returns no results: it runs on
+/// [`AppState`], whose replies only the executor's RESP count limits.
+#[derive(Clone)]
+pub struct WithResults(pub AppState);
+
+impl crate::lab::Runner for WithResults {
+    type Error = ApiError;
+
+    fn run(&self, batch: &Batch) -> impl std::future::Future<Output = Result<Report, ApiError>> + Send {
+        run_batch_counted(&self.0, batch)
+    }
+
+    async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
+        self.0.command(argv).await
+    }
+
+    fn batch_timeout(&self) -> Duration {
+        self.0.batch_timeout()
+    }
+
+    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+        self.0.commands().await
     }
 }

@@ -37,7 +37,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::error::{ApiCode, ApiError};
-use crate::report_json::ReportJson;
+use crate::report_json::{reply_json_len, ReportJson};
 use super::run::run_batch_into;
 use super::AppState;
 use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
@@ -127,7 +127,7 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
 /// A small batch runs in the request's own task: a task of its own and a
 /// channel would cost more than its report's serialization saves.
 async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
-    let mut kept = Kept { results: Vec::with_capacity(batch.commands.len()), keep };
+    let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
     let out = run_batch_into(state, batch, &mut kept).await?;
     if let Some(msg) = out.reconnect_failed {
         return Err(ApiError::unavailable(msg));
@@ -137,10 +137,22 @@ async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<R
     Ok(json(Body::from(report.finish(&out))))
 }
 
-/// Collects the results `keep` keeps.
-struct Kept {
-    results: Vec<CommandResult>,
+/// Collects the results `keep` keeps, counting their replies' JSON
+/// against the reply limit (`--max-reply-bytes`): the executor counts the
+/// RESP bytes it reads, but a reply's JSON can be six times as large (a
+/// 60 MB value of NUL bytes was a 377 MB response).
+pub(super) struct Kept {
+    pub(super) results: Vec<CommandResult>,
     keep: Keep,
+    /// JSON bytes of the kept replies so far.
+    json_bytes: u64,
+    max_json_bytes: u64,
+}
+
+impl Kept {
+    pub(super) fn new(keep: Keep, capacity: usize, max_json_bytes: u64) -> Kept {
+        Kept { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes }
+    }
 }
 
 impl ResultSink for Kept {
@@ -148,6 +160,20 @@ impl ResultSink for Kept {
         if self.keep.keeps(result.status) {
             self.results.push(result);
         }
+    }
+
+    fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
+        let status = if reply.is_error() { Status::Error } else { Status::Ok };
+        if self.json_bytes > self.max_json_bytes {
+            return Err(self.max_json_bytes);
+        }
+        if self.keep.keeps(status) {
+            self.json_bytes += reply_json_len(reply);
+            if self.json_bytes > self.max_json_bytes {
+                return Err(self.max_json_bytes);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -158,7 +184,7 @@ fn json(body: Body) -> Response {
 }
 
 async fn run(state: AppState, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
-    let mut sink = GroupSink { group: Kept { results: Vec::with_capacity(GROUP), keep }, tx: tx.clone() };
+    let mut sink = GroupSink { group: Kept::new(keep, GROUP, state.limits.max_reply_bytes), tx: tx.clone() };
     let out = run_batch_into(&state, &batch, &mut sink).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
@@ -186,6 +212,10 @@ impl ResultSink for GroupSink {
         if self.group.results.len() == GROUP {
             self.send();
         }
+    }
+
+    fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
+        self.group.admit(reply)
     }
 }
 

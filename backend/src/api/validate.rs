@@ -110,17 +110,38 @@ impl BatchFields {
             on_error: on_error(self.on_error.as_deref())?,
             simulated_rtt_ms: rtt(self.simulated_rtt_ms)?,
             resp3: self.resp3.unwrap_or(false),
-            watch: self
-                .watch
-                .unwrap_or_default()
-                .into_iter()
-                .enumerate()
-                .map(|(i, a)| argument(a, &format!("watch[{i}]"), limits))
-                .collect::<Result<_, _>>()?,
+            watch: watch_keys(self.watch.unwrap_or_default(), limits)?,
             ..Plan::new(DEFAULT_MODE)
         };
         Ok(Prepared { commands, origins, plan })
     }
+}
+
+/// The `watch` keys, decoded, within `--max-watch-keys` (counted before any
+/// is decoded) and, all together, `--max-arg-bytes`: they are sent as one
+/// WATCH command, whose cost in Redis 7.0 grows with the square of its keys.
+fn watch_keys(keys: Vec<ArgBytes>, limits: &Limits) -> Result<Vec<Vec<u8>>, ApiError> {
+    if keys.len() > limits.max_watch_keys {
+        return Err(ApiError::field(
+            ApiCode::TooManyWatchKeys,
+            "watch",
+            format!("{} keys; at most {} (--max-watch-keys)", keys.len(), limits.max_watch_keys),
+        ));
+    }
+    let keys: Vec<Vec<u8>> = keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| argument(a, &format!("watch[{i}]"), limits))
+        .collect::<Result<_, _>>()?;
+    let bytes: usize = keys.iter().map(Vec::len).sum();
+    if bytes > limits.max_arg_bytes {
+        return Err(ApiError::field(
+            ApiCode::TooManyWatchKeys,
+            "watch",
+            format!("{bytes} bytes of keys in all; at most {} (--max-arg-bytes: WATCH is one command)", limits.max_arg_bytes),
+        ));
+    }
+    Ok(keys)
 }
 
 impl Prepared {
@@ -231,7 +252,7 @@ fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
     value.map_or(Ok(OnError::default()), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
 }
 
-/// `simulated_rtt_ms`: finite, 0 to 1000 ms (CONTRACT.md).
+/// `simulated_rtt_ms`: finite, 0 to 1000 ms (docs/api.md#limits).
 pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
     let v = value.unwrap_or(0.0);
     if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {

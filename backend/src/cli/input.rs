@@ -1,5 +1,5 @@
 //! What every subcommand shares: opening `FILE|-`, and the exit status of
-//! CONTRACT.md section 2.
+//! docs/cli.md#exit-status.
 
 use std::io::BufRead;
 use std::process::ExitCode;
@@ -43,7 +43,7 @@ pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
 }
 
 /// clap parser for `--rtt`: a number of ms from 0 to 1000 (fractional), the
-/// range of `simulated_rtt_ms` (CONTRACT.md section 3).
+/// range of `simulated_rtt_ms` (docs/api.md#limits).
 pub fn rtt_ms(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),

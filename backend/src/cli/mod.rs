@@ -1,4 +1,4 @@
-//! The command line: one file per subcommand. Exit status (CONTRACT.md §2):
+//! The command line: one file per subcommand. Exit status (docs/cli.md#exit-status):
 //! 0 success, 1 the work ran but Redis returned error replies, 2 bad usage or input.
 
 pub mod compare;

@@ -1,6 +1,6 @@
 //! `pipelab resp encode|decode|format|inline`: the codec on files and pipes,
 //! streamed so that a file of millions of commands needs constant memory.
-//! Exit status as CONTRACT.md section 2: 0 success, 2 input that cannot be
+//! Exit status as docs/cli.md#exit-status: 0 success, 2 input that cannot be
 //! parsed (message on stderr: `line L, column C: …` or `byte N: …`).
 
 use super::input::{open_input, Exit};

@@ -10,7 +10,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use pipelab::api::guard::Policy;
 use pipelab::api::{self, AppState, RedisSource};
+use pipelab::net::cap::{ConnCap, Permit};
+use pipelab::net::write_timeout::WriteTimeout;
 use pipelab::config::ServeConfig;
 use pipelab::embedded::Supervised;
 use pipelab::conn::RedisTarget;
@@ -30,7 +33,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => match Supervised::start(&cfg.redis_server) {
+        None => match Supervised::start(&cfg.redis_server, &cfg.embedded) {
             Ok(child) => {
                 let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
@@ -108,18 +111,21 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+            .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
     };
+    let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
     let header_timeout = Duration::from_millis(cfg.header_timeout_ms);
+    let write_timeout = Duration::from_millis(cfg.write_timeout_ms);
     let mut queues = Vec::with_capacity(threads);
     let mut serving = Vec::with_capacity(threads);
     for _ in 0..threads {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         queues.push(tx);
-        serving.push(serve_connections(Dealt { rx, local }, app.clone(), stop_rx.clone(), grace, header_timeout));
+        serving.push(serve_connections(Dealt { rx }, app.clone(), stop_rx.clone(), grace, (header_timeout, write_timeout)));
     }
     // A request's tasks may run on another thread's runtime (a big batch,
     // its body's parse): no runtime shuts down before every thread has
@@ -148,11 +154,13 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
     }
     let first = runtimes.pop().expect("the first runtime");
     first.block_on(async move {
-        tokio::join!(accept(listener, queues, stop_tx), first_part);
+        tokio::join!(accept(listener, cap, queues, stop_tx), first_part);
         all_served.wait().await;
     });
     // A serving thread that panicked is a failure.
-    let ok = others.into_iter().fold(true, |ok, handle| handle.join().is_ok() && ok);
+    // Every thread is joined, also after one that panicked.
+    let joined: Vec<bool> = others.into_iter().map(|handle| handle.join().is_ok()).collect();
+    let ok = joined.iter().all(|&ok| ok);
     first.shutdown_timeout(Duration::from_millis(100));
     if !ok {
         return ExitCode::from(1);
@@ -163,10 +171,12 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
 
 /// Accepts connections until Ctrl-C or SIGTERM, dealing them to the serving
 /// threads in turn; then closes the listening socket and tells every thread
-/// to stop (finishing its running requests).
+/// to stop (finishing its running requests). A connection past a cap of
+/// `cap` is closed at once.
 async fn accept(
     listener: tokio::net::TcpListener,
-    queues: Vec<tokio::sync::mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>>,
+    cap: std::sync::Arc<ConnCap>,
+    queues: Vec<tokio::sync::mpsc::UnboundedSender<Accepted>>,
     stop_tx: tokio::sync::watch::Sender<bool>,
 ) {
     let mut next = 0;
@@ -176,12 +186,19 @@ async fn accept(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
+                    let permit = match cap.admit(peer.ip()) {
+                        Ok(permit) => permit,
+                        Err(refused) => {
+                            tracing::debug!(%peer, reason = refused.reason(), "connection refused");
+                            continue;
+                        }
+                    };
                     // Each response is one complete write: send it now
                     // rather than wait for the ACK of the previous one.
                     let _ = tcp.set_nodelay(true);
                     // Handed over as a std socket: the serving thread registers it with its own runtime.
                     let Ok(tcp) = tcp.into_std() else { continue };
-                    let _ = queues[next].send((tcp, peer));
+                    let _ = queues[next].send((tcp, peer, permit));
                     next = (next + 1) % queues.len();
                 }
                 // As axum's own listener: a connection that failed before it
@@ -211,9 +228,8 @@ async fn serve_connections(
     app: axum::Router,
     stop_rx: tokio::sync::watch::Receiver<bool>,
     grace: Duration,
-    header_timeout: Duration,
+    (header_timeout, write_timeout): (Duration, Duration),
 ) {
-    use axum::serve::Listener as _;
     use hyper_util::rt::{TokioIo, TokioTimer};
     tokio::spawn(timer_keepalive());
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -222,12 +238,14 @@ async fn serve_connections(
     let mut stopped = stop_rx;
     loop {
         tokio::select! {
-            (io, _) = listener.accept() => {
+            (io, permit) = listener.accept() => {
                 let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let io = WriteTimeout::new(io, write_timeout);
                 let conn = builder.serve_connection(TokioIo::new(io), service);
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     let _ = conn.await;
+                    drop(permit);
                 });
             }
             _ = stopped.wait_for(|stopped| *stopped) => break,
@@ -256,31 +274,28 @@ async fn timer_keepalive() {
     }
 }
 
-/// The connections dealt to one serving thread, as an axum listener.
+/// An accepted connection, its peer and its place under the connection caps.
+type Accepted = (std::net::TcpStream, SocketAddr, Permit);
+
+/// The connections dealt to one serving thread.
 struct Dealt {
-    rx: tokio::sync::mpsc::UnboundedReceiver<(std::net::TcpStream, SocketAddr)>,
-    local: SocketAddr,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Accepted>,
 }
 
-impl axum::serve::Listener for Dealt {
-    type Io = tokio::net::TcpStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+impl Dealt {
+    /// The next connection, registered with this thread's runtime, and its
+    /// place under the caps (freed when dropped).
+    async fn accept(&mut self) -> (tokio::net::TcpStream, Permit) {
         loop {
             match self.rx.recv().await {
-                Some((tcp, peer)) => match tokio::net::TcpStream::from_std(tcp) {
-                    Ok(tcp) => return (tcp, peer),
+                Some((tcp, _peer, permit)) => match tokio::net::TcpStream::from_std(tcp) {
+                    Ok(tcp) => return (tcp, permit),
                     Err(e) => tracing::error!("cannot register an accepted connection: {e}"),
                 },
                 // The acceptor stopped: so does serving, by the shutdown signal.
                 None => std::future::pending::<()>().await,
             }
         }
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.local)
     }
 }
 

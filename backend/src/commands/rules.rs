@@ -311,6 +311,15 @@ impl Table {
     pub fn is_readonly(&self, argv: ArgvRef<'_>) -> bool {
         self.command(argv).is_some_and(|c| c.class.has(Class::READONLY))
     }
+
+    /// True if `argv` runs a script or a function until it returns: a
+    /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
+    /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
+    /// subcommands, also `@scripting`, manage scripts without running one.
+    /// False for commands the server lacks.
+    pub fn runs_script(&self, argv: ArgvRef<'_>) -> bool {
+        self.command(argv).is_some_and(|c| !c.name.contains('|') && c.in_category("scripting"))
+    }
 }
 
 /// Redis checks arity before the command runs: a wrong count is an error

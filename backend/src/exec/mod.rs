@@ -4,7 +4,7 @@
 //! It knows nothing of HTTP or terminals: the API and the CLI are thin
 //! adapters over it, and both serialize the same [`Report`] so that
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
-//! (CONTRACT.md section 3).
+//! (docs/api.md#response).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -80,7 +80,7 @@ pub struct Batch {
     pub plan: Plan,
 }
 
-/// Outcome of one command.
+/// Outcome of one command (docs/api.md#results).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -101,7 +101,7 @@ pub enum Status {
 pub struct CommandResult {
     pub index: usize,
     pub status: Status,
-    /// The reply as reply JSON; absent for `not_sent` / `unknown`.
+    /// The reply as reply JSON (docs/reply-json.md); absent for `not_sent` / `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<reply_schema::Reply>)]
     pub reply: Option<resp::Value>,
@@ -217,7 +217,7 @@ pub struct Report {
 /// Limits of one execution that are the caller's, not the batch's.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    /// Socket connect plus TLS (default 5 s).
+    /// Socket connect, TLS and the handshake together (default 5 s).
     pub connect_timeout: Duration,
     /// Longest wait for the next bytes of a reply, and for a write to make
     /// progress (default 30 s). On expiry the connection is dropped and the

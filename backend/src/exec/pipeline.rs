@@ -150,7 +150,7 @@ async fn read_replies<S: CommandSource, K: ResultSink>(
         match read? {
             Some((reply, at)) => {
                 *had_error |= reply.is_error();
-                r.emit_reply(reply, sent_us, at);
+                r.emit_reply(reply, sent_us, at)?;
             }
             None => return Ok(()),
         }

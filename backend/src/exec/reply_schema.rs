@@ -1,5 +1,5 @@
 //! The OpenAPI schema of reply JSON, the JSON form of a `resp::Value`
-//! (`resp::json`): the `resp` crate is also built for WebAssembly and
+//! (`resp::json`, docs/reply-json.md): the `resp` crate is also built for WebAssembly and
 //! knows nothing of OpenAPI, so its shape is described here, where the
 //! executor's [`super::CommandResult`] refers to it. It describes, never
 //! carries, data; the API tests check real replies against it.
@@ -7,7 +7,7 @@
 
 use utoipa::ToSchema;
 
-/// One RESP2/RESP3 value as reply JSON.
+/// One RESP2/RESP3 value as reply JSON (docs/reply-json.md#types).
 ///
 /// `type` is one of simple, error, integer, bulk, null, array, double,
 /// boolean, blob_error, verbatim, big_number, map, set, push. Strings carry

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 use super::{check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::commands::Table;
-use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget, WriteError};
+use crate::conn::{Conn, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
 
 /// One execution under way.
 pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
@@ -201,11 +201,20 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
     }
 
     /// Emits a reply read from Redis: `ok`, or `error` for an error reply.
-    pub fn emit_reply(&mut self, reply: resp::Value, sent_us: u64, at: Instant) {
+    ///
+    /// Errors: the sink refused it ([`ResultSink::admit`]): the connection
+    /// is dropped and the command is `unknown`, as at the reply limit.
+    pub fn emit_reply(&mut self, reply: resp::Value, sent_us: u64, at: Instant) -> Result<(), ReadError> {
+        self.note_io(at);
+        if let Err(limit) = self.sink.admit(&reply) {
+            self.fail(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+            self.emit(Status::Unknown, None, Some(sent_us), None);
+            return Err(ReadError::Limit(limit));
+        }
         let status = if reply.is_error() { Status::Error } else { Status::Ok };
         let reply_us = self.us(at);
-        self.note_io(at);
         self.emit(status, Some(reply), Some(sent_us), Some(reply_us));
+        Ok(())
     }
 
     /// Writes `bytes` on the batch's connection; the instant the write was issued.

@@ -19,6 +19,15 @@ pub trait CommandSource {
 /// Receives each command's result, in index order, exactly once.
 pub trait ResultSink {
     fn push(&mut self, result: CommandResult);
+
+    /// Asked before each reply read from Redis is pushed: `Err(limit)` if
+    /// the sink cannot take it (the API counts its report's JSON against
+    /// the reply limit of `limit` bytes). The batch is then cut as at the
+    /// reply limit: this command and those awaiting replies are `unknown`,
+    /// the rest `not_sent`. Default: every reply is taken.
+    fn admit(&mut self, _reply: &resp::Value) -> Result<(), u64> {
+        Ok(())
+    }
 }
 
 impl ResultSink for Vec<CommandResult> {

@@ -181,12 +181,13 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
         match queued.get(i) {
             Some(QueueReply::Rejected(v, at)) | Some(QueueReply::Ran(v, at)) => {
                 let at = *at;
-                r.emit_reply(v.clone(), sent_us, at);
+                // Refused by the sink (its size): `unknown`, the batch cut.
+                let _ = r.emit_reply(v.clone(), sent_us, at);
             }
             Some(QueueReply::Queued) => match (&mut results, &nothing_ran_reply, exec_at) {
                 (Some(items), _, Some(at)) => {
                     let item = items.next().expect("length checked");
-                    r.emit_reply(item, sent_us, at);
+                    let _ = r.emit_reply(item, sent_us, at);
                 }
                 (None, Some(reply), Some(at)) => {
                     let reply_us = r.us(at);

@@ -10,9 +10,10 @@
 use std::path::PathBuf;
 
 use axum::body::Body;
-use axum::http::{header, Method, Request};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use clap::{Args, FromArgMatches};
+use pipelab::api::guard::{GuardConfig, Policy};
 use pipelab::api::{router, AppState, RedisSource};
 use pipelab::config::Limits;
 use pipelab::conn::RedisTarget;
@@ -36,22 +37,44 @@ impl App {
 
     /// [`App::start`], serving the web files in `web_dir` (`--web-dir`).
     pub fn with_web_dir(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf) -> App {
-        let target = RedisTarget::parse(redis_url).expect("test Redis URL");
-        let state = AppState::new(target, RedisSource::Configured, limits(limit_flags), web_dir, Vec::new());
+        App::from_state(AppState::new(target(redis_url), RedisSource::Configured, limits(limit_flags), web_dir, Vec::new()))
+    }
+
+    /// [`App::start`] with the request guards `pipelab serve` would take
+    /// from `guard` (`--allowed-origins`, `--allowed-hosts`), listening (as
+    /// far as the guards know) on 127.0.0.1:8080.
+    pub fn with_guard(redis_url: &str, limit_flags: &[&str], guard: &GuardConfig) -> App {
+        let state = AppState::new(
+            target(redis_url),
+            RedisSource::Configured,
+            limits(limit_flags),
+            PathBuf::from("/nonexistent/pipelab-web-dist"),
+            Vec::new(),
+        )
+        .with_guard(Policy::new(guard, Some("127.0.0.1:8080".parse().unwrap())));
+        App::from_state(state)
+    }
+
+    fn from_state(state: AppState) -> App {
         App { router: router(state.clone()), state }
+    }
+
+    /// Sends `req` through the router; status, headers and body.
+    pub async fn respond(&self, req: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let res = self.router.clone().oneshot(req).await.expect("the router is infallible");
+        let (parts, body) = res.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX).await.expect("response body");
+        (parts.status, parts.headers, body.to_vec())
     }
 
     /// Sends `req` through the router; status, content type and body.
     pub async fn send(&self, req: Request<Body>) -> (u16, String, Vec<u8>) {
-        let res = self.router.clone().oneshot(req).await.expect("the router is infallible");
-        let status = res.status().as_u16();
-        let ctype = res
-            .headers()
+        let (status, headers, body) = self.respond(req).await;
+        let ctype = headers
             .get(header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.expect("response body");
-        (status, ctype, body.to_vec())
+        (status.as_u16(), ctype, body)
     }
 
     /// POST `body` (raw bytes) to `path`; status and parsed JSON body.
@@ -87,6 +110,10 @@ impl App {
     pub async fn assert_only_idle_pooled(&self, redis: &RedisServer, max_idle: usize, secs: u64) {
         crate::common::assert_only_idle_pooled(async || self.state.pool.idle_count(), redis, max_idle, secs).await;
     }
+}
+
+fn target(redis_url: &str) -> RedisTarget {
+    RedisTarget::parse(redis_url).expect("test Redis URL")
 }
 
 /// The limits `pipelab serve` takes from `flags`, parsed by the same clap

@@ -1,4 +1,4 @@
-// argv <-> reply JSON (CONTRACT.md section 1). A command on the wire is a
+// argv <-> reply JSON (docs/reply-json.md). A command on the wire is a
 // multibulk, i.e. an array of bulk strings, so the wasm module's
 // decodeReplies (RESP -> reply JSON) and replyToResp (reply JSON -> RESP)
 // convert commands too: the page never splits or encodes argv itself.

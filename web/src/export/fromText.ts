@@ -22,7 +22,7 @@ export function commandsOf(text: string): Argv[] {
 /** One argv as RESP bytes (a multibulk), encoded by the wasm module. */
 export const encodeCommand = (argv: Argv): Uint8Array => replyToResp(argvToJson(argv) as ReplyJson);
 
-/** argv as the API's JSON arguments: strings, or `{"base64": ...}` for non-UTF-8 bytes (CONTRACT.md section 3). */
+/** argv as the API's JSON arguments: strings, or `{"base64": ...}` for non-UTF-8 bytes (docs/reply-json.md#command-arguments). */
 export function argvForApi(argv: Argv): Array<string | { base64: string }> {
   return argv.map((a) => {
     const s = asUtf8(a);

@@ -1,4 +1,4 @@
-// The API calls the tutorial makes: /api/v1/batch (CONTRACT.md section 3),
+// The API calls the tutorial makes: /api/v1/batch (docs/api.md#batch),
 // /api/v1/compare and /api/v1/sweep (backend/src/api/compare.rs, sweep.rs).
 // Errors become ApiError with the server's `{"error": {code, message}}`.
 import { ApiError, type BatchRequest, type BatchResponse, type Mode, type Summary } from '../api.js';

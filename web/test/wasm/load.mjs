@@ -1,6 +1,6 @@
 // Loads the wasm module (built by scripts/build-web.sh into src/wasm-pkg)
 // synchronously for Node, and the acceptance vectors from ../shared/vectors
-// beside the checkout (CONTRACT.md section 5).
+// beside the checkout (docs/cli.md#acceptance-vectors).
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,4 +1,4 @@
-// Every acceptance vector through the wasm module (CONTRACT.md sections 4, 5).
+// Every acceptance vector through the wasm module (docs/wasm.md, docs/cli.md#acceptance-vectors).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { wasm, vectors, hex, fromHex } from './load.mjs';

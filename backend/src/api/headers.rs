@@ -1,0 +1,36 @@
+//! Security headers on every response: a `Content-Security-Policy` that
+//! lets the page run only its own scripts and its wasm module (so that an
+//! injected script cannot call the API with the page's origin),
+//! `X-Content-Type-Options: nosniff` (a reply served as JSON or text is
+//! never run as script or HTML), and no framing by other sites
+//! (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for older
+//! browsers), against clickjacking of the playground's Run button.
+
+use axum::http::{header, HeaderValue};
+use tower::layer::util::{Identity, Stack};
+use tower::ServiceBuilder;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// The page's policy. `'wasm-unsafe-eval'` lets it compile its wasm module
+/// (`WebAssembly.instantiate`) without allowing `eval`; `style-src
+/// 'unsafe-inline'`: the editor (CodeMirror) injects its styles at run
+/// time; `data:` for the images and fonts Vite inlines.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+    style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; \
+    connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+type Set = SetResponseHeaderLayer<HeaderValue>;
+
+/// The three header layers stacked.
+pub type Layer = ServiceBuilder<Stack<Set, Stack<Set, Stack<Set, Identity>>>>;
+
+/// The headers as one layer; a header a handler set itself is kept.
+pub fn layer() -> Layer {
+    ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+}

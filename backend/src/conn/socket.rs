@@ -1,0 +1,181 @@
+//! The byte stream under a connection: TCP (`TCP_NODELAY`), a Unix socket,
+//! or TLS over TCP with rustls (`tokio-rustls`, the `ring` provider), opened
+//! under the connect timeout; and [`Counted`], which counts the `write`
+//! system calls and bytes the socket accepted.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::target::{Endpoint, RedisTarget, TlsSettings};
+
+
+/// Any byte stream a connection can run over (TCP, Unix, TLS, delay line).
+pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// Opens the socket (and TLS session) to `target`, without any Redis
+/// handshake; `pipelab proxy` relays raw bytes over it.
+///
+/// Errors: timeout after `connect_timeout`, refused, TLS failure; the message
+/// names the target (without password).
+pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> Result<Box<dyn Stream>, String> {
+    connect_stream_fd(target, connect_timeout).await.map(|(s, _)| s)
+}
+
+/// The socket's file descriptor (Unix only), kept to probe an idle pooled
+/// connection without reading from it ([`Conn::probe_idle`]).
+#[cfg(unix)]
+pub(super) type RawSock = Option<std::os::fd::RawFd>;
+#[cfg(not(unix))]
+pub(super) type RawSock = Option<()>;
+
+pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Duration) -> Result<(Box<dyn Stream>, RawSock), String> {
+    #[cfg(unix)]
+    use std::os::fd::AsRawFd;
+    let fut = async {
+        let r: Result<(Box<dyn Stream>, RawSock), String> = match &target.endpoint {
+            Endpoint::Tcp { host, port } => {
+                let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(|e| e.to_string())?;
+                // Each write is a whole command or chunk: send it now.
+                tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+                #[cfg(unix)]
+                let fd = Some(tcp.as_raw_fd());
+                #[cfg(not(unix))]
+                let fd = None;
+                match &target.tls {
+                    None => Ok((Box::new(tcp) as Box<dyn Stream>, fd)),
+                    Some(tls) => Ok((Box::new(tls_connect(tcp, host, tls).await?) as Box<dyn Stream>, fd)),
+                }
+            }
+            #[cfg(unix)]
+            Endpoint::Unix { path } => {
+                let s = tokio::net::UnixStream::connect(path).await.map_err(|e| e.to_string())?;
+                let fd = Some(s.as_raw_fd());
+                Ok((Box::new(s) as Box<dyn Stream>, fd))
+            }
+            #[cfg(not(unix))]
+            Endpoint::Unix { .. } => Err("Unix sockets are not supported on this platform".to_string()),
+        };
+        r
+    };
+    match tokio::time::timeout(connect_timeout, fut).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("cannot connect to {target}: {e}")),
+        Err(_) => Err(format!("cannot connect to {target}: timed out after {} ms", connect_timeout.as_millis())),
+    }
+}
+
+async fn tls_connect(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+    tls: &TlsSettings,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let config = if tls.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAny(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &tls.ca_file {
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("TLS CA file {}: {e}", path.display()))? {
+                let cert = cert.map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
+                roots.add(cert).map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    let name = ServerName::try_from(host.to_string()).map_err(|e| format!("TLS server name `{host}`: {e}"))?;
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))
+}
+
+mod insecure {
+    //! `rediss://…#insecure`: accept any certificate (still checks the
+    //! handshake signatures, so the session itself is sound).
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, SignatureScheme};
+    use std::sync::Arc;
+
+    #[derive(Debug)]
+    pub struct AcceptAny(pub Arc<rustls::crypto::CryptoProvider>);
+
+    impl ServerCertVerifier for AcceptAny {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+
+/// Counts `write` system calls under `write_all`.
+pub(super) struct Counted {
+    pub(super) inner: Box<dyn Stream>,
+    pub(super) syscalls: u64,
+    /// Bytes the socket accepted (some may be in flight even if a later
+    /// write of the same call failed).
+    pub(super) accepted: u64,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            self.syscalls += 1;
+            self.accepted += n as u64;
+        }
+        r
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
