@@ -23,7 +23,7 @@
 //! - [`rules`]: refusals ([`Table::refusal`], with an [`Access`] hook for
 //!   tokens and [`Allow`] for operator flags), the executor's reply rule
 //!   ([`Table::reply_rule`]), [`Table::changes_connection_state`],
-//!   [`Table::is_readonly`]; each rule says whether it is a flag's or,
+//!   [`Table::is_readonly`], [`Table::runs_script`]; each rule says whether it is a flag's or,
 //!   where the flags do not say it, names the command and why.
 //! - `timeout`: blocking commands' timeouts read as Redis reads them
 //!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
@@ -42,7 +42,8 @@
 //!
 //! Who asks: the API's validation (`api::refuse`), the executor's checks
 //! (`exec::validate`, the runner's pooling decision), the pool (which
-//! keeps the [`Cache`]), and sweep's key clean-up (`api::sweep`). Next:
+//! keeps the [`Cache`]), sweep's key clean-up (`lab::cleanup`, through
+//! `lab::Runner::commands`) and the script kill of a cut batch (`api::busy`). Next:
 //! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), the
 //! sandbox's key rewriting ([`keys()`]), cluster slot routing ([`keys()`],
 //! [`Command::request_policy`], [`Command::response_policy`]).
