@@ -57,6 +57,10 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_THREADS", default_value_t = 0)]
     pub threads: usize,
 
+    /// Let MIGRATE run: it makes Redis connect to whatever host:port the
+    /// request names (refused by default: issue 15, defect 5).
+    #[arg(long, env = "PIPELAB_ALLOW_MIGRATE")]
+    pub allow_migrate: bool,
     /// Most HTTP connections open at once; past it a new connection is
     /// closed at once (counted in /metrics). 0: min(1024, half the
     /// process's open-file limit `RLIMIT_NOFILE`), so that accepting never

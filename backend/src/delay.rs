@@ -115,6 +115,10 @@ where
 }
 
 /// Writes each client chunk to the socket at its deadline, in order.
+/// Once the [`DelayedStream`] is dropped (`errors` closed), nothing more
+/// is written: a chunk not yet due is never sent, as for a connection
+/// closed with bytes unsent (its commands were not sent, and must not
+/// reach Redis after the batch that dropped them was cleaned up after).
 async fn uplink<W: AsyncWrite + Unpin>(
     mut rx: mpsc::UnboundedReceiver<Chunk>,
     mut w: W,
@@ -122,8 +126,18 @@ async fn uplink<W: AsyncWrite + Unpin>(
     queue: Arc<UpQueue>,
     mut timer: Timer,
 ) {
-    while let Some(chunk) = rx.recv().await {
-        timer.wait_until(chunk.deadline).await;
+    loop {
+        let chunk = tokio::select! {
+            chunk = rx.recv() => match chunk {
+                Some(chunk) => chunk,
+                None => return,
+            },
+            _ = errors.closed() => return,
+        };
+        tokio::select! {
+            () = timer.wait_until(chunk.deadline) => {}
+            _ = errors.closed() => return,
+        }
         match chunk.data {
             Data::Bytes(bytes) => {
                 let res = async {

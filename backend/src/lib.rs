@@ -5,6 +5,7 @@
 //! (the CLI) and the integration tests.
 
 pub mod api;
+pub mod commands;
 pub mod config;
 pub mod conn;
 pub mod delay;

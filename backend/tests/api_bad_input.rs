@@ -500,6 +500,57 @@ fn cases() -> Vec<Case> {
             "refused_command",
             &["XREAD"],
         ),
+        // Issue 15, defect 10: the last BLOCK wins (xreadCommand's loop).
+        case(
+            "XREAD BLOCK 5 BLOCK 0",
+            B,
+            json!({"commands": [["XREAD", "BLOCK", "5", "BLOCK", "0", "STREAMS", "s", "$"]]}),
+            400,
+            "refused_command",
+            &["XREAD", "timeout 0"],
+        ),
+        // Issue 15, defect 5: MIGRATE makes Redis connect where the request says.
+        case(
+            "MIGRATE",
+            B,
+            json!({"commands": [["MIGRATE", "127.0.0.1", "1", "k", "0", "100"]]}),
+            400,
+            "refused_command",
+            &["commands[0]", "MIGRATE", "another server", "--allow-migrate"],
+        ),
+        // Issue 15, defect 6: secrets need an operator token.
+        case(
+            "CONFIG GET",
+            B,
+            json!({"commands": [["CONFIG", "GET", "requirepass"]]}),
+            400,
+            "refused_command",
+            &["CONFIG GET", "operator token"],
+        ),
+        case(
+            "ACL LIST",
+            B,
+            json!({"commands": [["acl", "list"]]}),
+            400,
+            "refused_command",
+            &["ACL LIST", "operator token"],
+        ),
+        case(
+            "ACL GETUSER",
+            B,
+            json!({"commands": [["ACL", "GETUSER", "default"]]}),
+            400,
+            "refused_command",
+            &["ACL GETUSER", "operator token"],
+        ),
+        case(
+            "ACL DRYRUN",
+            B,
+            json!({"commands": [["ACL", "DRYRUN", "default", "GET", "k"]]}),
+            400,
+            "refused_command",
+            &["ACL DRYRUN", "operator token"],
+        ),
         case(
             "EXEC in transaction mode",
             B,
@@ -739,6 +790,25 @@ async fn every_bad_request_gets_a_4xx_naming_the_field() {
     // The sweep case asks Redis (COMMAND GETKEYS) before refusing: its
     // connection may stay idle in the pool, one at most, and nothing else.
     api.assert_only_idle_pooled(&redis, 1, 3).await;
+}
+
+/// Issue 15, defects 5 and 10, the other side: what Redis does not block on
+/// runs (`BLPOP k 1e-400` waits 1 ms: Redis rounds the timeout up), and an
+/// operator's `--allow-migrate` lets MIGRATE through to Redis.
+#[tokio::test]
+async fn positive_timeouts_and_allowed_migrate_run() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--allow-migrate"]);
+    let (status, body) = api
+        .post("/api/v1/batch", &json!({"commands": [["BLPOP", "q", "1e-400"], ["SET", "k", "v"], ["MIGRATE", "127.0.0.1", "1", "k", "0", "100"]]}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results[0]["status"], "ok", "{body}");
+    assert_eq!(results[0]["reply"]["type"], "null", "{body}");
+    // Redis tried port 1 and says so: the command reached it.
+    assert_eq!(results[2]["status"], "error", "{body}");
+    assert!(results[2]["reply"].to_string().contains("IOERR"), "{body}");
 }
 
 /// A chunked body (no Content-Length) past the limit is cut while reading,

@@ -211,6 +211,10 @@ impl Runner for FailSeven {
     fn batch_timeout(&self) -> std::time::Duration {
         self.0.batch_timeout()
     }
+
+    async fn commands(&self) -> Arc<pipelab::commands::Table> {
+        self.0.commands().await
+    }
 }
 
 /// A run that fails stops the sweep, and its keys are deleted all the same.

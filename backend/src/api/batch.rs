@@ -88,8 +88,9 @@ pub async fn batch(
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
+    let rules = super::refuse::Rules::of(&state).await;
     let batch = BatchFields::from(req)
         .prepare(&state.limits)?
-        .into_batch(mode, &state.limits)?;
+        .into_batch(mode, &state.limits, &rules)?;
     stream::respond(state, batch, keep).await
 }

@@ -19,22 +19,17 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::AppState;
+use crate::commands::Table;
 use crate::conn::{connect_stream, RedisTarget};
 use crate::exec::Batch;
-
-/// Commands that run a script or a function until it returns.
-const SCRIPT_COMMANDS: [&[u8]; 6] = [b"EVAL", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO", b"FCALL", b"FCALL_RO"];
 
 /// How long the side connection waits for the kills' answers: Redis reads
 /// nothing before the script has run for `busy-reply-threshold`.
 const KILL_WAIT: Duration = Duration::from_secs(15);
 
-/// The batch calls a script or a function.
-pub fn runs_scripts(batch: &Batch) -> bool {
-    batch
-        .commands
-        .iter()
-        .any(|argv| argv.name().is_some_and(|name| SCRIPT_COMMANDS.iter().any(|s| s.eq_ignore_ascii_case(name))))
+/// The batch calls a script or a function, by `table` ([`Table::runs_script`]).
+pub fn runs_scripts(batch: &Batch, table: &Table) -> bool {
+    batch.commands.iter().any(|argv| table.runs_script(argv))
 }
 
 /// Sends the script kills while it is alive and armed: dropped before
@@ -45,9 +40,10 @@ pub struct KillOnCut {
 }
 
 impl KillOnCut {
-    /// Armed if `batch` runs scripts.
+    /// Armed if `batch` runs scripts, by the pool's command table (the
+    /// server's: the handlers read it before checking the request).
     pub fn new(state: &AppState, batch: &Batch) -> KillOnCut {
-        KillOnCut { state: runs_scripts(batch).then(|| state.clone()) }
+        KillOnCut { state: runs_scripts(batch, &state.pool.commands()).then(|| state.clone()) }
     }
 
     /// The batch ended on its own: nothing to kill.

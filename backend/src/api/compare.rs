@@ -85,7 +85,9 @@ pub async fn compare(
     .prepare(&state.limits)?
     .plan
     .watch;
-    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits))?;
+    // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
+    let rules = super::refuse::Rules::of(&state).await;
+    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let report = if include_results {
         lab::compare::compare(&WithResults(state), &batches, true).await?

@@ -258,10 +258,15 @@ mod timing {
             let prepared = fields.prepare(&limits).unwrap();
             let prepare = t.elapsed();
             let t = std::time::Instant::now();
-            let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits).unwrap();
+            let rules = super::super::refuse::Rules {
+                table: crate::commands::fallback::table(),
+                access: Default::default(),
+                allow: Default::default(),
+            };
+            let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits, &rules).unwrap();
             let into_batch = t.elapsed();
             let t = std::time::Instant::now();
-            crate::exec::validate(&batch).unwrap();
+            crate::exec::validate(&batch, &rules.table).unwrap();
             eprintln!(
                 "serde_json {serde:?}, incremental {fast:?}; prepare {prepare:?}, into_batch {into_batch:?}, \
                  executor's validate {:?} ({} commands)",

@@ -73,6 +73,8 @@ pub struct Inner {
     pub guard: Arc<guard::Policy>,
     /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
     pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Commands the operator allows beyond the defaults (`--allow-migrate`).
+    pub allow: crate::commands::Allow,
 }
 
 impl AppState {
@@ -103,6 +105,7 @@ impl AppState {
             next_runtime: Default::default(),
             guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
             busy_since: Default::default(),
+            allow: Default::default(),
         }))
     }
 
@@ -110,6 +113,12 @@ impl AppState {
     /// the state is shared).
     pub fn with_guard(mut self, policy: guard::Policy) -> Self {
         Arc::get_mut(&mut self.0).expect("with_guard before the state is shared").guard = Arc::new(policy);
+        self
+    }
+
+    /// The state with `allow` (operator flags). Panics once the state was cloned.
+    pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
+        Arc::get_mut(&mut self.0).expect("with_allow before the state is shared").allow = allow;
         self
     }
 

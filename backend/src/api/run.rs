@@ -97,6 +97,7 @@ async fn run_limited<K: ResultSink>(
         read_timeout: limits.batch_timeout(),
         max_reply_bytes: Some(limits.max_reply_bytes),
         deadline: Some(deadline.into_std()),
+        commands: None,
     };
     // The executor stops at the deadline by itself; this outer limit only
     // guards against a wait the executor does not bound.
@@ -143,6 +144,7 @@ pub async fn command(
         read_timeout: wait,
         max_reply_bytes: None,
         deadline: None,
+        commands: None,
     };
     let report =
         match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {
@@ -166,7 +168,7 @@ pub async fn command(
 
 /// The experiments (`crate::lab`) run their batches as any request does:
 /// [`run_batch`] within the server's limits, [`command`] with the connect
-/// timeout.
+/// timeout, and ask the pool's command table.
 impl crate::lab::Runner for AppState {
     type Error = ApiError;
 
@@ -180,6 +182,11 @@ impl crate::lab::Runner for AppState {
 
     fn batch_timeout(&self) -> Duration {
         self.limits.batch_timeout()
+    }
+
+    /// The table the API's rules check with ([`super::refuse::Rules::of`]).
+    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+        super::refuse::Rules::of(self).await.table
     }
 }
 
@@ -205,5 +212,9 @@ impl crate::lab::Runner for WithResults {
 
     fn batch_timeout(&self) -> Duration {
         self.0.batch_timeout()
+    }
+
+    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+        self.0.commands().await
     }
 }

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use super::arg::ArgBytes;
 use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
-use super::refuse::refusal;
+use super::refuse::Rules;
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
@@ -63,7 +63,8 @@ pub async fn sweep(
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
     let spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
-    if let Some(reason) = refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
+    let rules = Rules::of(&state).await;
+    if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
     if spec.total > limits.max_commands as u64 {

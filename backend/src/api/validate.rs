@@ -7,7 +7,7 @@
 
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiCode, ApiError};
-use super::refuse::refusal;
+use super::refuse::Rules;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
 use crate::exec::{Batch, Commands, Mode, OnError, Plan};
 
@@ -147,14 +147,14 @@ fn watch_keys(keys: Vec<ArgBytes>, limits: &Limits) -> Result<Vec<Vec<u8>>, ApiE
 impl Prepared {
     /// The batch for `mode`, after the per-mode checks (refused commands,
     /// `watch` outside transactions, simulated RTT that cannot fit the timeout).
-    pub fn batch(&self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
-        self.clone().into_batch(mode, limits)
+    pub fn batch(&self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
+        self.clone().into_batch(mode, limits, rules)
     }
 
     /// [`Prepared::batch`] without copying the commands.
-    pub fn into_batch(self, mode: Mode, limits: &Limits) -> Result<Batch, ApiError> {
+    pub fn into_batch(self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
         for (i, argv) in self.commands.iter().enumerate() {
-            if let Some(reason) = refusal(argv, mode) {
+            if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
         }

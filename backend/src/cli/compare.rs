@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use pipelab::exec::{self, Batch, Commands, ExecError, Mode, Plan};
 use pipelab::lab::compare::{self, CompareReport};
+use pipelab::lab::Runner;
 
 use super::input::{open_input, Exit};
 use super::lab::{exec_error, fail, input_error, LabArgs};
@@ -39,14 +40,15 @@ pub struct Args {
 
 /// Exit status: see the module's documentation.
 pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
-    let runner = args.lab.runner(NAME)?;
+    let runner = args.lab.runner(NAME).await?;
     let (commands, lines) = read_commands(&args.file).map_err(|m| fail(NAME, Exit::BadInput, m))?;
     let modes = compare::run_order(args.modes.as_deref()).map_err(|e| input_error(NAME, &e, &lines))?;
     // The settings every run shares; each run has its own mode.
     let plan = args.plan.plan(Mode::Pipeline);
+    let table = runner.commands().await;
     let batches = compare::batches(&modes, &plan.watch, |mode| {
         let batch = Batch::new(commands.clone(), Plan { mode, watch: Vec::new(), ..plan.clone() });
-        exec::validate(&batch).map(|()| batch)
+        exec::validate(&batch, &table).map(|()| batch)
     })
     .map_err(|e| exec_error(NAME, &ExecError::Invalid(e), &lines))?;
     let report = compare::compare(&runner, &batches, args.include_results)

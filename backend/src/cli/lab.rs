@@ -22,9 +22,9 @@ pub struct LabArgs {
 }
 
 impl LabArgs {
-    /// The runner on `--redis`; bad options exit 2.
-    pub fn runner(&self, name: &str) -> Result<Direct, ExitCode> {
-        self.redis.runner().map_err(|m| fail(name, Exit::BadInput, m))
+    /// The runner on `--redis`, with the server's command table; bad options exit 2.
+    pub async fn runner(&self, name: &str) -> Result<Direct, ExitCode> {
+        Ok(self.redis.runner().map_err(|m| fail(name, Exit::BadInput, m))?.with_commands().await)
     }
 
     /// With `--json` the report as the API writes it, on one line; else

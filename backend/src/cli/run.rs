@@ -51,7 +51,7 @@ pub async fn main(args: Args) -> ExitCode {
         eprintln!("pipelab run: {m}");
         ExitCode::from(2)
     };
-    let Direct { target, opts } = match args.redis.runner() {
+    let runner = match args.redis.runner() {
         Ok(r) => r,
         Err(m) => return usage(m),
     };
@@ -64,6 +64,8 @@ pub async fn main(args: Args) -> ExitCode {
         }
     };
     let plan = args.plan.plan(args.mode);
+    // The executor checks each command with the server's command table.
+    let Direct { target, opts } = runner.with_commands().await;
 
     let lines = Rc::new(RefCell::new(VecDeque::new()));
     let mut source = FileSource::new(input, lines.clone());

@@ -112,6 +112,7 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
             .with_guard(Policy::new(&cfg.guard, Some(local)))
+            .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
     };
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);

@@ -15,6 +15,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use pipelab::exec::{self, Commands, Mode};
 use pipelab::lab::sweep::{self, SweepReport, SweepSpec};
+use pipelab::lab::Runner;
 
 use super::input::{at_least_one, rtt_ms, Exit};
 use super::lab::{fail, input_error, lab_error, LabArgs};
@@ -43,7 +44,7 @@ pub struct Args {
 
 /// Exit status: see the module's documentation.
 pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
-    let runner = args.lab.runner(NAME)?;
+    let runner = args.lab.runner(NAME).await?;
     let template = resp::inline::split_args(args.command.as_bytes()).map_err(|e| {
         let column = resp::inline::column_of(args.command.as_bytes(), e.offset);
         fail(NAME, Exit::BadInput, format_args!("--command: column {column}: {}", e.message))
@@ -52,7 +53,7 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     let total = i64::try_from(args.count).unwrap_or(i64::MAX);
     let spec = SweepSpec::new(template, total, &sizes, args.rtt).map_err(|e| input_error(NAME, &e, &[]))?;
     // Refused before anything runs, as the API refuses it.
-    exec::check_command(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
+    exec::check_command(&*runner.commands().await, Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
         .map_err(|m| fail(NAME, Exit::BadInput, format_args!("--command: {m}")))?;
     // Ctrl-C stops the sweep and cleans up; listened to from here on.
     let mut interrupt = signal(SignalKind::interrupt())

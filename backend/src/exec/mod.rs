@@ -230,6 +230,10 @@ pub struct ExecOptions {
     /// the connection is dropped, the commands awaiting replies are
     /// `unknown` and the rest `not_sent`, as for a lost connection.
     pub deadline: Option<std::time::Instant>,
+    /// The command table the batch is checked with. `None`: the pool's
+    /// (`execute_pooled*`: read from the server, see [`Pool::commands`]),
+    /// else the built-in fallback (`crate::commands::fallback`).
+    pub commands: Option<std::sync::Arc<crate::commands::Table>>,
 }
 
 impl Default for ExecOptions {
@@ -239,6 +243,18 @@ impl Default for ExecOptions {
             read_timeout: Duration::from_secs(30),
             max_reply_bytes: None,
             deadline: None,
+            commands: None,
+        }
+    }
+}
+
+impl ExecOptions {
+    /// The table to check with: [`ExecOptions::commands`], else `pool`'s, else the fallback.
+    pub fn table(&self, pool: Option<&Pool>) -> std::sync::Arc<crate::commands::Table> {
+        match (&self.commands, pool) {
+            (Some(t), _) => t.clone(),
+            (None, Some(p)) => p.commands(),
+            (None, None) => crate::commands::fallback::table(),
         }
     }
 }
@@ -316,11 +332,12 @@ impl Batch {
 ///
 /// Dropping the future drops the connection (and its delay line), which closes it.
 pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
-    validate(batch)?;
+    let table = opts.table(None);
+    validate(batch, &table)?;
     let mut source = BatchSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
     // Validated as a whole above: the runner need not check each command again.
-    let out = runner::run(target, &batch.plan, &mut source, &mut results, opts, false).await?;
+    let out = runner::run(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
     Ok(out.with_results(results))
 }
 
@@ -351,13 +368,14 @@ pub async fn execute_pooled_into<K: ResultSink>(
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    validate(batch)?;
+    validate(batch, &opts.table(Some(pool)))?;
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
-    let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false).await;
+    // The table as the new connection may just have refreshed it.
+    let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, opts.table(Some(pool))).await;
     let mut out = ran.report;
     if out.summary.not_sent == out.summary.commands {
         out.reconnect_failed = ran.reconnect_failed;
@@ -385,7 +403,7 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     opts: &ExecOptions,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     validate::check_plan(plan)?;
-    runner::run(target, plan, source, sink, opts, true).await
+    runner::run(target, plan, source, sink, opts, true, opts.table(None)).await
 }
 
 #[cfg(test)]

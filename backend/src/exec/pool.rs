@@ -12,9 +12,13 @@
 //!   (its future is dropped with the connection inside).
 //! - No connection state leaks: a batch that ran a command which can change
 //!   the connection's own state (MULTI, WATCH, CLIENT …, see
-//!   [`changes_connection_state`]) does not give it back. The API refuses
-//!   SELECT, HELLO, AUTH, RESET and the rest up front (api/refuse.rs); the
-//!   list here covers them too, so the executor is safe on its own.
+//!   [`Table::changes_connection_state`]) does not give it back. The API
+//!   refuses SELECT, HELLO, AUTH, RESET and the rest up front; the table's
+//!   rule covers them too, so the executor is safe on its own.
+//! - The pool keeps the target's command table ([`Pool::commands`]): each
+//!   connection it opens checks the server's `run_id` first (`INFO
+//!   server`, before the batch's clock and stats start) and a changed
+//!   server's table is read again (`crate::commands::cache`).
 //! - RESP2 and RESP3 connections are kept apart (`HELLO 3` is part of the
 //!   handshake).
 //! - Connections behind the simulated-RTT delay line are never pooled: each
@@ -35,7 +39,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::ArgvRef;
+use crate::commands::{Cache, Table};
 use crate::conn::{Conn, ConnSettings, RedisTarget};
 
 /// How many idle connections a pool keeps, and for how long.
@@ -69,6 +73,8 @@ pub struct Pool {
     /// installed when the pool was made: set twice per batch, a look-up by
     /// name each time cost a registry search (hash, lock) per call.
     gauge: metrics::Gauge,
+    /// The target's command table, refreshed by each connection opened.
+    commands: Cache,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -86,7 +92,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE) });
+        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Cache::new() });
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -124,8 +130,47 @@ impl Pool {
                 }
             }
         }
-        let conn = Conn::connect(&self.target, settings).await?;
+        // Behind the delay line the check would cost the batch a simulated
+        // RTT: such connections leave it to the next one without.
+        if settings.simulated_rtt_ms > 0.0 {
+            return Ok(Lease { conn: Conn::connect(&self.target, settings).await?, reused: false });
+        }
+        // The table is read before the reply-size limit applies.
+        let unlimited = ConnSettings { max_reply_bytes: None, ..settings.clone() };
+        let mut conn = Conn::connect(&self.target, &unlimited).await?;
+        self.commands.refresh(&mut conn).await.map_err(|e| format!("{}: {e}", self.target))?;
+        conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
+    }
+
+    /// The target's command table: the server's once a connection was
+    /// opened, the built-in fallback before.
+    pub fn commands(&self) -> std::sync::Arc<Table> {
+        self.commands.table()
+    }
+
+    /// [`Pool::commands`], read from the server first if no connection
+    /// checked it yet: on a connection of its own (within `wait` for
+    /// connecting and each reply), closed after, so that no idle
+    /// connection is left behind by it. Redis unreachable: the fallback
+    /// (the batch will then fail to connect too).
+    pub async fn commands_loaded(&self, wait: std::time::Duration) -> std::sync::Arc<Table> {
+        if !self.commands.was_checked() {
+            let settings = ConnSettings {
+                connect_timeout: wait,
+                read_timeout: wait,
+                resp3: false,
+                simulated_rtt_ms: 0.0,
+                max_reply_bytes: None,
+                deadline: None,
+            };
+            if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
+                if let Err(e) = self.commands.refresh(&mut conn).await {
+                    tracing::warn!(error = %e, "reading the command table failed");
+                }
+            }
+        }
+        self.commands()
     }
 
     /// Removes and returns the most recently returned idle connection
@@ -202,51 +247,5 @@ async fn reap(pool: Weak<Pool>, every: Duration) {
             Some(p) => p.reap(),
             None => return,
         }
-    }
-}
-
-/// True if `argv` may change the state of the connection it runs on, so
-/// that the connection must not serve another batch: transactions and
-/// watched keys (MULTI, EXEC, DISCARD, WATCH, UNWATCH: a MULTI without EXEC
-/// would queue the next batch's commands), anything under CLIENT (SETNAME,
-/// NO-EVICT, NO-TOUCH, TRACKING, REPLY, CACHING…), the database, protocol
-/// and user (SELECT, HELLO, AUTH, RESET), cluster read modes (READONLY,
-/// READWRITE, ASKING), and the modes that turn a connection into a stream
-/// (SUBSCRIBE family, MONITOR, SYNC/PSYNC, REPLCONF, QUIT).
-///
-/// Scripts cannot change their caller's state (SELECT inside EVAL is
-/// script-local since Redis 2.8.12), so EVAL and FCALL are not listed.
-/// Allocation-free: it runs for every command of every batch.
-pub fn changes_connection_state(argv: ArgvRef<'_>) -> bool {
-    let Some(name) = argv.name() else { return false };
-    if name.len() < 4 || name.len() > 12 {
-        return false;
-    }
-    const NAMES: &[&[u8]] = &[
-        b"MULTI", b"EXEC", b"DISCARD", b"WATCH", b"UNWATCH", b"CLIENT", b"SELECT", b"HELLO", b"AUTH", b"RESET",
-        b"QUIT", b"READONLY", b"READWRITE", b"ASKING", b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE", b"UNSUBSCRIBE",
-        b"PUNSUBSCRIBE", b"SUNSUBSCRIBE", b"MONITOR", b"SYNC", b"PSYNC", b"REPLCONF",
-    ];
-    NAMES.iter().any(|n| n.len() == name.len() && n.eq_ignore_ascii_case(name))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn changes(s: &str) -> bool {
-        let argv: Vec<&str> = s.split(' ').filter(|a| !a.is_empty()).collect();
-        changes_connection_state(crate::exec::Commands::from_iter([argv]).get(0))
-    }
-
-    #[test]
-    fn connection_state_commands() {
-        for cmd in ["MULTI", "exec", "Discard", "WATCH k", "unwatch", "CLIENT SETNAME x", "client no-evict on", "SELECT 1", "HELLO 3", "AUTH x", "RESET", "READONLY", "readwrite", "ASKING", "SUBSCRIBE c", "QUIT"] {
-            assert!(changes(cmd), "{cmd}");
-        }
-        for cmd in ["SET k v", "GET k", "EVAL x 0", "INCR n", "CLIENTS", "WATCHER", "PING", "DEL a b"] {
-            assert!(!changes(cmd), "{cmd}");
-        }
-        assert!(!changes(""));
     }
 }

@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
-use super::pool::changes_connection_state;
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 use super::{check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
+use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
 
 /// One execution under way.
@@ -20,8 +20,10 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
     /// batch was validated before connecting).
     check: bool,
     /// A command pulled may have changed the connection's state: it must
-    /// not serve another batch (see [`changes_connection_state`]).
+    /// not serve another batch (see [`Table::changes_connection_state`]).
     state_changed: bool,
+    /// The rules each pulled command is checked with.
+    table: std::sync::Arc<Table>,
     /// For a connection reused from a pool, until the first write went
     /// through: where to open a fresh one if that write fails with nothing sent.
     fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
@@ -66,9 +68,10 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     sink: &mut K,
     opts: &ExecOptions,
     check: bool,
+    table: std::sync::Arc<Table>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let conn = Conn::connect(target, &settings(plan, opts)).await.map_err(ExecError::Connect)?;
-    Ok(run_on(conn, None, plan, source, sink, check).await.report)
+    Ok(run_on(conn, None, plan, source, sink, check, table).await.report)
 }
 
 /// How a run on a given connection ended.
@@ -91,6 +94,7 @@ pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
     source: &'s mut S,
     sink: &'s mut K,
     check: bool,
+    table: std::sync::Arc<Table>,
 ) -> Ran<S::Error> {
     let t0 = Instant::now();
     let mut r = Runner {
@@ -100,6 +104,7 @@ pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
         sink,
         check,
         state_changed: false,
+        table,
         fallback,
         reconnect_failed: None,
         t0,
@@ -155,10 +160,10 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
                 self.source_done = true;
                 return None;
             }
-            Ok(Some(argv)) => match if self.check { check_command(argv, self.mode) } else { Ok(()) } {
+            Ok(Some(argv)) => match if self.check { check_command(&self.table, argv, self.mode) } else { Ok(()) } {
                 Ok(()) => {
                     self.pulled += 1;
-                    if !self.state_changed && changes_connection_state(argv) {
+                    if !self.state_changed && self.table.changes_connection_state(argv) {
                         self.state_changed = true;
                     }
                     return Some(argv);
@@ -413,7 +418,7 @@ mod tests {
         // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true).await;
+        let ran = run_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true, crate::commands::fallback::table()).await;
         assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
         assert_eq!(results[0].status, Status::Ok);
         assert_eq!(results[0].reply, Some(resp::Value::Integer(1)));
@@ -422,7 +427,7 @@ mod tests {
         // Without it (a connection of the batch's own): not sent, not unknown, never retried.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_on(dead, None, &plan(), &mut source, &mut results, true).await;
+        let ran = run_on(dead, None, &plan(), &mut source, &mut results, true, crate::commands::fallback::table()).await;
         assert_eq!(results[0].status, Status::NotSent);
         assert!(ran.report.connection_error.is_some());
         assert!(ran.reusable.is_none());

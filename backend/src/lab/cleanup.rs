@@ -1,7 +1,8 @@
 //! The sweep's key clean-up: a sweep writes `total` keys into a Redis
 //! others use, so afterwards it deletes the keys it created, and only
-//! those. The key positions come from Redis itself (`COMMAND GETKEYS` on
-//! the first command, [`sweep_keys`]); the keys that existed before the
+//! those. The key positions come from Redis itself (the command table's
+//! key specs, else `COMMAND GETKEYSANDFLAGS`, for the first command:
+//! [`sweep_keys`]); the keys that existed before the
 //! sweep are left alone (EXISTS before the first run), though the sweep's
 //! commands still ran on them. The clean-up happens after a failed run
 //! too, and when the sweep is dropped half-way (a client that went away),
@@ -15,6 +16,7 @@ use utoipa::ToSchema;
 
 use super::error::{InputError, LabError, Problem};
 use super::runner::{pipeline, Runner};
+use crate::commands::{from_getkeys_reply, getkeys_argv};
 use crate::exec::{Commands, Status};
 
 /// Keys per DEL command during cleanup.
@@ -25,7 +27,7 @@ const ADMIN_BATCH_SIZE: usize = 1000;
 /// Keys removed after the sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Cleanup {
-    /// Distinct keys the commands name (per COMMAND GETKEYS).
+    /// Distinct keys the commands name (per the key specs or COMMAND GETKEYSANDFLAGS).
     pub keys: u64,
     /// Keys that existed before the sweep: written to, but not deleted.
     pub preexisting: u64,
@@ -81,54 +83,29 @@ impl<R: Runner> Drop for Pending<R> {
     }
 }
 
-/// The distinct keys `commands` touch, in first-use order. Key positions are
-/// those COMMAND GETKEYS reports for the first command.
+/// The distinct keys `commands` touch, in first-use order. Key positions
+/// are those of the first command, from the runner's command table (its
+/// key specs); where the specs cannot find them all (or the table lacks
+/// the command), from `COMMAND GETKEYSANDFLAGS`, whose error for a command
+/// Redis rejects is [`Problem::InvalidCommand`].
 pub async fn sweep_keys<R: Runner>(runner: &R, commands: &Commands) -> Result<Vec<Vec<u8>>, LabError<R::Error>> {
     let first = commands.get(0);
-    if first.len() < 2 {
-        return Ok(Vec::new()); // only a name: no key arguments (and GETKEYS would reject it)
-    }
-    let mut argv: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-    argv.extend(first.iter());
-    let reply = runner
-        .command(&argv)
-        .await
-        .map_err(LabError::Run)?
-        .ok_or_else(|| LabError::Unavailable("the connection failed before the reply".into()))?;
-    let names = match reply {
-        resp::Value::Array(items) => items,
-        other => {
-            let msg = other
-                .error_message()
-                .map(|m| String::from_utf8_lossy(m).into_owned());
-            return match msg {
-                Some(m) if m.contains("no key arguments") => Ok(Vec::new()),
-                Some(m) => Err(InputError::new(
-                    Problem::InvalidCommand,
-                    "command",
-                    format!("Redis rejects it: {m}"),
-                )
-                .into()),
-                None => Err(InputError::new(
-                    Problem::InvalidCommand,
-                    "command",
-                    "COMMAND GETKEYS gave no key list",
-                )
-                .into()),
-            };
+    let positions = match runner.commands().await.keys(first) {
+        Some(keys) if keys.complete => keys.indexes(),
+        _ if first.len() < 2 => Vec::new(), // only a name: no key arguments (and GETKEYS would reject it)
+        _ => {
+            let reply = runner
+                .command(&getkeys_argv(first))
+                .await
+                .map_err(LabError::Run)?
+                .ok_or_else(|| LabError::Unavailable("the connection failed before the reply".into()))?;
+            from_getkeys_reply(first, &reply)
+                .map_err(|m| InputError::new(Problem::InvalidCommand, "command", format!("Redis rejects it: {m}")))?
+                .iter()
+                .map(|p| p.index)
+                .collect()
         }
     };
-    let mut positions = Vec::new();
-    for name in names {
-        let resp::Value::Bulk(name) = name else {
-            continue;
-        };
-        if let Some(j) =
-            (1..first.len()).find(|j| first.get(*j) == Some(&name[..]) && !positions.contains(j))
-        {
-            positions.push(j);
-        }
-    }
     let mut seen = HashSet::new();
     let mut keys = Vec::new();
     for cmd in commands.iter() {

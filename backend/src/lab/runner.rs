@@ -4,10 +4,12 @@
 //! experiments are written once against [`Runner`].
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::commands::Table;
 use crate::conn::RedisTarget;
-use crate::exec::{self, Batch, Commands, ExecError, ExecOptions, Mode, Plan, Report, Status};
+use crate::exec::{self, Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, Status};
 
 /// Runs batches for an experiment. Cheap to clone: the sweep's clean-up
 /// keeps a clone to delete its keys in a task of its own when the
@@ -36,6 +38,10 @@ pub trait Runner: Clone + Send + Sync + 'static {
 
     /// Longest a batch may run: the sweep's clean-up waits this plus 1 s.
     fn batch_timeout(&self) -> Duration;
+
+    /// The target's command table (`crate::commands`): where the sweep's
+    /// clean-up finds the keys its commands write.
+    fn commands(&self) -> impl Future<Output = Arc<Table>> + Send;
 }
 
 /// A pipeline-mode batch of `commands` in chunks of `batch_size`, with
@@ -46,11 +52,26 @@ pub fn pipeline(commands: Commands, batch_size: usize, simulated_rtt_ms: f64) ->
 }
 
 /// The executor itself: each batch on a new connection to `target`, with
-/// `opts`' timeouts and nothing else (`pipelab compare`, `pipelab sweep`).
+/// `opts`' timeouts and command table and nothing else (`pipelab run`,
+/// `pipelab compare`, `pipelab sweep`).
 #[derive(Debug, Clone)]
 pub struct Direct {
     pub target: RedisTarget,
     pub opts: ExecOptions,
+}
+
+impl Direct {
+    /// `self` with the server's command table in `opts.commands` (unless it
+    /// has one), read with `COMMAND` on a connection of its own within
+    /// `opts.connect_timeout`, closed after. Redis unreachable: the
+    /// built-in fallback (the batches then fail to connect too).
+    pub async fn with_commands(mut self) -> Direct {
+        if self.opts.commands.is_none() {
+            let pool = Pool::new(self.target.clone(), PoolConfig { max_idle: 0, ..PoolConfig::default() });
+            self.opts.commands = Some(pool.commands_loaded(self.opts.connect_timeout).await);
+        }
+        self
+    }
 }
 
 impl Runner for Direct {
@@ -63,5 +84,11 @@ impl Runner for Direct {
     /// `opts.read_timeout`: the longest wait for a reply.
     fn batch_timeout(&self) -> Duration {
         self.opts.read_timeout
+    }
+
+    /// The table the executor checks with: `opts.commands` (see
+    /// [`Direct::with_commands`]), else the built-in fallback.
+    async fn commands(&self) -> Arc<Table> {
+        self.opts.table(None)
     }
 }

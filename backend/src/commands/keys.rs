@@ -1,0 +1,319 @@
+//! Key positions from the server's key specs (Redis 7), found as Redis
+//! itself finds them (`getKeysUsingKeySpecs` in `src/db.c`), and
+//! `COMMAND GETKEYSANDFLAGS` as the fallback for what the specs cannot
+//! locate.
+//!
+//! A key spec says where the search for keys begins (`begin_search`: a
+//! fixed index, or after a keyword such as `STREAMS`) and how keys follow
+//! from there (`find_keys`: a range with a step, or a count argument such
+//! as EVAL's `numkeys`). A spec of type `unknown`, or flagged
+//! `incomplete`, means the keys cannot all be found from the argv alone:
+//! SORT's `BY`/`GET` patterns name keys from the data, MIGRATE's `KEYS`
+//! may be anywhere. Such an argv is reported [`Keys::complete`]` = false`.
+
+use resp::Value;
+
+use super::table::{bytes, fields, int, list, text, Command, Table};
+use crate::exec::ArgvRef;
+
+/// A key spec's flags (`RO`, `RW`, `OW`, `RM`, `access`, `update`,
+/// `insert`, `delete`, `not_key`, `incomplete`, `variable_flags`), as a bit set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyFlags(pub u16);
+
+impl KeyFlags {
+    /// Read-only: the command reads the key's value.
+    pub const RO: KeyFlags = KeyFlags(1);
+    /// Read-write: reads and changes it.
+    pub const RW: KeyFlags = KeyFlags(1 << 1);
+    /// Overwrite: replaces it without reading.
+    pub const OW: KeyFlags = KeyFlags(1 << 2);
+    /// Remove: deletes it.
+    pub const RM: KeyFlags = KeyFlags(1 << 3);
+    /// The value is returned or copied (user data leaves the key).
+    pub const ACCESS: KeyFlags = KeyFlags(1 << 4);
+    pub const UPDATE: KeyFlags = KeyFlags(1 << 5);
+    pub const INSERT: KeyFlags = KeyFlags(1 << 6);
+    pub const DELETE: KeyFlags = KeyFlags(1 << 7);
+    /// Not a key, though it hashes like one (SPUBLISH's channel).
+    pub const NOT_KEY: KeyFlags = KeyFlags(1 << 8);
+    /// The spec may miss keys.
+    pub const INCOMPLETE: KeyFlags = KeyFlags(1 << 9);
+    /// The flags depend on the arguments (e.g. SET with GET).
+    pub const VARIABLE_FLAGS: KeyFlags = KeyFlags(1 << 10);
+
+    const NAMES: [(&'static str, KeyFlags); 11] = [
+        ("RO", Self::RO),
+        ("RW", Self::RW),
+        ("OW", Self::OW),
+        ("RM", Self::RM),
+        ("access", Self::ACCESS),
+        ("update", Self::UPDATE),
+        ("insert", Self::INSERT),
+        ("delete", Self::DELETE),
+        ("not_key", Self::NOT_KEY),
+        ("incomplete", Self::INCOMPLETE),
+        ("variable_flags", Self::VARIABLE_FLAGS),
+    ];
+
+    /// The flag named `name` as Redis writes it (`RO`, `access`, …).
+    pub fn from_name(name: &str) -> Option<KeyFlags> {
+        Self::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, f)| *f)
+    }
+
+    pub fn contains(self, other: KeyFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The names of the flags set, as Redis writes them.
+    pub fn names(self) -> Vec<&'static str> {
+        Self::NAMES.iter().filter(|(_, f)| self.contains(*f)).map(|(n, _)| *n).collect()
+    }
+}
+
+impl std::ops::BitOr for KeyFlags {
+    type Output = KeyFlags;
+    fn bitor(self, o: KeyFlags) -> KeyFlags {
+        KeyFlags(self.0 | o.0)
+    }
+}
+
+/// Where the search for a spec's keys begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeginSearch {
+    /// At this argument index.
+    Index(usize),
+    /// After `keyword`, searched from `startfrom` (negative: from the end, backwards).
+    Keyword { keyword: String, startfrom: i64 },
+    /// Cannot be told from the argv.
+    Unknown,
+}
+
+/// How keys follow from where the search began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FindKeys {
+    /// Up to `lastkey` (relative; negative: from the end, `-1` the last
+    /// argument), every `keystep`; `limit` > 1 stops at 1/limit of the rest
+    /// (XREAD's keys are the first half after STREAMS).
+    Range { lastkey: i64, keystep: usize, limit: i64 },
+    /// Argument `keynumidx` (relative) holds the number of keys, which start
+    /// at `firstkey` (relative), every `keystep` (EVAL's numkeys).
+    Keynum { keynumidx: usize, firstkey: usize, keystep: usize },
+    Unknown,
+}
+
+/// A map's fields by name.
+type Fields<'a> = Vec<(String, &'a Value)>;
+
+/// `{type, spec: {field: value…}}` of a key spec's begin_search / find_keys.
+fn typed(v: Option<&Value>) -> Option<(String, Fields<'_>)> {
+    let f = fields(v?)?;
+    let ty = f.iter().find(|(k, _)| k == "type").and_then(|(_, v)| text(v))?;
+    let spec = f.iter().find(|(k, _)| k == "spec").and_then(|(_, v)| fields(v)).unwrap_or_default();
+    Some((ty, spec))
+}
+
+/// One key spec of a command (`COMMAND INFO`'s `key_specs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpec {
+    pub flags: KeyFlags,
+    pub begin_search: BeginSearch,
+    pub find_keys: FindKeys,
+    /// Redis's note on the spec, if any.
+    pub notes: Option<String>,
+}
+
+impl KeySpec {
+    /// Parses one key spec of a `COMMAND` reply (RESP2 or RESP3).
+    pub fn from_reply(v: &Value) -> Result<KeySpec, String> {
+        let f = fields(v).ok_or("a key spec is not a map")?;
+        let get = |name: &str| f.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        let flags = get("flags")
+            .and_then(list)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(text)
+            .filter_map(|n| KeyFlags::from_name(&n))
+            .fold(KeyFlags::default(), |a, b| a | b);
+        let num = |spec: &Fields<'_>, name: &str| spec.iter().find(|(k, _)| k == name).and_then(|(_, v)| int(v));
+        let begin_search = match typed(get("begin_search")) {
+            Some((ty, spec)) if ty == "index" => BeginSearch::Index(num(&spec, "index").unwrap_or(0).max(0) as usize),
+            Some((ty, spec)) if ty == "keyword" => BeginSearch::Keyword {
+                keyword: spec.iter().find(|(k, _)| k == "keyword").and_then(|(_, v)| text(v)).unwrap_or_default(),
+                startfrom: num(&spec, "startfrom").unwrap_or(1),
+            },
+            _ => BeginSearch::Unknown,
+        };
+        let find_keys = match typed(get("find_keys")) {
+            Some((ty, spec)) if ty == "range" => FindKeys::Range {
+                lastkey: num(&spec, "lastkey").unwrap_or(0),
+                keystep: num(&spec, "keystep").unwrap_or(1).max(1) as usize,
+                limit: num(&spec, "limit").unwrap_or(0),
+            },
+            Some((ty, spec)) if ty == "keynum" => FindKeys::Keynum {
+                keynumidx: num(&spec, "keynumidx").unwrap_or(0).max(0) as usize,
+                firstkey: num(&spec, "firstkey").unwrap_or(1).max(0) as usize,
+                keystep: num(&spec, "keystep").unwrap_or(1).max(1) as usize,
+            },
+            _ => FindKeys::Unknown,
+        };
+        Ok(KeySpec { flags, begin_search, find_keys, notes: get("notes").and_then(text) })
+    }
+
+    /// True if this spec cannot find all its keys from the argv.
+    pub fn is_incomplete(&self) -> bool {
+        self.flags.contains(KeyFlags::INCOMPLETE)
+            || self.begin_search == BeginSearch::Unknown
+            || self.find_keys == FindKeys::Unknown
+    }
+}
+
+/// One key of an argv: its index and the flags of the spec that found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyPosition {
+    pub index: usize,
+    pub flags: KeyFlags,
+}
+
+/// The keys of an argv, as far as the key specs locate them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// In spec order, then argument order (a key named twice appears twice).
+    pub positions: Vec<KeyPosition>,
+    /// False if a spec is `unknown` or `incomplete`: the command may reach
+    /// keys not listed (SORT … BY/GET, MIGRATE … KEYS). Ask the server with
+    /// [`getkeys_argv`] for what it can tell, and treat the rest as unknown.
+    pub complete: bool,
+}
+
+impl Keys {
+    /// Just the indexes.
+    pub fn indexes(&self) -> Vec<usize> {
+        self.positions.iter().map(|p| p.index).collect()
+    }
+}
+
+/// The keys of `argv` for `cmd` (its entry from `Table::command`), found
+/// from the key specs exactly as Redis's `getKeysUsingKeySpecs` does
+/// (`src/db.c`), including its partial mode: a spec that does not match
+/// the argv (a keyword absent, a bad numkeys, out of bounds) finds nothing.
+/// A command without key specs has no keys: complete, unless it is
+/// flagged `movablekeys` or has legacy key positions (a Redis 6 table,
+/// which has no key specs at all: ask `COMMAND GETKEYS`).
+pub fn keys(cmd: &Command, argv: ArgvRef<'_>) -> Keys {
+    let argc = argv.len() as i64;
+    let mut out = Keys { positions: Vec::new(), complete: true };
+    if cmd.key_specs.is_empty() && (cmd.has_flag("movablekeys") || cmd.legacy_keys.0 != 0) {
+        out.complete = false;
+    }
+    for spec in &cmd.key_specs {
+        if spec.is_incomplete() {
+            out.complete = false;
+        }
+        let first = match &spec.begin_search {
+            BeginSearch::Index(i) => *i as i64,
+            BeginSearch::Keyword { keyword, startfrom } => {
+                let (start, end) = if *startfrom > 0 { (*startfrom, argc - 1) } else { (argc + startfrom, 1) };
+                // As Redis's loop: `end` itself is not searched.
+                let mut found = 0;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if argv.get(i as usize).is_some_and(|a| a.eq_ignore_ascii_case(keyword.as_bytes())) {
+                        found = i + 1;
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            BeginSearch::Unknown => continue,
+        };
+        let (first, last, step) = match spec.find_keys {
+            FindKeys::Range { lastkey, keystep, limit } => {
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit <= 1 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, keystep as i64)
+            }
+            FindKeys::Keynum { keynumidx, firstkey, keystep } => {
+                let at = first + keynumidx as i64;
+                let Some(n) = argv.get(at as usize).and_then(|a| std::str::from_utf8(a).ok()).and_then(|s| s.parse::<i64>().ok()) else {
+                    continue;
+                };
+                if n < 0 {
+                    continue;
+                }
+                // Redis: `last = first + numkeys - 1`, whatever the step.
+                let first = first + firstkey as i64;
+                (first, first + n - 1, keystep as i64)
+            }
+            FindKeys::Unknown => continue,
+        };
+        // Out of bounds is a syntax error Redis reports itself: no keys.
+        if last >= argc || last < first || first >= argc {
+            continue;
+        }
+        let mut i = first;
+        while i <= last {
+            out.positions.push(KeyPosition { index: i as usize, flags: spec.flags });
+            i += step;
+        }
+    }
+    out
+}
+
+impl Table {
+    /// [`keys()`] of `argv`'s entry ([`Table::command`]); `None` for a
+    /// command the table lacks (ask the server with [`getkeys_argv`]).
+    pub fn keys(&self, argv: ArgvRef<'_>) -> Option<Keys> {
+        self.command(argv).map(|cmd| keys(cmd, argv))
+    }
+}
+
+/// `COMMAND GETKEYSANDFLAGS argv…`: the server's own answer for an argv
+/// whose keys the specs cannot all find (run it on any connection).
+pub fn getkeys_argv<'a>(argv: ArgvRef<'a>) -> Vec<&'a [u8]> {
+    let mut out: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYSANDFLAGS"];
+    out.extend(argv.iter());
+    out
+}
+
+/// The key positions in `argv` named by the reply to [`getkeys_argv`]
+/// (`[[key, [flags…]], …]`; plain `COMMAND GETKEYS`'s `[key, …]` too):
+/// each key is matched to the first argument after the name equal to it
+/// and not matched yet. `Ok(empty)` for Redis's "no key arguments" /
+/// "Invalid arguments" replies about a command without keys.
+///
+/// Errors: any other error reply (unknown command, wrong arity), as Redis wrote it.
+pub fn from_getkeys_reply(argv: ArgvRef<'_>, reply: &Value) -> Result<Vec<KeyPosition>, String> {
+    if let Some(msg) = reply.error_message() {
+        let msg = String::from_utf8_lossy(msg).into_owned();
+        return if msg.contains("no key arguments") { Ok(Vec::new()) } else { Err(msg) };
+    }
+    let items = list(reply).ok_or("COMMAND GETKEYSANDFLAGS gave no key list")?;
+    let mut out: Vec<KeyPosition> = Vec::new();
+    for item in items {
+        let (key, flags) = match list(item) {
+            Some([key, flags, ..]) => (
+                bytes(key),
+                list(flags).unwrap_or(&[]).iter().filter_map(text).filter_map(|n| KeyFlags::from_name(&n)).fold(KeyFlags::default(), |a, b| a | b),
+            ),
+            _ => (bytes(item), KeyFlags::default()),
+        };
+        let Some(key) = key else { continue };
+        if let Some(index) = (1..argv.len()).find(|&j| argv.get(j) == Some(key) && !out.iter().any(|p| p.index == j)) {
+            out.push(KeyPosition { index, flags });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,61 @@
+//! The command table: what each command of the connected server does and
+//! where its keys are, learned from the server itself.
+//!
+//! Why: the rules about commands (what is refused, what breaks the
+//! executor's one-reply-per-command count, what changes a connection so
+//! it must not be pooled, what only reads, where keys are) used to be
+//! hand-written name lists in four files, each a little different and none
+//! knowing a command added by a newer Redis or a module. Redis describes
+//! its commands itself: `COMMAND` gives, for every command and subcommand,
+//! its arity, flags (`readonly`, `write`, `admin`, `blocking`, `noscript`,
+//! `pubsub`, `no_multi`, …), ACL categories, key specs and (Redis 7) its
+//! request/response policy tips. This module reads that once per target
+//! and answers every such question from it.
+//!
+//! - [`table`]: [`Table`] and [`Command`], parsed from the `COMMAND` reply;
+//!   [`Table::command`] finds an argv's entry (a container's subcommand:
+//!   `CONFIG GET` → `config|get`) with one hash look-up on the lowercased
+//!   name, in a stack buffer (no allocation per command).
+//! - [`mod@keys`]: key positions from the key specs, as Redis's
+//!   `getKeysUsingKeySpecs` (`src/db.c`); `COMMAND GETKEYSANDFLAGS` for
+//!   what the specs cannot locate ([`Keys::complete`] false: SORT … BY/GET,
+//!   MIGRATE … KEYS).
+//! - [`rules`]: refusals ([`Table::refusal`], with an [`Access`] hook for
+//!   tokens and [`Allow`] for operator flags), the executor's reply rule
+//!   ([`Table::reply_rule`]), [`Table::changes_connection_state`],
+//!   [`Table::is_readonly`], [`Table::runs_script`]; each rule says whether it is a flag's or,
+//!   where the flags do not say it, names the command and why.
+//! - `timeout`: blocking commands' timeouts read as Redis reads them
+//!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
+//! - [`fallback`]: the built-in table of the handful of commands that must
+//!   be refused before the server is reachable (Redis 7.0.15's own entries).
+//! - [`cache`]: the table of one target, refreshed when the server's
+//!   `run_id` or `redis_version` changes (checked on each new pooled
+//!   connection).
+//!
+//! Sources: `COMMAND` only. Redis 7.0 already puts the tips and key specs
+//! in it, so `COMMAND DOCS` (argument names and types) is not read; Redis
+//! 6 gives no tips or key specs (every [`Keys`] of a command with keys is
+//! then incomplete, so callers fall back to `COMMAND GETKEYS`). Cost: one `INFO server` round trip per
+//! new pooled connection (not behind the simulated-RTT delay line, not in
+//! the batch's stats), one `COMMAND` (about 90 KB) per server start.
+//!
+//! Who asks: the API's validation (`api::refuse`), the executor's checks
+//! (`exec::validate`, the runner's pooling decision), the pool (which
+//! keeps the [`Cache`]), sweep's key clean-up (`lab::cleanup`, through
+//! `lab::Runner::commands`) and the script kill of a cut batch (`api::busy`). Next:
+//! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), the
+//! sandbox's key rewriting ([`keys()`]), cluster slot routing ([`keys()`],
+//! [`Command::request_policy`], [`Command::response_policy`]).
+
+pub mod cache;
+pub mod fallback;
+pub mod keys;
+pub mod rules;
+pub mod table;
+mod timeout;
+
+pub use cache::Cache;
+pub use keys::{from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
+pub use rules::{Access, Allow, Reason, Refusal};
+pub use table::{Command, ServerIdentity, Table};

@@ -1,0 +1,334 @@
+//! Every rule about what a command does to pipelab, asked of the table:
+//! which commands are refused and why ([`Table::refusal`]), which break
+//! the executor's one-reply-per-command count ([`Table::reply_rule`]),
+//! which change the connection they run on so that it must not be pooled
+//! ([`Table::changes_connection_state`]), and which only read
+//! ([`Table::is_readonly`]).
+//!
+//! Where Redis's flags say it, the rule is the flag: `pubsub` + `noscript`
+//! is a subscribe-style command (SUBSCRIBE … SUNSUBSCRIBE, not PUBLISH or
+//! PUBSUB CHANNELS); ACL category `@transaction` is MULTI/EXEC/DISCARD/
+//! WATCH/UNWATCH; `@connection` changes the connection; `admin` administers
+//! the server; `blocking` can block; `readonly` only reads. Where the flags
+//! do not say it, the rule names the command here, and says why:
+//! MONITOR/SYNC/PSYNC answer with a stream (flagged only `admin`), MIGRATE
+//! connects to another server (flagged only `write`), the admin commands
+//! that merely read (CLIENT LIST, SLOWLOG LEN, LATENCY …) are allowed, the
+//! secret-revealing ones need an operator, and the `@connection` commands
+//! that only answer (PING, ECHO, COMMAND, WAIT) leave the connection as it was.
+
+use super::table::{Command, Table};
+use super::timeout;
+use crate::exec::{ArgvRef, Mode};
+
+/// Who is asking: the hook for tokens. Today's callers pass [`Access::Full`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    /// Every command pipelab runs at all.
+    #[default]
+    Full,
+    /// Only commands the server flags `readonly`.
+    ReadOnly,
+    /// [`Access::Full`] plus the commands that reveal secrets (CONFIG GET,
+    /// ACL LIST/GETUSER/DRYRUN/USERS/LOG, SLOWLOG GET).
+    Operator,
+}
+
+/// What the operator allows beyond the defaults (`pipelab serve` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Allow {
+    /// `--allow-migrate`: let MIGRATE connect to the servers it names.
+    pub migrate: bool,
+}
+
+/// Why a command is refused; `message` is for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: Reason,
+    pub message: String,
+}
+
+/// The rule a refusal comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Changes the connection itself (SELECT, HELLO, AUTH, QUIT, RESET).
+    Connection,
+    /// Turns the connection into a stream of messages (SUBSCRIBE…, MONITOR, SYNC).
+    Stream,
+    /// Changes which replies the connection gets (CLIENT REPLY, CLIENT TRACKING).
+    ReplyMode,
+    /// MULTI/EXEC/DISCARD/WATCH/UNWATCH in transaction mode.
+    Transaction,
+    /// Administers the shared server.
+    Admin,
+    /// Reveals secrets: needs an operator token.
+    Secret,
+    /// Connects to another server (MIGRATE).
+    OtherServer,
+    /// A blocking command with timeout 0.
+    BlockingForever,
+    /// Not flagged `readonly`, asked with [`Access::ReadOnly`].
+    NotReadOnly,
+}
+
+/// What the rules need to know of one command, worked out once when the
+/// table is built: one bit test per command on the hot path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Class(u16);
+
+impl Class {
+    const CONNECTION: u16 = 1;
+    const STREAM: u16 = 1 << 1;
+    const REPLICA: u16 = 1 << 2;
+    const REPLY_MODE: u16 = 1 << 3;
+    const TRANSACTION: u16 = 1 << 4;
+    const ADMIN: u16 = 1 << 5;
+    const SECRET: u16 = 1 << 6;
+    const OTHER_SERVER: u16 = 1 << 7;
+    const BLOCKING: u16 = 1 << 8;
+    const STATE: u16 = 1 << 9;
+    const READONLY: u16 = 1 << 10;
+    const KILLS_SCRIPT: u16 = 1 << 11;
+    /// The bits [`Table::refusal`] looks at (all but STATE and READONLY).
+    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY);
+
+    fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+
+    pub(crate) fn any(self, mask: u16) -> bool {
+        self.0 & mask != 0
+    }
+
+    pub(crate) fn union(self, o: Class) -> Class {
+        Class(self.0 | o.0)
+    }
+
+    /// The bits each rule looks at, in `Table::filters` order: refusal,
+    /// the executor's reply rule, connection state.
+    pub(crate) const RULES: [u16; 3] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE];
+    const FILTER_REFUSAL: usize = 0;
+    const FILTER_REPLY: usize = 1;
+    const FILTER_STATE: usize = 2;
+
+    /// The class of `cmd` (its subcommands already classed).
+    pub(crate) fn of(cmd: &Command) -> Class {
+        let name = cmd.name.as_str();
+        let mut c = 0;
+        // Named: the flags do not say these (see the module doc).
+        if matches!(name, "select" | "hello" | "auth" | "quit" | "reset") {
+            c |= Self::CONNECTION;
+        }
+        // Subscribe-style by flags; MONITOR, SYNC, PSYNC are flagged only admin.
+        if (cmd.has_flag("pubsub") && cmd.has_flag("noscript")) || matches!(name, "monitor" | "sync" | "psync") {
+            c |= Self::STREAM;
+        }
+        // REPLCONF answers once, but makes the connection a replica's.
+        if name == "replconf" {
+            c |= Self::REPLICA;
+        }
+        if matches!(name, "client|reply" | "client|tracking") {
+            c |= Self::REPLY_MODE;
+        }
+        if cmd.in_category("transaction") {
+            c |= Self::TRANSACTION;
+        }
+        if matches!(name, "config|get" | "acl|list" | "acl|getuser" | "acl|dryrun" | "acl|users" | "acl|log" | "slowlog|get") {
+            c |= Self::SECRET;
+        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) {
+            c |= Self::ADMIN;
+        }
+        // Not admin-flagged, but they stop another client's script.
+        if matches!(name, "script|kill" | "function|kill") {
+            c |= Self::KILLS_SCRIPT;
+        }
+        if name == "migrate" {
+            c |= Self::OTHER_SERVER;
+        }
+        if (cmd.has_flag("blocking") || matches!(name, "wait" | "waitaof")) && timeout::timeout_of(name).is_some() {
+            c |= Self::BLOCKING;
+        }
+        let only_answers = matches!(name, "ping" | "echo" | "wait") || name == "command" || name.starts_with("command|");
+        if (cmd.in_category("connection") && !only_answers) || c & (Self::TRANSACTION | Self::STREAM | Self::REPLICA | Self::CONNECTION) != 0 {
+            c |= Self::STATE;
+        }
+        // A container (CLIENT, CONFIG…) asked with a subcommand the table
+        // lacks may still change the connection: as any of its subcommands.
+        if cmd.subcommands.values().any(|s| s.class.has(Self::STATE)) {
+            c |= Self::STATE;
+        }
+        if cmd.has_flag("readonly") {
+            c |= Self::READONLY;
+        }
+        Class(c)
+    }
+}
+
+/// Admin-flagged commands that only read about the server and reveal no
+/// secret: allowed. Every other `admin` command is refused (a command a
+/// newer Redis adds is refused until it is listed here).
+const ADMIN_READS: &[&str] = &[
+    "client|list",
+    "slowlog|len",
+    "latency|doctor",
+    "latency|graph",
+    "latency|histogram",
+    "latency|history",
+    "latency|latest",
+    "module|list",
+    "cluster|replicas",
+    "cluster|slaves",
+    "cluster|count-failure-reports",
+];
+
+impl Table {
+    /// Why `argv` may not run in `mode` for a caller with `access`, or
+    /// `None` if it may. A command the server does not have is not refused
+    /// (Redis answers it with an error). Allocation-free unless refused.
+    pub fn refusal(&self, argv: ArgvRef<'_>, mode: Mode, access: Access, allow: Allow) -> Option<Refusal> {
+        if access != Access::ReadOnly && !self.may_concern(Class::FILTER_REFUSAL, argv) {
+            return None;
+        }
+        let cmd = self.command(argv)?;
+        let class = cmd.class;
+        if class.0 & Class::REFUSABLE == 0 {
+            return (access == Access::ReadOnly && !class.has(Class::READONLY)).then(|| {
+                refuse(Reason::NotReadOnly, format!("{} is refused: a read-only token runs only commands the server flags readonly", cmd.display_name()))
+            });
+        }
+        let name = cmd.display_name();
+        if class.has(Class::CONNECTION) {
+            let hint = match cmd.name.as_str() {
+                "select" => " (choose the database in the server's Redis URL, redis://host:port/DB)",
+                "hello" => " (set \"resp3\": true to speak RESP3)",
+                "auth" => " (credentials belong in the server's Redis URL)",
+                _ => "",
+            };
+            return Some(refuse(
+                Reason::Connection,
+                format!("{name} is refused: it changes the connection itself, and a batch has its connection only while it runs{hint}"),
+            ));
+        }
+        if class.has(Class::STREAM) || class.has(Class::REPLICA) {
+            return Some(refuse(Reason::Stream, format!("{name} is refused: it turns the connection into a stream of messages that outlives the batch")));
+        }
+        if class.has(Class::REPLY_MODE) {
+            return Some(refuse(
+                Reason::ReplyMode,
+                format!("{name} is refused: it changes which replies the connection gets, and the batch expects exactly one reply per command"),
+            ));
+        }
+        if class.has(Class::TRANSACTION) && mode == Mode::Transaction {
+            let how = match cmd.name.as_str() {
+                "watch" | "unwatch" => "list the keys in the request's \"watch\" field",
+                _ => "the executor sends MULTI and EXEC itself (use pipeline mode to write them by hand)",
+            };
+            return Some(refuse(Reason::Transaction, format!("{name} is refused in transaction mode: {how}")));
+        }
+        if class.has(Class::SECRET) && access != Access::Operator {
+            return Some(refuse(
+                Reason::Secret,
+                format!("{name} is refused: it can reveal secrets (passwords, ACL rules, other clients' arguments) and needs an operator token"),
+            ));
+        }
+        if class.has(Class::ADMIN) || class.has(Class::KILLS_SCRIPT) {
+            return Some(refuse(
+                Reason::Admin,
+                format!("{name} is refused: it administers the Redis server that everyone using this pipelab shares (run it with redis-cli against a Redis of your own)"),
+            ));
+        }
+        if class.has(Class::OTHER_SERVER) && !allow.migrate {
+            return Some(refuse(
+                Reason::OtherServer,
+                format!("{name} is refused: it makes Redis connect to another server the command names (an operator can allow it with --allow-migrate)"),
+            ));
+        }
+        // Inside MULTI a blocking command does not block.
+        if class.has(Class::BLOCKING) && mode != Mode::Transaction && timeout::timeout_of(&cmd.name).is_some_and(|t| arity_ok(cmd, argv) && timeout::waits_forever(t, argv)) {
+            return Some(refuse(
+                Reason::BlockingForever,
+                format!("{name} with timeout 0 is refused: it could block the batch's connection forever (give it a timeout)"),
+            ));
+        }
+        if access == Access::ReadOnly && !class.has(Class::READONLY) {
+            return Some(refuse(Reason::NotReadOnly, format!("{name} is refused: a read-only token runs only commands the server flags readonly")));
+        }
+        None
+    }
+
+    /// The executor's own rule: `argv` answers with exactly one reply (not
+    /// subscribe-style, MONITOR, SYNC/PSYNC or CLIENT REPLY OFF/SKIP), and in
+    /// transaction mode is not one of the `@transaction` commands pipelab
+    /// sends itself. Errors: a message for a person.
+    pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
+        let Some(name) = argv.name() else {
+            return Err("empty command".into());
+        };
+        if !self.filters[Class::FILTER_REPLY].may_match(name) {
+            return Ok(());
+        }
+        let Some(cmd) = self.command(argv) else { return Ok(()) };
+        let class = cmd.class;
+        if class.has(Class::STREAM) {
+            return Err(format!(
+                "{} is not supported: it does not answer with exactly one reply, so later replies could not be matched to their commands",
+                cmd.display_name()
+            ));
+        }
+        if cmd.name == "client|reply" && argv.get(2).is_some_and(|a| a.eq_ignore_ascii_case(b"off") || a.eq_ignore_ascii_case(b"skip")) {
+            return Err("CLIENT REPLY OFF/SKIP is not supported: commands without a reply could not be matched".into());
+        }
+        if mode == Mode::Transaction && class.has(Class::TRANSACTION) {
+            return Err(format!(
+                "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (put keys to WATCH in `watch`)",
+                cmd.display_name()
+            ));
+        }
+        Ok(())
+    }
+
+    /// True if `argv` may change the state of the connection it runs on, so
+    /// that the connection must not serve another batch: `@connection`
+    /// commands (SELECT, HELLO, AUTH, RESET, QUIT, CLIENT …, READONLY,
+    /// READWRITE, ASKING) but those that only answer (PING, ECHO, COMMAND,
+    /// WAIT), `@transaction` (a MULTI without EXEC would queue the next
+    /// batch's commands), subscribe-style commands, MONITOR, SYNC/PSYNC and
+    /// REPLCONF. Scripts cannot change their caller's state (SELECT inside
+    /// EVAL is script-local since Redis 2.8.12). Allocation-free.
+    pub fn changes_connection_state(&self, argv: ArgvRef<'_>) -> bool {
+        self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::STATE))
+    }
+
+    /// The pre-filter of rule `i`: false if the rule cannot concern `argv`.
+    #[inline]
+    fn may_concern(&self, i: usize, argv: ArgvRef<'_>) -> bool {
+        argv.name().is_some_and(|n| self.filters[i].may_match(n))
+    }
+
+    /// True if the server flags `argv`'s command (or subcommand) `readonly`
+    /// (GET, EVAL_RO, FCALL_RO, CONFIG GET…); false for writes, EVAL,
+    /// admin and pub/sub commands and for commands the server lacks.
+    pub fn is_readonly(&self, argv: ArgvRef<'_>) -> bool {
+        self.command(argv).is_some_and(|c| c.class.has(Class::READONLY))
+    }
+
+    /// True if `argv` runs a script or a function until it returns: a
+    /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
+    /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
+    /// subcommands, also `@scripting`, manage scripts without running one.
+    /// False for commands the server lacks.
+    pub fn runs_script(&self, argv: ArgvRef<'_>) -> bool {
+        self.command(argv).is_some_and(|c| !c.name.contains('|') && c.in_category("scripting"))
+    }
+}
+
+/// Redis checks arity before the command runs: a wrong count is an error
+/// reply, not a wait.
+fn arity_ok(cmd: &Command, argv: ArgvRef<'_>) -> bool {
+    let n = argv.len() as i64;
+    if cmd.arity >= 0 { n == cmd.arity } else { n >= -cmd.arity }
+}
+
+fn refuse(reason: Reason, message: String) -> Refusal {
+    Refusal { reason, message }
+}
