@@ -98,27 +98,43 @@ impl Tally {
     /// naming the first misreported command.
     pub fn check(&mut self, ledger: &Ledger, outcome: &Result<Report, ExecError>, counts: &[i64]) {
         assert_eq!(counts.len(), ledger.n);
-        self.runs += 1;
-        if let Some((i, c)) = counts.iter().enumerate().find(|(_, c)| **c > 1) {
-            panic!("run {}: command {i} ran {c} times (a retry)", ledger.run);
-        }
         let report = match outcome {
             Err(ExecError::Connect(e)) => {
                 let ran = counts.iter().filter(|c| **c != 0).count();
                 assert_eq!(ran, 0, "run {}: connect failed ({e}) but {ran} commands ran", ledger.run);
+                self.runs += 1;
                 self.connect_failed += 1;
                 return;
             }
             Err(e) => panic!("run {}: {e}", ledger.run),
             Ok(r) => r,
         };
-        assert_eq!(report.results.len(), ledger.n);
-        self.cut += report.connection_error.is_some() as usize;
-        for (i, (res, &count)) in report.results.iter().zip(counts).enumerate() {
-            let why = || format!("run {}: command {i} reported {:?} {:?} but ran {count} times", ledger.run, res.status, res.reply);
-            match res.status {
+        let results = report.results.iter().map(|r| (r.status, r.reply == Some(Value::Integer(1))));
+        let transaction = report.summary.mode == Some(Mode::Transaction);
+        self.check_results(ledger, results, report.connection_error.is_some(), transaction, counts);
+    }
+
+    /// [`Tally::check`] on a batch that ran: each command's status and
+    /// whether its reply was `:1`, in order; `cut` if the batch was cut.
+    pub fn check_results(
+        &mut self,
+        ledger: &Ledger,
+        results: impl ExactSizeIterator<Item = (Status, bool)>,
+        cut: bool,
+        transaction: bool,
+        counts: &[i64],
+    ) {
+        assert_eq!(results.len(), ledger.n);
+        if let Some((i, c)) = counts.iter().enumerate().find(|(_, c)| **c > 1) {
+            panic!("run {}: command {i} ran {c} times (a retry)", ledger.run);
+        }
+        self.runs += 1;
+        self.cut += cut as usize;
+        for (i, ((status, replied_one), &count)) in results.zip(counts).enumerate() {
+            let why = || format!("run {}: command {i} reported {status:?} (reply :1: {replied_one}) but ran {count} times", ledger.run);
+            match status {
                 Status::Ok => {
-                    assert!(count == 1 && res.reply == Some(Value::Integer(1)), "{}", why());
+                    assert!(count == 1 && replied_one, "{}", why());
                     self.ok += 1;
                 }
                 Status::Error => {
@@ -133,7 +149,7 @@ impl Tally {
                 Status::Unknown => self.unknown_not_run += 1,
             }
         }
-        if report.summary.mode == Some(Mode::Transaction) {
+        if transaction {
             assert!(counts.iter().all(|c| *c == counts[0]), "run {}: a transaction ran in part", ledger.run);
         }
     }
