@@ -46,6 +46,15 @@ async fn run(proxy: &FaultProxy, mode: Mode, ledger: &Ledger, timeout: Duration)
         .unwrap_or_else(|_| panic!("{} {}: the batch outlived its {timeout:?} timeout", mode.name(), ledger.run))
 }
 
+/// [`run`], then, once Redis has closed the connection ([`settled`]), the
+/// ledger check into `tally`.
+async fn run_checked(redis: &RedisServer, proxy: &FaultProxy, mode: Mode, ledger: &Ledger, timeout: Duration, tally: &mut Tally) -> Result<Report, ExecError> {
+    let outcome = run(proxy, mode, ledger, timeout).await;
+    settled(redis).await;
+    tally.check(ledger, &outcome, &ledger.counts(redis));
+    outcome
+}
+
 /// Waits until Redis has closed every connection but the one asking, so
 /// that what a dropped connection had buffered has run before the ledger
 /// is read.
@@ -90,9 +99,7 @@ async fn cut_connections(mode: Mode) {
         for (f, fault) in faults.into_iter().enumerate() {
             proxy.set(fault);
             let ledger = Ledger::new(format!("{}:{round}:{f}", mode.name()), n);
-            let outcome = run(&proxy, mode, &ledger, Duration::from_secs(10)).await;
-            settled(&redis).await;
-            tally.check(&ledger, &outcome, &ledger.counts(&redis));
+            let _ = run_checked(&redis, &proxy, mode, &ledger, Duration::from_secs(10), &mut tally).await;
         }
     }
     eprintln!("{}: {tally:?}", mode.name());
@@ -127,9 +134,7 @@ async fn stalled_reply_is_cut_by_the_batch_timeout() {
         let at = rng.range(100, wire_bytes(mode, n).1 / 2) as usize;
         let proxy = FaultProxy::start(redis.port, Fault::StallReply(at)).await;
         let ledger = Ledger::new(format!("stall:{}", mode.name()), n);
-        let outcome = run(&proxy, mode, &ledger, Duration::from_secs(1)).await;
-        settled(&redis).await;
-        tally.check(&ledger, &outcome, &ledger.counts(&redis));
+        let outcome = run_checked(&redis, &proxy, mode, &ledger, Duration::from_secs(1), &mut tally).await;
         if let Ok(r) = &outcome {
             assert!(r.connection_error.is_some(), "{} stalled at {at} bytes but not cut", mode.name());
         }
@@ -148,16 +153,13 @@ async fn partition_heals() {
         let n = commands(mode);
         let proxy = FaultProxy::start(redis.port, Fault::PartitionAfterRequest(rng.range(0, wire_bytes(mode, n).0) as usize)).await;
         let ledger = Ledger::new(format!("partition:{}", mode.name()), n);
-        let outcome = run(&proxy, mode, &ledger, Duration::from_secs(1)).await;
-        settled(&redis).await;
-        tally.check(&ledger, &outcome, &ledger.counts(&redis));
+        let _ = run_checked(&redis, &proxy, mode, &ledger, Duration::from_secs(1), &mut tally).await;
 
         proxy.set(Fault::None);
         let healed = Ledger::new(format!("healed:{}", mode.name()), n);
-        let outcome = run(&proxy, mode, &healed, Duration::from_secs(10)).await;
+        let outcome = run_checked(&redis, &proxy, mode, &healed, Duration::from_secs(10), &mut tally).await;
         let report = outcome.as_ref().expect("the healed batch connects");
         assert_eq!(report.summary.ok, n, "{} after the partition healed: {:?}", mode.name(), report.connection_error);
-        tally.check(&healed, &outcome, &healed.counts(&redis));
     }
     eprintln!("partition: {tally:?}");
 }

@@ -81,75 +81,80 @@ impl Drop for FaultProxy {
     }
 }
 
+/// One direction of a connection: bytes forwarded, where its fault
+/// strikes, and what it does now.
+struct Direction {
+    bytes: usize,
+    limit: Option<usize>,
+    /// Bytes read are dropped (after a stall, a half-close, a partition).
+    dropping: bool,
+    eof: bool,
+}
+
+impl Direction {
+    fn new(limit: Option<usize>) -> Direction {
+        Direction { bytes: 0, limit, dropping: false, eof: false }
+    }
+
+    /// Forwards `data` to `to` up to the limit; true when the fault strikes
+    /// now (the limit reached).
+    async fn pass(&mut self, data: &[u8], to: &mut OwnedWriteHalf) -> std::io::Result<bool> {
+        if self.dropping {
+            return Ok(false);
+        }
+        let take = self.limit.map_or(data.len(), |k| data.len().min(k.saturating_sub(self.bytes)));
+        to.write_all(&data[..take]).await?;
+        self.bytes += take;
+        Ok(self.limit.is_some_and(|k| self.bytes >= k))
+    }
+}
+
 /// One connection: both directions in one loop, so that a fault on one
 /// can act on the other.
 async fn relay(client: TcpStream, upstream: TcpStream, fault: Fault) -> std::io::Result<()> {
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
-    let (mut request_bytes, mut reply_bytes) = (0usize, 0usize);
-    let (mut client_eof, mut upstream_eof) = (false, false);
-    // Once set, bytes in that direction are read and dropped.
-    let (mut drop_requests, mut drop_replies) = (false, false);
+    let (mut up, mut down) = match fault {
+        Fault::ResetAfterRequest(k) | Fault::HalfCloseRequest(k) | Fault::PartitionAfterRequest(k) => (Direction::new(Some(k)), Direction::new(None)),
+        Fault::ResetAfterReply(k) | Fault::StallReply(k) | Fault::HalfCloseReply(k) => (Direction::new(None), Direction::new(Some(k))),
+        Fault::None => (Direction::new(None), Direction::new(None)),
+    };
     let mut req = vec![0u8; 16 * 1024];
     let mut rep = vec![0u8; 16 * 1024];
-    while !(client_eof && upstream_eof) {
+    while !(up.eof && down.eof) {
         tokio::select! {
-            n = cr.read(&mut req), if !client_eof => {
-                let n = n?;
-                if n == 0 {
-                    client_eof = true;
+            n = cr.read(&mut req), if !up.eof => match n? {
+                0 => {
+                    up.eof = true;
                     let _ = uw.shutdown().await;
-                    continue;
                 }
-                if drop_requests {
-                    continue;
-                }
-                let limit = match fault {
-                    Fault::ResetAfterRequest(k) | Fault::HalfCloseRequest(k) | Fault::PartitionAfterRequest(k) => Some(k),
-                    _ => None,
-                };
-                let take = limit.map_or(n, |k| n.min(k.saturating_sub(request_bytes)));
-                uw.write_all(&req[..take]).await?;
-                request_bytes += take;
-                if limit.is_some_and(|k| request_bytes >= k) {
+                n => if up.pass(&req[..n], &mut uw).await? {
                     match fault {
                         Fault::ResetAfterRequest(_) => return reset(cr, cw, ur, uw),
                         Fault::HalfCloseRequest(_) => {
                             let _ = uw.shutdown().await;
-                            drop_requests = true;
+                            up.dropping = true;
                         }
-                        _ => (drop_requests, drop_replies) = (true, true),
+                        _ => (up.dropping, down.dropping) = (true, true),
                     }
-                }
-            }
-            n = ur.read(&mut rep), if !upstream_eof => {
-                let n = n?;
-                if n == 0 {
-                    upstream_eof = true;
+                },
+            },
+            n = ur.read(&mut rep), if !down.eof => match n? {
+                0 => {
+                    down.eof = true;
                     let _ = cw.shutdown().await;
-                    continue;
                 }
-                if drop_replies {
-                    continue;
-                }
-                let limit = match fault {
-                    Fault::ResetAfterReply(k) | Fault::StallReply(k) | Fault::HalfCloseReply(k) => Some(k),
-                    _ => None,
-                };
-                let take = limit.map_or(n, |k| n.min(k.saturating_sub(reply_bytes)));
-                cw.write_all(&rep[..take]).await?;
-                reply_bytes += take;
-                if limit.is_some_and(|k| reply_bytes >= k) {
+                n => if down.pass(&rep[..n], &mut cw).await? {
                     match fault {
                         Fault::ResetAfterReply(_) => return reset(cr, cw, ur, uw),
                         Fault::HalfCloseReply(_) => {
                             let _ = cw.shutdown().await;
-                            drop_replies = true;
+                            down.dropping = true;
                         }
-                        _ => drop_replies = true,
+                        _ => down.dropping = true,
                     }
-                }
-            }
+                },
+            },
         }
     }
     Ok(())
