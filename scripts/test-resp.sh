@@ -6,8 +6,11 @@
 #     redis-cli (display) — each starts its own redis-server on a free port;
 #   - the wasm32 build (no std, with and without reply JSON), and a few
 #     checks run as wasm32 under node (resp/wasm32-check: 32-bit lengths);
-#   - both cargo-fuzz targets built and run for RESP_FUZZ_SECONDS (default 20)
-#     each (skip with PIPELAB_SKIP_FUZZ=1; cargo-fuzz comes from setup.sh).
+#   - the cargo-fuzz targets (decode, inline, and body_json: the API's
+#     incremental body parser) built and run for RESP_FUZZ_SECONDS (default
+#     20) each, from the committed corpus (fuzz/corpus, grown by
+#     scripts/fuzz-long.sh) and seeds; what they find goes to a temporary
+#     directory (skip with PIPELAB_SKIP_FUZZ=1; cargo-fuzz comes from setup.sh).
 # Benchmarks are not tests: `cargo bench -p resp --bench decode` (resp/BENCH.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +40,12 @@ if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ]; then
   export RUSTC_BOOTSTRAP=1
   log "cargo fuzz build"
   (cd fuzz && cargo fuzz build -O)
-  for target in decode inline; do
+  found="$(mktemp -d)"
+  trap 'rm -rf "$found"' EXIT
+  for target in decode inline body_json; do
     log "cargo fuzz run $target for ${FUZZ_SECONDS}s"
-    mkdir -p "fuzz/corpus/$target"
-    (cd fuzz && cargo fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
+    mkdir -p "fuzz/corpus/$target" "$found/$target"
+    (cd fuzz && cargo fuzz run -O "$target" "$found/$target" "corpus/$target" "seeds/$target" -- \
       -max_total_time="$FUZZ_SECONDS" -dict=resp.dict -max_len=4096 -print_final_stats=1 2>&1 | tail -n 12)
   done
 fi

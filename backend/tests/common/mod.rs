@@ -4,6 +4,9 @@
 //! test of the backend (executor, API).
 #![allow(dead_code)]
 
+pub mod faults;
+pub mod ledger;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
