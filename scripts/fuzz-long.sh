@@ -29,7 +29,7 @@ log() { printf '[fuzz-long] %s\n' "$*" >&2; }
 # pass its nightly flags (-Zsanitizer=address), as scripts/test-resp.sh does.
 export RUSTC_BOOTSTRAP=1
 log "cargo fuzz build"
-cargo fuzz build -O
+cargo fuzz build -O --features api   # body_json needs the `api` feature (all of pipelab)
 
 for target in "${TARGETS[@]}"; do
   mkdir -p "corpus/$target"
@@ -39,9 +39,9 @@ for target in "${TARGETS[@]}"; do
   # The RESP dictionary helps the two RESP targets; body_json gets JSON from its seeds.
   [ "$target" = body_json ] || flags+=(-dict=resp.dict -max_len=4096)
   log "$target: ${SECONDS_EACH} s from ${dirs[*]}"
-  cargo fuzz run -O "$target" "${dirs[@]}" -- "${flags[@]}" 2>&1 | tail -n 14
+  cargo fuzz run -O --features api "$target" "${dirs[@]}" -- "${flags[@]}" 2>&1 | tail -n 14
   log "$target: minimizing corpus/$target"
-  cargo fuzz cmin -O "$target" "corpus/$target" 2>&1 | tail -n 2
+  cargo fuzz cmin -O --features api "$target" "corpus/$target" 2>&1 | tail -n 2
   log "$target: $(find "corpus/$target" -type f | wc -l) inputs kept in fuzz/corpus/$target"
   # `cargo fuzz coverage` rebuilds everything instrumented, then needs the
   # toolchain's llvm-profdata/llvm-cov (rustup component llvm-tools).
@@ -50,7 +50,7 @@ for target in "${TARGETS[@]}"; do
   for p in "$sysroot"/lib/rustlib/*/bin/llvm-profdata; do [ -x "$p" ] && profdata="$p"; done
   if [ -z "$profdata" ]; then
     log "$target: no coverage report: rustup component llvm-tools is not installed (rustup component add llvm-tools)"
-  elif cargo fuzz coverage -O "$target" "corpus/$target" >"target/coverage-$target.log" 2>&1; then
+  elif cargo fuzz coverage -O --features api "$target" "corpus/$target" >"target/coverage-$target.log" 2>&1; then
     bin="target/x86_64-unknown-linux-gnu/coverage/x86_64-unknown-linux-gnu/release/$target"
     "$(dirname "$profdata")/llvm-cov" report "$bin" -instr-profile="coverage/$target/coverage.profdata" \
       -ignore-filename-regex='/.cargo/|/rustc/' | tail -n 1
