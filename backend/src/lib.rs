@@ -8,6 +8,7 @@ pub mod api;
 pub mod config;
 pub mod conn;
 pub mod delay;
+pub mod doctor;
 pub mod embedded;
 pub mod exec;
 pub mod lab;
