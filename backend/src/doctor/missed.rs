@@ -6,7 +6,8 @@
 //! it did not compute it from the reply). Commands of a WATCH/MULTI block
 //! (from WATCH or MULTI to EXEC/DISCARD, UNWATCH and RESET included) break a
 //! run and never join one: a read-then-write under WATCH must wait for its
-//! reads. A run of at least `--min-run` commands (default 3) is reported,
+//! reads. Commands that change the connection's state (HELLO, AUTH, SELECT,
+//! CLIENT SETNAME: a client's set-up) break runs too. A run of at least `--min-run` commands (default 3) is reported,
 //! with the saving a pipeline would bring: `(n − 1) × RTT` at `--rtt`.
 
 use super::report::PatternCount;
@@ -29,8 +30,10 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlightFacts<'a> {
     pub commands: u32,
-    /// Some command of it belongs to a WATCH/MULTI block.
-    pub in_transaction: bool,
+    /// Some command of it belongs to a WATCH/MULTI block or changes the
+    /// connection's state (HELLO, AUTH, SELECT, CLIENT SETNAME, …: set-up,
+    /// not the application's loop).
+    pub breaks_runs: bool,
     pub think_us: Option<u64>,
     pub start_us: u64,
     pub end_us: u64,
@@ -64,7 +67,7 @@ impl Detector {
     /// Takes the next finished flight (in order); returns a run it ended, if
     /// that run is long enough to report.
     pub fn on_flight(&mut self, f: &FlightFacts) -> Option<Run> {
-        let single = f.commands == 1 && !f.in_transaction;
+        let single = f.commands == 1 && !f.breaks_runs;
         let continues = single && self.run.is_some() && f.think_us.is_some_and(|t| t <= self.rule.think_time_us);
         if continues {
             let run = self.run.as_mut().expect("checked");
@@ -117,7 +120,7 @@ mod tests {
     const RULE: Rule = Rule { think_time_us: 50, min_run: 3, rtt_ms: 0.5 };
 
     fn flight(commands: u32, think: Option<u64>, tx: bool, pattern: &str) -> FlightFacts<'_> {
-        FlightFacts { commands, in_transaction: tx, think_us: think, start_us: 0, end_us: 10, pattern }
+        FlightFacts { commands, breaks_runs: tx, think_us: think, start_us: 0, end_us: 10, pattern }
     }
 
     #[test]

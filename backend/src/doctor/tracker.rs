@@ -60,7 +60,7 @@ struct OpenFlight {
     replied: u32,
     bytes_up: u64,
     bytes_down: u64,
-    in_transaction: bool,
+    breaks_runs: bool,
     pattern: String,
 }
 
@@ -199,7 +199,7 @@ impl Tracker {
         if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
             return self.stop(format!("{name}: replies are not one per command from here on"));
         }
-        let in_transaction = self.watching || self.in_multi || matches!(base, "WATCH" | "MULTI" | "EXEC" | "DISCARD" | "UNWATCH");
+        let breaks_runs = self.watching || self.in_multi || matches!(base, "WATCH" | "MULTI" | "EXEC" | "DISCARD" | "UNWATCH");
         match base {
             "WATCH" => self.watching = true,
             "MULTI" => {
@@ -216,10 +216,18 @@ impl Tracker {
         if SCRIPTS.contains(&base) {
             self.outcomes.push(Outcome::Script);
         }
-        if STATE_CHANGES.contains(&name.as_str()) || STATE_CHANGES.contains(&base) {
-            *self.counters.state_changes.entry(name.clone()).or_default() += 1;
-            self.outcomes.push(Outcome::StateChange(name.clone()));
+        // Named from argv, not the table: a server without CLIENT SETINFO (7.0) still shows it.
+        let state_name = match argv.get(1) {
+            Some(sub) if base == "CLIENT" => format!("CLIENT {}", super::pattern::command_name(sub)),
+            _ => base.to_string(),
+        };
+        let state_change = STATE_CHANGES.contains(&state_name.as_str());
+        if state_change {
+            *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
+            self.outcomes.push(Outcome::StateChange(state_name));
         }
+        // Connection set-up (HELLO, AUTH, CLIENT SETNAME …) is not the application's loop.
+        let breaks_runs = breaks_runs || state_change;
         self.counters.commands += 1;
         if self.busy_since.is_none() {
             self.busy_since = Some(now);
@@ -229,13 +237,13 @@ impl Tracker {
         }
         if !self.accepting || self.open.is_empty() {
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
-            self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, in_transaction: false, pattern });
+            self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
             self.accepting = true;
         }
         let f = self.open.back_mut().expect("just pushed");
         f.commands += 1;
         f.bytes_up += bytes;
-        f.in_transaction |= in_transaction;
+        f.breaks_runs |= breaks_runs;
     }
 
     /// Bytes Redis sent, at `now`, before they are forwarded.
@@ -304,7 +312,7 @@ impl Tracker {
         self.counters.max_depth = self.counters.max_depth.max(u64::from(f.commands));
         let facts = FlightFacts {
             commands: flight.commands,
-            in_transaction: f.in_transaction,
+            breaks_runs: f.breaks_runs,
             think_us: flight.think_us,
             start_us,
             end_us,
