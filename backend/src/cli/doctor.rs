@@ -15,8 +15,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pipelab::conn::RedisTarget;
-use pipelab::delay;
 use pipelab::doctor::report::Event;
 use pipelab::doctor::{self, live, Doctor, KeyTable, Rule};
 
@@ -64,27 +62,14 @@ fn print_event(e: &Event) {
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let upstream = match RedisTarget::parse(&args.upstream) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("pipelab doctor: --upstream: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let one_way = match delay::one_way(args.add_rtt) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("pipelab doctor: --add-rtt: {e}");
-            return ExitCode::from(2);
-        }
+    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.upstream, "--add-rtt", args.add_rtt) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let connect_timeout = Duration::from_millis(args.connect_timeout_ms);
-    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+    let listener = match super::proxy::bind("doctor", &args.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("pipelab doctor: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let keys = match doctor::key_table(&upstream, connect_timeout).await {
         Ok(k) => k,

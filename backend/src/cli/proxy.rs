@@ -27,27 +27,37 @@ pub struct Args {
     connect_timeout_ms: u64,
 }
 
+/// `--upstream URL` and the RTT to add, as `pipelab proxy` and `pipelab
+/// doctor` take them (`cmd` and `rtt_flag` name them in errors): the target
+/// and the one-way delay, or exit status 2 after saying what is wrong.
+pub fn upstream_and_delay(cmd: &str, url: &str, rtt_flag: &str, rtt_ms: f64) -> Result<(RedisTarget, Duration), ExitCode> {
+    let upstream = RedisTarget::parse(url).map_err(|e| {
+        eprintln!("pipelab {cmd}: --upstream: {e}");
+        ExitCode::from(2)
+    })?;
+    let one_way = delay::one_way(rtt_ms).map_err(|e| {
+        eprintln!("pipelab {cmd}: {rtt_flag}: {e}");
+        ExitCode::from(2)
+    })?;
+    Ok((upstream, one_way))
+}
+
+/// Binds `--listen`, or exit status 1 after saying why not.
+pub async fn bind(cmd: &str, addr: &str) -> Result<tokio::net::TcpListener, ExitCode> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        eprintln!("pipelab {cmd}: cannot listen on {addr}: {e}");
+        ExitCode::from(1)
+    })
+}
+
 pub async fn main(args: Args) -> ExitCode {
-    let upstream = match RedisTarget::parse(&args.upstream) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("pipelab proxy: --upstream: {e}");
-            return ExitCode::from(2);
-        }
+    let (upstream, one_way) = match upstream_and_delay("proxy", &args.upstream, "--rtt", args.rtt) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let one_way = match delay::one_way(args.rtt) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("pipelab proxy: --rtt: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+    let listener = match bind("proxy", &args.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("pipelab proxy: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen.clone());
     eprintln!("pipelab proxy: listening on {local}, forwarding to {upstream} with {} ms added RTT", args.rtt);

@@ -92,7 +92,7 @@ impl Detector {
         if run.commands < self.rule.min_run.max(2) {
             return None;
         }
-        run.patterns.sort_by(|a, b| b.commands.cmp(&a.commands));
+        run.patterns.sort_by_key(|p| std::cmp::Reverse(p.commands));
         run.saving_ms = (run.commands - 1) as f64 * self.rule.rtt_ms;
         Some(run)
     }

@@ -106,6 +106,27 @@ fn us(d: std::time::Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
 }
 
+/// Runs `parse` on the bytes held from the last chunk followed by `chunk`
+/// (on `chunk` itself when nothing is held: no copy), then holds what
+/// `parse` left unconsumed. `parse` returns the bytes it consumed, or why
+/// the stream cannot be followed. Errors (`"{stream}: …"`) also when the
+/// unconsumed rest exceeds [`MAX_PENDING_BYTES`].
+fn feed(tail: &mut Vec<u8>, chunk: &[u8], stream: &str, item: &str, parse: impl FnOnce(&[u8]) -> Result<usize, String>) -> Result<(), String> {
+    let consumed;
+    if tail.is_empty() {
+        consumed = parse(chunk).map_err(|e| format!("{stream}: {e}"))?;
+        tail.extend_from_slice(&chunk[consumed..]);
+    } else {
+        tail.extend_from_slice(chunk);
+        consumed = parse(tail).map_err(|e| format!("{stream}: {e}"))?;
+        tail.drain(..consumed);
+    }
+    if tail.len() > MAX_PENDING_BYTES {
+        return Err(format!("{stream}: {item} longer than {MAX_PENDING_BYTES} bytes is not decoded"));
+    }
+    Ok(())
+}
+
 impl Tracker {
     /// A tracker for connection `id` from `peer`; times are counted from `origin`.
     pub fn new(id: u64, peer: String, origin: Instant, keys: Arc<KeyTable>, rule: Rule) -> Tracker {
@@ -160,33 +181,23 @@ impl Tracker {
         if self.stopped {
             return;
         }
-        // Parse from the chunk itself when nothing is pending; copy only a tail.
-        let mut owned = std::mem::take(&mut self.request_tail);
-        let buf: &[u8] = if owned.is_empty() {
-            chunk
-        } else {
-            owned.extend_from_slice(chunk);
-            &owned
-        };
-        let mut pos = 0;
-        loop {
-            match self.requests.next(&buf[pos..], false) {
-                Ok(Some(req)) => {
-                    pos += req.consumed;
-                    self.on_command(&req.argv, req.consumed as u64, now);
-                    if self.stopped {
-                        return;
-                    }
+        let mut tail = std::mem::take(&mut self.request_tail);
+        let fed = feed(&mut tail, chunk, "requests", "a command", |buf| {
+            let mut pos = 0;
+            while let Some(req) = self.requests.next(&buf[pos..], false).map_err(|e| e.to_string())? {
+                pos += req.consumed;
+                self.on_command(&req.argv, req.consumed as u64, now);
+                if self.stopped {
+                    break;
                 }
-                Ok(None) => break,
-                Err(e) => return self.stop(format!("requests: {e}")),
             }
+            Ok(pos)
+        });
+        match fed {
+            Ok(()) if !self.stopped => self.request_tail = tail,
+            Ok(()) => {}
+            Err(reason) => self.stop(reason),
         }
-        let rest = &buf[pos..];
-        if rest.len() > MAX_PENDING_BYTES {
-            return self.stop(format!("requests: a command longer than {MAX_PENDING_BYTES} bytes is not decoded"));
-        }
-        self.request_tail = rest.to_vec();
     }
 
     fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
@@ -251,33 +262,28 @@ impl Tracker {
         if self.stopped {
             return;
         }
-        let mut owned = std::mem::take(&mut self.reply_tail);
-        let buf: &[u8] = if owned.is_empty() {
-            chunk
-        } else {
-            owned.extend_from_slice(chunk);
-            &owned
-        };
-        let mut pos = 0;
-        while pos < buf.len() {
-            match self.replies.decode(&buf[pos..]) {
-                Ok(Decoded::Complete { value, consumed }) => {
-                    pos += consumed;
-                    if !matches!(value, Value::Push(_)) {
-                        self.on_reply(consumed as u64, now);
-                    }
-                }
-                Ok(Decoded::Incomplete { .. }) => break,
-                Err(e) => return self.stop(format!("replies: {e}")),
-            }
-        }
-        let rest = &buf[pos..];
-        if rest.len() > MAX_PENDING_BYTES {
-            return self.stop(format!("replies: a reply longer than {MAX_PENDING_BYTES} bytes is not decoded"));
-        }
         // The decoder resumes its check where it stopped: the next call
-        // gives it the same bytes (from `pos`) followed by more.
-        self.reply_tail = rest.to_vec();
+        // gives it the same bytes (the tail) followed by more.
+        let mut tail = std::mem::take(&mut self.reply_tail);
+        let fed = feed(&mut tail, chunk, "replies", "a reply", |buf| {
+            let mut pos = 0;
+            while pos < buf.len() {
+                match self.replies.decode(&buf[pos..]).map_err(|e| e.to_string())? {
+                    Decoded::Complete { value, consumed } => {
+                        pos += consumed;
+                        if !matches!(value, Value::Push(_)) {
+                            self.on_reply(consumed as u64, now);
+                        }
+                    }
+                    Decoded::Incomplete { .. } => break,
+                }
+            }
+            Ok(pos)
+        });
+        match fed {
+            Ok(()) => self.reply_tail = tail,
+            Err(reason) => self.stop(reason),
+        }
     }
 
     fn on_reply(&mut self, bytes: u64, now: Instant) {
