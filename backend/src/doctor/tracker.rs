@@ -471,6 +471,23 @@ mod tests {
     }
 
     #[test]
+    fn connection_set_up_is_counted_but_not_part_of_a_run() {
+        let (mut t, o) = tracker();
+        let mut now = 0;
+        for (cmd, reply) in [("HELLO 2", "*0"), ("CLIENT SETINFO LIB-NAME x", "+OK"), ("SELECT 0", "+OK")].into_iter().chain([("INCR n", ":1"); 5]) {
+            t.on_requests(format!("{cmd}\r\n").as_bytes(), at(o, now));
+            t.on_replies(format!("{reply}\r\n").as_bytes(), at(o, now + 5));
+            now += 10;
+        }
+        t.finish();
+        let m = missed(&t);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].commands, 5);
+        let names: Vec<&str> = t.counters.state_changes.keys().map(String::as_str).collect();
+        assert_eq!(names, vec!["CLIENT SETINFO", "HELLO", "SELECT"]);
+    }
+
+    #[test]
     fn subscribe_stops_tracking() {
         let (mut t, o) = tracker();
         t.on_requests(b"SUBSCRIBE a b\r\n", at(o, 0));
