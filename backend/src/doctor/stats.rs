@@ -116,6 +116,9 @@ impl Doctor {
         if outcomes.is_empty() {
             return;
         }
+        // Printed after the lock is released: a slow reader of stdout must
+        // not hold up every connection's bookkeeping.
+        let mut events = Vec::new();
         let mut t = self.totals.lock().unwrap();
         for o in outcomes {
             match o {
@@ -134,13 +137,13 @@ impl Doctor {
                     t.missed += 1;
                     t.missed_commands += m.commands;
                     t.saving_ms += m.saving_ms;
-                    (self.sink)(&Event::MissedPipeline(m.clone()));
+                    events.push(Event::MissedPipeline(m.clone()));
                     t.top_missed.push(m);
                     t.top_missed.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
                     t.top_missed.truncate(TOP_MISSED);
                 }
                 Outcome::Undecoded(u) => {
-                    (self.sink)(&Event::Undecoded(u.clone()));
+                    events.push(Event::Undecoded(u.clone()));
                     if t.undecoded.len() < UNDECODED_LISTED {
                         t.undecoded.push(u);
                     }
@@ -149,6 +152,10 @@ impl Doctor {
                 Outcome::Script => t.scripts += 1,
                 Outcome::StateChange(_) => {} // counted per connection
             }
+        }
+        drop(t);
+        for e in &events {
+            (self.sink)(e);
         }
     }
 
