@@ -202,10 +202,6 @@ impl Tracker {
 
     fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
         let (name, key) = self.keys.name_and_key(argv);
-        let pattern = match key {
-            Some(i) => format!("{name} {}", key_pattern(&argv[i])),
-            None => name.clone(),
-        };
         let base = name.split(' ').next().unwrap_or("");
         if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
             return self.stop(format!("{name}: replies are not one per command from here on"));
@@ -248,6 +244,12 @@ impl Tracker {
         }
         if !self.accepting || self.open.is_empty() {
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
+            // Only a flight's first command gets a pattern: the rest of a
+            // pipeline is never part of a run.
+            let pattern = match key {
+                Some(i) => format!("{name} {}", key_pattern(&argv[i])),
+                None => name.clone(),
+            };
             self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
             self.accepting = true;
         }
