@@ -20,12 +20,8 @@ use pipelab::doctor::{self, live, Doctor, KeyTable, Rule};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Address the application connects to instead of Redis.
-    #[arg(long, default_value = "127.0.0.1:6380")]
-    listen: String,
-    /// Redis to forward to (defaults to REDIS_URL, then redis://127.0.0.1:6379).
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    upstream: String,
+    #[command(flatten)]
+    ends: super::proxy::Ends,
     /// RTT that savings are computed at, in ms (your application's RTT to its Redis).
     #[arg(long, default_value_t = 0.5, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
@@ -48,9 +44,6 @@ pub struct Args {
     /// End (with the summary) when the last client leaves, after the first came.
     #[arg(long)]
     exit_when_idle: bool,
-    /// Timeout for connecting to the upstream, in ms.
-    #[arg(long, default_value_t = 5000)]
-    connect_timeout_ms: u64,
 }
 
 fn print_event(e: &Event) {
@@ -62,12 +55,12 @@ fn print_event(e: &Event) {
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.upstream, "--add-rtt", args.add_rtt) {
+    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let connect_timeout = Duration::from_millis(args.connect_timeout_ms);
-    let listener = match super::proxy::bind("doctor", &args.listen).await {
+    let connect_timeout = Duration::from_millis(args.ends.connect_timeout_ms);
+    let listener = match super::proxy::bind("doctor", &args.ends.listen).await {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -81,7 +74,7 @@ pub async fn main(args: Args) -> ExitCode {
     let rule = Rule { think_time_us: args.think_time_us, min_run: args.min_run, rtt_ms: args.rtt };
     let sink: doctor::stats::Sink = if args.json { Box::new(print_event) } else { Box::new(|_| {}) };
     let doc = Arc::new(Doctor::new(rule, Arc::new(keys), args.max_connections as usize, sink));
-    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen.clone());
+    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.ends.listen.clone());
     eprintln!(
         "pipelab doctor: listening on {local}, forwarding to {upstream} (added RTT {} ms); savings at {} ms RTT, think time {} µs",
         args.add_rtt, args.rtt, args.think_time_us
