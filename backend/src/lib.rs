@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod conn;
 pub mod delay;
+pub mod doctor;
 pub mod embedded;
 pub mod exec;
 pub mod lab;

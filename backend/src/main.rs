@@ -33,6 +33,8 @@ enum Command {
     Serve(Box<pipelab::config::ServeConfig>),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
     Proxy(cli::proxy::Args),
+    /// A proxy that watches an application's traffic: round trips, pipeline depth, missed pipelines.
+    Doctor(cli::doctor::Args),
     /// RESP and inline-command codec on files and pipes.
     #[command(subcommand)]
     Resp(cli::resp::RespCommand),
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli::block_on(cli::lab::exit(cli::compare::main(args))),
         Command::Sweep(args) => cli::block_on(cli::lab::exit(cli::sweep::main(args))),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
+        Command::Doctor(args) => cli::block_on(cli::doctor::main(args)),
         Command::Serve(cfg) => cli::serve::main(*cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
         Command::Openapi => cli::openapi::run().into(),

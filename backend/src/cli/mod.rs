@@ -2,6 +2,7 @@
 //! 0 success, 1 the work ran but Redis returned error replies, 2 bad usage or input.
 
 pub mod compare;
+pub mod doctor;
 pub mod healthcheck;
 pub mod input;
 pub mod lab;

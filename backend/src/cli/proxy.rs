@@ -11,47 +11,64 @@ use std::time::Duration;
 use pipelab::conn::{connect_stream, RedisTarget};
 use pipelab::delay;
 
+/// Where a proxy listens and forwards to (`pipelab proxy`, `pipelab doctor`).
 #[derive(clap::Args)]
-pub struct Args {
-    /// Address to listen on.
+pub struct Ends {
+    /// Address to listen on (the client connects here instead of Redis).
     #[arg(long, default_value = "127.0.0.1:6380")]
-    listen: String,
+    pub listen: String,
     /// Redis to forward to (defaults to REDIS_URL, then redis://127.0.0.1:6379).
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    upstream: String,
+    pub upstream: String,
+    /// Timeout for connecting to the upstream, in ms.
+    #[arg(long, default_value_t = 5000)]
+    pub connect_timeout_ms: u64,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    ends: Ends,
     /// Round-trip time to add, in ms (0 to 1000, fractional): RTT/2 each way.
     #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
-    /// Timeout for connecting to the upstream, in ms.
-    #[arg(long, default_value_t = 5000)]
-    connect_timeout_ms: u64,
+}
+
+/// `--upstream URL` and the RTT to add, as `pipelab proxy` and `pipelab
+/// doctor` take them (`cmd` and `rtt_flag` name them in errors): the target
+/// and the one-way delay, or exit status 2 after saying what is wrong.
+pub fn upstream_and_delay(cmd: &str, url: &str, rtt_flag: &str, rtt_ms: f64) -> Result<(RedisTarget, Duration), ExitCode> {
+    let upstream = RedisTarget::parse(url).map_err(|e| {
+        eprintln!("pipelab {cmd}: --upstream: {e}");
+        ExitCode::from(2)
+    })?;
+    let one_way = delay::one_way(rtt_ms).map_err(|e| {
+        eprintln!("pipelab {cmd}: {rtt_flag}: {e}");
+        ExitCode::from(2)
+    })?;
+    Ok((upstream, one_way))
+}
+
+/// Binds `--listen`, or exit status 1 after saying why not.
+pub async fn bind(cmd: &str, addr: &str) -> Result<tokio::net::TcpListener, ExitCode> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        eprintln!("pipelab {cmd}: cannot listen on {addr}: {e}");
+        ExitCode::from(1)
+    })
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let upstream = match RedisTarget::parse(&args.upstream) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("pipelab proxy: --upstream: {e}");
-            return ExitCode::from(2);
-        }
+    let (upstream, one_way) = match upstream_and_delay("proxy", &args.ends.upstream, "--rtt", args.rtt) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let one_way = match delay::one_way(args.rtt) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("pipelab proxy: --rtt: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+    let listener = match bind("proxy", &args.ends.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("pipelab proxy: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
-    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen.clone());
+    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.ends.listen.clone());
     eprintln!("pipelab proxy: listening on {local}, forwarding to {upstream} with {} ms added RTT", args.rtt);
-    let connect_timeout = Duration::from_millis(args.connect_timeout_ms);
+    let connect_timeout = Duration::from_millis(args.ends.connect_timeout_ms);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,

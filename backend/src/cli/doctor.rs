@@ -1,0 +1,132 @@
+//! `pipelab doctor --listen ADDR --upstream URL [--rtt MS] [--json]`: point
+//! an application at the listen address instead of Redis and see its round
+//! trips, its pipeline depth and the pipelines it missed (`pipelab::doctor`).
+//!
+//! Output: without `--json`, a line a second on stdout (as `redis-cli
+//! --stat`) and the summary in words at the end; with `--json`, one JSON
+//! object per line on stdout: a `missed_pipeline` record when a run ends, an
+//! `undecoded` record when a connection's traffic cannot be followed, and a
+//! final `summary`. The end is SIGINT or SIGTERM, or with `--exit-when-idle`
+//! the moment the last client leaves (after at least one came). Exit 0 then;
+//! 2 for bad options; 1 if the listen address cannot be bound.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pipelab::doctor::report::Event;
+use pipelab::doctor::{self, live, Doctor, KeyTable, Rule};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    ends: super::proxy::Ends,
+    /// RTT that savings are computed at, in ms (your application's RTT to its Redis).
+    #[arg(long, default_value_t = 0.5, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
+    rtt: f64,
+    /// Round-trip time to add to the traffic, in ms, as `pipelab proxy --rtt` (0 to 1000).
+    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
+    add_rtt: f64,
+    /// Longest time between a reply and the next command for the two to count
+    /// as a missed pipeline, in µs.
+    #[arg(long, default_value_t = 50)]
+    think_time_us: u64,
+    /// Fewest commands in a reported missed pipeline (at least 2).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..))]
+    min_run: u64,
+    /// Most client connections open at once; more are closed at once (counted as refused).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// JSON lines on stdout instead of the live view.
+    #[arg(long)]
+    json: bool,
+    /// End (with the summary) when the last client leaves, after the first came.
+    #[arg(long)]
+    exit_when_idle: bool,
+}
+
+fn print_event(e: &Event) {
+    let mut out = std::io::stdout().lock();
+    if serde_json::to_writer(&mut out, e).is_ok() {
+        let _ = writeln!(out);
+        let _ = out.flush();
+    }
+}
+
+pub async fn main(args: Args) -> ExitCode {
+    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let connect_timeout = Duration::from_millis(args.ends.connect_timeout_ms);
+    let listener = match super::proxy::bind("doctor", &args.ends.listen).await {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let keys = match doctor::key_table(&upstream, connect_timeout).await {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("pipelab doctor: no key table from {upstream} (commands are grouped by name only): {e}");
+            KeyTable::default()
+        }
+    };
+    let rule = Rule { think_time_us: args.think_time_us, min_run: args.min_run, rtt_ms: args.rtt };
+    let sink: doctor::stats::Sink = if args.json { Box::new(print_event) } else { Box::new(|_| {}) };
+    let doc = Arc::new(Doctor::new(rule, Arc::new(keys), args.max_connections as usize, sink));
+    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.ends.listen.clone());
+    eprintln!(
+        "pipelab doctor: listening on {local}, forwarding to {upstream} (added RTT {} ms); savings at {} ms RTT, think time {} µs",
+        args.add_rtt, args.rtt, args.think_time_us
+    );
+    let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, one_way, doc.clone()));
+    let ticker = (!args.json).then(|| tokio::spawn(live_view(doc.clone())));
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pipelab doctor: cannot watch SIGTERM: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let idle = async {
+        if args.exit_when_idle {
+            doc.idle.notified().await
+        } else {
+            std::future::pending().await
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = idle => {}
+    }
+    server.abort();
+    if let Some(t) = ticker {
+        t.abort();
+    }
+    let summary = doc.summary();
+    if args.json {
+        print_event(&Event::Summary(Box::new(summary)));
+    } else {
+        print!("{}", live::summary_text(&summary));
+    }
+    ExitCode::SUCCESS
+}
+
+/// A line a second, a header every [`live::HEADER_EVERY`] lines.
+async fn live_view(doc: Arc<Doctor>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    let mut prev = doc.live();
+    let mut at = Instant::now();
+    for n in 0u64.. {
+        tick.tick().await;
+        let now = doc.live();
+        if n % live::HEADER_EVERY == 0 {
+            println!("{}", live::header());
+        }
+        println!("{}", live::line(&prev, &now, at.elapsed().as_secs_f64()));
+        prev = now;
+        at = Instant::now();
+    }
+}

@@ -1,0 +1,171 @@
+//! The missed-pipeline detector: on one connection, a run of consecutive
+//! single-command flights where each next command was written within the
+//! think-time threshold of the previous reply (`--think-time-us`, default
+//! 50 µs) is a run whose commands did not wait for each other's replies in
+//! any way a pipeline could not (the client wrote the next one at once, so
+//! it did not compute it from the reply). Commands of a WATCH/MULTI block
+//! (from WATCH or MULTI to EXEC/DISCARD, UNWATCH and RESET included) break a
+//! run and never join one: a read-then-write under WATCH must wait for its
+//! reads. Commands that change the connection's state (HELLO, AUTH, SELECT,
+//! CLIENT SETNAME: a client's set-up) break runs too. A run of at least `--min-run` commands (default 3) is reported,
+//! with the saving a pipeline would bring: `(n − 1) × RTT` at `--rtt`.
+
+use super::report::PatternCount;
+
+/// Distinct patterns kept per run; more are counted under `…`.
+const MAX_PATTERNS: usize = 8;
+
+/// The detector's rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// Longest think time that continues a run, µs.
+    pub think_time_us: u64,
+    /// Fewest commands of a reported run.
+    pub min_run: u64,
+    /// RTT the saving is computed at, ms.
+    pub rtt_ms: f64,
+}
+
+/// What the detector needs of a finished flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlightFacts<'a> {
+    pub commands: u32,
+    /// Some command of it belongs to a WATCH/MULTI block or changes the
+    /// connection's state (HELLO, AUTH, SELECT, CLIENT SETNAME, …: set-up,
+    /// not the application's loop).
+    pub breaks_runs: bool,
+    pub think_us: Option<u64>,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub pattern: &'a str,
+}
+
+/// A finished run, before it gets its connection's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub commands: u64,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub think_us_max: u64,
+    /// Most frequent first.
+    pub patterns: Vec<PatternCount>,
+    pub saving_ms: f64,
+}
+
+/// One connection's detector.
+#[derive(Debug, Clone)]
+pub struct Detector {
+    rule: Rule,
+    run: Option<Run>,
+}
+
+impl Detector {
+    pub fn new(rule: Rule) -> Detector {
+        Detector { rule, run: None }
+    }
+
+    /// Takes the next finished flight (in order); returns a run it ended, if
+    /// that run is long enough to report.
+    pub fn on_flight(&mut self, f: &FlightFacts) -> Option<Run> {
+        let single = f.commands == 1 && !f.breaks_runs;
+        let continues = single && self.run.is_some() && f.think_us.is_some_and(|t| t <= self.rule.think_time_us);
+        if continues {
+            let run = self.run.as_mut().expect("checked");
+            run.commands += 1;
+            run.end_us = f.end_us;
+            run.think_us_max = run.think_us_max.max(f.think_us.unwrap_or(0));
+            add_pattern(&mut run.patterns, f.pattern);
+            return None;
+        }
+        let ended = self.finish();
+        if single {
+            let mut patterns = Vec::new();
+            add_pattern(&mut patterns, f.pattern);
+            self.run = Some(Run { commands: 1, start_us: f.start_us, end_us: f.end_us, think_us_max: 0, patterns, saving_ms: 0.0 });
+        }
+        ended
+    }
+
+    /// Ends the current run (the connection closed, or the doctor stops).
+    pub fn finish(&mut self) -> Option<Run> {
+        let mut run = self.run.take()?;
+        if run.commands < self.rule.min_run.max(2) {
+            return None;
+        }
+        run.patterns.sort_by_key(|p| std::cmp::Reverse(p.commands));
+        run.saving_ms = (run.commands - 1) as f64 * self.rule.rtt_ms;
+        Some(run)
+    }
+}
+
+fn add_pattern(patterns: &mut Vec<PatternCount>, pattern: &str) {
+    if let Some(p) = patterns.iter_mut().find(|p| p.pattern == pattern) {
+        p.commands += 1;
+        return;
+    }
+    if patterns.len() < MAX_PATTERNS {
+        patterns.push(PatternCount { pattern: pattern.to_string(), commands: 1 });
+        return;
+    }
+    match patterns.iter_mut().find(|p| p.pattern == "…") {
+        Some(p) => p.commands += 1,
+        None => patterns.push(PatternCount { pattern: "…".to_string(), commands: 1 }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule { think_time_us: 50, min_run: 3, rtt_ms: 0.5 };
+
+    fn flight(commands: u32, think: Option<u64>, tx: bool, pattern: &str) -> FlightFacts<'_> {
+        FlightFacts { commands, breaks_runs: tx, think_us: think, start_us: 0, end_us: 10, pattern }
+    }
+
+    #[test]
+    fn a_quick_sequence_of_single_commands_is_one_run_with_its_saving() {
+        let mut d = Detector::new(RULE);
+        assert!(d.on_flight(&flight(1, None, false, "SET a:*")).is_none());
+        for _ in 0..999 {
+            assert!(d.on_flight(&flight(1, Some(20), false, "SET a:*")).is_none());
+        }
+        let run = d.finish().expect("a run of 1000");
+        assert_eq!(run.commands, 1000);
+        assert_eq!(run.patterns, vec![PatternCount { pattern: "SET a:*".into(), commands: 1000 }]);
+        assert!((run.saving_ms - 999.0 * 0.5).abs() < 1e-9);
+        assert!(d.finish().is_none());
+    }
+
+    #[test]
+    fn think_time_pipelines_and_transactions_break_runs() {
+        let mut d = Detector::new(RULE);
+        for _ in 0..3 {
+            d.on_flight(&flight(1, Some(10), false, "GET a"));
+        }
+        // A slow client: the run of 3 ends, a new one starts.
+        let run = d.on_flight(&flight(1, Some(5000), false, "GET a")).expect("run of 3 ended");
+        assert_eq!(run.commands, 3);
+        d.on_flight(&flight(1, Some(10), false, "GET a"));
+        // A pipelined flight ends a run of 2, too short to report.
+        assert!(d.on_flight(&flight(10, Some(10), false, "GET a")).is_none());
+        // WATCH/MULTI blocks never form runs.
+        for _ in 0..10 {
+            assert!(d.on_flight(&flight(1, Some(1), true, "WATCH a")).is_none());
+        }
+        assert!(d.finish().is_none());
+    }
+
+    #[test]
+    fn patterns_are_bounded() {
+        let mut d = Detector::new(RULE);
+        d.on_flight(&flight(1, None, false, "P0"));
+        let names: Vec<String> = (1..20).map(|i| format!("P{i}")).collect();
+        for n in &names {
+            d.on_flight(&flight(1, Some(1), false, n));
+        }
+        let run = d.finish().unwrap();
+        assert_eq!(run.patterns.len(), MAX_PATTERNS + 1);
+        assert_eq!(run.patterns.iter().map(|p| p.commands).sum::<u64>(), 20);
+    }
+}

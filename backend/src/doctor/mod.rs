@@ -1,0 +1,97 @@
+//! `pipelab doctor`: a proxy between an application and Redis that decodes
+//! both streams with the `resp` codec and reports the application's round
+//! trips ("flights"), its pipeline depth, and the pipelines it missed.
+//!
+//! - [`tracker`]: one connection's requests and replies → flights;
+//! - [`pattern`] and [`keys`]: commands grouped as `SET user:*` (key
+//!   positions from the server's `COMMAND`; values are never kept);
+//! - [`missed`]: runs of single-command flights a pipeline would have sent
+//!   at once, and the saving `(n − 1) × RTT`;
+//! - [`stats`]: totals across connections (bounded), [`report`]: the JSON
+//!   shapes, [`live`]: the terminal view;
+//! - [`relay`]: forwarding, byte for byte, with the tracker looking on.
+//!
+//! Forwarding never depends on decoding: traffic the tracker cannot follow
+//! is forwarded as is and the connection is reported `undecoded`.
+
+pub mod keys;
+pub mod live;
+pub mod missed;
+pub mod pattern;
+pub mod relay;
+pub mod report;
+pub mod stats;
+pub mod tracker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::conn::{connect_stream, Conn, ConnSettings, RedisTarget};
+use crate::delay;
+
+pub use keys::KeyTable;
+pub use missed::Rule;
+pub use stats::Doctor;
+
+/// The key table of `target`, from its `COMMAND` reply; an empty table (and
+/// the reason) if it cannot be had.
+pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Result<KeyTable, String> {
+    let settings = ConnSettings {
+        connect_timeout,
+        read_timeout: Duration::from_secs(10),
+        resp3: false,
+        simulated_rtt_ms: 0.0,
+        max_reply_bytes: None,
+        deadline: None,
+    };
+    let mut conn = Conn::connect(target, &settings).await?;
+    let mut out = Vec::new();
+    resp::encode_command([&b"COMMAND"[..]], &mut out);
+    conn.write(&out).await.map_err(|e| e.to_string())?;
+    let (reply, _) = conn.read_reply().await.map_err(|e| e.to_string())?;
+    if let Some(m) = reply.error_message() {
+        return Err(String::from_utf8_lossy(m).into_owned());
+    }
+    Ok(KeyTable::from_command_reply(&reply))
+}
+
+/// Accepts clients on `listener` forever, each relayed to `upstream` (behind
+/// the delay line when `one_way` is not zero) and tracked by `doctor`.
+/// Clients over `--max-connections` are closed at once (counted as refused).
+pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, one_way: Duration, doctor: Arc<Doctor>) {
+    loop {
+        let (client, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("pipelab doctor: accept: {e}");
+                // Out of file descriptors: let some close before trying again.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Some(tracker) = doctor.admit(peer.to_string()) else {
+            drop(client);
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let upstream = upstream.clone();
+        let doctor = doctor.clone();
+        tokio::spawn(async move {
+            let result = match connect_stream(&upstream, connect_timeout).await {
+                Ok(server) if one_way.is_zero() => relay::relay(client, server, &tracker, &doctor).await.map_err(|e| e.to_string()),
+                Ok(server) => match delay::wrap(server, one_way) {
+                    Ok(line) => relay::relay(client, line, &tracker, &doctor).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                // A reset by either side is how connections often end: not worth a line each.
+                if !e.contains("reset") && !e.contains("Broken pipe") {
+                    eprintln!("pipelab doctor: {peer}: {e}");
+                }
+            }
+            doctor.close(&tracker);
+        });
+    }
+}

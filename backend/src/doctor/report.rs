@@ -1,0 +1,148 @@
+//! What the doctor reports, as JSON (`--json`: one [`Event`] per line) and
+//! to the live summary. Times in data are µs (`*_us`) or ms (`*_ms`, as
+//! fractions) as their names say; byte counts are bytes on the wire.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// One round trip of one connection: the commands the client wrote before
+/// a reply reached it, and how long it waited for their replies.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flight {
+    /// Commands in the flight (its pipeline depth).
+    pub commands: u32,
+    /// When its first command reached the doctor, µs since the doctor started.
+    pub start_us: u64,
+    /// From its first command to its last reply, µs (the client's wait).
+    pub wait_us: u64,
+    /// The client's own time before it: from the reply it last received to
+    /// this flight's first command, µs (`None` for a connection's first).
+    pub think_us: Option<u64>,
+    /// Request bytes of its commands.
+    pub bytes_up: u64,
+    /// Reply bytes of its replies.
+    pub bytes_down: u64,
+    /// Its first command's pattern (`SET user:*`).
+    pub pattern: String,
+}
+
+/// How many commands of a run had one pattern.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatternCount {
+    pub pattern: String,
+    pub commands: u64,
+}
+
+/// A run of single-command flights on one connection that a pipeline could
+/// have sent as one round trip (see [`super::missed`] for the rule).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MissedPipeline {
+    /// The connection's number (in accept order, from 1).
+    pub connection: u64,
+    /// The client's address.
+    pub peer: String,
+    /// Commands (= round trips) in the run.
+    pub commands: u64,
+    /// The most frequent pattern (`SET user:*`).
+    pub pattern: String,
+    /// For people: `SET user:* ×1000 sequential`.
+    pub description: String,
+    /// Every pattern of the run with its count, most frequent first (at most
+    /// 8; more are counted under `…`).
+    pub patterns: Vec<PatternCount>,
+    /// The run's first command, µs since the doctor started.
+    pub start_us: u64,
+    /// From its first command to its last reply, ms.
+    pub duration_ms: f64,
+    /// Longest think time between a reply and the next command in the run, µs.
+    pub think_us_max: u64,
+    /// The RTT the saving is computed at (`--rtt`), ms.
+    pub rtt_ms: f64,
+    /// `(commands − 1) × rtt_ms`: the round trips a pipeline would save, ms.
+    pub saving_ms: f64,
+}
+
+/// Flights whose depth is in `min..=max`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DepthBucket {
+    pub min: u64,
+    /// `None` for the last, open-ended bucket.
+    pub max: Option<u64>,
+    pub flights: u64,
+    pub commands: u64,
+}
+
+/// A connection whose traffic the doctor stopped decoding (it is still forwarded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Undecoded {
+    pub connection: u64,
+    pub peer: String,
+    /// Why (`requests: byte 0: …`, `SUBSCRIBE: replies are not one per command`).
+    pub reason: String,
+}
+
+/// One connection, at its end (or at the summary for an open one).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectionReport {
+    pub connection: u64,
+    pub peer: String,
+    pub commands: u64,
+    pub flights: u64,
+    pub max_depth: u64,
+    /// Its last flights (at most [`super::tracker::FLIGHT_RING`]), oldest first.
+    pub recent_flights: Vec<Flight>,
+}
+
+/// The whole run, at the end (SIGINT/SIGTERM, or the last client leaving
+/// with `--exit-when-idle`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Since the doctor started, ms.
+    pub duration_ms: f64,
+    pub rtt_ms: f64,
+    pub think_time_us: u64,
+    pub connections: u64,
+    /// Connections refused because `--max-connections` were open.
+    pub connections_refused: u64,
+    pub commands: u64,
+    pub flights: u64,
+    /// Flights per second of `duration_ms`.
+    pub round_trips_per_s: f64,
+    /// Depth distribution: 1, 2–9, 10–99, 100–999, 1000 and more.
+    pub depth: Vec<DepthBucket>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// Time connections had commands waiting on Redis, summed, ms.
+    pub wait_ms: f64,
+    /// Time connections spent between a reply and their next command, summed, ms.
+    pub client_ms: f64,
+    /// `wait_ms / (wait_ms + client_ms)` (0 when both are 0).
+    pub wait_share: f64,
+    /// MULTI commands seen.
+    pub transactions: u64,
+    /// EVAL/EVALSHA/FCALL (and their `_RO` forms) seen.
+    pub scripts: u64,
+    /// Commands that change connection state (SELECT, HELLO, AUTH, CLIENT SETNAME, …) by name.
+    pub state_changes: BTreeMap<String, u64>,
+    pub missed_pipelines: u64,
+    /// Commands in missed pipelines.
+    pub missed_commands: u64,
+    /// Sum of the missed pipelines' `saving_ms`.
+    pub saving_ms: f64,
+    /// The largest missed pipelines by saving (at most 10).
+    pub top_missed: Vec<MissedPipeline>,
+    /// Connections no longer decoded (at most 100 listed).
+    pub undecoded: Vec<Undecoded>,
+    /// The last connections (at most 20), with their recent flights.
+    pub recent_connections: Vec<ConnectionReport>,
+}
+
+/// One line of `--json` output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    MissedPipeline(MissedPipeline),
+    Undecoded(Undecoded),
+    Summary(Box<Summary>),
+}

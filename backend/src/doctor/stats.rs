@@ -1,0 +1,251 @@
+//! The doctor's totals across connections: what the trackers report is
+//! added up here, the live line reads it, and the summary is built from it.
+//! Bounded: the connections open are at most `--max-connections`, and the
+//! lists kept are capped (10 top missed pipelines, 100 undecoded
+//! connections, 20 recent connections with their flight rings).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::keys::KeyTable;
+use super::missed::Rule;
+use super::report::{ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
+use super::tracker::{ConnCounters, Outcome, Tracker};
+
+const TOP_MISSED: usize = 10;
+const UNDECODED_LISTED: usize = 100;
+const RECENT_CONNECTIONS: usize = 20;
+/// Depth buckets: 1, 2–9, 10–99, 100–999, 1000 and more.
+const DEPTH_BOUNDS: [(u64, u64); 5] = [(1, 1), (2, 9), (10, 99), (100, 999), (1000, u64::MAX)];
+
+/// Where `missed_pipeline` and `undecoded` events go as they happen (the
+/// `--json` printer; nothing for the terminal view).
+pub type Sink = Box<dyn Fn(&Event) + Send + Sync>;
+
+#[derive(Default)]
+struct Totals {
+    connections: u64,
+    refused: u64,
+    open: usize,
+    commands: u64,
+    flights: u64,
+    depth: [(u64, u64); 5],
+    bytes_up: u64,
+    bytes_down: u64,
+    closed: ConnCounters,
+    transactions: u64,
+    scripts: u64,
+    missed: u64,
+    missed_commands: u64,
+    saving_ms: f64,
+    top_missed: Vec<MissedPipeline>,
+    undecoded: Vec<Undecoded>,
+    recent: VecDeque<ConnectionReport>,
+}
+
+/// A snapshot for the live line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Live {
+    pub open: usize,
+    pub connections: u64,
+    pub commands: u64,
+    pub flights: u64,
+    pub missed: u64,
+    pub saving_ms: f64,
+}
+
+/// The state every connection of one doctor shares.
+pub struct Doctor {
+    pub origin: Instant,
+    pub rule: Rule,
+    keys: Arc<KeyTable>,
+    max_connections: usize,
+    next_id: AtomicU64,
+    totals: Mutex<Totals>,
+    live: Mutex<HashMap<u64, Arc<Mutex<Tracker>>>>,
+    sink: Sink,
+    /// Signalled when the last open connection closes.
+    pub idle: tokio::sync::Notify,
+}
+
+fn add_counters(into: &mut ConnCounters, c: &ConnCounters) {
+    into.wait_us += c.wait_us;
+    into.client_us += c.client_us;
+    for (k, v) in &c.state_changes {
+        *into.state_changes.entry(k.clone()).or_default() += v;
+    }
+}
+
+impl Doctor {
+    pub fn new(rule: Rule, keys: Arc<KeyTable>, max_connections: usize, sink: Sink) -> Doctor {
+        Doctor {
+            origin: Instant::now(),
+            rule,
+            keys,
+            max_connections,
+            next_id: AtomicU64::new(1),
+            totals: Mutex::new(Totals::default()),
+            live: Mutex::new(HashMap::new()),
+            sink,
+            idle: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// A tracker for a new connection, or `None` (counted as refused) when
+    /// `--max-connections` are open.
+    pub fn admit(&self, peer: String) -> Option<Arc<Mutex<Tracker>>> {
+        {
+            let mut t = self.totals.lock().unwrap();
+            if t.open >= self.max_connections {
+                t.refused += 1;
+                return None;
+            }
+            t.open += 1;
+            t.connections += 1;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tracker = Arc::new(Mutex::new(Tracker::new(id, peer, self.origin, self.keys.clone(), self.rule)));
+        self.live.lock().unwrap().insert(id, tracker.clone());
+        Some(tracker)
+    }
+
+    /// Adds a tracker's outcomes (drained from it) to the totals.
+    pub fn record(&self, outcomes: Vec<Outcome>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        // Printed after the lock is released: a slow reader of stdout must
+        // not hold up every connection's bookkeeping.
+        let mut events = Vec::new();
+        let mut t = self.totals.lock().unwrap();
+        for o in outcomes {
+            match o {
+                Outcome::Flight(f) => {
+                    t.flights += 1;
+                    t.commands += u64::from(f.commands);
+                    t.bytes_up += f.bytes_up;
+                    t.bytes_down += f.bytes_down;
+                    let d = u64::from(f.commands);
+                    if let Some(i) = DEPTH_BOUNDS.iter().position(|&(lo, hi)| (lo..=hi).contains(&d)) {
+                        t.depth[i].0 += 1;
+                        t.depth[i].1 += d;
+                    }
+                }
+                Outcome::Missed(m) => {
+                    t.missed += 1;
+                    t.missed_commands += m.commands;
+                    t.saving_ms += m.saving_ms;
+                    events.push(Event::MissedPipeline(m.clone()));
+                    t.top_missed.push(m);
+                    t.top_missed.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
+                    t.top_missed.truncate(TOP_MISSED);
+                }
+                Outcome::Undecoded(u) => {
+                    events.push(Event::Undecoded(u.clone()));
+                    if t.undecoded.len() < UNDECODED_LISTED {
+                        t.undecoded.push(u);
+                    }
+                }
+                Outcome::Transaction => t.transactions += 1,
+                Outcome::Script => t.scripts += 1,
+                Outcome::StateChange(_) => {} // counted per connection
+            }
+        }
+        drop(t);
+        for e in &events {
+            (self.sink)(e);
+        }
+    }
+
+    /// Drains a tracker's outcomes into the totals.
+    pub fn drain(&self, tracker: &Mutex<Tracker>) {
+        let outcomes = std::mem::take(&mut tracker.lock().unwrap().outcomes);
+        self.record(outcomes);
+    }
+
+    /// The connection ended: its last run, its counters and its report.
+    pub fn close(&self, tracker: &Mutex<Tracker>) {
+        let (id, report, counters) = {
+            let mut tr = tracker.lock().unwrap();
+            tr.finish();
+            (tr.id(), tr.report(), tr.counters.clone())
+        };
+        self.drain(tracker);
+        self.live.lock().unwrap().remove(&id);
+        let now_idle = {
+            let mut t = self.totals.lock().unwrap();
+            add_counters(&mut t.closed, &counters);
+            if t.recent.len() == RECENT_CONNECTIONS {
+                t.recent.pop_front();
+            }
+            t.recent.push_back(report);
+            t.open -= 1;
+            t.open == 0
+        };
+        if now_idle {
+            self.idle.notify_one();
+        }
+    }
+
+    /// Counts for the live line.
+    pub fn live(&self) -> Live {
+        let t = self.totals.lock().unwrap();
+        Live { open: t.open, connections: t.connections, commands: t.commands, flights: t.flights, missed: t.missed, saving_ms: t.saving_ms }
+    }
+
+    /// The summary; ends the runs of the connections still open (call it once, at the end).
+    pub fn summary(&self) -> Summary {
+        let open: Vec<Arc<Mutex<Tracker>>> = self.live.lock().unwrap().values().cloned().collect();
+        let mut counters = ConnCounters::default();
+        let mut reports = Vec::new();
+        for tr in &open {
+            {
+                let mut g = tr.lock().unwrap();
+                g.finish();
+                add_counters(&mut counters, &g.counters);
+                reports.push(g.report());
+            }
+            self.drain(tr);
+        }
+        let t = self.totals.lock().unwrap();
+        add_counters(&mut counters, &t.closed);
+        let duration_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
+        let wait_ms = counters.wait_us as f64 / 1000.0;
+        let client_ms = counters.client_us as f64 / 1000.0;
+        let mut recent: Vec<ConnectionReport> = t.recent.iter().cloned().collect();
+        reports.sort_by_key(|r| r.connection);
+        recent.extend(reports);
+        let skip = recent.len().saturating_sub(RECENT_CONNECTIONS);
+        Summary {
+            duration_ms,
+            rtt_ms: self.rule.rtt_ms,
+            think_time_us: self.rule.think_time_us,
+            connections: t.connections,
+            connections_refused: t.refused,
+            commands: t.commands,
+            flights: t.flights,
+            round_trips_per_s: if duration_ms > 0.0 { t.flights as f64 / (duration_ms / 1000.0) } else { 0.0 },
+            depth: DEPTH_BOUNDS
+                .iter()
+                .zip(t.depth)
+                .map(|(&(min, max), (flights, commands))| DepthBucket { min, max: (max != u64::MAX).then_some(max), flights, commands })
+                .collect(),
+            bytes_up: t.bytes_up,
+            bytes_down: t.bytes_down,
+            wait_ms,
+            client_ms,
+            wait_share: if wait_ms + client_ms > 0.0 { wait_ms / (wait_ms + client_ms) } else { 0.0 },
+            transactions: t.transactions,
+            scripts: t.scripts,
+            state_changes: counters.state_changes.into_iter().collect::<BTreeMap<_, _>>(),
+            missed_pipelines: t.missed,
+            missed_commands: t.missed_commands,
+            saving_ms: t.saving_ms,
+            top_missed: t.top_missed.clone(),
+            undecoded: t.undecoded.clone(),
+            recent_connections: recent.into_iter().skip(skip).collect(),
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The per-connection stream tracker: turns what a client wrote and what
+//! Redis answered into flights (round trips) and missed pipelines.
+//!
+//! A flight is the commands the client wrote with no reply reaching it in
+//! between: the first command written after a reply was forwarded to the
+//! client starts a new flight. Replies are matched to commands in order
+//! (Redis answers in order); RESP3 push frames (`>`) answer no command and
+//! are skipped. The tracker sees the bytes before they are forwarded each
+//! way, so a reply is counted before the client can react to it.
+//!
+//! It only reads the bytes: it keeps a copy of an incomplete request or
+//! reply at the end of a chunk (at most [`MAX_PENDING_BYTES`]) and nothing
+//! else. When it cannot follow a stream (bytes that are not RESP, a request
+//! or reply over that bound, pub/sub or MONITOR where replies are not one
+//! per command, CLIENT REPLY), it stops for that connection and says why;
+//! forwarding goes on untouched.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use resp::{Decoded, Decoder, RequestReader, Value};
+
+use super::keys::KeyTable;
+use super::missed::{Detector, FlightFacts, Rule, Run};
+use super::pattern::key_pattern;
+use super::report::{ConnectionReport, Flight, MissedPipeline, Undecoded};
+
+/// Flights kept per connection (the most recent), for its report.
+pub const FLIGHT_RING: usize = 64;
+/// Largest incomplete request or reply the tracker holds a copy of, bytes;
+/// past it the connection is no longer decoded (still forwarded).
+pub const MAX_PENDING_BYTES: usize = 1 << 20;
+
+/// Commands after which replies are no longer one per command.
+const UNTRACKABLE: &[&str] = &["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC", "CLIENT REPLY"];
+/// Commands that change the connection's state (counted in the summary).
+const STATE_CHANGES: &[&str] =
+    &["SELECT", "HELLO", "AUTH", "RESET", "READONLY", "READWRITE", "CLIENT SETNAME", "CLIENT TRACKING", "CLIENT SETINFO", "CLIENT NO-EVICT", "CLIENT NO-TOUCH"];
+const SCRIPTS: &[&str] = &["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"];
+
+/// What happened on a connection, for the doctor's totals.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Flight(Flight),
+    Missed(MissedPipeline),
+    Undecoded(Undecoded),
+    /// A command, by kind, when it is written.
+    Transaction,
+    Script,
+    StateChange(String),
+}
+
+/// A flight whose replies have not all arrived.
+#[derive(Debug)]
+struct OpenFlight {
+    start: Instant,
+    think_us: Option<u64>,
+    commands: u32,
+    replied: u32,
+    bytes_up: u64,
+    bytes_down: u64,
+    breaks_runs: bool,
+    pattern: String,
+}
+
+/// Counters of one connection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConnCounters {
+    pub commands: u64,
+    pub flights: u64,
+    pub max_depth: u64,
+    /// Time with commands outstanding, µs.
+    pub wait_us: u64,
+    /// Time between a reply and the next command with nothing outstanding, µs.
+    pub client_us: u64,
+    pub state_changes: BTreeMap<String, u64>,
+}
+
+/// One connection's tracker.
+pub struct Tracker {
+    id: u64,
+    peer: String,
+    origin: Instant,
+    keys: Arc<KeyTable>,
+    requests: RequestReader,
+    request_tail: Vec<u8>,
+    replies: Decoder,
+    reply_tail: Vec<u8>,
+    stopped: bool,
+    /// Oldest first; the back one takes new commands while `accepting`.
+    open: VecDeque<OpenFlight>,
+    accepting: bool,
+    last_reply: Option<Instant>,
+    busy_since: Option<Instant>,
+    watching: bool,
+    in_multi: bool,
+    detector: Detector,
+    ring: VecDeque<Flight>,
+    pub counters: ConnCounters,
+    /// What happened since the caller last drained it.
+    pub outcomes: Vec<Outcome>,
+}
+
+fn us(d: std::time::Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+/// Runs `parse` on the bytes held from the last chunk followed by `chunk`
+/// (on `chunk` itself when nothing is held: no copy), then holds what
+/// `parse` left unconsumed. `parse` returns the bytes it consumed, or why
+/// the stream cannot be followed. Errors (`"{stream}: …"`) also when the
+/// unconsumed rest exceeds [`MAX_PENDING_BYTES`].
+fn feed(tail: &mut Vec<u8>, chunk: &[u8], stream: &str, item: &str, parse: impl FnOnce(&[u8]) -> Result<usize, String>) -> Result<(), String> {
+    let consumed;
+    if tail.is_empty() {
+        consumed = parse(chunk).map_err(|e| format!("{stream}: {e}"))?;
+        tail.extend_from_slice(&chunk[consumed..]);
+    } else {
+        tail.extend_from_slice(chunk);
+        consumed = parse(tail).map_err(|e| format!("{stream}: {e}"))?;
+        tail.drain(..consumed);
+    }
+    if tail.len() > MAX_PENDING_BYTES {
+        return Err(format!("{stream}: {item} longer than {MAX_PENDING_BYTES} bytes is not decoded"));
+    }
+    Ok(())
+}
+
+impl Tracker {
+    /// A tracker for connection `id` from `peer`; times are counted from `origin`.
+    pub fn new(id: u64, peer: String, origin: Instant, keys: Arc<KeyTable>, rule: Rule) -> Tracker {
+        Tracker {
+            id,
+            peer,
+            origin,
+            keys,
+            requests: RequestReader::new(),
+            request_tail: Vec::new(),
+            replies: Decoder::new(),
+            reply_tail: Vec::new(),
+            stopped: false,
+            open: VecDeque::new(),
+            accepting: false,
+            last_reply: None,
+            busy_since: None,
+            watching: false,
+            in_multi: false,
+            detector: Detector::new(rule),
+            ring: VecDeque::new(),
+            counters: ConnCounters::default(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// True once the tracker gave up on this connection.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    fn stop(&mut self, reason: String) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        self.request_tail = Vec::new();
+        self.reply_tail = Vec::new();
+        self.open.clear();
+        if let Some(run) = self.detector.finish() {
+            self.push_run(run);
+        }
+        self.outcomes.push(Outcome::Undecoded(Undecoded { connection: self.id, peer: self.peer.clone(), reason }));
+    }
+
+    /// Bytes the client wrote, at `now`, before they are forwarded.
+    pub fn on_requests(&mut self, chunk: &[u8], now: Instant) {
+        if self.stopped {
+            return;
+        }
+        let mut tail = std::mem::take(&mut self.request_tail);
+        let fed = feed(&mut tail, chunk, "requests", "a command", |buf| {
+            let mut pos = 0;
+            while let Some(req) = self.requests.next(&buf[pos..], false).map_err(|e| e.to_string())? {
+                pos += req.consumed;
+                self.on_command(&req.argv, req.consumed as u64, now);
+                if self.stopped {
+                    break;
+                }
+            }
+            Ok(pos)
+        });
+        match fed {
+            Ok(()) if !self.stopped => self.request_tail = tail,
+            Ok(()) => {}
+            Err(reason) => self.stop(reason),
+        }
+    }
+
+    fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
+        let (name, key) = self.keys.name_and_key(argv);
+        let base = name.split(' ').next().unwrap_or("");
+        if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
+            return self.stop(format!("{name}: replies are not one per command from here on"));
+        }
+        let breaks_runs = self.watching || self.in_multi || matches!(base, "WATCH" | "MULTI" | "EXEC" | "DISCARD" | "UNWATCH");
+        match base {
+            "WATCH" => self.watching = true,
+            "MULTI" => {
+                self.in_multi = true;
+                self.outcomes.push(Outcome::Transaction);
+            }
+            "EXEC" | "DISCARD" | "RESET" => {
+                self.in_multi = false;
+                self.watching = false;
+            }
+            "UNWATCH" if !self.in_multi => self.watching = false,
+            _ => {}
+        }
+        if SCRIPTS.contains(&base) {
+            self.outcomes.push(Outcome::Script);
+        }
+        // Named from argv, not the table: a server without CLIENT SETINFO (7.0) still shows it.
+        let state_name = match argv.get(1) {
+            Some(sub) if base == "CLIENT" => format!("CLIENT {}", super::pattern::command_name(sub)),
+            _ => base.to_string(),
+        };
+        let state_change = STATE_CHANGES.contains(&state_name.as_str());
+        if state_change {
+            *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
+            self.outcomes.push(Outcome::StateChange(state_name));
+        }
+        // Connection set-up (HELLO, AUTH, CLIENT SETNAME …) is not the application's loop.
+        let breaks_runs = breaks_runs || state_change;
+        self.counters.commands += 1;
+        if self.busy_since.is_none() {
+            self.busy_since = Some(now);
+            if let Some(r) = self.last_reply {
+                self.counters.client_us += us(now.saturating_duration_since(r));
+            }
+        }
+        if !self.accepting || self.open.is_empty() {
+            let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
+            // Only a flight's first command gets a pattern: the rest of a
+            // pipeline is never part of a run.
+            let pattern = match key {
+                Some(i) => format!("{name} {}", key_pattern(&argv[i])),
+                None => name.clone(),
+            };
+            self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
+            self.accepting = true;
+        }
+        let f = self.open.back_mut().expect("just pushed");
+        f.commands += 1;
+        f.bytes_up += bytes;
+        f.breaks_runs |= breaks_runs;
+    }
+
+    /// Bytes Redis sent, at `now`, before they are forwarded.
+    pub fn on_replies(&mut self, chunk: &[u8], now: Instant) {
+        if self.stopped {
+            return;
+        }
+        // The decoder resumes its check where it stopped: the next call
+        // gives it the same bytes (the tail) followed by more.
+        let mut tail = std::mem::take(&mut self.reply_tail);
+        let fed = feed(&mut tail, chunk, "replies", "a reply", |buf| {
+            let mut pos = 0;
+            while pos < buf.len() {
+                match self.replies.decode(&buf[pos..]).map_err(|e| e.to_string())? {
+                    Decoded::Complete { value, consumed } => {
+                        pos += consumed;
+                        if !matches!(value, Value::Push(_)) {
+                            self.on_reply(consumed as u64, now);
+                        }
+                    }
+                    Decoded::Incomplete { .. } => break,
+                }
+            }
+            Ok(pos)
+        });
+        match fed {
+            Ok(()) => self.reply_tail = tail,
+            Err(reason) => self.stop(reason),
+        }
+    }
+
+    fn on_reply(&mut self, bytes: u64, now: Instant) {
+        self.last_reply = Some(now);
+        self.accepting = false;
+        let Some(f) = self.open.front_mut() else {
+            return; // a reply to no command (an error before Redis closes)
+        };
+        f.replied += 1;
+        f.bytes_down += bytes;
+        if f.replied < f.commands {
+            return;
+        }
+        let f = self.open.pop_front().expect("front exists");
+        if self.open.is_empty() {
+            if let Some(b) = self.busy_since.take() {
+                self.counters.wait_us += us(now.saturating_duration_since(b));
+            }
+        }
+        let start_us = us(f.start.saturating_duration_since(self.origin));
+        let end_us = us(now.saturating_duration_since(self.origin));
+        let flight = Flight {
+            commands: f.commands,
+            start_us,
+            wait_us: end_us.saturating_sub(start_us),
+            think_us: f.think_us,
+            bytes_up: f.bytes_up,
+            bytes_down: f.bytes_down,
+            pattern: f.pattern,
+        };
+        self.counters.flights += 1;
+        self.counters.max_depth = self.counters.max_depth.max(u64::from(f.commands));
+        let facts = FlightFacts {
+            commands: flight.commands,
+            breaks_runs: f.breaks_runs,
+            think_us: flight.think_us,
+            start_us,
+            end_us,
+            pattern: &flight.pattern,
+        };
+        if let Some(run) = self.detector.on_flight(&facts) {
+            self.push_run(run);
+        }
+        if self.ring.len() == FLIGHT_RING {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(flight.clone());
+        self.outcomes.push(Outcome::Flight(flight));
+    }
+
+    fn push_run(&mut self, run: Run) {
+        let top = run.patterns.first().map(|p| p.pattern.clone()).unwrap_or_default();
+        let description = if run.patterns.len() == 1 {
+            format!("{top} ×{} sequential", run.commands)
+        } else {
+            let parts: Vec<String> = run.patterns.iter().map(|p| format!("{} ×{}", p.pattern, p.commands)).collect();
+            format!("{} sequential", parts.join(", "))
+        };
+        let rtt_ms = if run.commands > 1 { run.saving_ms / (run.commands - 1) as f64 } else { 0.0 };
+        self.outcomes.push(Outcome::Missed(MissedPipeline {
+            connection: self.id,
+            peer: self.peer.clone(),
+            commands: run.commands,
+            pattern: top,
+            description,
+            patterns: run.patterns,
+            start_us: run.start_us,
+            duration_ms: run.end_us.saturating_sub(run.start_us) as f64 / 1000.0,
+            think_us_max: run.think_us_max,
+            rtt_ms,
+            saving_ms: run.saving_ms,
+        }));
+    }
+
+    /// Ends the connection's current run (it closed, or the doctor stops).
+    pub fn finish(&mut self) {
+        if let Some(run) = self.detector.finish() {
+            self.push_run(run);
+        }
+    }
+
+    /// The connection as reported.
+    pub fn report(&self) -> ConnectionReport {
+        ConnectionReport {
+            connection: self.id,
+            peer: self.peer.clone(),
+            commands: self.counters.commands,
+            flights: self.counters.flights,
+            max_depth: self.counters.max_depth,
+            recent_flights: self.ring.iter().cloned().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const RULE: Rule = Rule { think_time_us: 50, min_run: 3, rtt_ms: 1.0 };
+
+    fn tracker() -> (Tracker, Instant) {
+        let origin = Instant::now();
+        (Tracker::new(1, "peer".into(), origin, Arc::new(KeyTable::default()), RULE), origin)
+    }
+    fn at(origin: Instant, us: u64) -> Instant {
+        origin + Duration::from_micros(us)
+    }
+    fn flights(t: &Tracker) -> Vec<u32> {
+        t.outcomes.iter().filter_map(|o| if let Outcome::Flight(f) = o { Some(f.commands) } else { None }).collect()
+    }
+    fn missed(t: &Tracker) -> Vec<&MissedPipeline> {
+        t.outcomes.iter().filter_map(|o| if let Outcome::Missed(m) = o { Some(m) } else { None }).collect()
+    }
+
+    #[test]
+    fn a_sequential_loop_is_flights_of_one_and_a_missed_pipeline() {
+        let (mut t, o) = tracker();
+        for i in 0..10u64 {
+            t.on_requests(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", at(o, i * 100));
+            t.on_replies(b"+OK\r\n", at(o, i * 100 + 90));
+        }
+        t.finish();
+        assert_eq!(flights(&t), vec![1; 10]);
+        let m = missed(&t);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].commands, 10);
+        assert_eq!(m[0].pattern, "SET"); // no key table: names only
+        assert_eq!(m[0].saving_ms, 9.0);
+        assert_eq!(t.counters.wait_us, 900);
+        assert_eq!(t.counters.client_us, 90);
+    }
+
+    #[test]
+    fn a_pipeline_cut_anywhere_is_one_flight_and_push_frames_are_not_replies() {
+        let (mut t, o) = tracker();
+        let reqs = b"PING\r\n*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n";
+        for (i, b) in reqs.chunks(3).enumerate() {
+            t.on_requests(b, at(o, i as u64));
+        }
+        let reps = b"+PONG\r\n>2\r\n$7\r\nmessage\r\n$1\r\nx\r\n+PONG\r\n$5\r\nhello\r\n";
+        for (i, b) in reps.chunks(2).enumerate() {
+            t.on_replies(b, at(o, 100 + i as u64));
+        }
+        assert_eq!(flights(&t), vec![3]);
+        assert!(!t.stopped());
+    }
+
+    #[test]
+    fn commands_written_after_a_reply_start_a_new_flight() {
+        let (mut t, o) = tracker();
+        t.on_requests(b"PING\r\nPING\r\n", at(o, 0));
+        t.on_replies(b"+PONG\r\n", at(o, 10));
+        t.on_requests(b"PING\r\n", at(o, 20));
+        t.on_replies(b"+PONG\r\n+PONG\r\n", at(o, 30));
+        assert_eq!(flights(&t), vec![2, 1]);
+    }
+
+    #[test]
+    fn garbage_stops_decoding_and_says_why() {
+        let (mut t, o) = tracker();
+        t.on_requests(b"*x\r\n", at(o, 0));
+        assert!(t.stopped());
+        assert!(matches!(&t.outcomes[0], Outcome::Undecoded(u) if u.reason.starts_with("requests: byte 0")));
+        t.on_requests(b"PING\r\n", at(o, 1));
+        t.on_replies(b"+PONG\r\n", at(o, 2));
+        assert!(flights(&t).is_empty());
+    }
+
+    #[test]
+    fn transactions_are_not_missed_pipelines() {
+        let (mut t, o) = tracker();
+        let mut now = 0;
+        for _ in 0..5 {
+            for (cmd, reply) in [("WATCH k", "+OK"), ("GET k", "$-1"), ("MULTI", "+OK"), ("SET k v", "+QUEUED"), ("EXEC", "*1\r\n+OK")] {
+                t.on_requests(format!("{cmd}\r\n").as_bytes(), at(o, now));
+                t.on_replies(format!("{reply}\r\n").as_bytes(), at(o, now + 5));
+                now += 10;
+            }
+        }
+        t.finish();
+        assert_eq!(flights(&t).len(), 25);
+        assert!(missed(&t).is_empty());
+        assert!(t.outcomes.iter().filter(|o| matches!(o, Outcome::Transaction)).count() == 5);
+    }
+
+    #[test]
+    fn connection_set_up_is_counted_but_not_part_of_a_run() {
+        let (mut t, o) = tracker();
+        let mut now = 0;
+        for (cmd, reply) in [("HELLO 2", "*0"), ("CLIENT SETINFO LIB-NAME x", "+OK"), ("SELECT 0", "+OK")].into_iter().chain([("INCR n", ":1"); 5]) {
+            t.on_requests(format!("{cmd}\r\n").as_bytes(), at(o, now));
+            t.on_replies(format!("{reply}\r\n").as_bytes(), at(o, now + 5));
+            now += 10;
+        }
+        t.finish();
+        let m = missed(&t);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].commands, 5);
+        let names: Vec<&str> = t.counters.state_changes.keys().map(String::as_str).collect();
+        assert_eq!(names, vec!["CLIENT SETINFO", "HELLO", "SELECT"]);
+    }
+
+    #[test]
+    fn subscribe_stops_tracking() {
+        let (mut t, o) = tracker();
+        t.on_requests(b"SUBSCRIBE a b\r\n", at(o, 0));
+        assert!(t.stopped());
+    }
+
+    #[test]
+    fn a_huge_incomplete_request_is_not_held() {
+        let (mut t, o) = tracker();
+        t.on_requests(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9999999\r\n", at(o, 0));
+        t.on_requests(&vec![b'x'; MAX_PENDING_BYTES + 10], at(o, 1));
+        assert!(t.stopped());
+        assert!(t.request_tail.is_empty());
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): what `pipelab doctor` costs a client. Runs
+# redis-benchmark SET/GET with -P 1 (one round trip per command) and -P 16
+# directly against a redis-server and through the doctor (and, for
+# reference, through `pipelab proxy`, which forwards without decoding),
+# alternating the paths run by run, and prints requests/s and the ratio
+# doctor/direct (the issue's goal: the doctor adds at most 10% to a
+# round trip on loopback).
+#
+#   bench/doctor.sh [RUNS] [REQUESTS]     # default 3 runs of 100000 requests
+#   PIPELAB=target/debug/pipelab bench/doctor.sh 1 20000   # skip the release build
+#
+# Needs: redis-server, redis-benchmark, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-3}
+N=${2:-100000}
+if [ -z "${PIPELAB:-}" ]; then
+  cargo build --release -q -p pipelab
+  PIPELAB=target/release/pipelab
+fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+WORK=$(mktemp -d)
+PORT=$(free_port)
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no >/dev/null &
+PIDS=($!)
+trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+DOCTOR=$(free_port)
+"$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/doctor.jsonl" 2>/dev/null &
+PIDS+=($!)
+PROXY=$(free_port)
+"$PIPELAB" proxy --listen "127.0.0.1:$PROXY" --upstream "redis://127.0.0.1:$PORT" 2>/dev/null &
+PIDS+=($!)
+for p in "$DOCTOR" "$PROXY"; do
+  for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+# requests/s of one redis-benchmark run: port, pipeline depth.
+rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c 50 -t set,get -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {s += $2; n++} END {printf "%.0f", s / n}'; }
+
+echo "# pipelab doctor vs direct: redis-benchmark -t set,get -c 50 -n $N, mean of SET and GET req/s, $RUNS alternating runs"
+echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), binary $PIPELAB"
+echo "| -P | direct req/s | doctor req/s | proxy req/s | doctor/direct |"
+echo "|---|---|---|---|---|"
+for P in 1 16; do
+  d=(); t=(); x=()
+  for _ in $(seq "$RUNS"); do
+    d+=("$(rps "$PORT" "$P")"); t+=("$(rps "$DOCTOR" "$P")"); x+=("$(rps "$PROXY" "$P")")
+  done
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  md=$(median "${d[@]}"); mt=$(median "${t[@]}"); mx=$(median "${x[@]}")
+  echo "| $P | $md | $mt | $mx | $(python3 -c "print(f'{$mt/$md:.2f}x')") |"
+done
