@@ -59,6 +59,12 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub limits: Limits,
+
+    #[command(flatten)]
+    pub auth: crate::api::auth::AuthConfig,
+
+    #[command(flatten)]
+    pub upstash: crate::upstash::UpstashConfig,
 }
 
 /// Per-request limits. All sizes in bytes, all times in ms; each at least 1

@@ -11,3 +11,4 @@ pub mod embedded;
 pub mod exec;
 pub mod report_json;
 pub mod telemetry;
+pub mod upstash;

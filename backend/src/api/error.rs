@@ -50,6 +50,10 @@ pub enum ApiCode {
     InvalidBatch,
     /// 400: sweep: Redis rejects the command.
     InvalidCommand,
+    /// 401: tokens are configured and the request has none, or a wrong one.
+    Unauthorized,
+    /// 403: a read-only token on an endpoint that may write.
+    Forbidden,
     /// 404: no such endpoint.
     NotFound,
     /// 405: the endpoint does not take this method.
@@ -77,12 +81,12 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 26] = {
+    pub const ALL: [ApiCode; 28] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
-            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, NotFound, MethodNotAllowed,
+            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, Unauthorized, Forbidden, NotFound, MethodNotAllowed,
             BodyTimeout, BodyTooLarge, TooManyCommands, ArgumentTooLarge, RedisUnavailable, Busy,
             ShuttingDown, BatchTimeout,
         ]
@@ -95,6 +99,8 @@ impl ApiCode {
             InvalidJson | InvalidBody | InvalidField | MissingCommands | ConflictingFields | EmptyBatch
             | EmptyArgv | UnknownMode | InvalidBase64 | InvalidArgument | ParseError | InvalidBatchSize
             | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand => StatusCode::BAD_REQUEST,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            Forbidden => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,

@@ -9,6 +9,7 @@
 //! a request.
 
 pub mod arg;
+pub mod auth;
 pub mod batch;
 pub mod compare;
 pub mod error;
@@ -66,6 +67,12 @@ pub struct Inner {
     pub runtimes: Vec<tokio::runtime::Handle>,
     /// Which runtime the next big batch goes to.
     next_runtime: std::sync::atomic::AtomicUsize,
+    /// The tokens requests need (none: open); see [`auth`].
+    pub auth: auth::Auth,
+    /// Command flags from the server, for read-only tokens and the sync token.
+    pub command_flags: auth::FlagCache,
+    /// The Upstash-compatible surface's settings and state.
+    pub upstash: crate::upstash::Settings,
 }
 
 impl AppState {
@@ -94,7 +101,19 @@ impl AppState {
             pool,
             runtimes,
             next_runtime: Default::default(),
+            auth: auth::Auth::none(),
+            command_flags: Default::default(),
+            upstash: Default::default(),
         }))
+    }
+
+    /// The tokens and the Upstash surface's settings; called once, before
+    /// the state is shared (by `pipelab serve` and the tests).
+    pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
+        let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
+        inner.auth = auth;
+        inner.upstash = upstash;
+        self
     }
 
     /// A serving runtime other than the caller's, in turn (the caller's if
@@ -139,7 +158,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .merge(crate::upstash::router(&state))
         .fallback(web::serve)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
