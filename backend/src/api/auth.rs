@@ -350,7 +350,7 @@ fn remember(names: &mut HashMap<Vec<u8>, Flags>, entry: &resp::Value) {
             .filter_map(text)
             .any(|f| matches!(f.as_slice(), b"write" | b"may_replicate" | b"admin")),
         _ => true,
-    };
+    } || key_specs_write(items.get(8));
     let subcommands = match items.get(9) {
         Some(resp::Value::Array(subs)) if !subs.is_empty() => subs.as_slice(),
         _ => &[],
@@ -361,9 +361,31 @@ fn remember(names: &mut HashMap<Vec<u8>, Flags>, entry: &resp::Value) {
     names.insert(name, Flags { writes, container: !subcommands.is_empty(), exists: true });
 }
 
+/// Does a key spec of the entry (`[…, "flags", ["RW", "access", "update"], …]`)
+/// write its key? Redis 7.0 flags EVAL and FCALL only there (`RW`, "we
+/// cannot tell how the keys will be used so we assume the worst").
+fn key_specs_write(specs: Option<&resp::Value>) -> bool {
+    let Some(resp::Value::Array(specs)) = specs else { return false };
+    specs.iter().any(|spec| {
+        let resp::Value::Array(fields) = spec else { return false };
+        fields.windows(2).any(|pair| match pair {
+            [resp::Value::Simple(k) | resp::Value::Bulk(k), resp::Value::Array(flags)] if k.eq_ignore_ascii_case(b"flags") => {
+                flags.iter().any(|f| match f {
+                    resp::Value::Simple(f) | resp::Value::Bulk(f) => {
+                        [&b"RW"[..], b"OW", b"RM", b"insert", b"update", b"delete"].iter().any(|w| f.eq_ignore_ascii_case(w))
+                    }
+                    _ => false,
+                })
+            }
+            _ => false,
+        })
+    })
+}
+
 /// May a read-only token run `argv`? True unless the server flags the
 /// command (or its subcommand, for containers such as `CONFIG SET`) as
-/// `write`, `may_replicate` or `admin`; false for a name whose flags are
+/// `write`, `may_replicate` or `admin`, or a key spec of it as writing
+/// (`RW`, `OW`, `RM`, `insert`, `update`, `delete`); false for a name whose flags are
 /// not known yet ([`FlagCache::learn`] first). The one place the read-only
 /// rule lives: it will ask the command table (`backend/src/commands/`)
 /// instead once that exists.
