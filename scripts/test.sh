@@ -8,7 +8,8 @@
 #   the wasm module in Node and the
 #   playground and tutorial in headless Chromium (test-web.sh,
 #   test-tutorial.sh), the build scripts the Dockerfile calls and the built
-#   binary started as a user starts it (test-deploy.sh).
+#   binary started as a user starts it (test-deploy.sh), the official
+#   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh).
 # This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ scripts/setup.sh
 export CARGO_TERM_COLOR=never
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked
-for part in resp web tutorial deploy; do
+for part in resp web tutorial deploy upstash; do
   echo "=== scripts/test-$part.sh"
   bash "scripts/test-$part.sh"
 done
