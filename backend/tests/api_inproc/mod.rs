@@ -36,9 +36,20 @@ impl App {
 
     /// [`App::start`], serving the web files in `web_dir` (`--web-dir`).
     pub fn with_web_dir(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf) -> App {
+        App::configured(redis_url, limit_flags, web_dir, |state| state)
+    }
+
+    /// [`App::with_web_dir`], the state passed through `configure` first
+    /// (tokens, Upstash settings: `AppState::configure`).
+    pub fn configured(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf, configure: impl FnOnce(AppState) -> AppState) -> App {
         let target = RedisTarget::parse(redis_url).expect("test Redis URL");
-        let state = AppState::new(target, RedisSource::Configured, limits(limit_flags), web_dir, Vec::new());
+        let state = configure(AppState::new(target, RedisSource::Configured, limits(limit_flags), web_dir, Vec::new()));
         App { router: router(state.clone()), state }
+    }
+
+    /// The raw response of `req` (headers and a body still to read).
+    pub async fn respond(&self, req: Request<Body>) -> axum::response::Response {
+        self.router.clone().oneshot(req).await.expect("the router is infallible")
     }
 
     /// Sends `req` through the router; status, content type and body.
