@@ -26,7 +26,7 @@ enum Command {
     /// Execute a command file (inline lines or RESP) against Redis.
     Run(cli::run::Args),
     /// Serve the web playground and the REST API (/api/v1).
-    Serve(pipelab::config::ServeConfig),
+    Serve(Box<pipelab::config::ServeConfig>),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
     Proxy(cli::proxy::Args),
     /// RESP and inline-command codec on files and pipes.
@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => cli::block_on(cli::run::main(args)),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
-        Command::Serve(cfg) => cli::serve::main(cfg),
+        Command::Serve(cfg) => cli::serve::main(*cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
         Command::Healthcheck(args) => cli::healthcheck::run(args).into(),
     }
