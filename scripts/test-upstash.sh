@@ -26,7 +26,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 token="test-full-$RANDOM$RANDOM"
 readonly_token="test-ro-$RANDOM$RANDOM"
 log=$(mktemp)
-"$bin" serve --listen "127.0.0.1:$port" --token "$token" --readonly-token "$readonly_token" >"$log" 2>&1 &
+# Debug logs, request spans included: the check below finds no token in them.
+PIPELAB_LOG=pipelab=debug,tower_http=debug "$bin" serve --listen "127.0.0.1:$port" --token "$token" --readonly-token "$readonly_token" >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 100); do

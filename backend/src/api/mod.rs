@@ -161,7 +161,10 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::upstash::router(&state))
         .fallback(web::serve)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))
-        .layer(TraceLayer::new_for_http())
+        // Spans name the path only: a query may hold a token (`?_token=`).
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+        }))
         .with_state(state)
 }
 

@@ -176,16 +176,11 @@ fn transaction(report: &Report, format: Format) -> Result<Response, UpstashError
     let err = match t.status {
         TransactionStatus::Committed => return Ok(entries(report, format)),
         TransactionStatus::Aborted => {
-            let execabort = report
-                .results
-                .iter()
-                .filter_map(|r| r.reply.as_ref().filter(|v| v.is_error()).map(response::error_text))
-                .find(|e| e.starts_with("EXECABORT"));
-            let text = match execabort {
-                Some(e) => format!("{e} ({message})"),
-                None => format!("EXECABORT Transaction discarded: {message}"),
+            let why = match t.rejected.first() {
+                Some(r) => format!("command {} was rejected at queue time: {}", r.index, r.message),
+                None => message,
             };
-            UpstashError::bad_request(text)
+            UpstashError::bad_request(format!("EXECABORT Transaction discarded because of previous errors: {why}"))
         }
         TransactionStatus::WatchConflict => UpstashError::new(StatusCode::CONFLICT, format!("ERR {message}")),
         TransactionStatus::Unknown => UpstashError::new(
