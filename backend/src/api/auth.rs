@@ -282,6 +282,10 @@ struct Flags {
     exists: bool,
 }
 
+/// Names cached at most before names the server does not know stop being
+/// remembered (Redis 7 has about 240 commands and 200 subcommands).
+const MAX_UNKNOWN_CACHED: usize = 4096;
+
 /// How long the one `COMMAND INFO` round trip may take.
 const INFO_WAIT: Duration = Duration::from_secs(2);
 
@@ -315,10 +319,13 @@ impl FlagCache {
         for (name, entry) in unknown.iter().zip(entries) {
             match entry {
                 resp::Value::Array(_) => remember(&mut names, entry),
-                // Not a command of this server.
-                _ => {
+                // Not a command of this server: remembered while the cache
+                // is small, so that made-up names cannot grow it forever
+                // (past that they are asked again each time).
+                _ if names.len() < MAX_UNKNOWN_CACHED => {
                     names.insert(name.clone(), Flags { writes: false, container: false, exists: false });
                 }
+                _ => {}
             }
         }
         Ok(())
