@@ -78,7 +78,6 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
     let ro = [("authorization", "Bearer readonly-token")];
     for body in [
         r#"["GET","k"]"#,
-        r#"["PING"]"#,
         r#"["EVAL_RO","return redis.call('GET', KEYS[1])",1,"k"]"#,
         r#"["OBJECT","ENCODING","k"]"#,
         r#"["SCAN",0]"#,
@@ -91,6 +90,8 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
         r#"["del","k"]"#,
         r#"["EVAL","return 1",0]"#,
         r#"["FLUSHALL"]"#,
+        // Not flagged `readonly` (only `fast`, `sentinel`): the table's rule.
+        r#"["PING"]"#,
         // Flagged `admin`, although it only reads.
         r#"["CONFIG","GET","maxmemory"]"#,
         r#"["INCR","n"]"#,
@@ -108,7 +109,16 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
     assert_eq!(redis.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"v".to_vec()));
     // On /api/v1: GET endpoints, not the batch endpoints.
     assert_eq!(call(&app, Method::GET, "/api/v1/info", &ro, "").await.status, 200);
+    // /api/v1/batch: per command, by the command table.
     let a = call(&app, Method::POST, "/api/v1/batch", &ro, r#"{"commands": [["GET","k"]]}"#).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    for (cmds, index, name) in [(r#"[["GET","k"],["SET","k","x"]]"#, 1, "SET"), (r#"[["EVAL","return 1","0"]]"#, 0, "EVAL")] {
+        let a = call(&app, Method::POST, "/api/v1/batch", &ro, format!(r#"{{"commands": {cmds}}}"#)).await;
+        assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("readonly_token")), "{cmds}");
+        let message = a.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains(&format!("commands[{index}]")) && message.contains(name), "{message}");
+    }
+    let a = call(&app, Method::POST, "/api/v1/compare", &ro, r#"{"commands": [["GET","k"]]}"#).await;
     assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("forbidden")));
     assert_eq!(call(&app, Method::POST, "/subscribe/ch", &ro, "[]").await.status, 200, "subscribing reads");
 }

@@ -106,7 +106,7 @@ impl ApiCode {
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
             InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys,
-            Unauthorized, Forbidden, ReadonlyToken, ForbiddenOrigin, NotFound, MethodNotAllowed, BodyTimeout,
+            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
         ]

@@ -134,6 +134,10 @@ impl AppState {
     pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
         let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
         inner.auth = auth;
+        // The Upstash routes' CORS origins pass the request guards too.
+        let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
+        let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
+        inner.guard = Arc::new((*inner.guard).clone().with_origins(origins.into_iter().chain(any)));
         inner.upstash = upstash;
         self
     }

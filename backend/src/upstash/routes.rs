@@ -26,6 +26,13 @@ pub async fn root(State(state): State<AppState>, req: Request) -> Response {
     if reading && state.upstash.prefix.is_none() {
         return crate::api::web::serve(State(state), req).await;
     }
+    // A GET that runs a command is guarded as a POST is (the layer lets
+    // GETs through for the playground's files).
+    if reading {
+        if let Err(e) = state.guard.check_cross_site(req.headers()) {
+            return e.into_response();
+        }
+    }
     answer(Family::Command, command(&state, req).await)
 }
 
@@ -75,6 +82,13 @@ pub async fn path_style(State(state): State<AppState>, req: Request) -> Response
     let reading = matches!(*req.method(), Method::GET | Method::HEAD);
     if state.upstash.prefix.is_none() && reading && !is_command_path(&state, req.uri().path().to_string()).await {
         return crate::api::web::serve(State(state), req).await;
+    }
+    // A GET that runs a command is guarded as a POST is (the layer lets
+    // GETs through for the playground's files).
+    if reading {
+        if let Err(e) = state.guard.check_cross_site(req.headers()) {
+            return e.into_response();
+        }
     }
     answer(Family::Path, path_command(&state, req).await)
 }

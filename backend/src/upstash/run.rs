@@ -35,7 +35,18 @@ pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mod
         ..Default::default()
     };
     let rules = Rules::of(state).await;
-    let batch = fields.prepare(&state.limits)?.into_batch(mode, &state.limits, &rules)?;
+    let table = &rules.table;
+    let prepared = fields.prepare(&state.limits)?;
+    if access.read_only() {
+        if let Some(argv) = prepared.commands.iter().find(|argv| !table.allows_readonly(*argv)) {
+            let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_lowercase();
+            return Err(UpstashError::new(
+                StatusCode::FORBIDDEN,
+                format!("NOPERM this user has no permissions to run the '{name}' command (the token is read-only)"),
+            ));
+        }
+    }
+    let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     if mode != Mode::Transaction {
         for (i, argv) in batch.commands.iter().enumerate() {
             if let Some(name) = spans_requests(argv) {
@@ -44,16 +55,6 @@ pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mod
                      send its commands to /multi-exec, which runs them in MULTI/EXEC"
                 )));
             }
-        }
-    }
-    let table = &rules.table;
-    if access.read_only() {
-        if let Some(argv) = batch.commands.iter().find(|argv| !table.allows_readonly(*argv)) {
-            let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_lowercase();
-            return Err(UpstashError::new(
-                StatusCode::FORBIDDEN,
-                format!("NOPERM this user has no permissions to run the '{name}' command (the token is read-only)"),
-            ));
         }
     }
     let writes = batch.commands.iter().any(|argv| !table.allows_readonly(argv));
