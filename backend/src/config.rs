@@ -87,6 +87,12 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub limits: Limits,
+
+    #[command(flatten)]
+    pub auth: crate::api::auth::AuthConfig,
+
+    #[command(flatten)]
+    pub upstash: crate::upstash::UpstashConfig,
 }
 
 impl ServeConfig {

@@ -16,3 +16,4 @@ pub mod lab;
 pub mod net;
 pub mod report_json;
 pub mod telemetry;
+pub mod upstash;

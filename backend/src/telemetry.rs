@@ -13,6 +13,7 @@
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
 //! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
+//! | `pipelab_upstash_requests_total` | counter | `endpoint`, `class` | Upstash-compatible requests by endpoint family (`command`, `path`, `pipeline`, `multi_exec`, `subscribe`) and status class (`2xx`, `4xx`, `5xx`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -183,6 +184,31 @@ impl Drop for BatchSpan {
         if !self.done {
             self.end("cancelled", None);
         }
+    }
+}
+
+/// Status classes of `pipelab_upstash_requests_total`.
+const CLASSES: [&str; 3] = ["2xx", "4xx", "5xx"];
+/// Endpoint families of `pipelab_upstash_requests_total` (`crate::upstash::Family`).
+const FAMILIES: [&str; 5] = ["command", "path", "pipeline", "multi_exec", "subscribe"];
+
+static UPSTASH: [[OnceLock<Counter>; CLASSES.len()]; FAMILIES.len()] =
+    [const { [const { OnceLock::new() }; CLASSES.len()] }; FAMILIES.len()];
+
+/// Counts one Upstash-compatible request of `endpoint` (a family name)
+/// answered with `status`.
+pub fn upstash_request(endpoint: &'static str, status: u16) {
+    install_metrics();
+    let class = match status {
+        500.. => 2,
+        400.. => 1,
+        _ => 0,
+    };
+    match FAMILIES.iter().position(|f| *f == endpoint) {
+        Some(i) => UPSTASH[i][class]
+            .get_or_init(|| metrics::counter!("pipelab_upstash_requests_total", "endpoint" => FAMILIES[i], "class" => CLASSES[class]))
+            .increment(1),
+        None => metrics::counter!("pipelab_upstash_requests_total", "endpoint" => endpoint, "class" => CLASSES[class]).increment(1),
     }
 }
 

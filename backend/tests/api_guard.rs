@@ -107,6 +107,24 @@ async fn cross_site_requests_and_rebound_hosts_are_refused() {
     let res = send(&app, Request::get("/").header("sec-fetch-site", "cross-site").body(Body::empty()).unwrap()).await;
     assert_ne!(res.status, StatusCode::FORBIDDEN);
 
+    // Upstash's path style: a GET runs a command, so a cross-site one (an
+    // `<img src="http://127.0.0.1:8080/flushall">`) is refused as a POST is.
+    redis.cmd_str(&["SET", "kept", "1"]);
+    for headers in [[("sec-fetch-site", "cross-site")], [("origin", "https://evil.example")]] {
+        let mut req = Request::get("/flushall").header("host", "127.0.0.1:8080");
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let res = send(&app, req.body(Body::empty()).unwrap()).await;
+        assert_eq!((res.status, res.code()), (StatusCode::FORBIDDEN, "forbidden_origin".to_string()), "{headers:?}");
+    }
+    assert_eq!(redis.cmd_str(&["GET", "kept"]), resp::Value::Bulk(b"1".to_vec()), "nothing ran");
+    let res = send(&app, Request::get("/get/kept").header("sec-fetch-site", "same-origin").body(Body::empty()).unwrap()).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", String::from_utf8_lossy(&res.body));
+    // A page or asset of the playground stays open to a cross-site GET.
+    let res = send(&app, Request::get("/assets/app.js").header("sec-fetch-site", "cross-site").body(Body::empty()).unwrap()).await;
+    assert_ne!(res.status, StatusCode::FORBIDDEN);
+
     // What an operator allows.
     let allowed = GuardConfig { allowed_origins: vec!["https://team.example".into()], allowed_hosts: vec!["pipelab.team.example".into()] };
     let app = crate::app(&redis, &[], allowed);

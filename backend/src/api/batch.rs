@@ -78,6 +78,7 @@ batch_request!(BatchRequest);
 )]
 pub async fn batch(
     State(state): State<AppState>,
+    access: Option<axum::Extension<super::auth::Access>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
     let mode = match &req.mode {
@@ -88,9 +89,11 @@ pub async fn batch(
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
-    let rules = super::refuse::Rules::of(&state).await;
-    let batch = BatchFields::from(req)
-        .prepare(&state.limits)?
-        .into_batch(mode, &state.limits, &rules)?;
+    let access = access.map_or(super::auth::Access::Open, |a| a.0);
+    let mut rules = super::refuse::Rules::of(&state).await;
+    rules.access = access.rules();
+    let prepared = BatchFields::from(req).prepare(&state.limits)?;
+    super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
+    let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     stream::respond(state, batch, keep).await
 }

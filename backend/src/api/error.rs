@@ -55,6 +55,13 @@ pub enum ApiCode {
     TooManyWatchKeys,
     /// 403: an `Origin` (or `Sec-Fetch-Site`) of another site: see `api::guard`.
     ForbiddenOrigin,
+    /// 401: tokens are configured and the request has none, or a wrong one.
+    Unauthorized,
+    /// 403: a read-only token on an endpoint that may write.
+    Forbidden,
+    /// 403: `/api/v1/batch` with a read-only token and a command that may
+    /// write (the message names its index and name; nothing was sent).
+    ReadonlyToken,
     /// 404: no such endpoint.
     NotFound,
     /// 405: the endpoint does not take this method.
@@ -93,15 +100,15 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 33] = {
+    pub const ALL: [ApiCode; 36] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
             InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys,
-            ForbiddenOrigin, NotFound, MethodNotAllowed, BodyTimeout, BodyTooLarge, TooManyCommands,
-            ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost, HeadersTooLarge,
-            RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
+            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
+            BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
+            HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
         ]
     };
 
@@ -114,7 +121,8 @@ impl ApiCode {
             | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand | TooManyWatchKeys => {
                 StatusCode::BAD_REQUEST
             }
-            ForbiddenOrigin => StatusCode::FORBIDDEN,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            Forbidden | ReadonlyToken | ForbiddenOrigin => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,

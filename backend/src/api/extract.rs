@@ -28,10 +28,16 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let mut bytes = Vec::with_capacity(declared_length(&req, state)?.min(RESERVE_MAX));
-        read_body(req, state, |data| bytes.extend_from_slice(&data)).await?;
-        parse_json(&bytes).map(ApiJson)
+        parse_json(&read_all(req, state).await?).map(ApiJson)
     }
+}
+
+/// The whole body, within the server's limit and the batch timeout
+/// (413 / 408 as for every body).
+pub async fn read_all(req: Request, state: &AppState) -> Result<Vec<u8>, ApiError> {
+    let mut bytes = Vec::with_capacity(declared_length(&req, state)?.min(RESERVE_MAX));
+    read_body(req, state, |data| bytes.extend_from_slice(&data)).await?;
+    Ok(bytes)
 }
 
 /// [`ApiJson`] for a request with `commands`, parsed while the body

@@ -17,8 +17,9 @@
 //!   name of `--allowed-hosts` → else 421 `forbidden_host`. The port is not
 //!   compared: a port mapping (Docker's `-p 9000:8080`) changes it, and a
 //!   rebinding attack cannot forge the name.
-//! - `Origin` (when sent, on `/api/*`, `/metrics` and any request that is
-//!   not GET/HEAD) must be the page's own origin (its host and port equal
+//! - `Origin` (when sent, on `/api/*`, `/metrics`, any request that is
+//!   not GET/HEAD, and a GET of an Upstash path-style command:
+//!   [`Policy::check_cross_site`]) must be the page's own origin (its host and port equal
 //!   to the `Host` header's, or `http://` + the listen address) or one of
 //!   `--allowed-origins`; `Sec-Fetch-Site: cross-site` is refused there
 //!   unless `Origin` is one of `--allowed-origins` → else 403
@@ -104,6 +105,19 @@ impl Policy {
         }
     }
 
+    /// This policy, also letting the pages of `origins` call (normalized as
+    /// `--allowed-origins`; `*` any): the Upstash routes' `--upstash-cors-origin`,
+    /// whose browsers the guards must not refuse before CORS answers them.
+    pub fn with_origins<'a>(mut self, origins: impl IntoIterator<Item = &'a str>) -> Policy {
+        for o in origins {
+            let o = o.trim().trim_end_matches('/').to_ascii_lowercase();
+            self.any_origin |= o == "*";
+            self.configured_origins.push(o.clone());
+            self.origins.push(o);
+        }
+        self
+    }
+
     /// Every guard, in order: head size, `Host`, `Origin` / `Sec-Fetch-Site`, `Content-Type`.
     pub fn check(&self, method: &Method, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
         check_head_size(uri, headers)?;
@@ -143,6 +157,13 @@ impl Policy {
         }
         let value = value.to_ascii_lowercase();
         self.hosts.iter().any(|h| *h == name || *h == value || (h.starts_with('.') && (name.ends_with(h.as_str()) || name == h[1..])))
+    }
+
+    /// The `Origin` / `Sec-Fetch-Site` guard alone, for a GET the layer lets
+    /// through but whose handler finds it runs a command (Upstash's path
+    /// style, `GET /flushall`: an `<img src>` of another site must not run it).
+    pub fn check_cross_site(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        self.check_origin(headers, headers.get(header::HOST).and_then(|h| h.to_str().ok()))
     }
 
     fn check_origin(&self, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {

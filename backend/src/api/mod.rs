@@ -9,6 +9,7 @@
 //! a request.
 
 pub mod arg;
+pub mod auth;
 pub mod batch;
 pub mod busy;
 pub mod compare;
@@ -75,6 +76,10 @@ pub struct Inner {
     pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
+    /// The tokens requests need (none: open); see [`auth`].
+    pub auth: auth::Auth,
+    /// The Upstash-compatible surface's settings and state.
+    pub upstash: crate::upstash::Settings,
 }
 
 impl AppState {
@@ -106,6 +111,8 @@ impl AppState {
             guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
             busy_since: Default::default(),
             allow: Default::default(),
+            auth: auth::Auth::none(),
+            upstash: Default::default(),
         }))
     }
 
@@ -119,6 +126,19 @@ impl AppState {
     /// The state with `allow` (operator flags). Panics once the state was cloned.
     pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
         Arc::get_mut(&mut self.0).expect("with_allow before the state is shared").allow = allow;
+        self
+    }
+
+    /// The tokens and the Upstash surface's settings; called once, before
+    /// the state is shared (by `pipelab serve` and the tests).
+    pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
+        let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
+        inner.auth = auth;
+        // The Upstash routes' CORS origins pass the request guards too.
+        let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
+        let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
+        inner.guard = Arc::new((*inner.guard).clone().with_origins(origins.into_iter().chain(any)));
+        inner.upstash = upstash;
         self
     }
 
@@ -164,10 +184,17 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .merge(crate::upstash::router(&state))
         .fallback(web::serve)
+        // Guards first: a cross-site or foreign-Host request is refused
+        // before its token is looked at (layers run bottom to top).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))
         .layer(guard::layer(state.guard.clone()))
         .layer(headers::layer())
-        .layer(TraceLayer::new_for_http())
+        // Spans name the path only: a query may hold a token (`?_token=`).
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+        }))
         .with_state(state)
 }
 

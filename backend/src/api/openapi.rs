@@ -17,7 +17,13 @@ use error::CodeStatuses;
             Each batch has its own Redis connection, only while it runs; commands that change \
             the connection itself (SELECT, HELLO, AUTH, QUIT, RESET, MONITOR, SUBSCRIBE and \
             friends, blocking commands with timeout 0) are refused. /compare runs the batch \
-            once per mode, so its side effects repeat.",
+            once per mode, so its side effects repeat. With tokens configured (`--token`, \
+            `--readonly-token`) every /api/v1 endpoint needs `Authorization: Bearer TOKEN` or \
+            `?_token=TOKEN` (else 401 `unauthorized`); a read-only token may only GET (403 \
+            `forbidden`). The same server also speaks Upstash's REST protocol (`POST /`, \
+            path-style `/cmd/arg`, `/pipeline`, `/multi-exec`, `/subscribe/<channel>`, or under \
+            `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
+            README's \"Upstash-compatible REST\".",
     ),
     paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
     components(schemas(

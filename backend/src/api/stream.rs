@@ -294,7 +294,7 @@ impl http_body::Body for Streamed {
 }
 
 /// Aborts the batch's task when the response (or the request) is dropped.
-struct AbortOnDrop(AbortHandle);
+pub(crate) struct AbortOnDrop(pub(crate) AbortHandle);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

@@ -23,6 +23,13 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
+    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash)) {
+        (Ok(auth), Ok(upstash)) => (auth, upstash),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("pipelab serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
 
     // Its own supervisor thread starts it, and restarts it should it die.
     let (target, source, embedded) = match &cfg.redis {
@@ -50,7 +57,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, target, source, threads);
+    let code = serve_on_threads(&cfg, target, source, threads, access);
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -80,7 +87,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
 /// at 1 connection, 0.93–0.95x → 1.07–1.13x at 64 (bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
 /// body) delays the other connections of its thread, not those of the
 /// others, where a multi-threaded runtime would have moved them.
-fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource, threads: usize) -> ExitCode {
+fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource, threads: usize, access: (pipelab::api::auth::Auth, pipelab::upstash::Settings)) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
         match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -113,6 +120,7 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
         AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
             .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
+            .configure(access.0, access.1)
     };
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);

@@ -17,17 +17,19 @@
 //! secret-revealing ones need an operator, and the `@connection` commands
 //! that only answer (PING, ECHO, COMMAND, WAIT) leave the connection as it was.
 
+use super::keys::KeyFlags;
 use super::table::{Command, Table};
 use super::timeout;
 use crate::exec::{ArgvRef, Mode};
 
-/// Who is asking: the hook for tokens. Today's callers pass [`Access::Full`].
+/// Who is asking: a read-only token (`api::auth`) asks with [`Access::ReadOnly`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
     /// Every command pipelab runs at all.
     #[default]
     Full,
-    /// Only commands the server flags `readonly`.
+    /// Only commands the server flags `readonly` whose key specs do not
+    /// write ([`Table::allows_readonly`]).
     ReadOnly,
     /// [`Access::Full`] plus the commands that reveal secrets (CONFIG GET,
     /// ACL LIST/GETUSER/DRYRUN/USERS/LOG, SLOWLOG GET).
@@ -89,11 +91,19 @@ impl Class {
     const STATE: u16 = 1 << 9;
     const READONLY: u16 = 1 << 10;
     const KILLS_SCRIPT: u16 = 1 << 11;
-    /// The bits [`Table::refusal`] looks at (all but STATE and READONLY).
-    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY);
+    /// A key spec writes its key (`RW`, `OW`, `RM`, `insert`, `update`,
+    /// `delete`): Redis 7.0 marks EVAL and FCALL as writing only there.
+    const WRITES_KEYS: u16 = 1 << 12;
+    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY and WRITES_KEYS).
+    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS);
 
     fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
+    }
+
+    /// A read-only token may run it: flagged `readonly` and no key spec writes.
+    fn readonly_token(self) -> bool {
+        self.has(Self::READONLY) && !self.has(Self::WRITES_KEYS)
     }
 
     pub(crate) fn any(self, mask: u16) -> bool {
@@ -160,6 +170,10 @@ impl Class {
         if cmd.has_flag("readonly") {
             c |= Self::READONLY;
         }
+        let writing = KeyFlags(KeyFlags::RW.0 | KeyFlags::OW.0 | KeyFlags::RM.0 | KeyFlags::INSERT.0 | KeyFlags::UPDATE.0 | KeyFlags::DELETE.0);
+        if cmd.key_specs.iter().any(|k| k.flags.0 & writing.0 != 0) {
+            c |= Self::WRITES_KEYS;
+        }
         Class(c)
     }
 }
@@ -192,8 +206,8 @@ impl Table {
         let cmd = self.command(argv)?;
         let class = cmd.class;
         if class.0 & Class::REFUSABLE == 0 {
-            return (access == Access::ReadOnly && !class.has(Class::READONLY)).then(|| {
-                refuse(Reason::NotReadOnly, format!("{} is refused: a read-only token runs only commands the server flags readonly", cmd.display_name()))
+            return (access == Access::ReadOnly && !class.readonly_token()).then(|| {
+                refuse(Reason::NotReadOnly, format!("{} is refused: {READONLY_RULE}", cmd.display_name()))
             });
         }
         let name = cmd.display_name();
@@ -250,8 +264,8 @@ impl Table {
                 format!("{name} with timeout 0 is refused: it could block the batch's connection forever (give it a timeout)"),
             ));
         }
-        if access == Access::ReadOnly && !class.has(Class::READONLY) {
-            return Some(refuse(Reason::NotReadOnly, format!("{name} is refused: a read-only token runs only commands the server flags readonly")));
+        if access == Access::ReadOnly && !class.readonly_token() {
+            return Some(refuse(Reason::NotReadOnly, format!("{name} is refused: {READONLY_RULE}")));
         }
         None
     }
@@ -312,6 +326,17 @@ impl Table {
         self.command(argv).is_some_and(|c| c.class.has(Class::READONLY))
     }
 
+    /// May a read-only token run `argv`? Only if the server flags its
+    /// command (or subcommand: CONFIG GET, not CONFIG SET) `readonly` and
+    /// no key spec of it writes (`RW`, `OW`, `RM`, `insert`, `update`,
+    /// `delete`; Redis 7.0 marks EVAL and FCALL as writing only in their key
+    /// specs). True for a command the server lacks (Redis answers it with an
+    /// error, nothing runs). The rule of [`Access::ReadOnly`] in
+    /// [`Table::refusal`]; allocation-free.
+    pub fn allows_readonly(&self, argv: ArgvRef<'_>) -> bool {
+        self.command(argv).is_none_or(|c| c.class.readonly_token())
+    }
+
     /// True if `argv` runs a script or a function until it returns: a
     /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
     /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
@@ -328,6 +353,9 @@ fn arity_ok(cmd: &Command, argv: ArgvRef<'_>) -> bool {
     let n = argv.len() as i64;
     if cmd.arity >= 0 { n == cmd.arity } else { n >= -cmd.arity }
 }
+
+/// Why a read-only token is refused, for people.
+const READONLY_RULE: &str = "a read-only token runs only commands the server flags readonly and whose key specs do not write";
 
 fn refuse(reason: Reason, message: String) -> Refusal {
     Refusal { reason, message }

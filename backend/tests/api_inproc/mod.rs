@@ -37,7 +37,14 @@ impl App {
 
     /// [`App::start`], serving the web files in `web_dir` (`--web-dir`).
     pub fn with_web_dir(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf) -> App {
-        App::from_state(AppState::new(target(redis_url), RedisSource::Configured, limits(limit_flags), web_dir, Vec::new()))
+        App::configured(redis_url, limit_flags, web_dir, |state| state)
+    }
+
+    /// [`App::with_web_dir`], the state passed through `configure` first
+    /// (tokens, Upstash settings: `AppState::configure`).
+    pub fn configured(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf, configure: impl FnOnce(AppState) -> AppState) -> App {
+        let state = AppState::new(target(redis_url), RedisSource::Configured, limits(limit_flags), web_dir, Vec::new());
+        App::from_state(configure(state))
     }
 
     /// [`App::start`] with the request guards `pipelab serve` would take
@@ -59,9 +66,15 @@ impl App {
         App { router: router(state.clone()), state }
     }
 
+    /// The raw response of `req` (headers and a body still to read: an
+    /// event stream never ends).
+    pub async fn respond_raw(&self, req: Request<Body>) -> axum::response::Response {
+        self.router.clone().oneshot(req).await.expect("the router is infallible")
+    }
+
     /// Sends `req` through the router; status, headers and body.
     pub async fn respond(&self, req: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
-        let res = self.router.clone().oneshot(req).await.expect("the router is infallible");
+        let res = self.respond_raw(req).await;
         let (parts, body) = res.into_parts();
         let body = axum::body::to_bytes(body, usize::MAX).await.expect("response body");
         (parts.status, parts.headers, body.to_vec())

@@ -1,0 +1,336 @@
+//! Tokens: who may use the API and the Upstash-compatible surface.
+//!
+//! Without tokens configured everything is open, as before. With one or
+//! more (`--token` / `PIPELAB_TOKENS`, `--tokens-file`, `--readonly-token`
+//! / `PIPELAB_READONLY_TOKENS`) every `/api/v1/*` route and every Upstash
+//! route needs one, as `Authorization: Bearer TOKEN` or `?_token=TOKEN`
+//! (Upstash's two forms); `/metrics` needs one too unless
+//! `--metrics-public`; `/healthz`, `/readyz` and the playground's files stay
+//! open. A missing or wrong token is a 401 with `WWW-Authenticate: Bearer`.
+//!
+//! Tokens are kept only as SHA-256 digests and a presented token is
+//! compared with every one of them in constant time (`subtle`), so neither
+//! the comparison's time nor its length tells how much of a token was
+//! right. A token is never logged: at most its fingerprint, the first 8
+//! hex digits of its digest.
+//!
+//! A read-only token may run only commands that cannot change data or the
+//! server: the command table read from the server decides
+//! ([`crate::commands::Table::allows_readonly`]: flagged `readonly`, no key
+//! spec that writes), on `/api/v1/batch` per command (403 `readonly_token`
+//! naming the first other command, nothing sent) and on the Upstash routes
+//! (403 `NOPERM`).
+
+use std::path::PathBuf;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use super::error::{ApiCode, ApiError};
+use super::AppState;
+
+/// Token flags of `pipelab serve`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// Full-access token (repeatable; the environment variable takes a
+    /// comma-separated list). With any token set, /api/v1/* and the Upstash
+    /// routes need one.
+    #[arg(long = "token", env = "PIPELAB_TOKENS", value_delimiter = ',')]
+    pub tokens: Vec<String>,
+
+    /// File of full-access tokens, one a line (blank lines and lines
+    /// starting with `#` are skipped).
+    #[arg(long, env = "PIPELAB_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+
+    /// Read-only token (repeatable; comma-separated in the environment):
+    /// accepted, but every command that writes is refused (NOPERM).
+    #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
+    pub readonly_tokens: Vec<String>,
+
+    /// Serve /metrics without a token even when tokens are configured.
+    #[arg(long, env = "PIPELAB_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+}
+
+/// A token's SHA-256 digest.
+type Digest = [u8; 32];
+
+fn digest(token: &[u8]) -> Digest {
+    let d = ring::digest::digest(&ring::digest::SHA256, token);
+    d.as_ref().try_into().expect("SHA-256 is 32 bytes")
+}
+
+/// The first 8 hex digits of a token's digest: enough to tell tokens apart
+/// in a log, useless to guess one.
+pub fn fingerprint(token: &str) -> String {
+    digest(token.as_bytes())[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The configured tokens, as digests.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    full: Vec<Digest>,
+    readonly: Vec<Digest>,
+    /// `--metrics-public`.
+    pub metrics_public: bool,
+}
+
+/// What a request may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No tokens are configured: everything is open.
+    Open,
+    /// A full-access token.
+    Full,
+    /// A read-only token: commands that write are refused.
+    ReadOnly,
+}
+
+impl Access {
+    pub fn read_only(self) -> bool {
+        self == Access::ReadOnly
+    }
+
+    /// The command table's access for these rights ([`crate::commands::Access`]).
+    pub fn rules(self) -> crate::commands::Access {
+        match self {
+            Access::ReadOnly => crate::commands::Access::ReadOnly,
+            Access::Open | Access::Full => crate::commands::Access::Full,
+        }
+    }
+}
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// No `Authorization: Bearer` header and no `_token` parameter.
+    Missing,
+    /// A token that is not one of the configured ones.
+    Wrong,
+}
+
+impl Denied {
+    /// For people: what was wrong, never the token.
+    pub fn message(self) -> &'static str {
+        match self {
+            Denied::Missing => "a token is required: send \"Authorization: Bearer TOKEN\" or ?_token=TOKEN",
+            Denied::Wrong => "the token is not valid",
+        }
+    }
+}
+
+impl Auth {
+    /// No tokens: everything open.
+    pub fn none() -> Auth {
+        Auth::default()
+    }
+
+    /// Full-access and read-only tokens given directly (tests, embedding).
+    pub fn new<S: AsRef<str>>(full: &[S], readonly: &[S]) -> Result<Auth, String> {
+        let mut auth = Auth::default();
+        for (list, tokens, what) in [(&mut auth.full, full, "token"), (&mut auth.readonly, readonly, "read-only token")] {
+            for t in tokens {
+                let t = t.as_ref();
+                if t.trim().is_empty() {
+                    return Err(format!("an empty {what} (each token needs at least one character)"));
+                }
+                if t.trim() != t {
+                    return Err(format!("a {what} with leading or trailing white space (fingerprint {})", fingerprint(t)));
+                }
+                list.push(digest(t.as_bytes()));
+            }
+        }
+        if let Some(both) = auth.full.iter().find(|d| auth.readonly.contains(d)) {
+            let hex: String = both[..4].iter().map(|b| format!("{b:02x}")).collect();
+            return Err(format!("the same token is given as full-access and as read-only (fingerprint {hex})"));
+        }
+        Ok(auth)
+    }
+
+    /// The tokens of `cfg`, the file's included. Errors name the flag and
+    /// the line, never a token.
+    pub fn from_config(cfg: &AuthConfig) -> Result<Auth, String> {
+        let mut full = cfg.tokens.clone();
+        if let Some(path) = &cfg.tokens_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--tokens-file {}: {e}", path.display()))?;
+            full.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_string),
+            );
+        }
+        let mut auth = Auth::new(&full, &cfg.readonly_tokens).map_err(|e| format!("--token / --readonly-token: {e}"))?;
+        auth.metrics_public = cfg.metrics_public;
+        if auth.enabled() {
+            let prints: Vec<String> = full.iter().chain(&cfg.readonly_tokens).map(|t| fingerprint(t)).collect();
+            tracing::info!(full = auth.full.len(), readonly = auth.readonly.len(), fingerprints = %prints.join(","), "tokens required");
+        }
+        Ok(auth)
+    }
+
+    /// Tokens are configured: requests need one.
+    pub fn enabled(&self) -> bool {
+        !self.full.is_empty() || !self.readonly.is_empty()
+    }
+
+    /// The access `presented` gives. Every configured digest is compared,
+    /// each in constant time, whatever matched before.
+    pub fn check(&self, presented: Option<&[u8]>) -> Result<Access, Denied> {
+        if !self.enabled() {
+            return Ok(Access::Open);
+        }
+        let Some(token) = presented else { return Err(Denied::Missing) };
+        let d = digest(token);
+        let matches = |list: &[Digest]| list.iter().fold(subtle::Choice::from(0), |acc, t| acc | t.ct_eq(&d));
+        let (full, readonly) = (matches(&self.full), matches(&self.readonly));
+        if bool::from(full) {
+            Ok(Access::Full)
+        } else if bool::from(readonly) {
+            Ok(Access::ReadOnly)
+        } else {
+            Err(Denied::Wrong)
+        }
+    }
+
+    /// [`Auth::check`] of the token a request carries ([`presented`]).
+    pub fn check_request(&self, headers: &HeaderMap, uri: &Uri) -> Result<Access, Denied> {
+        if !self.enabled() {
+            return Ok(Access::Open);
+        }
+        self.check(presented(headers, uri).as_deref())
+    }
+}
+
+/// The token of a request: `Authorization: Bearer TOKEN` (the scheme's case
+/// ignored), else the `_token` query parameter (percent-decoded).
+pub fn presented(headers: &HeaderMap, uri: &Uri) -> Option<Vec<u8>> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let value = value.as_bytes();
+        if value.len() > 7 && value[..7].eq_ignore_ascii_case(b"bearer ") {
+            return Some(value[7..].trim_ascii().to_vec());
+        }
+    }
+    query_param(uri, "_token")
+}
+
+/// The first `name=value` of `uri`'s query, percent-decoded (`+` is a space).
+pub fn query_param(uri: &Uri, name: &str) -> Option<Vec<u8>> {
+    let query = uri.query()?;
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == name).then(|| form_decode(v))
+    })
+}
+
+/// `application/x-www-form-urlencoded` decoding of one query component.
+pub fn form_decode(s: &str) -> Vec<u8> {
+    let plus = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&plus).collect()
+}
+
+/// The 401 headers: `WWW-Authenticate: Bearer`.
+pub fn challenge(res: &mut Response) {
+    res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+}
+
+/// The tower middleware (mounted on the whole router, after the request
+/// guards of [`super::guard`]): `/api/v1/*` and `/metrics` (unless
+/// `--metrics-public`) need a token when tokens are configured. A read-only
+/// token may GET on `/api/v1` and POST `/api/v1/batch`, whose commands
+/// [`readonly_check`] then checks one by one; the other batch endpoints
+/// (`/compare`, `/sweep`: they write keys of their own) answer 403
+/// `forbidden`. The request's [`Access`] is left in its extensions. The
+/// Upstash routes check their tokens themselves, in Upstash's error shape
+/// ([`crate::upstash`]), and every other path is open.
+pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if !state.auth.enabled() {
+        return next.run(req).await;
+    }
+    let path = req.uri().path();
+    let api = path == "/api/v1" || path.starts_with("/api/v1/");
+    let metrics = path == "/metrics" && !state.auth.metrics_public;
+    if !api && !metrics {
+        return next.run(req).await;
+    }
+    let reading = req.method() == Method::GET || req.method() == Method::HEAD;
+    match state.auth.check_request(req.headers(), req.uri()) {
+        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" => ApiError::new(
+            ApiCode::Forbidden,
+            "a read-only token may not run /compare or /sweep (they write keys of their own); use a full-access \
+             token, or /api/v1/batch and the Upstash routes, which refuse only the commands that write",
+        )
+        .into_response(),
+        Ok(access) => {
+            req.extensions_mut().insert(access);
+            next.run(req).await
+        }
+        Err(denied) => {
+            let mut res = ApiError::new(ApiCode::Unauthorized, denied.message()).into_response();
+            challenge(&mut res);
+            res
+        }
+    }
+}
+
+/// The read-only rule on a batch: with [`Access::ReadOnly`], the first
+/// command `table` does not allow a read-only token
+/// ([`crate::commands::Table::allows_readonly`]) is a 403 `readonly_token`
+/// naming its index and name (field `commands[i]`); nothing is sent.
+pub fn readonly_check(access: Access, table: &crate::commands::Table, commands: &crate::exec::Commands) -> Result<(), ApiError> {
+    if !access.read_only() {
+        return Ok(());
+    }
+    match commands.iter().position(|argv| !table.allows_readonly(argv)) {
+        None => Ok(()),
+        Some(i) => {
+            let name = String::from_utf8_lossy(commands.get(i).name().unwrap_or_default()).to_uppercase();
+            Err(ApiError::field(
+                ApiCode::ReadonlyToken,
+                format!("commands[{i}]"),
+                format!("{name} is refused: a read-only token runs only commands the server flags readonly and whose key specs do not write; nothing was sent"),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_checked_by_digest() {
+        let auth = Auth::new(&["full-1", "full-2"], &["ro"]).unwrap();
+        assert_eq!(auth.check(Some(b"full-2")), Ok(Access::Full));
+        assert_eq!(auth.check(Some(b"ro")), Ok(Access::ReadOnly));
+        assert_eq!(auth.check(Some(b"full-")), Err(Denied::Wrong));
+        assert_eq!(auth.check(Some(b"full-1x")), Err(Denied::Wrong));
+        assert_eq!(auth.check(None), Err(Denied::Missing));
+        assert_eq!(Auth::none().check(None), Ok(Access::Open));
+        assert!(Auth::new(&[""], &[]).is_err());
+        assert!(Auth::new(&["a"], &["a"]).unwrap_err().contains("fingerprint"));
+    }
+
+    #[test]
+    fn bearer_or_query_token() {
+        let mut headers = HeaderMap::new();
+        let uri: Uri = "/get/k?x=1&_token=a%20b+c".parse().unwrap();
+        assert_eq!(presented(&headers, &uri), Some(b"a b c".to_vec()));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer  tok "));
+        assert_eq!(presented(&headers, &uri), Some(b"tok".to_vec()));
+        assert_eq!(presented(&HeaderMap::new(), &"/x".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn fingerprints_hide_the_token() {
+        let f = fingerprint("secret-token");
+        assert_eq!(f.len(), 8);
+        assert!(!f.contains("secret"));
+        assert_ne!(f, fingerprint("secret-token2"));
+    }
+}

@@ -1,0 +1,211 @@
+//! The Upstash routes' handlers: each checks the method (HEAD, GET, POST
+//! and PUT only: 405 otherwise), the token, parses its commands, runs them
+//! ([`super::run`]) and writes Upstash's shape ([`super::response`]).
+//!
+//! Under the root (no `--upstash-prefix`), the playground shares the paths:
+//! `GET /` is the page and `POST /` a command; a `GET` whose first path
+//! segment names a playground file, or is not a command the server knows
+//! (`/lessons/3`), is the playground's too; any other `GET /cmd/…` and
+//! every `POST` or `PUT` is a path-style command.
+
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::response::{self, write_entry, write_resp2, Format, Outcome, UpstashError};
+use super::run::{run, server_timing};
+use super::Family;
+use crate::api::auth::Access;
+use crate::api::AppState;
+use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
+
+/// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
+/// or `PUT` one JSON command.
+pub async fn root(State(state): State<AppState>, req: Request) -> Response {
+    let reading = matches!(*req.method(), Method::GET | Method::HEAD);
+    if reading && state.upstash.prefix.is_none() {
+        return crate::api::web::serve(State(state), req).await;
+    }
+    // A GET that runs a command is guarded as a POST is (the layer lets
+    // GETs through for the playground's files).
+    if reading {
+        if let Err(e) = state.guard.check_cross_site(req.headers()) {
+            return e.into_response();
+        }
+    }
+    answer(Family::Command, command(&state, req).await)
+}
+
+async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
+    let (access, format) = admit(state, &req)?;
+    let body = crate::api::extract::read_all(req, state).await?;
+    let mut commands = Commands::new();
+    super::request::json_command(&body, &mut commands)?;
+    let report = run(state, access, commands, Mode::Pipeline).await?;
+    Ok(single(&report, format))
+}
+
+/// `/pipeline`: a JSON array of commands, one entry per command, errors in place.
+pub async fn pipeline(State(state): State<AppState>, req: Request) -> Response {
+    answer(Family::Pipeline, batch(&state, req, Mode::Pipeline).await)
+}
+
+/// `/multi-exec`: a JSON array of commands run as MULTI/EXEC.
+pub async fn multi_exec(State(state): State<AppState>, req: Request) -> Response {
+    answer(Family::MultiExec, batch(&state, req, Mode::Transaction).await)
+}
+
+async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, UpstashError> {
+    let (access, format) = admit(state, &req)?;
+    if format.resp2 && mode == Mode::Transaction {
+        return Err(UpstashError::bad_request(
+            "ERR Upstash-Response-Format: resp2 is not supported with /multi-exec",
+        ));
+    }
+    let body = crate::api::extract::read_all(req, state).await?;
+    let mut commands = Commands::new();
+    super::request::json_commands(&body, &mut commands)?;
+    if commands.is_empty() {
+        return Err(UpstashError::bad_request("ERR empty pipeline: give at least one command"));
+    }
+    let report = run(state, access, commands, mode).await?;
+    if mode == Mode::Transaction {
+        transaction(&report, format)
+    } else {
+        Ok(entries(&report, format))
+    }
+}
+
+/// `/{command}/{args…}`: a path-style command (or, under the root, a
+/// playground file: see the module's docs).
+pub async fn path_style(State(state): State<AppState>, req: Request) -> Response {
+    let reading = matches!(*req.method(), Method::GET | Method::HEAD);
+    if state.upstash.prefix.is_none() && reading && !is_command_path(&state, req.uri().path().to_string()).await {
+        return crate::api::web::serve(State(state), req).await;
+    }
+    // A GET that runs a command is guarded as a POST is (the layer lets
+    // GETs through for the playground's files).
+    if reading {
+        if let Err(e) = state.guard.check_cross_site(req.headers()) {
+            return e.into_response();
+        }
+    }
+    answer(Family::Path, path_command(&state, req).await)
+}
+
+async fn path_command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
+    let (access, format) = admit(state, &req)?;
+    let path = state.upstash.strip_prefix(req.uri().path()).to_string();
+    let query = req.uri().query().map(str::to_string);
+    let body = crate::api::extract::read_all(req, state).await?;
+    let mut commands = Commands::new();
+    super::request::path_command(&path, query.as_deref(), &body, &mut commands)?;
+    let report = run(state, access, commands, Mode::Pipeline).await?;
+    Ok(single(&report, format))
+}
+
+/// Under the root: does this GET name a command rather than a page? Not
+/// if its first segment is a playground file, or not a command the server
+/// knows (its command table, `api::refuse::Rules::of`; the built-in one
+/// while Redis cannot be asked).
+async fn is_command_path(state: &AppState, path: String) -> bool {
+    let path = path.trim_start_matches('/');
+    let first = path.split('/').next().unwrap_or("");
+    let name: Vec<u8> = percent_encoding::percent_decode_str(first).collect();
+    if name.is_empty() || state.web_dir.join(String::from_utf8_lossy(&name).as_ref()).exists() {
+        return false;
+    }
+    crate::api::refuse::Rules::of(state).await.table.get(&name).is_some()
+}
+
+/// The method and token checks every Upstash route makes first, and the
+/// request's response format.
+pub fn admit(state: &AppState, req: &Request) -> Result<(Access, Format), UpstashError> {
+    if !matches!(*req.method(), Method::GET | Method::HEAD | Method::POST | Method::PUT) {
+        return Err(UpstashError::method_not_allowed(req.method()));
+    }
+    let access = state.auth.check_request(req.headers(), req.uri()).map_err(|_| UpstashError::unauthorized())?;
+    Ok((access, Format::of(req.headers())?))
+}
+
+/// The response, marked with its endpoint family (for `/metrics`).
+pub fn answer(family: Family, result: Result<Response, UpstashError>) -> Response {
+    let mut res = result.unwrap_or_else(IntoResponse::into_response);
+    res.extensions_mut().insert(family);
+    res
+}
+
+/// One command's answer: 200 `{"result"}`, 400 `{"error"}` for an error
+/// reply, 503 when the command was not sent or its outcome is unknown.
+fn single(report: &Report, format: Format) -> Response {
+    let result = &report.results[0];
+    let outcome = Outcome::of(result, report.connection_error.as_deref());
+    let status = match result.status {
+        Status::Ok => StatusCode::OK,
+        Status::Error => StatusCode::BAD_REQUEST,
+        Status::NotSent | Status::Unknown => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let mut out = Vec::new();
+    let mut res = if format.resp2 {
+        write_resp2(&mut out, &outcome);
+        response::octets(out)
+    } else {
+        write_entry(&mut out, &outcome, format);
+        response::json(out)
+    };
+    *res.status_mut() = status;
+    timed(res, report)
+}
+
+/// A pipeline's answer: 200, one entry per command in order (or their
+/// RESP2 replies one after the other).
+fn entries(report: &Report, format: Format) -> Response {
+    let mut out = Vec::with_capacity(report.results.len() * 24);
+    if format.resp2 {
+        for r in &report.results {
+            write_resp2(&mut out, &Outcome::of(r, report.connection_error.as_deref()));
+        }
+        return timed(response::octets(out), report);
+    }
+    out.push(b'[');
+    for (i, r) in report.results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_entry(&mut out, &Outcome::of(r, report.connection_error.as_deref()), format);
+    }
+    out.push(b']');
+    timed(response::json(out), report)
+}
+
+/// A transaction's answer: EXEC's results as a pipeline's entries (a
+/// command that failed at run time, WRONGTYPE, has its error in place:
+/// Redis has no rollback); a discarded transaction (EXECABORT, a command
+/// rejected at queue time) is 400 with one `{"error"}`; one whose outcome
+/// is unknown 503.
+fn transaction(report: &Report, format: Format) -> Result<Response, UpstashError> {
+    let Some(t) = &report.transaction else { return Ok(entries(report, format)) };
+    let message = t.message.clone().unwrap_or_default();
+    let err = match t.status {
+        TransactionStatus::Committed => return Ok(entries(report, format)),
+        TransactionStatus::Aborted => {
+            let why = match t.rejected.first() {
+                Some(r) => format!("command {} was rejected at queue time: {}", r.index, r.message),
+                None => message,
+            };
+            UpstashError::bad_request(format!("EXECABORT Transaction discarded because of previous errors: {why}"))
+        }
+        TransactionStatus::WatchConflict => UpstashError::new(StatusCode::CONFLICT, format!("ERR {message}")),
+        TransactionStatus::Unknown => UpstashError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("ERR outcome unknown: {message}; the transaction may or may not have run"),
+        ),
+    };
+    Ok(timed(err.into_response(), report))
+}
+
+/// Adds the report's `Server-Timing`.
+fn timed(mut res: Response, report: &Report) -> Response {
+    res.headers_mut().insert(header::HeaderName::from_static("server-timing"), server_timing(report));
+    res
+}

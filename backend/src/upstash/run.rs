@@ -1,0 +1,91 @@
+//! Running an Upstash request's commands: the API's checks and limits
+//! (`api::validate`: count, argument size, refused commands), the
+//! read-only rule (the server's command table,
+//! `commands::Table::allows_readonly`), then the executor through `api::run::run_batch` — the
+//! same batch slots, pool, batch timeout and reply limit as
+//! `POST /api/v1/batch`.
+//!
+//! A pipeline (`/pipeline`, `POST /`, path style) runs in the executor's
+//! pipeline mode as one round trip; `/multi-exec` in its transaction mode,
+//! MULTI…EXEC in one write on a connection the transaction has to itself,
+//! so concurrent `multi()` never share one.
+
+use axum::http::{HeaderValue, StatusCode};
+
+use super::response::UpstashError;
+use crate::api::arg::JsonCommands;
+use crate::api::auth::Access;
+use crate::api::refuse::Rules;
+use crate::api::validate::BatchFields;
+use crate::api::AppState;
+use crate::exec::{ArgvRef, Commands, Mode, Report};
+
+/// Runs `commands` in `mode` for a request with `access`.
+///
+/// Errors, nothing run: 400 for what the API refuses (and for MULTI, EXEC,
+/// DISCARD, WATCH and UNWATCH outside `/multi-exec`, which a request
+/// cannot span), 413 over a limit, 403 `NOPERM` for a write with a
+/// read-only token, 503 when Redis cannot be reached or every batch slot
+/// stayed busy.
+pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mode) -> Result<Report, UpstashError> {
+    let n = commands.len();
+    let fields = BatchFields {
+        commands: Some(JsonCommands(commands)),
+        batch_size: Some(n.max(1) as i64),
+        ..Default::default()
+    };
+    let rules = Rules::of(state).await;
+    let table = &rules.table;
+    let prepared = fields.prepare(&state.limits)?;
+    if access.read_only() {
+        if let Some(argv) = prepared.commands.iter().find(|argv| !table.allows_readonly(*argv)) {
+            let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_lowercase();
+            return Err(UpstashError::new(
+                StatusCode::FORBIDDEN,
+                format!("NOPERM this user has no permissions to run the '{name}' command (the token is read-only)"),
+            ));
+        }
+    }
+    let batch = prepared.into_batch(mode, &state.limits, &rules)?;
+    if mode != Mode::Transaction {
+        for (i, argv) in batch.commands.iter().enumerate() {
+            if let Some(name) = spans_requests(argv) {
+                return Err(UpstashError::bad_request(format!(
+                    "ERR {name} is not supported here (command {i}): a transaction cannot span requests; \
+                     send its commands to /multi-exec, which runs them in MULTI/EXEC"
+                )));
+            }
+        }
+    }
+    let writes = batch.commands.iter().any(|argv| !table.allows_readonly(argv));
+    let report = crate::api::run::run_batch(state, &batch).await?;
+    if writes {
+        state.upstash.sync.wrote();
+    }
+    Ok(report)
+}
+
+/// MULTI, EXEC, DISCARD, WATCH and UNWATCH: connection state that would
+/// have to outlive the request (as Upstash refuses them over REST).
+fn spans_requests(argv: ArgvRef<'_>) -> Option<String> {
+    let name = argv.name()?;
+    ["MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"]
+        .iter()
+        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|n| n.to_string())
+}
+
+/// The `Server-Timing` header of a report: the batch's wall time in Redis
+/// (ms, connection excluded) and its round trips, so that a browser's
+/// devtools show what pipelab measured.
+pub fn server_timing(report: &Report) -> HeaderValue {
+    let s = &report.summary;
+    let trips = if s.round_trips == 1 { "round trip" } else { "round trips" };
+    let text = format!(
+        "redis;dur={:.3};desc=\"{} {trips}, {} commands\"",
+        s.total_us as f64 / 1000.0,
+        s.round_trips,
+        s.commands
+    );
+    HeaderValue::from_str(&text).expect("ASCII")
+}

@@ -1,0 +1,64 @@
+//! The read-your-writes token (`upstash-sync-token`).
+//!
+//! Every Upstash response carries the token of the last write this server
+//! ran; it changes after every request that ran a command that may write
+//! (by the server's command table, [`crate::commands::Table::allows_readonly`]).
+//! Upstash uses it where reads may be served by a replica that lags: a
+//! request that brings a token is answered only once that write is
+//! visible. pipelab runs every command on one Redis, where a write is
+//! visible to every later command as soon as it was answered, so a
+//! request with a token never waits; the token is still kept and sent, so
+//! that the SDKs' `readYourWrites` sees the protocol it expects.
+//!
+//! A token is `<epoch>-<n>`: `epoch` is the server's start time (ms),
+//! `n` counts the requests that wrote.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::http::HeaderValue;
+
+/// The header's name, as the SDKs send and read it.
+pub const HEADER: &str = "upstash-sync-token";
+
+/// The server's write counter.
+#[derive(Debug)]
+pub struct SyncToken {
+    epoch: u64,
+    writes: AtomicU64,
+}
+
+impl Default for SyncToken {
+    fn default() -> Self {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        SyncToken { epoch, writes: AtomicU64::new(0) }
+    }
+}
+
+impl SyncToken {
+    /// A request wrote: the token moves on.
+    pub fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The current token, as a header value.
+    pub fn header(&self) -> HeaderValue {
+        let text = format!("{}-{}", self.epoch, self.writes.load(Ordering::Relaxed));
+        HeaderValue::from_str(&text).expect("digits and a dash")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_after_a_write_only() {
+        let t = SyncToken::default();
+        let a = t.header();
+        assert_eq!(t.header(), a);
+        t.wrote();
+        assert_ne!(t.header(), a);
+    }
+}

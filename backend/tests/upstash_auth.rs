@@ -1,0 +1,162 @@
+//! Tokens on every route: none, wrong, read-only and full-access, as
+//! `Authorization: Bearer` and `?_token=`; `/healthz` and `/readyz` open,
+//! `/metrics` closed unless `--metrics-public`; read-only tokens refused
+//! every command the server flags as writing.
+
+mod api_inproc;
+mod common;
+mod upstash_inproc;
+
+use axum::http::Method;
+use pipelab::api::auth::{AuthConfig, Auth};
+use serde_json::json;
+use upstash_inproc::*;
+
+/// (method, path, body) of every route that needs a token.
+const ROUTES: &[(&str, &str, &str)] = &[
+    ("POST", "/", r#"["GET","k"]"#),
+    ("GET", "/get/k", ""),
+    ("POST", "/set/k/v", ""),
+    ("POST", "/pipeline", r#"[["GET","k"]]"#),
+    ("POST", "/multi-exec", r#"[["GET","k"]]"#),
+    ("POST", "/subscribe/ch", "[]"),
+    ("POST", "/api/v1/batch", r#"{"commands": [["GET","k"]]}"#),
+    ("GET", "/api/v1/info", ""),
+    ("GET", "/metrics", ""),
+];
+
+fn method(m: &str) -> Method {
+    Method::from_bytes(m.as_bytes()).unwrap()
+}
+
+#[tokio::test]
+async fn every_route_needs_a_token_but_the_probes() {
+    let redis = RedisServer::start();
+    let app = token_app(&redis);
+    for &(m, path, body) in ROUTES {
+        for auth in [None, Some("Bearer wrong"), Some("Bearer full-token-but-longer"), Some("Basic full-token")] {
+            let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", *a)).collect();
+            let a = call(&app, method(m), path, &headers, body.to_string()).await;
+            assert_eq!(a.status, 401, "{m} {path} with {auth:?}");
+            assert_eq!(a.header("www-authenticate"), Some("Bearer"), "{m} {path}");
+            let e = a.json();
+            if path.starts_with("/api/v1") || path == "/metrics" {
+                assert_eq!(e["error"]["code"], "unauthorized", "{m} {path}: {e}");
+            } else {
+                assert_eq!(e, json!({"error": "Unauthorized"}), "{m} {path}");
+            }
+        }
+        let a = call(&app, method(m), &format!("{path}?_token=wrong"), &[], body.to_string()).await;
+        assert_eq!(a.status, 401, "{m} {path}?_token=wrong");
+    }
+    for probe in ["/healthz", "/readyz"] {
+        assert_eq!(call(&app, Method::GET, probe, &[], "").await.status, 200, "{probe}");
+    }
+}
+
+#[tokio::test]
+async fn a_full_token_opens_every_route() {
+    let redis = RedisServer::start();
+    let app = token_app(&redis);
+    for &(m, path, body) in ROUTES {
+        let bearer = call(&app, method(m), path, &[("authorization", "Bearer full-token")], body.to_string()).await;
+        assert_eq!(bearer.status, 200, "{m} {path}: {}", String::from_utf8_lossy(&bearer.body));
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let query = call(&app, method(m), &format!("{path}{sep}_token=full-token"), &[], body.to_string()).await;
+        assert_eq!(query.status, 200, "{m} {path}?_token");
+    }
+    // `_token` is not an argument of a path-style command.
+    let a = call(&app, Method::GET, "/echo/hi?_token=full-token", &[], "").await;
+    assert_eq!(a.json(), json!({"result": "hi"}));
+}
+
+#[tokio::test]
+async fn a_read_only_token_reads_and_is_refused_every_write() {
+    let redis = RedisServer::start();
+    redis.cmd_str(&["SET", "k", "v"]);
+    let app = token_app(&redis);
+    let ro = [("authorization", "Bearer readonly-token")];
+    for body in [
+        r#"["GET","k"]"#,
+        r#"["EVAL_RO","return redis.call('GET', KEYS[1])",1,"k"]"#,
+        r#"["OBJECT","ENCODING","k"]"#,
+        r#"["SCAN",0]"#,
+    ] {
+        let a = call(&app, Method::POST, "/", &ro, body.to_string()).await;
+        assert_eq!(a.status, 200, "{body}: {}", String::from_utf8_lossy(&a.body));
+    }
+    for body in [
+        r#"["SET","k","w"]"#,
+        r#"["del","k"]"#,
+        r#"["EVAL","return 1",0]"#,
+        r#"["FLUSHALL"]"#,
+        // Not flagged `readonly` (only `fast`, `sentinel`): the table's rule.
+        r#"["PING"]"#,
+        // Flagged `admin`, although it only reads.
+        r#"["CONFIG","GET","maxmemory"]"#,
+        r#"["INCR","n"]"#,
+    ] {
+        let a = call(&app, Method::POST, "/", &ro, body.to_string()).await;
+        assert_eq!(a.status, 403, "{body}");
+        assert!(a.json()["error"].as_str().unwrap().starts_with("NOPERM"), "{body}: {}", a.json());
+    }
+    // A pipeline or transaction with one write runs nothing.
+    let a = call(&app, Method::POST, "/pipeline", &ro, r#"[["GET","k"],["SET","k","x"]]"#).await;
+    assert_eq!(a.status, 403);
+    let a = call(&app, Method::POST, "/multi-exec", &ro, r#"[["SET","k","x"]]"#).await;
+    assert_eq!(a.status, 403);
+    assert_eq!(call(&app, Method::POST, "/set/k/x?_token=readonly-token", &[], "").await.status, 403);
+    assert_eq!(redis.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"v".to_vec()));
+    // On /api/v1: GET endpoints, not the batch endpoints.
+    assert_eq!(call(&app, Method::GET, "/api/v1/info", &ro, "").await.status, 200);
+    // /api/v1/batch: per command, by the command table.
+    let a = call(&app, Method::POST, "/api/v1/batch", &ro, r#"{"commands": [["GET","k"]]}"#).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    for (cmds, index, name) in [(r#"[["GET","k"],["SET","k","x"]]"#, 1, "SET"), (r#"[["EVAL","return 1","0"]]"#, 0, "EVAL")] {
+        let a = call(&app, Method::POST, "/api/v1/batch", &ro, format!(r#"{{"commands": {cmds}}}"#)).await;
+        assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("readonly_token")), "{cmds}");
+        let message = a.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains(&format!("commands[{index}]")) && message.contains(name), "{message}");
+    }
+    let a = call(&app, Method::POST, "/api/v1/compare", &ro, r#"{"commands": [["GET","k"]]}"#).await;
+    assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("forbidden")));
+    assert_eq!(call(&app, Method::POST, "/subscribe/ch", &ro, "[]").await.status, 200, "subscribing reads");
+}
+
+#[tokio::test]
+async fn metrics_public_opens_metrics_only() {
+    let redis = RedisServer::start();
+    let mut auth = Auth::new(&[FULL], &[]).unwrap();
+    auth.metrics_public = true;
+    let app = app_with(&redis, &[], auth, UpstashConfig::default(), None);
+    assert_eq!(call(&app, Method::GET, "/metrics", &[], "").await.status, 200);
+    assert_eq!(call(&app, Method::GET, "/api/v1/info", &[], "").await.status, 401);
+    assert_eq!(post(&app, "/", r#"["GET","k"]"#).await.status, 401);
+}
+
+#[test]
+fn tokens_from_flags_file_and_environment_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens");
+    std::fs::write(&file, "# comment\nfile-a\n\n  file-b  \n").unwrap();
+    let cfg = AuthConfig {
+        tokens: vec!["flag-a".into()],
+        tokens_file: Some(file),
+        readonly_tokens: vec!["ro-a".into()],
+        metrics_public: false,
+    };
+    let auth = Auth::from_config(&cfg).unwrap();
+    for t in ["flag-a", "file-a", "file-b"] {
+        assert_eq!(auth.check(Some(t.as_bytes())), Ok(pipelab::api::auth::Access::Full), "{t}");
+    }
+    assert_eq!(auth.check(Some(b"ro-a")), Ok(pipelab::api::auth::Access::ReadOnly));
+    let missing = AuthConfig { tokens_file: Some(dir.path().join("nope")), ..Default::default() };
+    assert!(Auth::from_config(&missing).unwrap_err().contains("--tokens-file"));
+    // PIPELAB_TOKENS is comma-separated, as clap splits it.
+    use clap::{Args, FromArgMatches};
+    let cmd = AuthConfig::augment_args(clap::Command::new("x"));
+    let m = cmd.try_get_matches_from(["x", "--token", "a,b", "--readonly-token", "c"]).unwrap();
+    let parsed = AuthConfig::from_arg_matches(&m).unwrap();
+    assert_eq!(parsed.tokens, ["a", "b"]);
+    assert_eq!(parsed.readonly_tokens, ["c"]);
+}

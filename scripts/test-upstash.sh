@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Upstash-compatible surface against the official SDKs, unmodified, from
+# their registries: builds pipelab, starts `pipelab serve` with its own
+# redis-server, a full-access and a read-only token, then runs
+# - the README's curl examples (README "Upstash-compatible REST"), checking each answer;
+# - web/test/upstash/ with @upstash/redis (npm, web/'s lockfile), `node --test`;
+# - web/test/upstash/py/ with upstash-redis (PyPI, pinned), sync and async.
+# Installs what it needs when missing (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
+
+UPSTASH_PY_VERSION=1.8.0
+if ! python3 -c "import upstash_redis, sys; sys.exit(upstash_redis.__version__ != '$UPSTASH_PY_VERSION')" 2>/dev/null; then
+  echo "pip install upstash-redis==$UPSTASH_PY_VERSION"
+  python3 -m pip install -q --disable-pip-version-check "upstash-redis==$UPSTASH_PY_VERSION"
+fi
+if [ ! -f web/node_modules/@upstash/redis/package.json ]; then
+  (cd web && npm ci --no-audit --no-fund)
+fi
+
+cargo build -p pipelab --locked
+bin="$target/debug/pipelab"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token="test-full-$RANDOM$RANDOM"
+readonly_token="test-ro-$RANDOM$RANDOM"
+log=$(mktemp)
+# Debug logs, request spans included: the check below finds no token in them.
+PIPELAB_LOG=pipelab=debug,tower_http=debug "$bin" serve --listen "127.0.0.1:$port" --token "$token" --readonly-token "$readonly_token" >"$log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
+for _ in $(seq 100); do
+  "$bin" healthcheck --url "http://127.0.0.1:$port/readyz" --timeout-ms 200 2>/dev/null && break
+  sleep 0.1
+done
+"$bin" healthcheck --url "http://127.0.0.1:$port/readyz"
+if grep -q -- "$token" "$log"; then echo "upstash: a token was logged" >&2; exit 1; fi
+
+echo "=== README curl examples"
+URL="http://127.0.0.1:$port" TOKEN="$token" python3 - <<'PY'
+import os, subprocess
+url, token = os.environ["URL"], os.environ["TOKEN"]
+def curl(*args):
+    out = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, check=True).stdout
+    return out
+checks = [
+    (["-H", f"Authorization: Bearer {token}", f"{url}/set/foo/bar"], '{"result":"OK"}'),
+    ([f"{url}/get/foo?_token={token}"], '{"result":"bar"}'),
+    (["-H", f"Authorization: Bearer {token}", "-d", '["SET", "k", "v", "EX", 100]', f"{url}/"], '{"result":"OK"}'),
+    (["-H", f"Authorization: Bearer {token}", "-d", '{"a": 1}', f"{url}/set/json?EX=100"], '{"result":"OK"}'),
+    (["-H", f"Authorization: Bearer {token}", "-d", '[["INCR", "n"], ["HSET", "k", "f", "v"], ["GET", "k"]]', f"{url}/pipeline"],
+     '[{"result":1},{"error":"WRONGTYPE Operation against a key holding the wrong kind of value"},{"result":"v"}]'),
+    (["-H", f"Authorization: Bearer {token}", "-d", '[["INCR", "n"], ["INCR", "n"]]', f"{url}/multi-exec"], '[{"result":2},{"result":3}]'),
+    (["-H", f"Authorization: Bearer {token}", "-H", "Upstash-Encoding: base64", f"{url}/get/foo"], '{"result":"YmFy"}'),
+    ([f"{url}/get/foo"], '{"error":"Unauthorized"}'),
+]
+for args, want in checks:
+    got = curl(*args)
+    assert got == want, f"curl {' '.join(args)}: {got!r}, expected {want!r}"
+print(f"readme curl: {len(checks)} passed, 0 failed")
+PY
+
+export UPSTASH_REDIS_REST_URL="http://127.0.0.1:$port" UPSTASH_REDIS_REST_TOKEN="$token" PIPELAB_READONLY_TOKEN="$readonly_token"
+echo "=== @upstash/redis (node --test web/test/upstash/)"
+(cd web && node --test test/upstash/)
+echo "=== upstash-redis (python3 web/test/upstash/py/test_sdk.py)"
+python3 web/test/upstash/py/test_sdk.py
+if grep -q -- "$token" "$log"; then echo "upstash: a token was logged" >&2; exit 1; fi
