@@ -15,6 +15,8 @@
 # Usage: bench/upstash.sh [ROUNDS (default 7)]
 #   PIPELAB_BIN=path   run this binary instead of target/release/pipelab (built if missing)
 set -euo pipefail
+# shellcheck source=scripts/lib/wait-ready.sh
+source "$(dirname "$0")/../scripts/lib/wait-ready.sh"
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-7}
 target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
@@ -25,10 +27,7 @@ log=$(mktemp)
 "$bin" serve --listen "127.0.0.1:$port" >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 100); do
-  "$bin" healthcheck --url "http://127.0.0.1:$port/readyz" --timeout-ms 200 2>/dev/null && break
-  sleep 0.1
-done
+wait_ready "$bin" "$port"
 PORT=$port ROUNDS=$ROUNDS python3 - <<'PY'
 import http.client, json, os, statistics, time
 port, rounds, n, per_round = int(os.environ["PORT"]), int(os.environ["ROUNDS"]), 10_000, 5

@@ -8,6 +8,8 @@
 #   redis-server), serves the bundle, a batch, /healthz, /readyz and /metrics,
 #   and on SIGTERM exits 0 with its redis-server and socket gone.
 set -euo pipefail
+# shellcheck source=scripts/lib/wait-ready.sh
+source "$(dirname "$0")/lib/wait-ready.sh"
 cd "$(dirname "$0")/.."
 # Cargo's output directory, as cargo sees it (CARGO_TARGET_DIR or ./target), absolute.
 target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
@@ -34,10 +36,7 @@ log=$(mktemp)
 PIPELAB_LISTEN="127.0.0.1:$port" PIPELAB_WEB_DIR=web/dist PIPELAB_LOG_FORMAT=json "$bin" serve >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 100); do
-  "$bin" healthcheck --url "http://127.0.0.1:$port/readyz" --timeout-ms 200 2>/dev/null && break
-  sleep 0.1
-done
+wait_ready "$bin" "$port"
 "$bin" healthcheck --url "http://127.0.0.1:$port/healthz"
 "$bin" healthcheck --url "http://127.0.0.1:$port/readyz"
 python3 - "$port" <<'PY'

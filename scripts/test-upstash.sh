@@ -7,6 +7,8 @@
 # - web/test/upstash/py/ with upstash-redis (PyPI, pinned), sync and async.
 # Installs what it needs when missing (idempotent).
 set -euo pipefail
+# shellcheck source=scripts/lib/wait-ready.sh
+source "$(dirname "$0")/lib/wait-ready.sh"
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 
@@ -30,11 +32,7 @@ log=$(mktemp)
 PIPELAB_LOG=pipelab=debug,tower_http=debug "$bin" serve --listen "127.0.0.1:$port" --token "$token" --readonly-token "$readonly_token" >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 100); do
-  "$bin" healthcheck --url "http://127.0.0.1:$port/readyz" --timeout-ms 200 2>/dev/null && break
-  sleep 0.1
-done
-"$bin" healthcheck --url "http://127.0.0.1:$port/readyz"
+wait_ready "$bin" "$port"
 if grep -q -- "$token" "$log"; then echo "upstash: a token was logged" >&2; exit 1; fi
 
 echo "=== README curl examples"
