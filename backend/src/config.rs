@@ -102,7 +102,7 @@ pub struct ServeConfig {
     /// Serve on a non-loopback address without a token and without
     /// `--sandbox` (protected mode refuses to start otherwise: anyone who
     /// reaches the address could read and delete every key).
-    #[arg(long, env = "PIPELAB_ALLOW_UNAUTHENTICATED")]
+    #[arg(long, env = "PIPELAB_ALLOW_UNAUTHENTICATED", value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_unauthenticated: bool,
 }
 

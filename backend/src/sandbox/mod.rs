@@ -50,7 +50,7 @@ pub struct SandboxConfig {
     /// A public playground: each visitor (a cookie) gets a private key
     /// namespace on the shared Redis; commands that could reach other keys
     /// or the server are confined or refused.
-    #[arg(long, env = "PIPELAB_SANDBOX")]
+    #[arg(long, env = "PIPELAB_SANDBOX", value_parser = clap::builder::BoolishValueParser::new())]
     pub sandbox: bool,
 
     /// How long a visitor's keys live after the batch that last wrote them,
