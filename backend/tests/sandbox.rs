@@ -5,6 +5,7 @@
 //! a client of its own. Also the ACL users as a second wall (the executor
 //! called directly as the read-only and the sandbox user) and protected mode.
 
+mod api_harness;
 mod api_inproc;
 mod common;
 
@@ -357,5 +358,75 @@ fn protected_mode_refuses_to_start() {
     assert_eq!(lines.len(), 1, "{stderr}");
     for flag in ["--token", "--sandbox", "--allow-unauthenticated"] {
         assert!(lines[0].contains(flag), "{stderr}");
+    }
+}
+
+/// A read-only token's batch runs on the read-only user's pool (seen in
+/// Redis's CLIENT LIST: the pooled connection's user).
+#[tokio::test]
+async fn readonly_tokens_run_as_the_readonly_user() {
+    let users = Users::generate();
+    let args = users.server_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let redis = RedisServer::start_with(&args);
+    redis.cmd_str(&["SET", "k", "v"]);
+    let u = users.clone();
+    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
+        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&u))
+    });
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/batch")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, "Bearer ro-token")
+        .body(Body::from(r#"{"text": "GET k"}"#))
+        .unwrap();
+    let (status, _, body) = app.respond(req).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let body: Json = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["results"][0]["reply"]["value"], "v");
+    let clients = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
+    assert!(clients.lines().any(|l| l.contains("user=pipelab-readonly")), "{clients}");
+}
+
+/// `pipelab serve --sandbox` with its own redis-server: the ACL users exist
+/// there, passwords only as hashes, and /info says the sandbox is on.
+#[tokio::test]
+async fn serve_sandbox_makes_the_acl_users() {
+    let (cmd, port) = api_harness::serve_command(&["--sandbox"]);
+    let mut api = api_harness::Pipelab::spawn(cmd, port);
+    let (s, info) = api.get("/api/v1/info").await;
+    assert_eq!(s, 200);
+    assert_eq!(info["sandbox"]["acl_users"], true, "{info}");
+    assert_eq!(info["sandbox"]["scripts"], true);
+    let socket = info["redis"]["target"].as_str().unwrap().strip_prefix("unix://").unwrap().to_string();
+    let mut conn = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    use std::io::Write;
+    conn.write_all(b"ACL LIST\r\n").unwrap();
+    let Value::Array(lines) = read_unix(&mut conn) else { panic!("ACL LIST") };
+    let lines: Vec<String> = lines.iter().filter_map(bulk).collect();
+    let sandbox = lines.iter().find(|l| l.starts_with("user pipelab-sandbox ")).expect("the sandbox user");
+    assert!(sandbox.contains("~sbx:*") && sandbox.contains(" #") && sandbox.contains("-@dangerous"), "{sandbox}");
+    let readonly = lines.iter().find(|l| l.starts_with("user pipelab-readonly ")).expect("the read-only user");
+    assert!(readonly.contains("+@read") && !readonly.contains("+@write"), "{readonly}");
+    assert!(!api.stderr().contains("pipelab-sandbox on"), "no ACL rule in the logs");
+    api.stop();
+}
+
+fn read_unix(s: &mut std::os::unix::net::UnixStream) -> Value {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut dec = resp::Decoder::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        if !buf.is_empty() {
+            if let resp::Decoded::Complete { value, .. } = dec.decode(&buf).expect("valid RESP") {
+                return value;
+            }
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "EOF");
+        buf.extend_from_slice(&chunk[..n]);
     }
 }
