@@ -104,7 +104,13 @@ impl Pool {
     /// table, which its connections do not refresh: the API keeps one per
     /// Redis ACL user it runs batches as (`crate::sandbox::acl`).
     pub fn sibling(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: self.commands.clone(), refresh: false })
+        // Its own series of the gauge, by user (the server pool's stays
+        // unlabelled); a pool that keeps nothing never sets one.
+        let gauge = match config.max_idle {
+            0 => metrics::gauge!(IDLE_GAUGE),
+            _ => metrics::gauge!(IDLE_GAUGE, "user" => target.username.clone().unwrap_or_default()),
+        };
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false })
     }
 
     fn spawn(pool: Pool) -> Arc<Pool> {

@@ -31,12 +31,14 @@ pub const READONLY_USER: &str = "pipelab-readonly";
 /// The commands a sandbox user may run: the data types, transactions,
 /// scripts and the connection's own commands, less everything `@admin`,
 /// `@dangerous` or `@pubsub`, functions (shared by every visitor), SELECT
-/// and MOVE (another database); SORT and KEYS back (`@dangerous`, but
+/// and MOVE (another database), SCRIPT FLUSH/KILL/DEBUG (every visitor's
+/// scripts); SORT and KEYS back (`@dangerous`, but
 /// pipelab confines their patterns).
 pub const SANDBOX_RULES: &[&str] = &[
     "-@all", "+@keyspace", "+@read", "+@write", "+@string", "+@list", "+@hash", "+@set", "+@sortedset", "+@stream",
     "+@bitmap", "+@hyperloglog", "+@geo", "+@transaction", "+@scripting", "+@connection", "-@admin", "-@dangerous",
-    "-@pubsub", "+sort", "+sort_ro", "+keys", "-select", "-move", "-function", "-fcall", "-fcall_ro",
+    "-@pubsub", "+sort", "+sort_ro", "+keys", "-select", "-move", "-function", "-fcall", "-fcall_ro", "-script|flush",
+    "-script|kill", "-script|debug",
 ];
 
 /// The commands the read-only user may run.

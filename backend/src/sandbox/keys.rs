@@ -99,3 +99,20 @@ fn sort_patterns(argv: &mut Argv, prefix: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sort_patterns;
+
+    #[test]
+    fn sort_patterns_are_confined() {
+        let argv = |s: &str| s.split(' ').map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        let mut a = argv("SORT l BY w_* LIMIT 0 10 GET # GET o:*->f STORE d ALPHA");
+        sort_patterns(&mut a, b"P:");
+        assert_eq!(a, argv("SORT l BY P:w_* LIMIT 0 10 GET # GET P:o:*->f STORE d ALPHA"));
+        // BY without `*` sorts nothing and names no key.
+        let mut a = argv("SORT l BY nosort GET secret");
+        sort_patterns(&mut a, b"P:");
+        assert_eq!(a, argv("SORT l BY nosort GET P:secret"));
+    }
+}

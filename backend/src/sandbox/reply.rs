@@ -12,10 +12,8 @@ use crate::exec::{CommandResult, ResultSink};
 /// `v` with `prefix` taken out.
 pub fn unprefix(v: &mut Value, prefix: &[u8]) {
     match v {
-        Value::Bulk(b) | Value::Verbatim { text: b, .. } => {
-            if b.starts_with(prefix) {
-                b.drain(..prefix.len());
-            }
+        Value::Bulk(b) | Value::Verbatim { text: b, .. } if b.starts_with(prefix) => {
+            b.drain(..prefix.len());
         }
         Value::Simple(b) | Value::Error(b) | Value::BlobError(b) => remove_all(b, prefix),
         Value::Array(items) | Value::Set(items) | Value::Push(items) => items.iter_mut().for_each(|i| unprefix(i, prefix)),

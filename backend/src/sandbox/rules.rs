@@ -41,9 +41,14 @@ pub enum Confine {
 }
 
 /// How `argv` is confined, or why it is refused (for people: "KEYS … is
-/// refused in the sandbox: …" is built by the caller). A command the table
-/// lacks is left to Redis (an unknown command is an error reply).
+/// refused in the sandbox: …" is built by the caller). A command the
+/// server's table lacks is left to Redis (an unknown command is an error
+/// reply); before the server's table is read (the built-in fallback,
+/// Redis unreachable) nothing is let through.
 pub fn confine(table: &Table, argv: ArgvRef<'_>, scripts_isolated: bool) -> Result<Confine, String> {
+    if table.identity().is_none() {
+        return Err("the server's command table, which says where its keys are, could not be read yet (is Redis reachable?)".into());
+    }
     let Some(cmd) = table.command(argv) else { return Ok(Confine::Keys) };
     let name = cmd.name.as_str();
     match name {
