@@ -115,6 +115,11 @@ async fn two_visitors_cannot_see_each_others_keys() {
     assert_eq!(rb[2]["value"], 1);
     assert_eq!(rb[3]["value"], 0, "B cannot see A's key");
     assert_eq!(rb[4]["type"], "null");
+    // RESP3 (HELLO 3 as the sandbox's and the visitor's ACL users).
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"text": "GET k\nEVAL \"return redis.call('GET', KEYS[1])\" 1 k", "resp3": true})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(replies(&r)[0]["value"], "from-a", "{r}");
+    assert_eq!(replies(&r)[1]["value"], "from-a", "{r}");
     // In Redis: every key prefixed, every key with a TTL of at most 1 h.
     let keys = all_keys(&redis);
     assert_eq!(keys.len(), 3, "{keys:?}");
