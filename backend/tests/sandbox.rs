@@ -241,6 +241,21 @@ async fn scripts_reach_only_the_visitors_keys() {
     assert!(r["results"][0]["reply"]["value"].as_str().unwrap().contains("can't access"), "{r}");
     assert_eq!(r["results"][1]["value"], Json::Null);
     assert_eq!(bulk(&redis.cmd_str(&["GET", &format!("{}n", b.prefix())])).as_deref(), Some("5"));
+    // A key the script writes without naming it in KEYS gets a TTL too.
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"text": format!("EVAL \"return redis.call('SET', string.sub(KEYS[1], 1, {}) .. 'hidden', 'x')\" 1 n", a.prefix().len())})).await;
+    assert_eq!(s, 200);
+    assert_eq!(r["results"][0]["status"], "ok", "{r}");
+    let hidden = format!("{}hidden", a.prefix());
+    // Set by a task after the batch: wait for it without blocking this runtime.
+    let mut ttl = Value::Null;
+    for _ in 0..500 {
+        ttl = redis.cmd_str(&["TTL", &hidden]);
+        if matches!(ttl, Value::Integer(t) if t > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(matches!(ttl, Value::Integer(t) if t > 3000), "{hidden}: {ttl:?}");
 }
 
 #[tokio::test]

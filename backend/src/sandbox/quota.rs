@@ -16,8 +16,8 @@
 //! not skip it): a key lives `ttl` after the batch that last wrote it, and
 //! an abandoned namespace disappears from Redis by itself, even if
 //! pipelab stops. A key a script writes without naming it in `KEYS` gets
-//! no TTL from this (it is still confined to the namespace by the
-//! visitor's ACL user).
+//! none from this: after a batch that ran a script, every key of the
+//! namespace without a TTL gets one (`EXPIRE … NX`, after a `SCAN`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -164,6 +164,14 @@ pub async fn side(state: &AppState, commands: Commands) -> Option<Vec<resp::Valu
 
 /// The namespace's keys and bytes (`MEMORY USAGE` summed), exactly.
 async fn measure(state: &AppState, ns: &Namespace) -> Option<(u64, u64)> {
+    let keys = scan(state, ns).await?;
+    let usage = side(state, keys.iter().map(|k| vec![&b"MEMORY"[..], b"USAGE", k]).collect()).await?;
+    let bytes = usage.iter().map(|v| if let resp::Value::Integer(n) = v { *n.max(&0) as u64 } else { 0 }).sum();
+    Some((keys.len() as u64, bytes))
+}
+
+/// Every key of the namespace (`SCAN 0 MATCH sbx:{id}:* COUNT 1000` to the end).
+async fn scan(state: &AppState, ns: &Namespace) -> Option<Vec<Vec<u8>>> {
     let pattern = ns.pattern();
     let mut cursor = b"0".to_vec();
     let mut keys: Vec<Vec<u8>> = Vec::new();
@@ -184,9 +192,19 @@ async fn measure(state: &AppState, ns: &Namespace) -> Option<(u64, u64)> {
             break;
         }
     }
-    let usage = side(state, keys.iter().map(|k| vec![&b"MEMORY"[..], b"USAGE", k]).collect()).await?;
-    let bytes = usage.iter().map(|v| if let resp::Value::Integer(n) = v { *n.max(&0) as u64 } else { 0 }).sum();
-    Some((keys.len() as u64, bytes))
+    Some(keys)
+}
+
+/// After a batch that ran a script: `EXPIRE key ttl NX` on every key of the
+/// namespace (a script may write keys it does not name in `KEYS`; `NX`
+/// leaves the TTLs already set), on a task of its own.
+pub fn expire_namespace_later(state: &AppState, ns: Namespace, ttl: Duration) {
+    let state = state.clone();
+    let secs = ttl.as_secs().to_string();
+    tokio::spawn(async move {
+        let Some(keys) = scan(&state, &ns).await else { return };
+        side(&state, keys.iter().map(|k| vec![&b"EXPIRE"[..], k, secs.as_bytes(), b"NX"]).collect()).await;
+    });
 }
 
 /// `EXPIRE key ttl` for each of `keys` (already in the namespace), on a

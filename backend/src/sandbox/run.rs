@@ -94,6 +94,9 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
         }
     }
     quota::expire_later(state, quota::written_keys(&table, &run.commands), sbx.config.sandbox_ttl);
+    if scripts {
+        quota::expire_namespace_later(state, ns.clone(), sbx.config.sandbox_ttl);
+    }
     if let Some(users) = &sbx.users {
         let gone: Vec<_> = sbx.quotas.prune(sbx.config.sandbox_ttl).iter().map(|ns| users.deluser_argv(ns)).collect();
         if !gone.is_empty() {
