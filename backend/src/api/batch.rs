@@ -79,6 +79,7 @@ batch_request!(BatchRequest);
 pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
     let mode = match &req.mode {
@@ -90,7 +91,7 @@ pub async fn batch(
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let access = access.map_or(super::auth::Access::Open, |a| a.0);
-    let mut rules = super::refuse::Rules::of(&state).await;
+    let mut rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
     rules.access = access.rules();
     let prepared = BatchFields::from(req).prepare(&state.limits)?;
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
