@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(default_value = "-")]
     file: String,
     /// Modes to run, comma-separated; sequential always runs, first, as the
-    /// baseline (API: `modes`). Default: all three.
+    /// baseline (API: `modes`). Default: all four.
     #[arg(long, value_enum, value_delimiter = ',')]
     modes: Option<Vec<Mode>>,
     #[command(flatten)]
@@ -44,7 +44,8 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     let (commands, lines) = read_commands(&args.file).map_err(|m| fail(NAME, Exit::BadInput, m))?;
     let modes = compare::run_order(args.modes.as_deref()).map_err(|e| input_error(NAME, &e, &lines))?;
     // The settings every run shares; each run has its own mode.
-    let plan = args.plan.plan(Mode::Pipeline);
+    // Each run's summary says what the server did too, as the API's.
+    let plan = Plan { server_stats: true, ..args.plan.plan(Mode::Pipeline) };
     let table = runner.commands().await;
     let batches = compare::batches(&modes, &plan.watch, |mode| {
         let batch = Batch::new(commands.clone(), Plan { mode, watch: Vec::new(), ..plan.clone() });
@@ -83,9 +84,11 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
     let first = &report.runs[0].summary;
     println!("commands: {}, simulated RTT: {} ms, redis: {target}", first.commands, first.simulated_rtt_ms);
     println!(
-        "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8}",
-        "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown"
+        "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8} {:>7} {:>7} {:>9} {:>9} {:>9}",
+        "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown",
+        "reads", "writes", "srv reads", "srv writes", "srv µs"
     );
+
     for run in &report.runs {
         let s = &run.summary;
         let speedup = run.speedup_vs_sequential.map_or("-".to_string(), |x| format!("{x:.2}x"));
@@ -100,10 +103,17 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
             s.not_sent,
             s.unknown
         );
+        // The executor's system calls, then the server's (`-`: not measured).
+        print!(" {:>7} {:>7}", s.read_syscalls, s.write_syscalls);
+        match s.server {
+            Some(Some(w)) => print!(" {:>9} {:>9} {:>9}{}", w.reads, w.writes, w.usec, if w.approximate { " ~" } else { "" }),
+            _ => print!(" {:>9} {:>9} {:>9}", "-", "-", "-"),
+        }
         match run.transaction.as_ref().and_then(|t| serde_json::to_value(t.status).ok()) {
             Some(serde_json::Value::String(status)) => println!("  transaction {status}"),
             _ => println!(),
         }
     }
     println!("{}", report.note);
+    println!("reads/writes: the executor's read and write system calls; srv: the server's (INFO deltas; ~: other clients were connected).");
 }

@@ -24,10 +24,10 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
     "note": "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode.",
     "runs": [
         {"mode": "sequential", "speedup_vs_sequential": 1.0, "summary": {"mode": "sequential", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 2, "write_calls": 2, "write_syscalls": 2, "bytes_sent": 58, "bytes_received": 9,
+            "round_trips": 2, "write_calls": 2, "write_syscalls": 2, "read_syscalls": 2, "bytes_sent": 58, "bytes_received": 9,
             "total_us": 2210, "commands_per_sec": 905.0, "simulated_rtt_ms": 1.0, "batch_size": 1, "resp3": false}},
         {"mode": "pipeline", "speedup_vs_sequential": 2.0, "summary": {"mode": "pipeline", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
+            "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "read_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
             "total_us": 1105, "commands_per_sec": 1810.0, "simulated_rtt_ms": 1.0, "batch_size": 1000, "resp3": false}}
     ]
 }))]
@@ -56,22 +56,22 @@ pub struct CompareRun {
 }
 
 /// The modes a comparison runs, in order: sequential always (first, the
-/// baseline), then pipeline and transaction if `requested` names them;
-/// `None` is all three. Errors: an empty list (field `modes`).
+/// baseline), then pipeline, transaction and auto if `requested` names
+/// them; `None` is all four. Errors: an empty list (field `modes`).
 pub fn run_order(requested: Option<&[Mode]>) -> Result<Vec<Mode>, InputError> {
     let requested = match requested {
         Some([]) => {
             return Err(InputError::new(
                 Problem::InvalidField,
                 "modes",
-                "empty; leave it out to run all three modes",
+                "empty; leave it out to run all four modes",
             ))
         }
         Some(list) => list,
-        None => &[Mode::Pipeline, Mode::Transaction],
+        None => &[Mode::Pipeline, Mode::Transaction, Mode::Auto],
     };
     let mut modes = vec![Mode::Sequential];
-    modes.extend([Mode::Pipeline, Mode::Transaction].into_iter().filter(|m| requested.contains(m)));
+    modes.extend([Mode::Pipeline, Mode::Transaction, Mode::Auto].into_iter().filter(|m| requested.contains(m)));
     Ok(modes)
 }
 
@@ -124,7 +124,8 @@ mod tests {
     #[test]
     fn sequential_runs_first_then_the_requested_modes_in_order() {
         use Mode::*;
-        assert_eq!(run_order(None).unwrap(), [Sequential, Pipeline, Transaction]);
+        assert_eq!(run_order(None).unwrap(), [Sequential, Pipeline, Transaction, Auto]);
+        assert_eq!(run_order(Some(&[Auto, Pipeline])).unwrap(), [Sequential, Pipeline, Auto]);
         assert_eq!(run_order(Some(&[Transaction, Pipeline])).unwrap(), [Sequential, Pipeline, Transaction]);
         assert_eq!(run_order(Some(&[Pipeline])).unwrap(), [Sequential, Pipeline]);
         assert_eq!(run_order(Some(&[Sequential])).unwrap(), [Sequential]);

@@ -82,7 +82,7 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
     };
     if let Some((_, reason)) = cut {
         for index in sent..n {
-            sink.push(CommandResult { index, status: Status::NotSent, reply: None, sent_us: None, reply_us: None });
+            sink.push(CommandResult { index, status: Status::NotSent, reply: None, sent_us: None, reply_us: None, latency_us: None });
         }
         out.summary.commands = n;
         out.summary.not_sent += n - sent;
