@@ -13,7 +13,7 @@ use super::schema;
 use super::stream::{self, Keep};
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use crate::exec::{Mode, OnError, Report};
+use crate::exec::{Batch, Mode, OnError, Report};
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -81,6 +81,19 @@ pub async fn batch(
     access: Option<axum::Extension<super::auth::Access>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
+    let (batch, keep) = prepare(&state, access, req).await?;
+    stream::respond(state, batch, keep).await
+}
+
+/// The request checked and made a [`Batch`] (as `POST /batch` and `POST
+/// /batches` take it), with the results it asks for.
+///
+/// Errors: the 4xx of a bad field, a refused command or a read-only token.
+pub(super) async fn prepare(
+    state: &AppState,
+    access: Option<axum::Extension<super::auth::Access>>,
+    req: BatchRequest,
+) -> Result<(Batch, Keep), ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,
         None => validate::DEFAULT_MODE,
@@ -90,10 +103,10 @@ pub async fn batch(
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let access = access.map_or(super::auth::Access::Open, |a| a.0);
-    let mut rules = super::refuse::Rules::of(&state).await;
+    let mut rules = super::refuse::Rules::of(state).await;
     rules.access = access.rules();
     let prepared = BatchFields::from(req).prepare(&state.limits)?;
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
-    stream::respond(state, batch, keep).await
+    Ok((batch, keep))
 }

@@ -20,6 +20,7 @@ pub mod headers;
 pub mod health;
 pub mod incremental;
 pub mod info;
+pub mod live;
 pub mod openapi;
 pub mod refuse;
 pub mod run;
@@ -80,6 +81,8 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
     pub upstash: crate::upstash::Settings,
+    /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
+    pub live: live::Registry,
 }
 
 impl AppState {
@@ -113,6 +116,7 @@ impl AppState {
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),
+            live: Default::default(),
         }))
     }
 
@@ -170,6 +174,8 @@ pub fn router(state: AppState) -> Router {
     // layers were a measurable share of a one-command request's CPU.
     let api = Router::new()
         .route("/api/v1/batch", post(batch::batch))
+        .route("/api/v1/batches", post(live::start))
+        .route("/api/v1/batches/{id}/cancel", post(live::cancel))
         .route("/api/v1/compare", post(compare::compare))
         .route("/api/v1/sweep", post(sweep::sweep))
         .route("/api/v1/info", get(info::info))

@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, compare, error, info, schema, stream, sweep};
+use super::{batch, compare, error, info, live, schema, stream, sweep};
 use crate::exec;
 use error::CodeStatuses;
 
@@ -25,12 +25,12 @@ use error::CodeStatuses;
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             README's \"Upstash-compatible REST\".",
     ),
-    paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
+    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, info::info, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
         schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
         exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
-        exec::Report,
+        exec::Report, live::StartLine, live::CancelResponse,
     )),
     modifiers(&CodeStatuses),
     tags(
