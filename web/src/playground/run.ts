@@ -1,11 +1,14 @@
-// The run flow: check the batch and the controls, POST /api/v1/batch, show
-// the summary, the timeline and the table, or why it did not run.
-import { ApiError, batch } from '../api/client.js';
+// The run flow: check the batch and the controls, POST /api/v1/batches
+// (results streamed while it runs, with progress and Cancel), show the
+// summary, the timeline and the table, or why it did not run.
+import type { ApiError } from '../api/client.js';
+import { liveBatch } from '../api/live.js';
 import type { Editors } from '../editor/views.js';
 import type { ResultsTable } from '../results/table.js';
 import type { Timeline } from '../timeline/timeline.js';
 import { showBanner, refreshHealth } from './banner.js';
 import { controlError, request, showControlError, type ServerLimits } from './controls.js';
+import { showProgress } from './progress.js';
 import { apiHint, renderSummary, summaryMessage } from './summary.js';
 
 export interface RunParts {
@@ -47,16 +50,33 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
     running = true;
     runButton.disabled = true;
     runButton.setAttribute('aria-busy', 'true');
-    summaryMessage(`Running ${snap.commands.toLocaleString('en-US')} commands…`, 'info');
+    const label = (i: number) => (i < snap.commands ? snap.inlineText.slice(snap.textFrom[i], snap.textTo[i]) : '');
+    clearResults();
+    let frame = 0;
+    const live = liveBatch(req, {
+      results: (all) => {
+        progress.update(all.length);
+        // One redraw a frame however fast results come.
+        if (!frame) frame = requestAnimationFrame(() => {
+          frame = 0;
+          timeline.set({ results: all, totalUs: 0, label });
+          table.grow(all, label);
+        });
+      },
+    });
+    const progress = showProgress(document.getElementById('summary') as HTMLElement, snap.commands, () => void live.cancel());
     try {
-      const res = await batch(req);
-      const label = (i: number) => (i < snap.commands ? snap.inlineText.slice(snap.textFrom[i], snap.textTo[i]) : '');
+      const res = await live.done;
+      progress.stop();
+      cancelAnimationFrame(frame);
       renderSummary(res, req.mode ?? 'pipeline');
       timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
       table.set(res, label);
       showBanner('ok');
     } catch (e) {
       const err = e as ApiError;
+      progress.stop();
+      cancelAnimationFrame(frame);
       clearResults();
       summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', 'api', apiHint(err, req.mode ?? 'pipeline'));
       if (err.status === 0) showBanner('api_down');

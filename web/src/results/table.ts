@@ -69,6 +69,15 @@ export class ResultsTable {
     this.render();
   }
 
+  /** Results of a batch still running: rows appear as they come, the scroll position and the open detail stay. */
+  grow(results: CommandResult[], label: (i: number) => string) {
+    this.results = results;
+    this.label = label;
+    this.body.style.height = `${this.results.length * ROW_H}px`;
+    this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
+    this.render();
+  }
+
   private replyText(i: number): string {
     let s = this.replyCache.get(i);
     if (s === undefined) {

@@ -1,0 +1,84 @@
+// End to end, what a newcomer met (issue 21): live progress and Cancel,
+// one numbering from 1, and the other items, each in the built page served
+// by `pipelab serve` in front of a real redis-server. Screenshots go to
+// artifacts/newcomer-*.png.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { launchBrowser, shot, startRedis, startServe } from './harness.mjs';
+
+let redis;
+let serve;
+let browser;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  redis = await startRedis();
+  serve = await startServe(redis.url);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(serve.base);
+  await page.waitForSelector('#inline-editor .cm-content');
+  await page.waitForFunction(() => document.querySelector('#resp-status')?.textContent?.includes('bytes'));
+});
+
+after(async () => {
+  await browser?.close();
+  await serve?.stop();
+  await redis?.stop();
+  assert.deepEqual(pageErrors, []);
+});
+
+const setBatch = (text) => page.evaluate((t) => window.pipelab.editors.setInline(t), text);
+
+async function controls({ mode, rtt = 0, batchSize = 1000, onError = 'continue' }) {
+  await page.check(`input[name="mode"][value="${mode}"]`);
+  if (mode === 'pipeline') await page.fill('#batch-size', String(batchSize));
+  await page.fill('#rtt', String(rtt));
+  await page.selectOption('#on-error', onError);
+}
+
+const summary = () => page.$$eval('#summary dl > div', (divs) => Object.fromEntries(divs.map((d) => [d.dataset.key, d.querySelector('dd').textContent])));
+/** redis-cli against the test's redis-server. */
+const cli = (...args) => execFileSync('redis-cli', ['-p', String(redis.port), ...args]).toString().trim();
+const num = (s) => Number(String(s).replace(/,/g, ''));
+
+describe('a long run (item 1)', () => {
+  test('shows results, elapsed and estimated time while it runs, and Cancel ends it with true statuses', async () => {
+    await setBatch(Array.from({ length: 1000 }, () => 'INCR live:page').join('\n'));
+    await controls({ mode: 'sequential', rtt: 10 });
+    const t0 = Date.now();
+    await page.click('#run');
+    // Rows and timeline bars arrive while the batch (at least 10 s) runs.
+    await page.waitForFunction(() => document.querySelectorAll('#results .rows .row').length >= 10, null, { timeout: 8000 });
+    await page.waitForFunction(() => /of 1,000 done · .* elapsed · about .* left/.test(document.querySelector('#summary .progress')?.textContent ?? ''));
+    const seenAfter = Date.now() - t0;
+    assert.ok(seenAfter < 8000, `results after ${seenAfter} ms of a 10 s batch`);
+    assert.match(await page.$eval('#timeline', (c) => c.getAttribute('aria-label')), /^Timeline of \d+ commands/);
+    assert.equal(await page.$eval('#run', (b) => b.disabled), true);
+    await shot(page, 'newcomer-progress');
+
+    const cancelledAt = Date.now();
+    await page.click('#cancel-run');
+    await page.waitForSelector('#summary dl', { timeout: 5000 });
+    const took = Date.now() - cancelledAt;
+    // Well under 100 ms on an idle machine; generous on a loaded one, yet far
+    // before the ~9 s the batch had left.
+    assert.ok(took < 3000, `Cancel took ${took} ms`);
+    const sum = await summary();
+    assert.equal(num(sum.commands), 1000);
+    const ok = num(sum.ok);
+    const unknown = num(sum.unknown);
+    assert.ok(ok > 0 && ok < 900, `cut early: ${ok} ok`);
+    assert.ok(unknown <= 1, 'at most the command in flight is unknown');
+    assert.equal(num(sum.not_sent), 1000 - ok - unknown);
+    assert.match(sum.connection_error, /cancelled/);
+    assert.equal(await page.$eval('#run', (b) => b.disabled), false);
+    // True statuses: Redis's counter agrees.
+    const counter = Number(cli('GET', 'live:page'));
+    assert.ok(counter === ok || counter === ok + unknown, `Redis counted ${counter}, the page says ${ok} ok + ${unknown} unknown`);
+    await shot(page, 'newcomer-cancelled');
+  });
+});
