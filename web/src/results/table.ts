@@ -4,6 +4,7 @@
 import type { BatchResponse, CommandResult } from '../api/client.js';
 import { escapeBytes } from '../editor/respText.js';
 import { formatReply, replyToResp } from '../wasm.js';
+import { asUtf8 } from './replyText.js';
 
 const ROW_H = 28;
 const OVERSCAN = 8;
@@ -62,7 +63,7 @@ export class ResultsTable {
     this.rows.clear();
     this.replyCache.clear();
     this.selected = -1;
-    this.detail.replaceChildren();
+    this.closeDetail();
     this.body.style.height = `${this.results.length * ROW_H}px`;
     this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
     this.scroller.scrollTop = 0;
@@ -143,7 +144,20 @@ export class ResultsTable {
     return row;
   }
 
-  /** Shows command i's full reply (redis-cli format) with a raw-RESP toggle. */
+  /** Whether the detail shows UTF-8 text (true) or redis-cli's escapes; kept from one row to the next. */
+  private utf8 = false;
+
+  private closeDetail() {
+    this.detail.replaceChildren();
+    this.detail.hidden = true;
+    this.detail.parentElement?.classList.remove('has-detail');
+  }
+
+  /**
+   * Shows command i's whole reply beside the table (under it on a narrow
+   * screen, scrolled into view): redis-cli's escaped form or UTF-8 text,
+   * and its RESP bytes.
+   */
   select(i: number) {
     this.rows.get(this.selected)?.classList.remove('selected');
     this.selected = i;
@@ -151,6 +165,16 @@ export class ResultsTable {
     const r = this.results[i];
     const title = document.createElement('h3');
     title.textContent = `#${r.index + 1} ${this.label(r.index)} — ${STATUS_TEXT[r.status] ?? r.status}`;
+    const close = document.createElement('button');
+    close.type = 'button';
+    close.className = 'close';
+    close.textContent = '×';
+    close.setAttribute('aria-label', 'Close the reply');
+    close.addEventListener('click', () => {
+      this.rows.get(this.selected)?.classList.remove('selected');
+      this.selected = -1;
+      this.closeDetail();
+    });
     const parts: HTMLElement[] = [title];
     if (STATUS_HELP[r.status]) {
       const p = document.createElement('p');
@@ -158,27 +182,34 @@ export class ResultsTable {
       parts.push(p);
     }
     if (r.reply) {
+      const escaped = this.replyText(i);
       const pre = document.createElement('pre');
       pre.className = 'reply-cli';
-      pre.textContent = this.replyText(i);
-      const raw = document.createElement('pre');
-      raw.className = 'reply-raw';
-      raw.hidden = true;
       const toggle = document.createElement('button');
       toggle.type = 'button';
-      toggle.textContent = 'Show raw RESP';
-      toggle.setAttribute('aria-expanded', 'false');
+      toggle.className = 'encoding';
+      const paint = () => {
+        pre.textContent = this.utf8 ? asUtf8(escaped) : escaped;
+        toggle.textContent = this.utf8 ? 'Show escaped (redis-cli)' : 'Show as UTF-8 text';
+        toggle.setAttribute('aria-pressed', String(this.utf8));
+      };
       toggle.addEventListener('click', () => {
-        if (!raw.textContent) {
-          const bytes = replyToResp(r.reply!);
-          raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
-        }
-        raw.hidden = !raw.hidden;
-        toggle.textContent = raw.hidden ? 'Show raw RESP' : 'Hide raw RESP';
-        toggle.setAttribute('aria-expanded', String(!raw.hidden));
+        this.utf8 = !this.utf8;
+        paint();
       });
-      parts.push(pre, toggle, raw);
+      paint();
+      const bytes = replyToResp(r.reply);
+      const rawTitle = document.createElement('h4');
+      rawTitle.textContent = `RESP bytes (${bytes.length.toLocaleString('en-US')})`;
+      const raw = document.createElement('pre');
+      raw.className = 'reply-raw';
+      raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
+      parts.push(toggle, pre, rawTitle, raw);
     }
+    parts.push(close);
     this.detail.replaceChildren(...parts);
+    this.detail.hidden = false;
+    this.detail.parentElement?.classList.add('has-detail');
+    this.detail.scrollIntoView({ block: 'nearest' });
   }
 }
