@@ -106,7 +106,7 @@ fn multibulk_errors_name_the_byte() {
         // Too long a length at the end of the input: the length is wrong, not "incomplete".
         (b"*2\r\n$4\r\nECHO\r\n$9\r\nhello\r\n", 14, "bulk length 9 but 5 bytes before CRLF"),
         (b"*1\r\x00\n", 2, "multibulk header must end with CRLF"),
-        (b"PING\n*1\r\n$1\r\nxy\r\n", 14, "not followed by CRLF"),
+        (b"PING\n*1\r\n$1\r\nxy\r\n", 14, "bulk length 1 but 2 bytes before CRLF"),
     ];
     for (stream, offset, words) in cases {
         let e = all(stream).unwrap_err();

@@ -82,3 +82,83 @@ describe('a long run (item 1)', () => {
     await shot(page, 'newcomer-cancelled');
   });
 });
+
+const respDoc = () => page.evaluate(() => window.pipelab.editors.resp.state.doc.sliceString(0, undefined, '\r\n'));
+const inlineDoc = () => page.evaluate(() => window.pipelab.editors.inline.state.doc.toString());
+
+async function runAndWait() {
+  const before = await page.evaluate(() => document.querySelector('#summary')?.innerHTML ?? '');
+  await page.click('#run');
+  await page.waitForFunction((b) => {
+    const s = document.querySelector('#summary');
+    return s && s.innerHTML !== b && s.querySelector('dl, .message.error');
+  }, before, { timeout: 30000 });
+}
+
+describe('one numbering (item 2)', () => {
+  test('a transaction message counts commands from 1, as the table does', async () => {
+    await setBatch('SET n:a 1\nINCR\nSET n:b 2');
+    await controls({ mode: 'transaction' });
+    await runAndWait();
+    const s = await summary();
+    assert.match(s.transaction, /command 2 was rejected at queue time/);
+    const row2 = await page.$eval('#results .rows .row[data-index="1"]', (r) => [...r.children].map((c) => c.textContent));
+    assert.equal(row2[0], '2');
+    assert.equal(row2[1], 'INCR');
+  });
+});
+
+describe('the reply detail (item 3)', () => {
+  test('opens beside its row, in view, with the whole reply, its RESP bytes and an escaped / UTF-8 toggle', async () => {
+    const items = Array.from({ length: 30 }, (_, i) => `item${i + 1}`).join(' ');
+    await setBatch(`SET r:u héllo\nGET r:u\nDEL r:l\nRPUSH r:l ${items}\nLRANGE r:l 0 -1`);
+    await controls({ mode: 'pipeline' });
+    await runAndWait();
+    await page.click('#results .rows .row[data-index="4"]');
+    const detail = await page.$('#detail');
+    const box = await detail.boundingBox();
+    const table = await (await page.$('#results')).boundingBox();
+    const viewport = page.viewportSize();
+    assert.ok(box.x > table.x + table.width - 1, 'beside the table');
+    const rowBox = await (await page.$('#results .rows .row[data-index="4"]')).boundingBox();
+    assert.ok(box.y < viewport.height && rowBox.y < viewport.height, 'detail and row in view at 1280×900');
+    const whole = await page.textContent('#detail .reply-cli');
+    assert.equal(whole.split('\n').length, 30, 'all 30 elements');
+    assert.match(whole, /30\) "item30"/);
+    assert.match(await page.textContent('#detail .reply-raw'), /^\*30\\r\\n/);
+    await shot(page, 'newcomer-reply-detail');
+
+    await page.click('#results .rows .row[data-index="1"]');
+    assert.equal(await page.textContent('#detail .reply-cli'), '"h\\xc3\\xa9llo"');
+    await page.click('#detail button.encoding');
+    assert.equal(await page.textContent('#detail .reply-cli'), '"héllo"');
+    await page.click('#detail button.encoding');
+    assert.equal(await page.textContent('#detail .reply-cli'), '"h\\xc3\\xa9llo"');
+    await page.click('#detail button.close');
+    assert.equal(await page.$eval('#detail', (d) => d.hidden), true);
+  });
+});
+
+describe('the RESP pane (item 5)', () => {
+  test('takes RESP typed the way it shows it, and says which length is wrong', async () => {
+    await setBatch('');
+    await page.click('#resp-editor .cm-content');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText('*2\\r\\n$4\\r\\nECHO\\r\\n$5\\r\\nhello\\r\\n');
+    await page.waitForFunction(() => window.pipelab.editors.inline.state.doc.toString() === 'ECHO hello');
+    assert.equal(await respDoc(), '*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n');
+
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText('*2\\r\\n$4\\r\\nECHO\\r\\n$9\\r\\nhello\\r\\n');
+    await page.waitForFunction(() => /bulk length 9 but 5 bytes before CRLF/.test(document.querySelector('#resp-status')?.textContent ?? ''));
+    await shot(page, 'newcomer-resp-wrong-length');
+    // Typed with real line breaks: the same plain message.
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.type('*1\n$9\nhello\n');
+    await page.waitForFunction(() => /bulk length 9 but 5 bytes before CRLF/.test(document.querySelector('#resp-status')?.textContent ?? ''));
+    assert.match(await page.textContent('#resp-status'), /line 2/, 'the line of the bad length');
+  });
+});
