@@ -7,7 +7,7 @@ import type { Editors } from '../editor/views.js';
 import type { ResultsTable } from '../results/table.js';
 import type { Timeline } from '../timeline/timeline.js';
 import { showBanner, refreshHealth } from './banner.js';
-import { controlError, request, showControlError, type ServerLimits } from './controls.js';
+import { controlError, refusalShown, request, showControlError, type ServerLimits } from './controls.js';
 import { showProgress } from './progress.js';
 import { apiHint, renderSummary, summaryMessage } from './summary.js';
 
@@ -35,7 +35,8 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
 
   let running = false;
   return async () => {
-    if (running) return true;
+    // Ctrl+Enter too: the warning above Run already says why it would be refused.
+    if (running || refusalShown()) return true;
     const snap = editors.snapshot();
     if (snap.respError) return refuse(`Fix the RESP view first: ${snap.respError}`);
     if (snap.inlineErrors > 0) return refuse('Fix the errors underlined in the inline view first.');
@@ -84,7 +85,7 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
       else void refreshHealth();
     } finally {
       running = false;
-      runButton.disabled = false;
+      runButton.disabled = refusalShown();
       runButton.removeAttribute('aria-busy');
     }
     return true;

@@ -162,3 +162,71 @@ describe('the RESP pane (item 5)', () => {
     assert.match(await page.textContent('#resp-status'), /line 2/, 'the line of the bad length');
   });
 });
+
+describe('the compare chart (item 4) and the batch size (item 6)', () => {
+  test('linear bars with the ratio written on each, no red for a mode, and why the pipeline took more round trips', async () => {
+    await setBatch(Array.from({ length: 30 }, () => 'INCR cmp:c').join('\n'));
+    await page.click('#tabs button:has-text("Compare modes")');
+    await page.fill('#compare-rtt', '2');
+    await page.fill('#compare-batch-size', '10');
+    await page.click('#compare-run');
+    await page.waitForSelector('#compare-out table', { timeout: 60000 });
+    const label = await page.$eval('#compare-time-chart', (c) => c.getAttribute('aria-label'));
+    assert.match(label, /sequential [\d.,]+ ms \([\d.,]+× (pipeline|transaction)\)/);
+    assert.match(label, /\(smallest\)/);
+    assert.doesNotMatch(label, /log scale/);
+    // The timeline's error red (#d9363e) is nowhere in the chart.
+    const red = await page.$eval('#compare-time-chart', (c) => {
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 0xd9) < 8 && Math.abs(data[i + 1] - 0x36) < 8 && Math.abs(data[i + 2] - 0x3e) < 8) n++;
+      return n;
+    });
+    assert.equal(red, 0, 'no red bars');
+    const note = await page.textContent('#compare-out [data-note="batch-size"]');
+    assert.match(note, /The pipeline took 3 round trips: its batch size \(10 commands per round trip\) is smaller than the batch \(30 commands\)/);
+    assert.match(note, /Batch size applies to pipelines only; the transaction was always one round trip/);
+    await shot(page, 'newcomer-compare');
+    await page.click('#tabs button:has-text("Playground")');
+  });
+
+  test('the playground summary shows the batch size of a pipeline', async () => {
+    await setBatch('PING\nPING\nPING');
+    await controls({ mode: 'pipeline', batchSize: 2 });
+    await runAndWait();
+    const s = await summary();
+    assert.equal(s.batch_size, '2 per round trip');
+    assert.equal(s.round_trips, '2');
+  });
+});
+
+describe('smaller ones (item 8) and phone width (item 9)', () => {
+  test('the Sample menu shows the sample loaded; Run is off while the page knows the batch would be refused', async () => {
+    await page.selectOption('#sample', 'incr1000');
+    assert.equal(await page.$eval('#sample', (s) => s.value), 'incr1000');
+    await controls({ mode: 'sequential', rtt: 80 });
+    await page.waitForSelector('#run-warning:not([hidden])');
+    assert.equal(await page.$eval('#run', (b) => b.disabled), true);
+    await controls({ mode: 'sequential', rtt: 0 });
+    await page.waitForSelector('#run-warning', { state: 'hidden' });
+    assert.equal(await page.$eval('#run', (b) => b.disabled), false);
+  });
+
+  test('at 390 px Run stays on screen wherever the page is scrolled', async () => {
+    try {
+      await page.setViewportSize({ width: 390, height: 844 });
+      await setBatch('PING');
+      for (const y of [0, 100000]) {
+        await page.evaluate((to) => window.scrollTo(0, to), y);
+        const b = await page.$eval('#run', (el) => el.getBoundingClientRect().toJSON());
+        assert.ok(b.top >= 0 && b.bottom <= 844 && b.left >= 0 && b.right <= 390, `Run on screen at scroll ${y}: ${JSON.stringify(b)}`);
+      }
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, 'no sideways scrolling of the page');
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: `${process.cwd()}/../artifacts/newcomer-phone-390.png` });
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+});
