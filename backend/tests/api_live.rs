@@ -160,3 +160,28 @@ async fn a_pipeline_cancelled_in_flight_reports_its_chunk_unknown_and_a_bad_batc
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("SELECT"), "{body}");
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_live_batches_and_their_cancel() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let (status, doc) = api.get("/api/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    let post = &doc["paths"]["/api/v1/batches"]["post"];
+    assert!(post["responses"]["200"]["content"]["application/x-ndjson"].is_object(), "{post}");
+    assert_eq!(post["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/BatchRequest");
+    let cancel = &doc["paths"]["/api/v1/batches/{id}/cancel"]["post"];
+    assert!(cancel["responses"]["200"].is_object() && cancel["responses"]["404"].is_object(), "{cancel}");
+    let start = &doc["components"]["schemas"]["StartLine"];
+    let mut names: Vec<&str> = start["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names, ["batch_id", "cancel", "commands", "type"]);
+
+    // The start line a batch really sends has exactly those members.
+    let mut lines = start(&api, &json!({"text": "PING\nPING"})).await;
+    let line = lines.next().await.unwrap();
+    let mut got: Vec<&str> = line.as_object().unwrap().keys().map(String::as_str).collect();
+    got.sort();
+    assert_eq!(got, names);
+    while lines.next().await.is_some() {}
+}

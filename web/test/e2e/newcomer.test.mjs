@@ -5,29 +5,20 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { launchBrowser, shot, startRedis, startServe } from './harness.mjs';
+import { openPlayground, shot } from './harness.mjs';
 
 let redis;
-let serve;
-let browser;
 let page;
-const pageErrors = [];
+let pageErrors = [];
+let lab;
 
 before(async () => {
-  redis = await startRedis();
-  serve = await startServe(redis.url);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  await page.goto(serve.base);
-  await page.waitForSelector('#inline-editor .cm-content');
-  await page.waitForFunction(() => document.querySelector('#resp-status')?.textContent?.includes('bytes'));
+  lab = await openPlayground({ width: 1280, height: 900 });
+  ({ redis, page, pageErrors } = lab);
 });
 
 after(async () => {
-  await browser?.close();
-  await serve?.stop();
-  await redis?.stop();
+  await lab?.close();
   assert.deepEqual(pageErrors, []);
 });
 
@@ -210,6 +201,26 @@ describe('smaller ones (item 8) and phone width (item 9)', () => {
     await controls({ mode: 'sequential', rtt: 0 });
     await page.waitForSelector('#run-warning', { state: 'hidden' });
     assert.equal(await page.$eval('#run', (b) => b.disabled), false);
+  });
+
+  test('the export preview shows bytes that are not UTF-8 as escapes; a permalink too long to share says so', async () => {
+    await setBatch('SET bin "\\xff\\x00é"');
+    await page.selectOption('#export-target', 'resp');
+    await page.selectOption('#export-mode', 'pipeline');
+    await page.click('#export');
+    await page.waitForSelector('#export-preview[data-target="resp"][data-mode="pipeline"]');
+    const preview = await page.innerText('#export-preview');
+    assert.match(preview, /\\xff/, preview);
+    assert.doesNotMatch(preview, /\ufffd/, 'no replacement character');
+    assert.match(preview, /é/, 'UTF-8 stays text');
+
+    await page.selectOption('#sample', 'set10000');
+    await page.click('#permalink');
+    await page.waitForSelector('#permalink-status[data-too-long]');
+    assert.match(await page.innerText('#permalink-status'), /too long to share reliably: export the batch as a RESP file/);
+    await setBatch('PING');
+    await page.click('#permalink');
+    await page.waitForFunction(() => !document.querySelector('#permalink-status').hasAttribute('data-too-long'));
   });
 
   test('at 390 px Run stays on screen wherever the page is scrolled', async () => {

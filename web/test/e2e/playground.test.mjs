@@ -4,30 +4,22 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, launchBrowser, shot, startRedis, startServe } from './harness.mjs';
+import { artifacts, openPlayground, shot } from './harness.mjs';
 
 let redis;
 let serve;
 let browser;
 let page;
-
-const pageErrors = [];
+let pageErrors = [];
+let lab;
 
 before(async () => {
-  redis = await startRedis();
-  serve = await startServe(redis.url);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  await page.goto(serve.base);
-  await page.waitForSelector('#inline-editor .cm-content');
-  await page.waitForFunction(() => document.querySelector('#resp-status')?.textContent?.includes('bytes'));
+  lab = await openPlayground({ width: 1280, height: 800 });
+  ({ redis, serve, browser, page, pageErrors } = lab);
 });
 
 after(async () => {
-  await browser?.close();
-  await serve?.stop();
-  await redis?.stop();
+  await lab?.close();
 });
 
 const respDoc = () => page.evaluate(() => window.pipelab.editors.resp.state.doc.sliceString(0, undefined, '\r\n'));
