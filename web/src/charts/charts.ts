@@ -61,7 +61,10 @@ export function ratioLabels(bars: ModeBar[]): string[] {
 export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: { title: string; unit: string; log: boolean }): Chart {
   const ratios = ratioLabels(bars);
   canvas.setAttribute('role', 'img');
-  canvas.setAttribute('aria-label', `${opts.title}: ${bars.map((b, i) => `${b.mode} ${fmt(b.value)} ${opts.unit} (${ratios[i]})`).join(', ')}`);
+  canvas.setAttribute(
+    'aria-label',
+    `${opts.title}: ${bars.map((b) => `${b.mode} ${fmt(b.value)} ${opts.unit}`).join(', ')} (${bars.map((b, i) => `${b.mode} ${ratios[i]}`).join(', ')})`,
+  );
   return draw(canvas, {
     type: 'bar',
     data: {
