@@ -6,7 +6,9 @@ import { escapeBytes } from '../editor/respText.js';
 import { formatReply, replyToResp } from '../wasm.js';
 import { asUtf8 } from './replyText.js';
 
-const ROW_H = 28;
+/** Row height, px: one line, or two in the compact layout of narrow screens (style.css, same width). */
+const COMPACT = window.matchMedia('(max-width: 760px)');
+const rowH = () => (COMPACT.matches ? 46 : 28);
 const OVERSCAN = 8;
 
 const STATUS_TEXT: Record<string, string> = {
@@ -54,6 +56,13 @@ export class ResultsTable {
     scroller.replaceChildren(header, this.body);
     scroller.addEventListener('scroll', () => this.render());
     new ResizeObserver(() => this.render()).observe(scroller);
+    // Rows are placed for one row height: place them again when it changes.
+    COMPACT.addEventListener('change', () => {
+      this.rows.forEach((r) => r.remove());
+      this.rows.clear();
+      this.body.style.height = `${this.results.length * rowH()}px`;
+      this.render();
+    });
   }
 
   set(response: BatchResponse | null, label: (i: number) => string) {
@@ -64,7 +73,7 @@ export class ResultsTable {
     this.replyCache.clear();
     this.selected = -1;
     this.closeDetail();
-    this.body.style.height = `${this.results.length * ROW_H}px`;
+    this.body.style.height = `${this.results.length * rowH()}px`;
     this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
     this.scroller.scrollTop = 0;
     this.render();
@@ -74,7 +83,7 @@ export class ResultsTable {
   grow(results: CommandResult[], label: (i: number) => string) {
     this.results = results;
     this.label = label;
-    this.body.style.height = `${this.results.length * ROW_H}px`;
+    this.body.style.height = `${this.results.length * rowH()}px`;
     this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
     this.render();
   }
@@ -90,8 +99,8 @@ export class ResultsTable {
   }
 
   private render() {
-    const first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW_H) - OVERSCAN);
-    const last = Math.min(this.results.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / ROW_H) + OVERSCAN);
+    const first = Math.max(0, Math.floor(this.scroller.scrollTop / rowH()) - OVERSCAN);
+    const last = Math.min(this.results.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / rowH()) + OVERSCAN);
     for (const [i, el] of this.rows) {
       if (i < first || i >= last) {
         el.remove();
@@ -114,7 +123,7 @@ export class ResultsTable {
     row.setAttribute('role', 'row');
     row.setAttribute('aria-rowindex', String(i + 2));
     row.tabIndex = 0;
-    row.style.top = `${i * ROW_H}px`;
+    row.style.top = `${i * rowH()}px`;
     row.dataset.index = String(i);
     const reply = this.replyText(i);
     const firstLine = reply.split('\n', 1)[0] ?? '';
@@ -136,7 +145,7 @@ export class ResultsTable {
       } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
         e.preventDefault();
         const next = Math.min(Math.max(i + (e.key === 'ArrowDown' ? 1 : -1), 0), this.results.length - 1);
-        this.scroller.scrollTop = Math.max(0, Math.min(this.scroller.scrollTop, next * ROW_H), (next + 1) * ROW_H - this.scroller.clientHeight + ROW_H);
+        this.scroller.scrollTop = Math.max(0, Math.min(this.scroller.scrollTop, next * rowH()), (next + 1) * rowH() - this.scroller.clientHeight + rowH());
         this.render();
         this.rows.get(next)?.focus();
       }
