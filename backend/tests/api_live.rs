@@ -172,8 +172,8 @@ async fn the_openapi_document_describes_live_batches_and_their_cancel() {
     assert_eq!(post["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/BatchRequest");
     let cancel = &doc["paths"]["/api/v1/batches/{id}/cancel"]["post"];
     assert!(cancel["responses"]["200"].is_object() && cancel["responses"]["404"].is_object(), "{cancel}");
-    let start = &doc["components"]["schemas"]["StartLine"];
-    let mut names: Vec<&str> = start["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+    let start_line = &doc["components"]["schemas"]["StartLine"];
+    let mut names: Vec<&str> = start_line["properties"].as_object().unwrap().keys().map(String::as_str).collect();
     names.sort();
     assert_eq!(names, ["batch_id", "cancel", "commands", "type"]);
 
