@@ -242,3 +242,27 @@ describe('smaller ones (item 8) and phone width (item 9)', () => {
     }
   });
 });
+
+describe('timings under load (item 10)', () => {
+  test("lesson 1 shows its staircase: the first 20 commands zoomed beside the 1,000", async () => {
+    await page.click('#tab-tutorial');
+    await page.$eval('#l1-rtt', (e) => {
+      e.value = '1';
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    const card = page.locator('#lesson-1');
+    await card.scrollIntoViewIfNeeded();
+    await card.locator('button.run-lesson').click();
+    await page.waitForSelector('#lesson-1 .lesson-result[data-state="done"]', { timeout: 60000 });
+    await page.waitForTimeout(150);
+    const labels = await page.$$eval('#lesson-1 canvas.lesson-timeline', (cs) => cs.map((c) => c.getAttribute('aria-label')));
+    assert.equal(labels.length, 2);
+    assert.match(labels[0], /^Timeline of 1000 commands/);
+    assert.match(labels[1], /^Timeline of 20 commands over ([\d.]+) ms/);
+    const zoomMs = Number(labels[1].match(/over ([\d.]+) ms/)[1]);
+    assert.ok(zoomMs >= 20 * 1 * 0.98, `20 round trips of 1 ms: ${zoomMs} ms`);
+    await card.screenshot({ path: `${process.cwd()}/../artifacts/newcomer-lesson1-zoom.png` });
+    await page.click('#tab-playground');
+  });
+});
+
