@@ -5,8 +5,11 @@
 # is what the image builds.
 #
 #   docker build -t pipelab .
-#   docker run -p 8080:8080 pipelab                     # with its own redis-server
-#   docker run -p 8080:8080 -e REDIS_URL=redis://host:6379 pipelab
+#   docker run -p 8080:8080 pipelab                     # public sandbox, its own redis-server
+#   docker run -p 8080:8080 -e PIPELAB_TOKENS=secret -e REDIS_URL=redis://host:6379 pipelab   # team API
+#
+# Safe by default on 0.0.0.0: without a token the image runs the sandbox
+# (scripts/docker-entrypoint.sh; README "Deploying publicly").
 
 # --- Rust stage: the pipelab binary and the wasm module --------------------
 FROM rust:1.95-bookworm AS rust
@@ -35,6 +38,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=rust /src/target/release/pipelab /usr/local/bin/pipelab
 COPY --from=web /src/web/dist/ /app/web/dist/
+COPY scripts/docker-entrypoint.sh /usr/local/bin/pipelab-entrypoint
 USER 10001
 ENV PIPELAB_LISTEN=0.0.0.0:8080 \
     PIPELAB_WEB_DIR=/app/web/dist \
@@ -42,5 +46,6 @@ ENV PIPELAB_LISTEN=0.0.0.0:8080 \
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["pipelab", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
-ENTRYPOINT ["pipelab"]
+# `pipelab serve` with the sandbox on unless a token is set.
+ENTRYPOINT ["pipelab-entrypoint"]
 CMD ["serve"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deployment checks (no Docker engine runs on our machines, so the image's
 # steps are tested through the scripts the Dockerfile calls):
-# - hadolint on the Dockerfile;
+# - hadolint on the Dockerfile; the compose file's profiles;
+# - the image's entrypoint logic (scripts/test-entrypoint.sh);
 # - scripts/build.sh (what the Dockerfile's stages run) produces the release
 #   binary and the web bundle;
 # - that binary, started as a user starts it (no --redis: its own
@@ -23,6 +24,10 @@ except ImportError:
     sys.exit(0)  # PyYAML is optional; the compose file is also read by the test below
 y = yaml.safe_load(open("docker-compose.yml"))
 assert y["services"]["pipelab"]["depends_on"]["redis"]["condition"] == "service_healthy"
+s = y["services"]
+assert s["playground"]["profiles"] == ["public"] and s["playground"]["environment"]["PIPELAB_SANDBOX"] == "true"
+assert "REDIS_URL" not in s["playground"]["environment"], "the sandbox's ACL users need the embedded Redis"
+assert s["team-api"]["profiles"] == ["team"] and "PIPELAB_TOKENS" in s["team-api"]["environment"]
 PY
 grep -q 'condition: service_healthy' docker-compose.yml
 
@@ -30,6 +35,9 @@ scripts/build.sh
 bin="$target/release/pipelab"
 [ -x "$bin" ] || { echo "deploy: $bin missing after scripts/build.sh" >&2; exit 1; }
 [ -f web/dist/index.html ] || { echo "deploy: web/dist/index.html missing after scripts/build.sh" >&2; exit 1; }
+
+# The image's entrypoint (sandbox unless a token is set, protected mode) with this binary.
+PIPELAB_BIN="$bin" scripts/test-entrypoint.sh
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)

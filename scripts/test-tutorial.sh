@@ -10,6 +10,8 @@
 # web/ (ioredis is a devDependency), Debian golang-go (for gofmt; skip with
 # PIPELAB_SKIP_GO=1). The Rust redis crate comes from crates.io on the first
 # build of web/test/export-rs (not a workspace member).
+#   PIPELAB_SANDBOX=1 PIPELAB_E2E_EMBEDDED=1   run the lessons against a sandboxed `pipelab serve`
+#                      on its own redis-server (as a public deployment runs)
 #   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab (under CARGO_TARGET_DIR if set)
 #   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippets (Jedis is not in
 #                                Debian; Maven Central is unreachable)

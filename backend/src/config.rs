@@ -93,6 +93,17 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub upstash: crate::upstash::UpstashConfig,
+
+    /// `--sandbox` and its limits (rate limits on by default in the sandbox
+    /// read `sandbox.sandbox`).
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxConfig,
+
+    /// Serve on a non-loopback address without a token and without
+    /// `--sandbox` (protected mode refuses to start otherwise: anyone who
+    /// reaches the address could read and delete every key).
+    #[arg(long, env = "PIPELAB_ALLOW_UNAUTHENTICATED", value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_unauthenticated: bool,
 }
 
 impl ServeConfig {

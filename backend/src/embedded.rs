@@ -41,6 +41,11 @@ pub struct EmbeddedConfig {
     /// `FUNCTION KILL` when it cuts the batch that runs it).
     #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = 5000)]
     pub embedded_busy_reply_threshold_ms: u64,
+
+    /// ACL users made at start (`pipelab serve` generates them: the
+    /// sandbox's and the read-only tokens'; passwords only as hashes).
+    #[arg(skip)]
+    pub users: Option<crate::sandbox::acl::Users>,
 }
 
 impl Default for EmbeddedConfig {
@@ -49,6 +54,7 @@ impl Default for EmbeddedConfig {
             embedded_maxmemory: 256 << 20,
             embedded_maxmemory_policy: "noeviction".into(),
             embedded_busy_reply_threshold_ms: 5000,
+            users: None,
         }
     }
 }
@@ -65,6 +71,7 @@ impl EmbeddedConfig {
         ]
         .into_iter()
         .flat_map(|(k, v)| [k.to_string(), v])
+        .chain(self.users.iter().flat_map(|u| u.server_args()))
         .collect()
     }
 }

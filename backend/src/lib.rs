@@ -15,5 +15,6 @@ pub mod exec;
 pub mod lab;
 pub mod net;
 pub mod report_json;
+pub mod sandbox;
 pub mod telemetry;
 pub mod upstash;

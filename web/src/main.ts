@@ -4,6 +4,7 @@
 import { keymap } from '@codemirror/view';
 import { Prec } from '@codemirror/state';
 import { fetchInfo } from './api/client.js';
+import { showSandbox } from './playground/sandbox.js';
 import { createEditors } from './editor/views.js';
 import { ResultsTable } from './results/table.js';
 import { sample } from './samples.js';
@@ -59,6 +60,7 @@ async function main() {
   const mounted = mountTutorial({ editors });
   void fetchInfo().then(async (info) => {
     limits = limitsOf(info);
+    showSandbox(info);
     await mounted; // the tutorial's inputs exist
     applyLimits(limits);
     warn();

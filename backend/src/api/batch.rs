@@ -79,9 +79,10 @@ batch_request!(BatchRequest);
 pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
-    let (batch, keep) = prepare(&state, access, req).await?;
+    let (batch, keep) = prepare(&state, access, ns, req).await?;
     stream::respond(state, batch, keep).await
 }
 
@@ -92,6 +93,7 @@ pub async fn batch(
 pub(super) async fn prepare(
     state: &AppState,
     access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     req: BatchRequest,
 ) -> Result<(Batch, Keep), ApiError> {
     let mode = match &req.mode {
@@ -103,7 +105,7 @@ pub(super) async fn prepare(
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let access = access.map_or(super::auth::Access::Open, |a| a.0);
-    let mut rules = super::refuse::Rules::of(state).await;
+    let mut rules = super::refuse::Rules::for_request(state, ns.map(|n| n.0)).await;
     rules.access = access.rules();
     let prepared = BatchFields::from(req).prepare(&state.limits)?;
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;

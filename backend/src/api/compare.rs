@@ -60,6 +60,7 @@ batch_request!(CompareRequest);
 ))]
 pub async fn compare(
     State(state): State<AppState>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareReport>, ApiError> {
     let requested = req
@@ -86,7 +87,7 @@ pub async fn compare(
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
-    let rules = super::refuse::Rules::of(&state).await;
+    let rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let report = if include_results {

@@ -62,6 +62,10 @@ pub enum ApiCode {
     /// 403: `/api/v1/batch` with a read-only token and a command that may
     /// write (the message names its index and name; nothing was sent).
     ReadonlyToken,
+    /// 403: with `--sandbox`, a command that could reach keys outside the
+    /// visitor's namespace or the server (the message names it and why;
+    /// nothing was sent): see `crate::sandbox::rules`.
+    SandboxRefused,
     /// 404: no such endpoint.
     NotFound,
     /// 405: the endpoint does not take this method.
@@ -100,13 +104,13 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 36] = {
+    pub const ALL: [ApiCode; 37] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
             InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys,
-            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
+            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, SandboxRefused, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
         ]
@@ -122,7 +126,7 @@ impl ApiCode {
                 StatusCode::BAD_REQUEST
             }
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Forbidden | ReadonlyToken | ForbiddenOrigin => StatusCode::FORBIDDEN,
+            Forbidden | ReadonlyToken | SandboxRefused | ForbiddenOrigin => StatusCode::FORBIDDEN,
             NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,

@@ -34,6 +34,27 @@ pub struct InfoResponse {
     pub redis: RedisInfo,
     pub limits: Limits,
     pub defaults: Defaults,
+    /// Present with `--sandbox`: each visitor's keys are private and expire.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
+}
+
+/// The sandbox's limits (`pipelab serve --sandbox`, README "Deploying publicly").
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({"ttl_s": 3600, "max_keys": 100000, "max_bytes": 16777216, "scripts": true, "acl_users": true}))]
+pub struct SandboxInfo {
+    /// Seconds a key lives after the batch that last wrote it (`--sandbox-ttl`).
+    pub ttl_s: u64,
+    /// Most keys in one visitor's namespace (`--sandbox-max-keys`).
+    pub max_keys: u64,
+    /// Most bytes in one visitor's namespace (`--sandbox-max-bytes`).
+    pub max_bytes: u64,
+    /// Scripts (EVAL, EVALSHA) may run: each visitor's run as a Redis ACL
+    /// user of their own. False with `--redis`: refused (403 `sandbox_refused`).
+    pub scripts: bool,
+    /// Sandbox batches run as a Redis ACL user limited to `sbx:*` keys (the
+    /// embedded Redis only).
+    pub acl_users: bool,
 }
 
 /// The Redis server behind the API. `reachable: false` with `error` when it
@@ -117,6 +138,13 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
             resp3: false,
             max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
         },
+        sandbox: state.sandbox.as_ref().map(|s| SandboxInfo {
+            ttl_s: s.config.sandbox_ttl.as_secs(),
+            max_keys: s.config.sandbox_max_keys,
+            max_bytes: s.config.sandbox_max_bytes,
+            scripts: s.scripts_isolated(),
+            acl_users: state.pools.is_some(),
+        }),
     })
 }
 

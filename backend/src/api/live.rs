@@ -129,9 +129,10 @@ pub struct CancelResponse {
 pub async fn start(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
-    let (batch, keep) = prepare(&state, access, req).await?;
+    let (batch, keep) = prepare(&state, access, ns, req).await?;
     let cancel = Cancel::new();
     let id = state.live.insert(cancel.clone());
     let start = StartLine {

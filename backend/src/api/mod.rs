@@ -22,6 +22,7 @@ pub mod incremental;
 pub mod info;
 pub mod live;
 pub mod openapi;
+pub mod protected;
 pub mod refuse;
 pub mod run;
 pub mod schema;
@@ -81,6 +82,11 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
     pub upstash: crate::upstash::Settings,
+    /// `--sandbox`: each visitor's keys in a namespace of their own ([`crate::sandbox`]).
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// A pool per Redis ACL user, where pipelab manages the Redis
+    /// (`crate::sandbox::acl`); `None`: every batch on [`Inner::pool`].
+    pub pools: Option<crate::sandbox::run::Pools>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
 }
@@ -116,6 +122,8 @@ impl AppState {
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),
+            sandbox: None,
+            pools: None,
             live: Default::default(),
         }))
     }
@@ -143,6 +151,17 @@ impl AppState {
         let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
         inner.guard = Arc::new((*inner.guard).clone().with_origins(origins.into_iter().chain(any)));
         inner.upstash = upstash;
+        self
+    }
+
+    /// The sandbox (with `--sandbox`) and the embedded Redis's ACL users
+    /// (their pools: read-only tokens' and sandbox batches run as them);
+    /// called once, before the state is shared.
+    pub fn with_sandbox(mut self, sandbox: Option<crate::sandbox::Sandbox>, users: Option<&crate::sandbox::acl::Users>) -> Self {
+        let inner = Arc::get_mut(&mut self.0).expect("with_sandbox before the state is shared");
+        let config = PoolConfig { max_idle: inner.limits.max_concurrent_batches.clamp(1, 64), ..PoolConfig::default() };
+        inner.pools = users.map(|u| crate::sandbox::run::Pools::new(&inner.pool, u, config));
+        inner.sandbox = sandbox.map(Arc::new);
         self
     }
 
@@ -190,8 +209,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .merge(crate::upstash::router(&state))
+        // The Upstash surface is for applications, not the public sandbox.
+        .merge(if state.sandbox.is_none() { crate::upstash::router(&state) } else { Router::new() })
         .fallback(web::serve)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::sandbox::namespace::middleware))
         // Guards first: a cross-site or foreign-Host request is refused
         // before its token is looked at (layers run bottom to top).
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))

@@ -19,7 +19,7 @@ use super::error::{ApiCode, ApiError};
 use super::stream::{Keep, Kept};
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use crate::exec::{execute_pooled, execute_pooled_into, ExecError, ExecOptions, ResultSink, StreamReport};
+use crate::exec::{execute_pooled, ExecError, ExecOptions, ResultSink, StreamReport};
 use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 
 /// Run `batch` within the server's limits and collect its report.
@@ -117,7 +117,7 @@ async fn run_limited<K: ResultSink>(
     // A script still running when the batch is cut (here, or by the
     // request's future being dropped) is killed: see `busy`.
     let kill = KillOnCut::new(state, batch);
-    match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
+    match timeout_at(deadline + WIND_UP, crate::sandbox::run::execute_into(state, batch, &opts, sink)).await {
         Ok(Ok(out)) => {
             if out.connection_error.is_none() {
                 kill.disarm();

@@ -52,6 +52,7 @@ pub struct SweepRequest {
 ))]
 pub async fn sweep(
     State(state): State<AppState>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
     ApiJson(req): ApiJson<SweepRequest>,
 ) -> Result<Json<SweepReport>, ApiError> {
     let limits = &state.limits;
@@ -62,10 +63,15 @@ pub async fn sweep(
         .map(|(j, a)| validate::argument(a, &format!("command[{j}]"), limits))
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
-    let spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
-    let rules = Rules::of(&state).await;
+    let mut spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
+    let rules = Rules::for_request(&state, ns.map(|n| n.0)).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
+    }
+    // In the sandbox the template's keys are the visitor's (the sweep
+    // deletes them after, as always).
+    if let Some(argv) = rules.sandboxed(Commands::from(vec![spec.template.clone()]).get(0)).map_err(|why| ApiError::field(ApiCode::SandboxRefused, "command", why))? {
+        spec.template = argv;
     }
     if spec.total > limits.max_commands as u64 {
         return Err(ApiError::field(

@@ -9,7 +9,7 @@ use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiCode, ApiError};
 use super::refuse::Rules;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{Batch, Commands, Mode, OnError, Plan};
+use crate::exec::{Batch, Commands, Mode, OnError, Plan, RunsAs};
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
@@ -152,11 +152,25 @@ impl Prepared {
     }
 
     /// [`Prepared::batch`] without copying the commands.
-    pub fn into_batch(self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
+    pub fn into_batch(mut self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
         for (i, argv) in self.commands.iter().enumerate() {
             if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
+        }
+        let mut runs_as = match rules.access {
+            crate::commands::Access::ReadOnly => RunsAs::ReadOnly,
+            _ => RunsAs::Server,
+        };
+        if let Some((ns, _)) = &rules.sandbox {
+            // Every key into the visitor's namespace (`crate::sandbox`).
+            let mut rewritten = Commands::with_capacity(self.commands.arg_bytes() + self.commands.len() * 40, 0, self.commands.len());
+            for (i, argv) in self.commands.iter().enumerate() {
+                let argv = rules.sandboxed(argv).map_err(|why| ApiError::field(ApiCode::SandboxRefused, self.origins.field(i), why))?.expect("in the sandbox");
+                rewritten.push(&argv);
+            }
+            self.commands = rewritten;
+            runs_as = RunsAs::Sandbox(ns.prefix().clone());
         }
         if !self.plan.watch.is_empty() && mode != Mode::Transaction {
             return Err(ApiError::field(
@@ -168,7 +182,7 @@ impl Prepared {
         // The executor checks its own rules again (one reply per command,
         // ...) before sending anything; every command they forbid is
         // refused above with a reason (a test in `refuse` keeps it so).
-        let batch = Batch::new(self.commands, Plan { mode, ..self.plan });
+        let batch = Batch::new(self.commands, Plan { mode, runs_as, ..self.plan });
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }
@@ -333,31 +347,26 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
 }
 
 fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
-    if n > limits.max_commands {
-        return Err(ApiError::field(
-            ApiCode::TooManyCommands,
-            field,
-            format!(
-                "more than the server's limit of {} commands per batch",
-                limits.max_commands
-            ),
-        ));
-    }
-    Ok(())
+    let max = limits.max_commands;
+    within(n <= max, ApiCode::TooManyCommands, field, || {
+        format!("more than the server's limit of {max} commands per batch")
+    })
 }
 
 fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
-    if len > limits.max_arg_bytes {
-        return Err(ApiError::field(
-            ApiCode::ArgumentTooLarge,
-            field,
-            format!(
-                "argument of {len} bytes, over the server's limit of {} bytes",
-                limits.max_arg_bytes
-            ),
-        ));
+    let max = limits.max_arg_bytes;
+    within(len <= max, ApiCode::ArgumentTooLarge, field, || {
+        format!("argument of {len} bytes, over the server's limit of {max} bytes")
+    })
+}
+
+/// `Ok` when `ok`, else the 4xx `code` naming `field`, with the message.
+fn within(ok: bool, code: ApiCode, field: &str, message: impl FnOnce() -> String) -> Result<(), ApiError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::field(code, field, message()))
     }
-    Ok(())
 }
 
 /// One argument's bytes, within the size limit (its JSON form was checked

@@ -69,6 +69,7 @@ impl PlanArgs {
             simulated_rtt_ms: self.rtt,
             resp3: self.resp3,
             watch: self.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            ..Plan::new(mode)
         }
     }
 }

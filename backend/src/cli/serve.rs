@@ -30,6 +30,16 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = pipelab::api::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
+        eprintln!("pipelab serve: {e}");
+        return ExitCode::from(2);
+    }
+    // The embedded Redis gets ACL users (the sandbox's, the read-only
+    // tokens'): a second wall behind pipelab's own rules.
+    let mut embedded_cfg = cfg.embedded.clone();
+    if cfg.redis.is_none() {
+        embedded_cfg.users = Some(pipelab::sandbox::acl::Users::generate());
+    }
 
     // Its own supervisor thread starts it, and restarts it should it die.
     let (target, source, embedded) = match &cfg.redis {
@@ -40,7 +50,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => match Supervised::start(&cfg.redis_server, &cfg.embedded) {
+        None => match Supervised::start(&cfg.redis_server, &embedded_cfg) {
             Ok(child) => {
                 let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
@@ -57,7 +67,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, target, source, threads, access);
+    let code = serve_on_threads(&cfg, target, source, threads, access, embedded_cfg.users.as_ref());
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -87,7 +97,14 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
 /// at 1 connection, 0.93–0.95x → 1.07–1.13x at 64 (bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
 /// body) delays the other connections of its thread, not those of the
 /// others, where a multi-threaded runtime would have moved them.
-fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource, threads: usize, access: (pipelab::api::auth::Auth, pipelab::upstash::Settings)) -> ExitCode {
+fn serve_on_threads(
+    cfg: &ServeConfig,
+    target: RedisTarget,
+    source: RedisSource,
+    threads: usize,
+    access: (pipelab::api::auth::Auth, pipelab::upstash::Settings),
+    users: Option<&pipelab::sandbox::acl::Users>,
+) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
         match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -121,7 +138,17 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
             .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
             .configure(access.0, access.1)
+            .with_sandbox(cfg.sandbox.sandbox.then(|| pipelab::sandbox::Sandbox::new(cfg.sandbox.clone(), users.cloned())), users)
     };
+    if cfg.sandbox.sandbox {
+        tracing::info!(
+            ttl_s = cfg.sandbox.sandbox_ttl.as_secs(),
+            max_keys = cfg.sandbox.sandbox_max_keys,
+            max_bytes = cfg.sandbox.sandbox_max_bytes,
+            acl_users = users.is_some(),
+            "sandbox on: each visitor's keys in a namespace of their own"
+        );
+    }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -288,6 +288,23 @@ pub struct Plan {
     pub resp3: bool,
     /// Keys to `WATCH` before a transaction.
     pub watch: Vec<Vec<u8>>,
+    /// Who the batch runs for, when the API runs it as a Redis ACL user of
+    /// its own (`crate::sandbox`); the executor itself ignores it.
+    pub runs_as: RunsAs,
+}
+
+/// Whose batch this is, for the API's choice of connection (a pool per
+/// Redis ACL user, `crate::sandbox::acl`). The executor never reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RunsAs {
+    /// pipelab's own connection (the target's user).
+    #[default]
+    Server,
+    /// A read-only token's batch.
+    ReadOnly,
+    /// A sandbox visitor's batch: its keys were rewritten under this
+    /// prefix (`sbx:{id}:`).
+    Sandbox(std::sync::Arc<str>),
 }
 
 /// Default commands per pipeline chunk.
@@ -304,6 +321,7 @@ impl Plan {
             simulated_rtt_ms: 0.0,
             resp3: false,
             watch: Vec::new(),
+            runs_as: RunsAs::Server,
         }
     }
 }

@@ -73,8 +73,12 @@ pub struct Pool {
     /// installed when the pool was made: set twice per batch, a look-up by
     /// name each time cost a registry search (hash, lock) per call.
     gauge: metrics::Gauge,
-    /// The target's command table, refreshed by each connection opened.
-    commands: Cache,
+    /// The target's command table, refreshed by each connection opened
+    /// (shared with [`Pool::sibling`]s, which do not refresh it).
+    commands: Arc<Cache>,
+    /// Connections opened check the server's identity (`INFO server`):
+    /// false for a sibling, whose ACL user may not run INFO.
+    refresh: bool,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -92,7 +96,25 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Cache::new() });
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true })
+    }
+
+    /// A pool of connections to the same server as another user (`target`
+    /// differs in its ACL user and password), sharing this pool's command
+    /// table, which its connections do not refresh: the API keeps one per
+    /// Redis ACL user it runs batches as (`crate::sandbox::acl`).
+    pub fn sibling(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
+        // Its own series of the gauge, by user (the server pool's stays
+        // unlabelled); a pool that keeps nothing never sets one.
+        let gauge = match config.max_idle {
+            0 => metrics::gauge!(IDLE_GAUGE),
+            _ => metrics::gauge!(IDLE_GAUGE, "user" => target.username.clone().unwrap_or_default()),
+        };
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false })
+    }
+
+    fn spawn(pool: Pool) -> Arc<Pool> {
+        let pool = Arc::new(pool);
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -138,7 +160,9 @@ impl Pool {
         // The table is read before the reply-size limit applies.
         let unlimited = ConnSettings { max_reply_bytes: None, ..settings.clone() };
         let mut conn = Conn::connect(&self.target, &unlimited).await?;
-        self.commands.refresh(&mut conn).await.map_err(|e| format!("{}: {e}", self.target))?;
+        if self.refresh {
+            self.commands.refresh(&mut conn).await.map_err(|e| format!("{}: {e}", self.target))?;
+        }
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
     }

@@ -128,7 +128,7 @@ impl RedisServer {
 }
 
 /// Reads exactly one reply from a blocking socket.
-pub fn read_one(s: &mut TcpStream) -> resp::Value {
+pub fn read_one(s: &mut impl Read) -> resp::Value {
     let mut buf = Vec::new();
     let mut dec = resp::Decoder::new();
     let mut chunk = [0u8; 65536];

@@ -80,7 +80,10 @@ function pipelabBin() {
 export async function startServe(redisUrl) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/`;
-  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--web-dir', join(repoRoot, 'web/dist')], {
+  // PIPELAB_E2E_EMBEDDED=1: pipelab's own redis-server instead (with its ACL
+  // users: how a sandbox, PIPELAB_SANDBOX=1, runs in production).
+  const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' ? [] : ['--redis', redisUrl];
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist')], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

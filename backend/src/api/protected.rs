@@ -1,0 +1,37 @@
+//! Protected mode, as Redis's own (`protected-mode yes`): `pipelab serve`
+//! on an address other hosts can reach, with no token and no `--sandbox`,
+//! refuses to start, since anyone who reaches it could read and delete
+//! every key of its Redis. `--allow-unauthenticated` accepts the risk.
+
+use std::net::SocketAddr;
+
+/// `Err` with the one line to print if `listen` is not a loopback address
+/// and nothing protects it.
+pub fn check(listen: SocketAddr, tokens: bool, sandbox: bool, allow_unauthenticated: bool) -> Result<(), String> {
+    if listen.ip().is_loopback() || tokens || sandbox || allow_unauthenticated {
+        return Ok(());
+    }
+    Err(format!(
+        "protected mode: refusing to listen on {listen} with no token: anyone who reaches it could read and delete every key. \
+         Pass --token TOKEN (PIPELAB_TOKENS) for an API, --sandbox (PIPELAB_SANDBOX) for a public playground, \
+         or --allow-unauthenticated (PIPELAB_ALLOW_UNAUTHENTICATED) to accept the risk"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn only_an_open_public_address_is_refused() {
+        let public = "0.0.0.0:8080".parse().unwrap();
+        let msg = check(public, false, false, false).unwrap_err();
+        assert!(msg.contains("--token") && msg.contains("--sandbox") && msg.contains("--allow-unauthenticated") && !msg.contains('\n'), "{msg}");
+        assert!(check(public, true, false, false).is_ok());
+        assert!(check(public, false, true, false).is_ok());
+        assert!(check(public, false, false, true).is_ok());
+        assert!(check("127.0.0.1:8080".parse().unwrap(), false, false, false).is_ok());
+        assert!(check("[::1]:8080".parse().unwrap(), false, false, false).is_ok());
+        assert!(check("[::]:8080".parse().unwrap(), false, false, false).is_err());
+    }
+}
