@@ -11,6 +11,11 @@ import { controlError, refusalShown, request, showControlError, type ServerLimit
 import { showProgress } from './progress.js';
 import { apiHint, renderSummary, summaryMessage } from './summary.js';
 
+/** Least time between two redraws of a running batch's table and timeline, ms. */
+const LIVE_REDRAW_MS = 200;
+/** Most results whose timeline is redrawn while the batch runs (each redraw draws them all). */
+const LIVE_TIMELINE_MAX = 20_000;
+
 export interface RunParts {
   editors: Editors;
   timeline: Timeline;
@@ -54,22 +59,39 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
     const label = (i: number) => (i < snap.commands ? snap.inlineText.slice(snap.textFrom[i], snap.textTo[i]) : '');
     clearResults();
     let frame = 0;
+    let drawnAt = 0;
     const live = liveBatch(req, {
       results: (all) => {
         progress.update(all.length);
-        // One redraw a frame however fast results come.
-        if (!frame) frame = requestAnimationFrame(() => {
-          frame = 0;
-          timeline.set({ results: all, totalUs: 0, label });
-          table.grow(all, label);
-        });
+        // At most one redraw per LIVE_REDRAW_MS however fast results come (a
+        // big pipeline's results arrive in a burst: drawn once, at the end).
+        if (frame) return;
+        const draw = () => {
+          frame = requestAnimationFrame(() => {
+            drawnAt = performance.now();
+            if (all.length <= LIVE_TIMELINE_MAX) timeline.set({ results: all, totalUs: 0, label });
+            table.grow(all, label);
+            frame = 0;
+          });
+        };
+        const wait = LIVE_REDRAW_MS - (performance.now() - drawnAt);
+        // Too soon after the last redraw: one more when its time comes (frame
+        // holds the timer's id meanwhile, so that later results wait for it).
+        if (wait > 0) frame = window.setTimeout(draw, wait);
+        else draw();
       },
     });
+    /** No live redraw after the final one (frame is a timer or an animation frame). */
+    const stopDrawing = () => {
+      clearTimeout(frame);
+      cancelAnimationFrame(frame);
+      frame = -1;
+    };
     const progress = showProgress(document.getElementById('summary') as HTMLElement, snap.commands, () => void live.cancel());
     try {
       const res = await live.done;
       progress.stop();
-      cancelAnimationFrame(frame);
+      stopDrawing();
       renderSummary(res, req.mode ?? 'pipeline');
       timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
       table.set(res, label);
@@ -77,7 +99,7 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
     } catch (e) {
       const err = e as ApiError;
       progress.stop();
-      cancelAnimationFrame(frame);
+      stopDrawing();
       clearResults();
       summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', 'api', apiHint(err, req.mode ?? 'pipeline'));
       if (err.status === 0) showBanner('api_down');
