@@ -9,7 +9,8 @@
 #   playground and tutorial in headless Chromium (test-web.sh,
 #   test-tutorial.sh), the build scripts the Dockerfile calls and the built
 #   binary started as a user starts it (test-deploy.sh), the official
-#   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh).
+#   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh), the
+#   README's API examples run as shown (test-readme.sh).
 # This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ part "scripts/setup.sh (installs)" scripts/setup.sh
 export CARGO_TERM_COLOR=never
 part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
-for name in resp web tutorial deploy upstash; do
+for name in resp web tutorial deploy upstash readme; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
 echo "=== time per part"

@@ -37,7 +37,7 @@ fn summary_and_exit_status() {
     assert!(stdout.trim_end().ends_with("errors: 1, replies: 5"), "{stdout}");
     assert!(stdout.contains("round trips: 1"), "{stdout}");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("command 3 (line 9): ERR wrong number of arguments"), "{stderr}");
+    assert!(stderr.contains("command 4 (line 9): ERR wrong number of arguments"), "{stderr}");
     assert_eq!(s.cmd_str(&["GET", "a"]), Value::Bulk(b"2".to_vec()));
 
     let out = pipelab(&["run", "--mode", "sequential", "--redis", &s.url], b"PING\nPING\nECHO hi\n", None);

@@ -248,14 +248,34 @@ impl RequestReader {
                 return Err(self.err_at(buf, pos, String::from("bulk length overflows this platform's address space")));
             };
             if buf.len() < end {
+                // At the end of the input, a CRLF before the end of the
+                // bulk is its likely end: say the length is wrong rather
+                // than "incomplete" (a value may hold CRLF, so only at eof).
+                if let (true, Some(k)) = (eof, crlf_in(&buf[body..])) {
+                    return Err(self.err_at(buf, pos, wrong_length(len, k)));
+                }
                 return self.cut(buf, start, eof, "multibulk");
             }
             if &buf[body + len..end] != b"\r\n" {
-                return Err(self.err_at(buf, body + len, format!("bulk argument of {} bytes is not followed by CRLF", len)));
+                let message = match crlf_in(&buf[body..]) {
+                    Some(k) => wrong_length(len, k),
+                    None => format!("bulk argument of {} bytes is not followed by CRLF", len),
+                };
+                return Err(self.err_at(buf, body + len, message));
             }
             argv.push(buf[body..body + len].to_vec());
             pos = end;
         }
         Ok(Some((argv, pos)))
     }
+}
+
+/// Bytes before the first CRLF of `body`, if it has one.
+fn crlf_in(body: &[u8]) -> Option<usize> {
+    body.windows(2).position(|w| w == b"\r\n")
+}
+
+/// A bulk whose `$` length disagrees with where its CRLF is.
+fn wrong_length(len: usize, before_crlf: usize) -> String {
+    format!("bulk length {len} but {before_crlf} bytes before CRLF (the $ length counts the bytes of the argument)")
 }

@@ -101,9 +101,12 @@ fn multibulk_errors_name_the_byte() {
         (b"*1\r\n$-1\r\n", 4, "invalid bulk length -1 (0 to 536870912)"),
         (b"*1\r\n$536870913\r\n", 4, "invalid bulk length 536870913"),
         (b"*1\r\n$01\r\nx\r\n", 4, "invalid bulk length \"01\""),
-        (b"*1\r\n$1\r\nxy\r\n", 9, "bulk argument of 1 bytes is not followed by CRLF"),
+        (b"*1\r\n$1\r\nxy\r\n", 9, "bulk length 1 but 2 bytes before CRLF"),
+        (b"*1\r\n$1\r\nxyz", 9, "bulk argument of 1 bytes is not followed by CRLF"),
+        // Too long a length at the end of the input: the length is wrong, not "incomplete".
+        (b"*2\r\n$4\r\nECHO\r\n$9\r\nhello\r\n", 14, "bulk length 9 but 5 bytes before CRLF"),
         (b"*1\r\x00\n", 2, "multibulk header must end with CRLF"),
-        (b"PING\n*1\r\n$1\r\nxy\r\n", 14, "not followed by CRLF"),
+        (b"PING\n*1\r\n$1\r\nxy\r\n", 14, "bulk length 1 but 2 bytes before CRLF"),
     ];
     for (stream, offset, words) in cases {
         let e = all(stream).unwrap_err();

@@ -52,8 +52,8 @@ async function main() {
   $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
     const select = e.target as HTMLSelectElement;
     const text = sample(select.value);
+    // The menu keeps showing the sample loaded (it used to jump back to "choose…").
     if (text !== null) editors.setInline(text);
-    select.value = '';
   });
   editors.onChange(warn);
   // Tutorial, compare and sweep views, share bar; restores a permalink.

@@ -13,7 +13,7 @@ use super::schema;
 use super::stream::{self, Keep};
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use crate::exec::{Mode, OnError, Report};
+use crate::exec::{Batch, Mode, OnError, Report};
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -99,8 +99,29 @@ pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
     ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    CommandsJson(mut req): CommandsJson<BatchRequest>,
+    CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
+    let (batch, keep, session) = prepare(&state, access, ns, req).await?;
+    match session {
+        Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
+        None => stream::respond(state, batch, keep).await,
+    }
+}
+
+/// The session a batch names (`"session"`), with its id.
+pub(super) type OnSession = Option<(String, std::sync::Arc<super::session::Session>)>;
+
+/// The request checked and made a [`Batch`] (as `POST /batch` and `POST
+/// /batches` take it), with the results it asks for and the session it
+/// runs on, if any.
+///
+/// Errors: the 4xx of a bad field, a refused command or a read-only token.
+pub(super) async fn prepare(
+    state: &AppState,
+    access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    mut req: BatchRequest,
+) -> Result<(Batch, Keep, OnSession), ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,
         None => validate::DEFAULT_MODE,
@@ -120,15 +141,12 @@ pub async fn batch(
         None => None,
     };
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
-    let mut rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
+    let mut rules = super::refuse::Rules::for_request(state, ns.map(|n| n.0)).await;
     rules.access = access.rules();
     let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
-    match session {
-        Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
-        None => stream::respond(state, batch, keep).await,
-    }
+    Ok((batch, keep, session))
 }

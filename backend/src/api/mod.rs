@@ -20,6 +20,7 @@ pub mod headers;
 pub mod health;
 pub mod incremental;
 pub mod info;
+pub mod live;
 pub mod openapi;
 pub mod protected;
 pub mod refuse;
@@ -89,6 +90,8 @@ pub struct Inner {
     pub pools: Option<crate::sandbox::run::Pools>,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
+    /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
+    pub live: live::Registry,
 }
 
 impl AppState {
@@ -126,6 +129,7 @@ impl AppState {
             upstash: Default::default(),
             sandbox: None,
             pools: None,
+            live: Default::default(),
         }))
     }
 
@@ -194,6 +198,8 @@ pub fn router(state: AppState) -> Router {
     // layers were a measurable share of a one-command request's CPU.
     let api = Router::new()
         .route("/api/v1/batch", post(batch::batch))
+        .route("/api/v1/batches", post(live::start))
+        .route("/api/v1/batches/{id}/cancel", post(live::cancel))
         .route("/api/v1/compare", post(compare::compare))
         .route("/api/v1/sweep", post(sweep::sweep))
         .route("/api/v1/sessions", post(session::create))

@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, compare, error, info, schema, session, stream, sweep};
+use super::{batch, compare, error, info, live, schema, session, stream, sweep};
 use crate::exec;
 use error::CodeStatuses;
 
@@ -29,13 +29,14 @@ use error::CodeStatuses;
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             README's \"Upstash-compatible REST\".",
     ),
-    paths(batch::batch, compare::compare, sweep::sweep, session::create, session::delete, info::info, openapi_json),
+    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, session::delete, info::info, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
         schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
         exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
         exec::Report, exec::auto::AutoSummary, exec::server::ServerWork,
         session::SessionRequest, session::SessionResponse,
+        live::StartLine, live::CancelResponse,
     )),
     modifiers(&CodeStatuses),
     tags(

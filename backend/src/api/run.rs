@@ -54,8 +54,19 @@ pub async fn run_batch_into<K: ResultSink>(
     batch: &Batch,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
+    run_batch_cancellable(state, batch, sink, None).await
+}
+
+/// [`run_batch_into`] that `cancel` can cut short: then as at the batch
+/// timeout, `connection_error` saying it was cancelled (`crate::conn::Cancel`).
+pub async fn run_batch_cancellable<K: ResultSink>(
+    state: &AppState,
+    batch: &Batch,
+    sink: &mut K,
+    cancel: Option<crate::conn::Cancel>,
+) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
-    let result = run_limited(state, batch, sink).await;
+    let result = run_limited(state, batch, sink, cancel).await;
     match &result {
         Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
@@ -84,7 +95,7 @@ pub async fn run_session_batch<K: ResultSink>(
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
-    let result = run_limited_on(state, batch, sink, Some(conn)).await;
+    let result = run_limited_on(state, batch, sink, Some(conn), None).await;
     match &result {
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
         Err(_) => span.fail("invalid"),
@@ -96,16 +107,19 @@ async fn run_limited<K: ResultSink>(
     state: &AppState,
     batch: &Batch,
     sink: &mut K,
+    cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
-    run_limited_on(state, batch, sink, None).await
+    run_limited_on(state, batch, sink, None, cancel).await
 }
 
-/// The batch on a pooled connection, or on `session`'s.
+/// The batch on a pooled connection, or on `session`'s; `cancel` ends it
+/// early, as the batch timeout does (`POST /api/v1/batches/{id}/cancel`).
 async fn run_limited_on<K: ResultSink>(
     state: &AppState,
     batch: &Batch,
     sink: &mut K,
     session: Option<&mut Option<crate::conn::Conn>>,
+    cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
@@ -127,6 +141,7 @@ async fn run_limited_on<K: ResultSink>(
         max_reply_bytes: Some(limits.max_reply_bytes),
         deadline: Some(deadline.into_std()),
         commands: None,
+        cancel,
     };
     // The executor stops at the deadline by itself; this outer limit only
     // guards against a wait the executor does not bound.
@@ -180,6 +195,7 @@ pub async fn command(
         max_reply_bytes: None,
         deadline: None,
         commands: None,
+        cancel: None,
     };
     let report =
         match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {

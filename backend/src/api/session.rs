@@ -217,6 +217,7 @@ pub async fn create(
         simulated_rtt_ms,
         max_reply_bytes: Some(limits.max_reply_bytes),
         deadline: None,
+        cancel: None,
     };
     let conn = Conn::connect(&state.target, &settings).await.map_err(ApiError::unavailable)?;
     let id = new_id()?;

@@ -8,6 +8,7 @@ pub mod input;
 pub mod lab;
 pub mod openapi;
 pub mod options;
+pub mod progress;
 pub mod proxy;
 pub mod resp;
 pub mod run;

@@ -23,6 +23,7 @@ use pipelab::exec::{
 use pipelab::lab::Direct;
 
 use super::options::{PlanArgs, RedisArgs};
+use super::progress::Progress;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,6 +40,13 @@ pub struct Args {
     /// Print the full result document (summary and one result per command) as JSON.
     #[arg(long)]
     json: bool,
+    /// Print each reply on stdout as it comes, as redis-cli does (`(integer) 1`,
+    /// `1) "a"`), before the summary: for small files.
+    #[arg(long, conflicts_with = "json")]
+    replies: bool,
+    /// No progress bar on stderr (there is none anyway when stderr is not a terminal).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// Error replies shown on stderr before the rest are only counted.
@@ -55,11 +63,15 @@ pub async fn main(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(m) => return usage(m),
     };
+    let mut size = None;
     let input: Box<dyn Read> = if args.file == "-" {
         Box::new(io::stdin())
     } else {
         match File::open(&args.file) {
-            Ok(f) => Box::new(f),
+            Ok(f) => {
+                size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                Box::new(f)
+            }
             Err(e) => return usage(format!("{}: {e}", args.file)),
         }
     };
@@ -70,7 +82,10 @@ pub async fn main(args: Args) -> ExitCode {
     let lines = Rc::new(RefCell::new(VecDeque::new()));
     let mut source = FileSource::new(input, lines.clone());
     let mut sink = CliSink::new(lines, args.json);
+    sink.replies = args.replies;
+    sink.progress = Progress::new(size, args.quiet || args.json);
     let report = exec::execute_stream(&target, &plan, &mut source, &mut sink, &opts).await;
+    sink.progress.finish();
     let report = match report {
         Ok(r) => r,
         Err(ExecError::Invalid(e)) => return usage(e.to_string()),
@@ -117,14 +132,14 @@ struct FileSource {
     base: usize,
     eof: bool,
     reader: resp::RequestReader,
-    /// Line of each command handed out whose result has not arrived yet.
-    lines: Rc<RefCell<VecDeque<usize>>>,
+    /// Line and end offset of each command handed out whose result has not arrived yet.
+    lines: Rc<RefCell<VecDeque<(usize, usize)>>>,
     /// The command handed out last (the executor borrows it until the next).
     current: Commands,
 }
 
 impl FileSource {
-    fn new(input: Box<dyn Read>, lines: Rc<RefCell<VecDeque<usize>>>) -> Self {
+    fn new(input: Box<dyn Read>, lines: Rc<RefCell<VecDeque<(usize, usize)>>>) -> Self {
         FileSource {
             input,
             buf: vec![0; READ_BYTES],
@@ -176,7 +191,8 @@ impl CommandSource for FileSource {
             self.pos = self.reader.offset() - self.base;
             match res {
                 Ok(Some(req)) => {
-                    self.lines.borrow_mut().push_back(req.line);
+                    let end = self.reader.offset();
+                    self.lines.borrow_mut().push_back((req.line, end));
                     self.current.clear();
                     self.current.push(&req.argv);
                     return Ok(Some(self.current.get(0)));
@@ -192,7 +208,10 @@ impl CommandSource for FileSource {
 /// Counts results (constant memory), shows the first error replies, and
 /// with `--json` streams each result as it comes.
 struct CliSink {
-    lines: Rc<RefCell<VecDeque<usize>>>,
+    lines: Rc<RefCell<VecDeque<(usize, usize)>>>,
+    /// `--replies`: each reply printed as it comes.
+    replies: bool,
+    progress: Progress,
     json: Option<BufWriter<io::Stdout>>,
     /// The `--json` report (shared with the API) and its bytes not yet written.
     report: ReportJson,
@@ -204,9 +223,11 @@ struct CliSink {
 }
 
 impl CliSink {
-    fn new(lines: Rc<RefCell<VecDeque<usize>>>, json: bool) -> Self {
+    fn new(lines: Rc<RefCell<VecDeque<(usize, usize)>>>, json: bool) -> Self {
         CliSink {
             lines,
+            replies: false,
+            progress: Progress::new(None, true),
             json: json.then(|| BufWriter::with_capacity(1 << 16, io::stdout())),
             report: ReportJson::default(),
             scratch: Vec::new(),
@@ -251,10 +272,14 @@ impl CliSink {
                 s.commands, s.ok, s.errors, s.not_sent, s.unknown
             );
             println!(
-                "round trips: {}, writes: {} ({} write system calls), bytes sent: {}, bytes received: {}",
-                s.round_trips, s.write_calls, s.write_syscalls, s.bytes_sent, s.bytes_received
+                "round trips: {}, writes: {} ({}), bytes sent: {}, bytes received: {}",
+                s.round_trips,
+                s.write_calls,
+                plural(s.write_syscalls, "write system call"),
+                s.bytes_sent,
+                s.bytes_received
             );
-            println!("time: {:.3} ms, {:.0} commands/s", s.total_us as f64 / 1000.0, s.commands_per_sec);
+            println!("time: {}, {:.0} commands/s", duration_text(s.total_us), s.commands_per_sec);
             println!("read system calls: {}", s.read_syscalls);
             if let Some(a) = &s.auto {
                 println!(
@@ -307,14 +332,14 @@ impl CliSink {
 
 impl ResultSink for CliSink {
     fn push(&mut self, r: CommandResult) {
-        let line = self.lines.borrow_mut().pop_front().unwrap_or(0);
+        let (line, offset) = self.lines.borrow_mut().pop_front().unwrap_or((0, 0));
         if matches!(r.status, Status::Ok | Status::Error | Status::Unknown) {
             self.last_sent = Some((r.index, line));
         }
         if r.status == Status::Error && self.json.is_none() {
             if self.shown_errors < SHOWN_ERRORS {
                 let text = r.reply.as_ref().map(pipelab::conn::reply_text).unwrap_or_default();
-                eprintln!("command {} (line {line}): {text}", r.index);
+                eprintln!("command {} (line {line}): {text}", r.index + 1);
             } else if self.shown_errors == SHOWN_ERRORS {
                 eprintln!("(further error replies are only counted)");
             }
@@ -325,6 +350,29 @@ impl ResultSink for CliSink {
             let _ = out.write_all(&self.scratch);
             self.scratch.clear();
         }
+        if self.replies {
+            print_reply(&r);
+        }
         self.results += 1;
+        self.progress.set(self.results, offset);
     }
+}
+
+/// `--replies`: the reply as redis-cli prints it, or the status of a command without one.
+fn print_reply(r: &CommandResult) {
+    match (&r.reply, r.status) {
+        (Some(reply), _) => println!("{}", reply.display().trim_end()),
+        (None, Status::NotSent) => println!("(not sent)"),
+        (None, _) => println!("(unknown: no reply)"),
+    }
+}
+
+/// `n thing` or `n things`.
+fn plural(n: u64, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
+/// A batch's time: ms with µs precision up to 10 s, then seconds (`40.538 s`).
+fn duration_text(us: u64) -> String {
+    if us < 10_000_000 { format!("{:.3} ms", us as f64 / 1000.0) } else { format!("{:.3} s", us as f64 / 1e6) }
 }

@@ -14,6 +14,7 @@
 //! [`crate::exec::Pool`], which enforces the rest of the rules.
 
 mod buffer;
+mod cancel;
 mod handshake;
 mod socket;
 mod target;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 
+pub use cancel::Cancel;
 pub use socket::{connect_stream, Stream};
 pub use target::{Endpoint, RedisTarget, TargetError, TlsSettings, DEFAULT_PORT};
 
@@ -55,6 +57,9 @@ pub struct ConnSettings {
     /// No read or write waits past this instant (the batch's time limit):
     /// then [`ReadError::Deadline`] / [`WriteError::Deadline`].
     pub deadline: Option<Instant>,
+    /// Ends the batch early when flipped: then [`ReadError::Cancelled`] /
+    /// [`WriteError::Cancelled`] (see [`Cancel`]).
+    pub cancel: Option<Cancel>,
 }
 
 /// Byte and call counts on one connection, since [`Conn::reset_stats`].
@@ -93,10 +98,15 @@ pub enum ReadError {
     Limit(u64),
     #[error("{DEADLINE}")]
     Deadline,
+    #[error("{CANCELLED}")]
+    Cancelled,
 }
 
 /// Why a batch stopped at its deadline.
 const DEADLINE: &str = "batch timeout: the batch ran past its time limit and was cut";
+
+/// Why a batch stopped when its client cancelled it.
+const CANCELLED: &str = "cancelled: the batch was cut at its client's request";
 
 /// Why a write failed. What it carried may or may not have reached Redis.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +117,8 @@ pub enum WriteError {
     Io(#[from] io::Error),
     #[error("{DEADLINE}")]
     Deadline,
+    #[error("{CANCELLED}")]
+    Cancelled,
 }
 
 /// An open, handshaken connection to Redis. Used for one batch, then
@@ -130,6 +142,7 @@ pub struct Conn {
     read_timeout: Duration,
     max_reply_bytes: Option<u64>,
     deadline: Option<Instant>,
+    cancel: Option<Cancel>,
     /// When the last read returned: a reply completed by bytes already
     /// buffered arrived then, not when it is decoded.
     last_read_at: Instant,
@@ -166,6 +179,7 @@ impl Conn {
             read_timeout: settings.read_timeout,
             max_reply_bytes: None,
             deadline: None,
+            cancel: None,
             last_read_at: Instant::now(),
         };
         match tokio::time::timeout_at(connect_until, conn.handshake(target, settings)).await {
@@ -182,6 +196,7 @@ impl Conn {
         conn.reset_stats();
         conn.max_reply_bytes = settings.max_reply_bytes;
         conn.deadline = settings.deadline;
+        conn.cancel = settings.cancel.clone();
         Ok(conn)
     }
 
@@ -270,6 +285,7 @@ impl Conn {
         self.read_timeout = settings.read_timeout;
         self.max_reply_bytes = settings.max_reply_bytes;
         self.deadline = settings.deadline;
+        self.cancel = settings.cancel.clone();
     }
 
     /// Until when the next read or write may wait: the read timeout from
@@ -305,7 +321,11 @@ impl Conn {
             self.stream.flush().await
         };
         let read_timeout = self.read_timeout;
-        match tokio::time::timeout_at(until, fut).await {
+        let cancel = self.cancel.clone();
+        let Some(out) = Cancel::or_cancel(cancel.as_ref(), tokio::time::timeout_at(until, fut)).await else {
+            return Err(WriteError::Cancelled);
+        };
+        match out {
             Ok(Ok(())) => Ok(issued),
             Ok(Err(e)) => Err(WriteError::Io(e)),
             Err(_) if is_deadline => Err(WriteError::Deadline),
@@ -351,7 +371,11 @@ impl Conn {
             }
             let read = if wait {
                 let (until, is_deadline) = self.wait_until();
-                match tokio::time::timeout_at(until, self.buffer.read_from(&mut self.stream)).await {
+                let read = tokio::time::timeout_at(until, self.buffer.read_from(&mut self.stream));
+                let Some(read) = Cancel::or_cancel(self.cancel.as_ref(), read).await else {
+                    return Err(ReadError::Cancelled);
+                };
+                match read {
                     Ok(r) => r,
                     Err(_) if is_deadline => return Err(ReadError::Deadline),
                     Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),

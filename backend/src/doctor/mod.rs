@@ -43,6 +43,7 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
         simulated_rtt_ms: 0.0,
         max_reply_bytes: None,
         deadline: None,
+        cancel: None,
     };
     let mut conn = Conn::connect(target, &settings).await?;
     let mut out = Vec::new();

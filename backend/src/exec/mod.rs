@@ -262,6 +262,9 @@ pub struct ExecOptions {
     /// (`execute_pooled*`: read from the server, see [`Pool::commands`]),
     /// else the built-in fallback (`crate::commands::fallback`).
     pub commands: Option<std::sync::Arc<crate::commands::Table>>,
+    /// Flipped, the batch ends as at its deadline, the reason saying it was
+    /// cancelled (`crate::conn::Cancel`). `None`: not cancellable.
+    pub cancel: Option<crate::conn::Cancel>,
 }
 
 impl Default for ExecOptions {
@@ -272,6 +275,7 @@ impl Default for ExecOptions {
             max_reply_bytes: None,
             deadline: None,
             commands: None,
+            cancel: None,
         }
     }
 }

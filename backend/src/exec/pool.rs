@@ -187,6 +187,7 @@ impl Pool {
                 simulated_rtt_ms: 0.0,
                 max_reply_bytes: None,
                 deadline: None,
+                cancel: None,
             };
             if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
                 if let Err(e) = self.commands.refresh(&mut conn).await {

@@ -57,6 +57,7 @@ pub(super) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
         simulated_rtt_ms: plan.simulated_rtt_ms,
         max_reply_bytes: opts.max_reply_bytes,
         deadline: opts.deadline,
+        cancel: opts.cancel.clone(),
     }
 }
 

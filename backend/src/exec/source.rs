@@ -83,7 +83,8 @@ impl<E: fmt::Display> fmt::Display for InputError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             InputErrorKind::Source(e) => write!(f, "{e}"),
-            InputErrorKind::Invalid(m) => write!(f, "command {}: {m}", self.index),
+            // Counted from 1 (`index` stays 0-based).
+            InputErrorKind::Invalid(m) => write!(f, "command {}: {m}", self.index + 1),
         }
     }
 }

@@ -162,7 +162,8 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
             }
             other if other.is_error() => {
                 let msg = match (&first_rejected, &multi_error) {
-                    (Some((i, m)), _) => format!("command {i} was rejected at queue time ({m}); EXEC: {}", reply_text(v)),
+                    // Counted from 1, as the page's table and the CLI count (`index` stays 0-based).
+                    (Some((i, m)), _) => format!("command {} was rejected at queue time ({m}); EXEC: {}", i + 1, reply_text(v)),
                     (None, Some(m)) => format!("MULTI failed ({m}); EXEC: {}", reply_text(v)),
                     (None, None) => reply_text(v),
                 };

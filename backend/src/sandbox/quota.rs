@@ -157,6 +157,7 @@ pub async fn side(state: &AppState, commands: Commands) -> Option<Vec<resp::Valu
         max_reply_bytes: None,
         deadline: Some(std::time::Instant::now() + state.limits.batch_timeout()),
         commands: None,
+        cancel: None,
     };
     let report = execute_pooled(&state.pool, &batch, &opts).await.ok()?;
     report.results.into_iter().map(|r| (r.status != Status::NotSent && r.status != Status::Unknown).then_some(r.reply).flatten()).collect()

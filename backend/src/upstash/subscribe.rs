@@ -64,6 +64,7 @@ async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) 
         simulated_rtt_ms: 0.0,
         max_reply_bytes: None,
         deadline: None,
+        cancel: None,
     };
     let mut conn = Conn::connect(&state.target, &settings).await.map_err(|e| {
         UpstashError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("ERR Redis is unreachable: {e}"))

@@ -246,10 +246,23 @@ export function createEditors(opts: {
     const sizes = respSizes(r);
     resp.dispatch({ effects: setMap.of({ from: r.viewStart, to: r.viewEnd, bytes: sizes }) });
     if (r.error) {
+      // RESP typed or pasted the way this view shows it, `\r\n` as four
+      // characters: take it, the escapes made real line breaks.
+      const typed = escapedCrlf(resp.state.doc.sliceString(0, undefined, '\r\n'));
+      if (typed?.ok) {
+        resp.dispatch({ changes: { from: 0, to: resp.state.doc.length, insert: typed.text } });
+        return fromResp();
+      }
       // Keep the inline view as it was until the RESP parses again.
       const pos = Math.min(r.error.pos, resp.state.doc.length);
       const where = r.error.column === undefined ? `line ${r.error.line}` : `line ${r.error.line}, column ${r.error.column}`;
-      const message = `byte ${r.error.offset} (${where}): ${r.error.message}`;
+      let message = `byte ${r.error.offset} (${where}): ${r.error.message}`;
+      if (typed) {
+        // Escaped text that does not parse even unescaped: its own error.
+        message = `in the text with each \\r\\n made a line break: ${typed.error}`;
+      } else if (/incomplete/.test(r.error.message) && !resp.state.doc.sliceString(0).includes('\n')) {
+        message += ' — end each part with a line break (Enter), or paste escaped text with \\r\\n between the parts';
+      }
       resp.dispatch(setDiagnostics(resp.state, [{ from: pos, to: Math.min(pos + 1, resp.state.doc.lineAt(pos).to), severity: 'error', message }]));
       lastSnapshot = { ...lastSnapshot, respError: message };
       changed([]);
@@ -291,4 +304,16 @@ export function createEditors(opts: {
       listeners.push(listener);
     },
   };
+}
+
+/**
+ * `text` with its literal `\r\n` escapes (backslash r backslash n, as this
+ * view displays line ends) turned into real CR LF: `ok` if that makes RESP
+ * that parses, else the error it then has; null if there is no escape.
+ */
+export function escapedCrlf(text: string): { ok: true; text: string } | { ok: false; error: string } | null {
+  if (!text.includes('\\r\\n')) return null;
+  const real = text.replace(/\\r\\n/g, '\r\n');
+  const e = respToInline(viewToBytes(real)).error;
+  return e ? { ok: false, error: `byte ${e.offset}: ${e.message}` } : { ok: true, text: real };
 }

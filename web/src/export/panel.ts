@@ -3,6 +3,7 @@
 // chosen target and mode with Download and Copy buttons.
 import type { PageState } from '../permalink.js';
 import { encodePermalink } from '../permalink.js';
+import { bytesToView } from '../editor/respText.js';
 import { download } from './download.js';
 import { commandsOf, encodeCommand } from './fromText.js';
 import { exportBatch, TARGETS, type ExportMode, type TargetId } from './index.js';
@@ -14,12 +15,15 @@ const h = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, 
   return e;
 };
 
-/** The text shown in the preview: source as is; RESP with CR LF made visible. */
+/** The text shown in the preview: source as is; RESP with CR LF made visible and bytes that are not UTF-8 as `\xHH` (not `�`). */
 function previewOf(content: string | Uint8Array): string {
   if (typeof content === 'string') return content;
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(content.subarray(0, 64 * 1024));
+  const text = bytesToView(content.subarray(0, 64 * 1024)).replace(/[\udc80-\udcff]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
   return text.replace(/\r\n/g, '\\r\\n\n') + (content.length > 64 * 1024 ? `\n… (${content.length} bytes in all)` : '');
 }
+
+/** Longest permalink said to be shareable, in characters (many chat tools cut at 4–8 K). */
+export const PERMALINK_MAX = 8000;
 
 /** "Copy permalink": the state (with the open view) into the address bar and the clipboard. */
 export function permalinkButton(state: () => PageState): HTMLElement {
@@ -28,12 +32,17 @@ export function permalinkButton(state: () => PageState): HTMLElement {
   linkBtn.addEventListener('click', async () => {
     const frag = await encodePermalink(state());
     history.replaceState(null, '', frag);
+    // Chat tools and mail clients cut links far shorter than browsers take them.
+    const long = location.href.length > PERMALINK_MAX
+      ? ` The link is ${location.href.length.toLocaleString('en-US')} characters, too long to share reliably: export the batch as a RESP file (Export, below the controls) and share that.`
+      : '';
     try {
       await navigator.clipboard.writeText(location.href);
-      status.textContent = 'Copied (and in the address bar).';
+      status.textContent = `Copied (and in the address bar).${long}`;
     } catch {
-      status.textContent = 'In the address bar.';
+      status.textContent = `In the address bar.${long}`;
     }
+    status.toggleAttribute('data-too-long', long !== '');
   });
   return h('span', { class: 'permalink' }, status, ' ', linkBtn);
 }

@@ -3,6 +3,7 @@
 import { modeBarChart } from '../charts/charts.js';
 import type { PlaygroundState } from './bridge.js';
 import { compare } from '../api/client.js';
+import { batchSizeNote } from './batchSizeNote.js';
 import { count, el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
@@ -50,9 +51,10 @@ export function compareView(state: PlaygroundState): HTMLElement {
           { 'data-table': 'compare' },
         ),
         el('p', { class: 'note' }, res.note),
+        ...batchSizeNote(res.runs, Number(size.value)),
       );
-      modeBarChart(timeCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.total_us / 1000 })), { title: 'total time', unit: 'ms', log: true });
-      modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', log: true });
+      modeBarChart(timeCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.total_us / 1000 })), { title: 'total time', unit: 'ms', log: false });
+      modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', log: false });
     } catch (e) {
       out.replaceChildren(errorBox(e));
       const err = e as { code?: string; message?: string };

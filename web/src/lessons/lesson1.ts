@@ -6,6 +6,11 @@ import type { Lesson } from './types.js';
 import { fmtInt, fmtMs, lines, metrics, rttSlider, verdict } from './ui.js';
 
 const N = 1000;
+/** Commands shown in the zoomed timeline. */
+const ZOOM = 20;
+/** When the last of the zoomed commands got its reply, µs. */
+const zoomUs = (results: { reply_us?: number | null; sent_us?: number | null }[]) =>
+  Math.max(1, ...results.slice(0, ZOOM).map((r) => r.reply_us ?? r.sent_us ?? 0));
 const text = lines(N, (i) => `SET tut:l1:key:${i} value-${i}`);
 
 export const lesson1: Lesson = {
@@ -46,7 +51,11 @@ export const lesson1: Lesson = {
             `${fmtInt(s.round_trips)} round trips for ${fmtInt(s.commands)} commands; ${fmtMs(s.total_us)} measured against ${fmtMs(floorUs)} of pure waiting: ` +
               (floorUs > 0 ? `${Math.round((100 * floorUs) / Math.max(1, s.total_us))}% of the time was the round trips.` : 'at 0 ms only the loopback RTT remains, still one per command.'),
           ),
-          timelines([{ title: `sequential, RTT ${ms} ms: a staircase, one step per round trip`, results: res.results, totalUs: s.total_us, label: (i) => `SET tut:l1:key:${i}` }], false),
+          // At 1,000 steps the staircase looks like a straight line: the first 20 show its steps.
+          timelines([
+            { title: `sequential, RTT ${ms} ms: a staircase, one step per round trip`, results: res.results, totalUs: s.total_us, label: (i) => `SET tut:l1:key:${i}` },
+            { title: `the first ${ZOOM} commands, zoomed: each step is one round trip`, results: res.results.slice(0, ZOOM), totalUs: zoomUs(res.results), label: (i) => `SET tut:l1:key:${i}` },
+          ], false),
         );
       },
     };

@@ -124,7 +124,15 @@ export function updateWarning(l: ServerLimits, commands: () => number) {
     : null;
   warning.hidden = !text;
   warning.textContent = text ?? '';
+  // The page knows the server would refuse the batch: no Run until the controls change.
+  const run = $<HTMLButtonElement>('run');
+  if (run.getAttribute('aria-busy') !== 'true') run.disabled = !!text;
+  if (text) run.setAttribute('aria-describedby', 'run-warning');
+  else run.removeAttribute('aria-describedby');
 }
+
+/** The warning of `updateWarning` is showing: a run would be refused. */
+export const refusalShown = () => !$<HTMLParagraphElement>('run-warning').hidden;
 
 /** Wires the controls: submit runs, presets set the RTT, a fixed value takes its stale message away, every change calls `changed`. */
 export function wireControls(run: () => void, changed: () => void) {

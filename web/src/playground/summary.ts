@@ -2,6 +2,7 @@
 // (a refusal, "Running…", an API error with the page's advice).
 import type { ApiError, BatchResponse, Mode } from '../api/client.js';
 import { budgetHint } from '../rttBudget.js';
+import { fmtDuration } from './duration.js';
 
 const summaryEl = () => document.getElementById('summary') as HTMLElement;
 
@@ -21,9 +22,12 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     ['round trips', n(s.round_trips), 'round_trips'],
     ['bytes sent', n(s.bytes_sent), 'bytes_sent'],
     ['bytes received', n(s.bytes_received), 'bytes_received'],
-    ['total time', `${totalMs.toFixed(3)} ms`, 'total'],
+    // Seconds past 10 s: "40.5 s" reads, "40537.586 ms" does not.
+    ['total time', totalMs < 10_000 ? `${totalMs.toFixed(3)} ms` : fmtDuration(totalMs), 'total'],
     ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
   ];
+  // Batch size is what splits a pipeline into round trips (a transaction is always one).
+  if ((s.mode ?? mode) === 'pipeline') items.splice(7, 0, ['batch size', `${n(s.batch_size)} per round trip`, 'batch_size']);
   if (res.transaction) {
     const t = res.transaction;
     items.push(['transaction', t.status.replace('_', ' ') + (t.message ? `: ${t.message}` : ''), 'transaction']);

@@ -4,8 +4,11 @@
 import type { BatchResponse, CommandResult } from '../api/client.js';
 import { escapeBytes } from '../editor/respText.js';
 import { formatReply, replyToResp } from '../wasm.js';
+import { asUtf8 } from './replyText.js';
 
-const ROW_H = 28;
+/** Row height, px: one line, or two in the compact layout of narrow screens (style.css, same width). */
+const COMPACT = window.matchMedia('(max-width: 760px)');
+const rowH = () => (COMPACT.matches ? 46 : 28);
 const OVERSCAN = 8;
 
 const STATUS_TEXT: Record<string, string> = {
@@ -53,6 +56,13 @@ export class ResultsTable {
     scroller.replaceChildren(header, this.body);
     scroller.addEventListener('scroll', () => this.render());
     new ResizeObserver(() => this.render()).observe(scroller);
+    // Rows are placed for one row height: place them again when it changes.
+    COMPACT.addEventListener('change', () => {
+      this.rows.forEach((r) => r.remove());
+      this.rows.clear();
+      this.body.style.height = `${this.results.length * rowH()}px`;
+      this.render();
+    });
   }
 
   set(response: BatchResponse | null, label: (i: number) => string) {
@@ -62,10 +72,19 @@ export class ResultsTable {
     this.rows.clear();
     this.replyCache.clear();
     this.selected = -1;
-    this.detail.replaceChildren();
-    this.body.style.height = `${this.results.length * ROW_H}px`;
+    this.closeDetail();
+    this.body.style.height = `${this.results.length * rowH()}px`;
     this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
     this.scroller.scrollTop = 0;
+    this.render();
+  }
+
+  /** Results of a batch still running: rows appear as they come, the scroll position and the open detail stay. */
+  grow(results: CommandResult[], label: (i: number) => string) {
+    this.results = results;
+    this.label = label;
+    this.body.style.height = `${this.results.length * rowH()}px`;
+    this.scroller.setAttribute('aria-rowcount', String(this.results.length + 1));
     this.render();
   }
 
@@ -80,8 +99,8 @@ export class ResultsTable {
   }
 
   private render() {
-    const first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW_H) - OVERSCAN);
-    const last = Math.min(this.results.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / ROW_H) + OVERSCAN);
+    const first = Math.max(0, Math.floor(this.scroller.scrollTop / rowH()) - OVERSCAN);
+    const last = Math.min(this.results.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / rowH()) + OVERSCAN);
     for (const [i, el] of this.rows) {
       if (i < first || i >= last) {
         el.remove();
@@ -104,7 +123,7 @@ export class ResultsTable {
     row.setAttribute('role', 'row');
     row.setAttribute('aria-rowindex', String(i + 2));
     row.tabIndex = 0;
-    row.style.top = `${i * ROW_H}px`;
+    row.style.top = `${i * rowH()}px`;
     row.dataset.index = String(i);
     const reply = this.replyText(i);
     const firstLine = reply.split('\n', 1)[0] ?? '';
@@ -126,7 +145,7 @@ export class ResultsTable {
       } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
         e.preventDefault();
         const next = Math.min(Math.max(i + (e.key === 'ArrowDown' ? 1 : -1), 0), this.results.length - 1);
-        this.scroller.scrollTop = Math.max(0, Math.min(this.scroller.scrollTop, next * ROW_H), (next + 1) * ROW_H - this.scroller.clientHeight + ROW_H);
+        this.scroller.scrollTop = Math.max(0, Math.min(this.scroller.scrollTop, next * rowH()), (next + 1) * rowH() - this.scroller.clientHeight + rowH());
         this.render();
         this.rows.get(next)?.focus();
       }
@@ -134,7 +153,20 @@ export class ResultsTable {
     return row;
   }
 
-  /** Shows command i's full reply (redis-cli format) with a raw-RESP toggle. */
+  /** Whether the detail shows UTF-8 text (true) or redis-cli's escapes; kept from one row to the next. */
+  private utf8 = false;
+
+  private closeDetail() {
+    this.detail.replaceChildren();
+    this.detail.hidden = true;
+    this.detail.parentElement?.classList.remove('has-detail');
+  }
+
+  /**
+   * Shows command i's whole reply beside the table (under it on a narrow
+   * screen, scrolled into view): redis-cli's escaped form or UTF-8 text,
+   * and its RESP bytes.
+   */
   select(i: number) {
     this.rows.get(this.selected)?.classList.remove('selected');
     this.selected = i;
@@ -142,6 +174,16 @@ export class ResultsTable {
     const r = this.results[i];
     const title = document.createElement('h3');
     title.textContent = `#${r.index + 1} ${this.label(r.index)} — ${STATUS_TEXT[r.status] ?? r.status}`;
+    const close = document.createElement('button');
+    close.type = 'button';
+    close.className = 'close';
+    close.textContent = '×';
+    close.setAttribute('aria-label', 'Close the reply');
+    close.addEventListener('click', () => {
+      this.rows.get(this.selected)?.classList.remove('selected');
+      this.selected = -1;
+      this.closeDetail();
+    });
     const parts: HTMLElement[] = [title];
     if (STATUS_HELP[r.status]) {
       const p = document.createElement('p');
@@ -149,27 +191,34 @@ export class ResultsTable {
       parts.push(p);
     }
     if (r.reply) {
+      const escaped = this.replyText(i);
       const pre = document.createElement('pre');
       pre.className = 'reply-cli';
-      pre.textContent = this.replyText(i);
-      const raw = document.createElement('pre');
-      raw.className = 'reply-raw';
-      raw.hidden = true;
       const toggle = document.createElement('button');
       toggle.type = 'button';
-      toggle.textContent = 'Show raw RESP';
-      toggle.setAttribute('aria-expanded', 'false');
+      toggle.className = 'encoding';
+      const paint = () => {
+        pre.textContent = this.utf8 ? asUtf8(escaped) : escaped;
+        toggle.textContent = this.utf8 ? 'Show escaped (redis-cli)' : 'Show as UTF-8 text';
+        toggle.setAttribute('aria-pressed', String(this.utf8));
+      };
       toggle.addEventListener('click', () => {
-        if (!raw.textContent) {
-          const bytes = replyToResp(r.reply!);
-          raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
-        }
-        raw.hidden = !raw.hidden;
-        toggle.textContent = raw.hidden ? 'Show raw RESP' : 'Hide raw RESP';
-        toggle.setAttribute('aria-expanded', String(!raw.hidden));
+        this.utf8 = !this.utf8;
+        paint();
       });
-      parts.push(pre, toggle, raw);
+      paint();
+      const bytes = replyToResp(r.reply);
+      const rawTitle = document.createElement('h4');
+      rawTitle.textContent = `RESP bytes (${bytes.length.toLocaleString('en-US')})`;
+      const raw = document.createElement('pre');
+      raw.className = 'reply-raw';
+      raw.textContent = `${escapeBytes(bytes).replace(/\\r\\n/g, '\\r\\n\n').trimEnd()}\n(${bytes.length} bytes)`;
+      parts.push(toggle, pre, rawTitle, raw);
     }
+    parts.push(close);
     this.detail.replaceChildren(...parts);
+    this.detail.hidden = false;
+    this.detail.parentElement?.classList.add('has-detail');
+    this.detail.scrollIntoView({ block: 'nearest' });
   }
 }

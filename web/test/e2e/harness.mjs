@@ -99,3 +99,26 @@ export async function launchBrowser() {
 }
 
 export const shot = (page, name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+
+/**
+ * A redis-server, `pipelab serve` in front of it and the playground open in
+ * headless Chromium at `viewport`, its editors ready. `pageErrors` collects
+ * the page's uncaught errors; `close()` stops all three.
+ */
+export async function openPlayground(viewport) {
+  const redis = await startRedis();
+  const serve = await startServe(redis.url);
+  const browser = await launchBrowser();
+  const page = await browser.newPage({ viewport });
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(serve.base);
+  await page.waitForSelector('#inline-editor .cm-content');
+  await page.waitForFunction(() => document.querySelector('#resp-status')?.textContent?.includes('bytes'));
+  const close = async () => {
+    await browser?.close();
+    await serve?.stop();
+    await redis?.stop();
+  };
+  return { redis, serve, browser, page, pageErrors, close };
+}

@@ -1,0 +1,313 @@
+//! `POST /api/v1/batches`: a batch whose progress the client sees while it
+//! runs, and `POST /api/v1/batches/{id}/cancel`, which ends it early
+//! (docs/api.md#live-batches).
+//!
+//! Why: `POST /batch` answers when the batch ends (or streams a big report
+//! in 256 KiB chunks), so a page running 1,000 sequential commands at 10
+//! ms showed nothing for 10 s and could not stop them. Here the answer is
+//! NDJSON (`application/x-ndjson`), one JSON object a line:
+//!
+//! - `{"type":"start","batch_id":…,"commands":N,"cancel":"/api/v1/batches/…/cancel"}` first;
+//! - `{"type":"results","results":[…]}` as results come (each result as in
+//!   `POST /batch`, `index` 0-based), at most [`FLUSH`] apart while results flow;
+//! - `{"type":"end","summary":…,"transaction":…,"connection_error":…}` last,
+//!   or `{"type":"error","error":{"code","message"}}` if the batch could not
+//!   run after all (no free slot, Redis unreachable).
+//!
+//! A request the API refuses gets its usual 4xx before any line. A cancel
+//! cuts the batch as the batch timeout does ([`crate::conn::Cancel`]): the
+//! commands written but not answered are `unknown`, the rest `not_sent`,
+//! `connection_error` says it was cancelled, and the `end` line still
+//! comes. A client that closes the stream cancels its batch too (nobody is
+//! left to read the statuses, but the connection is closed at once).
+//!
+//! The id is 128 random bits: knowing it is the right to cancel.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use http_body::Frame;
+use serde::Serialize;
+use tokio::sync::mpsc;
+use utoipa::ToSchema;
+
+use super::batch::{prepare, BatchRequest};
+use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody};
+use super::extract::CommandsJson;
+use super::run::run_batch_cancellable;
+use super::stream::{Kept, GROUP};
+use super::AppState;
+use crate::conn::Cancel;
+use crate::exec::{CommandResult, ResultSink, StreamReport};
+use crate::report_json::write_result;
+
+/// Longest a result waits in the batch's task before it is handed to the
+/// response while results keep coming (one arriving after a longer pause
+/// goes at once).
+pub const FLUSH: Duration = Duration::from_millis(25);
+
+/// The batches running under `POST /batches`, by id.
+#[derive(Default)]
+pub struct Registry(Mutex<HashMap<String, Cancel>>);
+
+impl Registry {
+    fn insert(&self, cancel: Cancel) -> String {
+        let id = new_id();
+        self.0.lock().expect("registry lock").insert(id.clone(), cancel);
+        id
+    }
+
+    fn remove(&self, id: &str) {
+        self.0.lock().expect("registry lock").remove(id);
+    }
+
+    /// Cancels batch `id`: `None` if no batch of that id is running.
+    fn cancel(&self, id: &str) -> Option<bool> {
+        self.0.lock().expect("registry lock").get(id).map(Cancel::cancel)
+    }
+}
+
+/// 128 random bits, as 32 hex digits.
+fn new_id() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new().fill(&mut bytes).expect("the system's random source");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first line of a `POST /batches` answer.
+#[derive(Serialize, ToSchema)]
+#[schema(example = json!({"type": "start", "batch_id": "9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61",
+    "commands": 1000, "cancel": "/api/v1/batches/9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61/cancel"}))]
+pub struct StartLine {
+    /// Always `start`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The batch's id, for `POST /api/v1/batches/{id}/cancel`.
+    pub batch_id: String,
+    /// Commands in the batch (the results to expect, with `results: all`).
+    pub commands: usize,
+    /// The path that cancels the batch.
+    pub cancel: String,
+}
+
+/// The answer of `POST /batches/{id}/cancel`.
+#[derive(Serialize, ToSchema)]
+pub struct CancelResponse {
+    pub batch_id: String,
+    /// True if this request cancelled it, false if it was cancelled already
+    /// (it is winding up: its `end` line is on its way).
+    pub cancelled: bool,
+}
+
+/// Run a batch, its results streamed as they come (NDJSON).
+///
+/// The body is `POST /api/v1/batch`'s. The answer: a `start` line (the
+/// batch id), `results` lines, and an `end` line with the summary (or an
+/// `error` line); see docs/api.md#live-batches. Cancel with `POST
+/// /api/v1/batches/{id}/cancel`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/batches",
+    tag = "batches",
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "NDJSON: a start line, results lines, an end line (or an error line)",
+         content_type = "application/x-ndjson", body = StartLine),
+        BatchErrors,
+    )
+)]
+pub async fn start(
+    State(state): State<AppState>,
+    access: Option<axum::Extension<super::auth::Access>>,
+    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    CommandsJson(req): CommandsJson<BatchRequest>,
+) -> Result<Response, ApiError> {
+    let (batch, keep, session) = prepare(&state, access, ns, req).await?;
+    if session.is_some() {
+        return Err(ApiError::field(ApiCode::InvalidField, "session", "a session's batches run through POST /api/v1/batch"));
+    }
+    let cancel = Cancel::new();
+    let id = state.live.insert(cancel.clone());
+    let start = StartLine {
+        kind: "start",
+        cancel: format!("/api/v1/batches/{id}/cancel"),
+        batch_id: id.clone(),
+        commands: batch.commands.len(),
+    };
+    let mut buf = serde_json::to_vec(&start).expect("serializable");
+    buf.push(b'\n');
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task_state = state.clone();
+    let task_cancel = cancel.clone();
+    state.other_runtime().spawn(async move {
+        let mut sink = FlushSink { kept: Kept::new(keep, 64, task_state.limits.max_reply_bytes), tx: tx.clone(), last: Instant::now() };
+        let out = run_batch_cancellable(&task_state, &batch, &mut sink, Some(task_cancel)).await;
+        sink.send();
+        task_state.live.remove(&id);
+        let _ = tx.send(Msg::End(Box::new(out)));
+    });
+    let body = Lines { buf, rx, done: false, cancel_on_drop: cancel };
+    let mut res = Body::new(body).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
+    // Proxies must pass each line on as it comes.
+    res.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(res)
+}
+
+/// Cancel a running batch of `POST /batches`.
+///
+/// The batch ends as at the batch timeout: commands awaiting replies are
+/// `unknown`, the rest `not_sent`; its stream then sends its `end` line.
+/// 404 `not_found` if no batch of that id is running (it ended, or never was).
+#[utoipa::path(
+    post,
+    path = "/api/v1/batches/{id}/cancel",
+    tag = "batches",
+    params(("id" = String, Path, description = "The `batch_id` of the stream's start line")),
+    responses(
+        (status = 200, description = "Cancelled", body = CancelResponse),
+        (status = 404, description = "No running batch of that id", body = ErrorBody),
+    )
+)]
+pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<CancelResponse>, ApiError> {
+    match state.live.cancel(&id) {
+        Some(cancelled) => Ok(Json(CancelResponse { batch_id: id, cancelled })),
+        None => Err(ApiError::new(
+            ApiCode::NotFound,
+            format!("no running batch {id}: it ended, or the id is not one of POST /api/v1/batches"),
+        )),
+    }
+}
+
+enum Msg {
+    Results(Vec<CommandResult>),
+    End(Box<Result<StreamReport<Infallible>, ApiError>>),
+}
+
+/// Hands the kept results to the response in groups, none held longer than [`FLUSH`].
+struct FlushSink {
+    kept: Kept,
+    tx: mpsc::UnboundedSender<Msg>,
+    last: Instant,
+}
+
+impl FlushSink {
+    fn send(&mut self) {
+        self.last = Instant::now();
+        if !self.kept.results.is_empty() {
+            let group = std::mem::take(&mut self.kept.results);
+            let _ = self.tx.send(Msg::Results(group));
+        }
+    }
+}
+
+impl ResultSink for FlushSink {
+    fn push(&mut self, result: CommandResult) {
+        self.kept.push(result);
+        if self.kept.results.len() >= GROUP || self.last.elapsed() >= FLUSH {
+            self.send();
+        }
+    }
+
+    fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
+        self.kept.admit(reply)
+    }
+}
+
+/// The NDJSON body: the start line, then a line per group of results
+/// (those waiting when it is polled), then the end or error line.
+struct Lines {
+    buf: Vec<u8>,
+    rx: mpsc::UnboundedReceiver<Msg>,
+    done: bool,
+    cancel_on_drop: Cancel,
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        // The client left before the end: nobody will read the statuses;
+        // end the batch rather than run it for no one.
+        if !self.done {
+            self.cancel_on_drop.cancel();
+        }
+    }
+}
+
+impl Lines {
+    fn results(&mut self, results: &[CommandResult]) {
+        if results.is_empty() {
+            return;
+        }
+        self.buf.extend_from_slice(br#"{"type":"results","results":["#);
+        for (i, r) in results.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            write_result(&mut self.buf, r);
+        }
+        self.buf.extend_from_slice(b"]}\n");
+    }
+
+    fn end(&mut self, end: Result<StreamReport<Infallible>, ApiError>) {
+        let line = match end {
+            Ok(out) => match out.reconnect_failed {
+                Some(msg) => error_line(ApiError::unavailable(msg)),
+                None => serde_json::json!({
+                    "type": "end",
+                    "summary": out.summary,
+                    "transaction": out.transaction,
+                    "connection_error": out.connection_error,
+                }),
+            },
+            Err(e) => error_line(e),
+        };
+        serde_json::to_writer(&mut self.buf, &line).expect("serializable");
+        self.buf.push(b'\n');
+        self.done = true;
+    }
+
+    fn take(&mut self) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(Some(Ok(Frame::data(std::mem::take(&mut self.buf).into()))))
+    }
+}
+
+fn error_line(e: ApiError) -> serde_json::Value {
+    serde_json::json!({"type": "error", "error": e.body})
+}
+
+impl http_body::Body for Lines {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        while !this.done {
+            match this.rx.poll_recv(cx) {
+                Poll::Ready(Some(Msg::Results(results))) => this.results(&results),
+                Poll::Ready(Some(Msg::End(end))) => this.end(*end),
+                Poll::Ready(None) => this.end(Err(ApiError::new(
+                    ApiCode::ShuttingDown,
+                    "the server shut down while the batch ran; commands already written may have run \
+                     (their outcome is unknown)",
+                ))),
+                Poll::Pending if !this.buf.is_empty() => return this.take(),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        if this.buf.is_empty() {
+            Poll::Ready(None)
+        } else {
+            this.take()
+        }
+    }
+}
