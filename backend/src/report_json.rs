@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     fn result(index: usize, status: Status, reply: Option<Value>, sent: Option<u64>, at: Option<u64>) -> CommandResult {
-        CommandResult { index, status, reply, sent_us: sent, reply_us: at }
+        CommandResult { index, status, reply, sent_us: sent, reply_us: at, node: None }
     }
 
     #[test]

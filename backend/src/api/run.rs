@@ -119,6 +119,10 @@ async fn run_limited<K: ResultSink>(
             kill.disarm();
             Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
         }
+        Ok(Err(ExecError::CrossSlot(e))) => {
+            kill.disarm();
+            Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message))
+        }
         Err(_) => Err(ApiError::new(
             ApiCode::BatchTimeout,
             format!(
@@ -153,6 +157,7 @@ pub async fn command(
             Ok(Err(ExecError::Invalid(e))) => {
                 return Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
             }
+            Ok(Err(ExecError::CrossSlot(e))) => return Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message)),
             Err(_) => return Err(ApiError::unavailable("no answer in time")),
         };
     let result = report.results.into_iter().next();

@@ -73,7 +73,7 @@ pub async fn main(args: Args) -> ExitCode {
     let report = exec::execute_stream(&target, &plan, &mut source, &mut sink, &opts).await;
     let report = match report {
         Ok(r) => r,
-        Err(ExecError::Invalid(e)) => return usage(e.to_string()),
+        Err(ExecError::Invalid(e) | ExecError::CrossSlot(e)) => return usage(e.to_string()),
         Err(ExecError::Connect(e)) => {
             eprintln!("pipelab run: {e}");
             return ExitCode::from(1);

@@ -75,6 +75,9 @@ pub struct Pool {
     gauge: metrics::Gauge,
     /// The target's command table, refreshed by each connection opened.
     commands: Cache,
+    /// A Redis Cluster target's slot map and per-master pools, made by the
+    /// first batch that finds the target is one (`crate::cluster`).
+    cluster: tokio::sync::OnceCell<Arc<crate::cluster::Cluster>>,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -92,7 +95,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Cache::new() });
+        let pool = Arc::new(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Cache::new(), cluster: tokio::sync::OnceCell::new() });
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -141,6 +144,19 @@ impl Pool {
         self.commands.refresh(&mut conn).await.map_err(|e| format!("{}: {e}", self.target))?;
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
+    }
+
+    /// The cluster behind this pool's target, its slot map read on `conn`
+    /// the first time (node pools get this pool's [`PoolConfig`]).
+    /// Errors: the map could not be read.
+    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<crate::cluster::Cluster>, String> {
+        self.cluster.get_or_try_init(|| crate::cluster::Cluster::load(&self.target, conn, self.config.clone())).await.cloned()
+    }
+
+    /// The cluster's masters if this target was found to be one (`None`
+    /// for a single Redis, or before its first batch).
+    pub fn cluster_nodes(&self) -> Option<Vec<crate::cluster::NodeInfo>> {
+        self.cluster.get().map(|c| c.nodes())
     }
 
     /// The target's command table: the server's once a connection was
