@@ -65,7 +65,7 @@ impl ReportJson {
     }
 }
 
-/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…}`
+/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…,"node":…}`
 /// (members that are `None` left out), exactly as serde_json would.
 pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     let mut num = itoa::Buffer::new();
@@ -88,6 +88,10 @@ pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     if let Some(us) = result.reply_us {
         out.extend_from_slice(b",\"reply_us\":");
         out.extend_from_slice(num.format(us).as_bytes());
+    }
+    if let Some(node) = &result.node {
+        out.extend_from_slice(b",\"node\":");
+        serde_json::to_writer(&mut *out, &**node).expect("a string serializes to JSON");
     }
     out.push(b'}');
 }
@@ -206,6 +210,7 @@ mod tests {
             .collect();
         cases.push(result(usize::MAX, Status::NotSent, None, None, None));
         cases.push(result(7, Status::Unknown, None, Some(12), None));
+        cases.push(CommandResult { node: Some("127.0.0.1:7000".into()), ..result(8, Status::Ok, Some(Value::Integer(1)), Some(1), Some(2)) });
         for case in &cases {
             let mut fast = Vec::new();
             write_result(&mut fast, case);
