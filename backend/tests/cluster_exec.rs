@@ -119,3 +119,45 @@ async fn modes_hash_tags_crossslot_and_fan_out() {
     assert_eq!(run(&d, &b).await.transaction.unwrap().status, TransactionStatus::Committed);
     assert_eq!(c.get("{t}w"), bulk("1"));
 }
+
+/// `pipelab run` against a cluster named by two of its nodes: every key on
+/// its master, each node's share printed; a cross-slot transaction is bad
+/// input (exit 2), nothing sent.
+#[test]
+fn pipelab_run_on_a_cluster() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let c = TestCluster::start();
+    let url = format!("{},127.0.0.1:{}", c.url, c.nodes[1].port);
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pipelab"))
+            .args(["run", "-", "--redis", &url])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let input: String = (0..200).map(|i| format!("SET cli:{i} {i}\n")).collect();
+    let out = run(&["--mode", "pipeline", "--batch-size", "50"], &input);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.matches("node 127.0.0.1:").count(), 3, "{stdout}");
+    assert!(stdout.contains("errors: 0, replies: 200"), "{stdout}");
+    assert!((0..200).all(|i| c.get(&format!("cli:{i}")) == bulk(&i.to_string())));
+
+    let out = run(&["--mode", "sequential", "--json"], "INCR cli:n\nGET cli:n\n");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["results"][1]["reply"]["value"], "1");
+    assert_eq!(json["summary"]["nodes"].as_array().unwrap().len(), 1, "{json}");
+    assert!(json["results"][0]["node"].is_string(), "{json}");
+
+    let out = run(&["--mode", "transaction"], "SET cli:x 1\nSET cli:y 1\n");
+    assert_ne!(c.slot("cli:x"), c.slot("cli:y"), "test premise");
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hash slot"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(c.get("cli:x"), Value::NullBulk);
+}

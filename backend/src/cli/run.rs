@@ -254,6 +254,12 @@ impl CliSink {
                 s.round_trips, s.write_calls, s.write_syscalls, s.bytes_sent, s.bytes_received
             );
             println!("time: {:.3} ms, {:.0} commands/s", s.total_us as f64 / 1000.0, s.commands_per_sec);
+            for n in &s.nodes {
+                println!(
+                    "node {}: commands {}, round trips {}, bytes sent {}, bytes received {}, redirections {}",
+                    n.address, n.commands, n.round_trips, n.bytes_sent, n.bytes_received, n.redirections
+                );
+            }
             if let Some(t) = &report.transaction {
                 let status = serde_json::to_value(t.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
                 match &t.message {

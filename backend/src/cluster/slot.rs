@@ -67,7 +67,7 @@ mod tests {
     fn hash_tag_rule() {
         assert_eq!(hash_tag(b"foo{bar}zap"), b"bar");
         assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}", "an empty first tag hashes the whole key");
-        assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar", "from the first { to the first } after it");
+        assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar", "from the first {{ to the first }} after it");
         assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
         assert_eq!(hash_tag(b"foo{bar"), b"foo{bar");
         assert_eq!(hash_tag(b"}foo{"), b"}foo{");
