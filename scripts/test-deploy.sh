@@ -23,6 +23,11 @@ except ImportError:
     sys.exit(0)  # PyYAML is optional; the compose file is also read by the test below
 y = yaml.safe_load(open("docker-compose.yml"))
 assert y["services"]["pipelab"]["depends_on"]["redis"]["condition"] == "service_healthy"
+# The cluster profile: three nodes, a one-shot create, pipelab given all three as seeds.
+cluster = [n for n, s in y["services"].items() if "cluster" in s.get("profiles", [])]
+assert sorted(cluster) == ["pipelab-cluster", "redis-cluster-create", "redis-node-1", "redis-node-2", "redis-node-3"], cluster
+assert y["services"]["pipelab-cluster"]["environment"]["REDIS_URL"].count(",") == 2
+assert all("--cluster-enabled" in y["services"][f"redis-node-{i}"]["command"] for i in (1, 2, 3))
 PY
 grep -q 'condition: service_healthy' docker-compose.yml
 
