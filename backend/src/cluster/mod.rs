@@ -47,6 +47,16 @@ pub fn is_cluster(table: &Table) -> bool {
     table.identity().is_some_and(|i| i.cluster)
 }
 
+/// What one run pulls its commands from and hands its results to, and the
+/// command table it routes (and, with `check`, checks each command) by.
+pub(crate) struct Io<'a, S, K> {
+    pub source: &'a mut S,
+    pub sink: &'a mut K,
+    /// Check each command pulled (`exec::check_command`), as `exec::execute_stream` does.
+    pub check: bool,
+    pub table: Arc<Table>,
+}
+
 /// `plan` on `cluster`: transaction mode on one master, the others split
 /// by node. Errors: [`ExecError::CrossSlot`] for a cross-slot transaction,
 /// [`ExecError::Connect`] if its master cannot be reached.
@@ -54,14 +64,11 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
     cluster: &Cluster,
     settings: &ConnSettings,
     plan: &Plan,
-    source: &mut S,
-    sink: &mut K,
-    check: bool,
-    table: Arc<Table>,
+    io: Io<'_, S, K>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     match plan.mode {
-        Mode::Transaction => transaction::run(cluster, settings, plan, source, sink, check, table).await,
-        Mode::Pipeline | Mode::Sequential => Ok(pipeline::run(cluster, settings, plan, source, sink, check, table).await),
+        Mode::Transaction => transaction::run(cluster, settings, plan, io).await,
+        Mode::Pipeline | Mode::Sequential => Ok(pipeline::run(cluster, settings, plan, io).await),
     }
 }
 
@@ -71,16 +78,13 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
 pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     target: &RedisTarget,
     plan: &Plan,
-    source: &mut S,
-    sink: &mut K,
     opts: &ExecOptions,
-    check: bool,
-    table: Arc<Table>,
+    io: Io<'_, S, K>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let settings = crate::exec::runner::settings(plan, opts);
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
     let cluster = Cluster::connect(target, &settings, config).await.map_err(ExecError::Connect)?;
-    run(&cluster, &settings, plan, source, sink, check, table).await
+    run(&cluster, &settings, plan, io).await
 }
 
 /// `exec::execute_pooled_into` on a cluster: `conn` (just checked out of
@@ -99,7 +103,7 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
         pool.checkin(conn);
     }
     let mut source = BatchSource::new(&batch.commands);
-    run(&cluster, settings, &batch.plan, &mut source, sink, false, table).await
+    run(&cluster, settings, &batch.plan, Io { source: &mut source, sink, check: false, table }).await
 }
 
 /// One cluster target: its slot map, refreshed after a MOVED, and one

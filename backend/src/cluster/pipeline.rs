@@ -28,7 +28,7 @@ use crate::exec::{check_command, CommandResult, CommandSource, Commands, InputEr
 
 use super::redirect::{self, Redirect};
 use super::route::{route, Route};
-use super::{Cluster, NodeSummary};
+use super::{Cluster, Io, NodeSummary};
 
 /// One master's connection and counts during a batch.
 struct NodeState {
@@ -98,6 +98,12 @@ struct Item {
     part: Option<usize>,
 }
 
+/// One master's round under way: its index in the round and what it answered.
+type NodeFuture<'a> = Boxed<'a, (usize, RoundOut)>;
+
+/// A future of the batch's, boxed so that one per master can be polled together.
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// What a master answered in one round.
 struct RoundOut {
     sent_at: Option<Instant>,
@@ -131,19 +137,10 @@ struct Batcher<'a, S: CommandSource, K: ResultSink> {
     connection_error: Option<String>,
 }
 
-/// Runs `plan` (pipeline or sequential) on `cluster`, pulling from `source`
-/// and pushing each result to `sink` in index order. `check`: check each
-/// command pulled ([`check_command`]) as `exec::execute_stream` does.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run<S: CommandSource, K: ResultSink>(
-    cluster: &Cluster,
-    settings: &ConnSettings,
-    plan: &Plan,
-    source: &mut S,
-    sink: &mut K,
-    check: bool,
-    table: Arc<Table>,
-) -> StreamReport<S::Error> {
+/// Runs `plan` (pipeline or sequential) on `cluster`, pulling from
+/// `io.source` and pushing each result to `io.sink` in index order.
+pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, settings: &ConnSettings, plan: &Plan, io: Io<'_, S, K>) -> StreamReport<S::Error> {
+    let Io { source, sink, check, table } = io;
     let size = if plan.mode == Mode::Sequential { 1 } else { plan.batch_size.max(1) };
     let t0 = Instant::now();
     let mut b = Batcher {
@@ -169,6 +166,12 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
         input_error: None,
         connection_error: None,
     };
+    // Every master's connection before the clock starts, as the handshake
+    // is outside `total_us` for a single Redis; a master added by a
+    // redirection connects when first written to.
+    b.connect_masters().await;
+    b.t0 = Instant::now();
+    b.last_io = b.t0;
     loop {
         b.fill(size);
         if b.entries.is_empty() {
@@ -238,7 +241,10 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 self.state_changed = true;
             }
             let r = route(&self.table, argv);
-            self.window.push(&argv.iter().collect::<Vec<_>>());
+            for arg in argv.iter() {
+                self.window.push_arg(arg);
+            }
+            self.window.end_command();
             self.pulled += 1;
             let full = match r {
                 Route::Slot(s) => {
@@ -287,47 +293,61 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     /// Which master each pending command goes to this round.
     fn plan_round(&mut self, pending: &[usize]) -> Vec<(usize, Vec<Item>)> {
         let topology = self.cluster.topology();
+        // The batch's node index of each master of the current map.
+        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
         let mut per_node: Vec<(usize, Vec<Item>)> = Vec::new();
         let mut add = |node: usize, item: Item| match per_node.iter_mut().find(|(n, _)| *n == node) {
             Some((_, items)) => items.push(item),
             None => per_node.push((node, vec![item])),
         };
         for &e in pending {
-            let redirect = self.entries[e].redirect.take();
-            let route = self.entries[e].route;
-            if let Route::All(_) = route {
-                if self.entries[e].parts.is_empty() {
-                    self.entries[e].parts = vec![None; topology.nodes.len()];
-                }
-                for (p, n) in topology.nodes.iter().enumerate() {
-                    if self.entries[e].parts[p].is_some() {
-                        continue;
+            let entry = &mut self.entries[e];
+            let node = match (entry.route, entry.redirect.take()) {
+                (Route::All(_), _) => {
+                    if entry.parts.is_empty() {
+                        entry.parts = vec![None; masters.len()];
                     }
-                    let node = self.node(&n.address, || Some(n.target.clone())).expect("known master");
-                    add(node, Item { entry: e, asking: false, part: Some(p) });
+                    for (p, &node) in masters.iter().enumerate() {
+                        if entry.parts[p].is_none() {
+                            add(node, Item { entry: e, asking: false, part: Some(p) });
+                        }
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let (address, asking) = match redirect {
-                Some((address, asking)) => (address, asking),
-                None => {
-                    let owner = match route {
-                        Route::Slot(s) => topology.owner(s).unwrap_or(0),
-                        _ => 0,
-                    };
-                    (topology.nodes[owner].address.clone(), false)
+                (_, Some((address, asking))) => {
+                    let seed = &topology.nodes[0].target;
+                    match self.node(&address, || super::topology::endpoint_of(&address).map(|ep| seed.at(ep))) {
+                        Some(node) => (node, asking),
+                        // Redirected to an address that is not host:port: it never ran.
+                        None => {
+                            self.entries[e].outcome = Some(Outcome::NotSent);
+                            continue;
+                        }
+                    }
                 }
+                (Route::Slot(s), None) => (masters[topology.owner(s).unwrap_or(0)], false),
+                (Route::Any, None) => (masters[0], false),
             };
-            let known = topology.nodes.iter().find(|n| n.address == address).map(|n| n.target.clone());
-            let seed = &topology.nodes[0].target;
-            let node = self.node(&address, || known.or_else(|| super::topology::endpoint_of(&address).map(|ep| seed.at(ep))));
-            match node {
-                Some(node) => add(node, Item { entry: e, asking, part: None }),
-                // An address that is not host:port: the redirection's error is the result.
-                None => self.entries[e].outcome = Some(Outcome::NotSent),
-            }
+            add(node.0, Item { entry: e, asking: node.1, part: None });
         }
         per_node
+    }
+
+    /// Connects to every master of the current map (concurrently).
+    async fn connect_masters(&mut self) {
+        let topology = self.cluster.topology();
+        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
+        let (cluster, settings) = (self.cluster, self.settings);
+        let futures: Vec<Boxed<'_, Option<String>>> = self
+            .nodes
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| masters.contains(i))
+            .map(|(_, n)| Box::pin(connect(cluster, settings, n)) as Boxed<'_, Option<String>>)
+            .collect();
+        for e in join_all(futures).await.into_iter().flatten() {
+            self.connection_error.get_or_insert(e);
+        }
     }
 
     /// Writes each master's share at once and reads its replies; all masters concurrently.
@@ -335,20 +355,8 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         // Connect where needed (a master that failed, or cannot be reached, gets nothing).
         let mut live = Vec::new();
         for (node, items) in plan {
-            if !self.nodes[node].failed && self.nodes[node].conn.is_none() {
-                let n = &self.nodes[node];
-                let pool = self.cluster.pool(&n.address, &n.target);
-                match pool.checkout(self.settings).await {
-                    Ok(lease) => {
-                        let n = &mut self.nodes[node];
-                        n.reused = lease.reused;
-                        n.conn = Some(lease.conn);
-                    }
-                    Err(e) => {
-                        self.nodes[node].failed = true;
-                        self.connection_error.get_or_insert(format!("{}: {e}", self.nodes[node].address));
-                    }
-                }
+            if let Some(e) = connect(self.cluster, self.settings, &mut self.nodes[node]).await {
+                self.connection_error.get_or_insert(e);
             }
             if self.nodes[node].failed {
                 let failed = RoundOut { sent_at: None, replies: Vec::new(), failed: Some(("master unavailable".into(), true)) };
@@ -374,7 +382,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
             bufs.push(buf);
         }
         let settings = self.settings;
-        let mut futures: Vec<Pin<Box<dyn Future<Output = (usize, RoundOut)> + Send + '_>>> = Vec::new();
+        let mut futures: Vec<NodeFuture<'_>> = Vec::new();
         for (n, state) in self.nodes.iter_mut().enumerate() {
             if let Some(k) = live.iter().position(|(node, _, done)| *node == n && done.is_none()) {
                 let expect = live[k].1.iter().map(|it| 1 + it.asking as usize).sum();
@@ -509,12 +517,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     }
 
     fn push(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>, node: Option<Arc<str>>) {
-        match status {
-            Status::Ok => self.summary.ok += 1,
-            Status::Error => self.summary.errors += 1,
-            Status::NotSent => self.summary.not_sent += 1,
-            Status::Unknown => self.summary.unknown += 1,
-        }
+        self.summary.count(status);
         let index = self.emitted;
         self.emitted += 1;
         self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, node });
@@ -562,11 +565,30 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         s.total_us = self.last_io.saturating_duration_since(self.t0).as_micros() as u64;
         let answered = (s.ok + s.errors) as f64;
         s.commands_per_sec = if s.total_us == 0 { 0.0 } else { answered * 1e6 / s.total_us as f64 };
-        s.nodes = self.nodes.iter().map(|n| n.summary.clone()).collect();
+        s.nodes = self.nodes.iter().filter(|n| n.summary.commands > 0).map(|n| n.summary.clone()).collect();
         if let Some(e) = &mut self.input_error {
             e.sent = self.sent;
         }
         StreamReport { summary: self.summary, transaction: None, connection_error: self.connection_error, input_error: self.input_error, reconnect_failed: None }
+    }
+}
+
+/// A connection to `node` from its pool, unless it has one or failed;
+/// `Some(why)` if it cannot be reached (then it is failed: its commands are `not_sent`).
+async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeState) -> Option<String> {
+    if node.failed || node.conn.is_some() {
+        return None;
+    }
+    match cluster.pool(&node.address, &node.target).checkout(settings).await {
+        Ok(lease) => {
+            node.reused = lease.reused;
+            node.conn = Some(lease.conn);
+            None
+        }
+        Err(e) => {
+            node.failed = true;
+            Some(format!("{}: {e}", node.address))
+        }
     }
 }
 

@@ -41,9 +41,9 @@ impl Topology {
     /// Errors: the connection failed, both commands were refused, or the
     /// reply names no master.
     pub async fn load(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
-        let shards = ask(conn, &[b"CLUSTER", b"SHARDS"]).await?;
+        let shards = conn.ask(&[b"CLUSTER", b"SHARDS"]).await?;
         let nodes = if shards.is_error() {
-            let slots = ask(conn, &[b"CLUSTER", b"SLOTS"]).await?;
+            let slots = conn.ask(&[b"CLUSTER", b"SLOTS"]).await?;
             if slots.is_error() {
                 return Err(format!("CLUSTER SLOTS: {}", reply_text(&slots)));
             }
@@ -183,14 +183,6 @@ fn from_slots(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Stri
         return Err(format!("CLUSTER SLOTS named no master: {}", reply.display()));
     }
     Ok(out)
-}
-
-/// Runs one command on `conn`: its reply (maybe an error reply).
-pub(super) async fn ask(conn: &mut Conn, argv: &[&[u8]]) -> Result<resp::Value, String> {
-    let mut out = Vec::new();
-    resp::encode_command(argv, &mut out);
-    conn.write(&out).await.map_err(|e| e.to_string())?;
-    conn.read_reply().await.map(|(v, _)| v).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

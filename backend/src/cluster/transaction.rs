@@ -20,7 +20,7 @@ use crate::exec::{check_command, BatchError, BatchSource, CommandResult, Command
 
 use super::redirect::{self, Redirect};
 use super::route::slots;
-use super::{Cluster, NodeSummary};
+use super::{Cluster, Io, NodeSummary};
 
 /// The one hash slot of every key of `commands` and `watch` (`None`: no
 /// keys). Errors (`cross_slot`): two keys in different slots, naming the
@@ -52,16 +52,13 @@ pub(crate) fn check_one_slot(table: &Table, commands: &Commands, watch: &[Vec<u8
 /// Runs a transaction-mode `plan` on the master of its slot. Errors:
 /// [`ExecError::CrossSlot`] (nothing sent), or [`ExecError::Connect`] if
 /// that master cannot be reached.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<S: CommandSource, K: ResultSink>(
     cluster: &Cluster,
     settings: &ConnSettings,
     plan: &Plan,
-    source: &mut S,
-    sink: &mut K,
-    check: bool,
-    table: Arc<Table>,
+    io: Io<'_, S, K>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
+    let Io { source, sink, check, table } = io;
     // MULTI…EXEC is one write: the whole batch is held, as in `exec::transaction`.
     let mut commands = Commands::new();
     let mut input_error = None;
@@ -74,7 +71,10 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
                         break;
                     }
                 }
-                commands.push(&argv.iter().collect::<Vec<_>>());
+                for arg in argv.iter() {
+                    commands.push_arg(arg);
+                }
+                commands.end_command();
             }
             Ok(None) => break,
             Err(e) => {

@@ -165,6 +165,18 @@ pub struct Summary {
     pub nodes: Vec<crate::cluster::NodeSummary>,
 }
 
+impl Summary {
+    /// Counts one result by its status.
+    pub fn count(&mut self, status: Status) {
+        match status {
+            Status::Ok => self.ok += 1,
+            Status::Error => self.errors += 1,
+            Status::NotSent => self.not_sent += 1,
+            Status::Unknown => self.unknown += 1,
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -357,7 +369,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
     let mut source = BatchSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
     if crate::cluster::is_cluster(&table) {
-        let out = crate::cluster::execute_stream(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
+        let out = crate::cluster::execute_stream(target, &batch.plan, opts, crate::cluster::Io { source: &mut source, sink: &mut results, check: false, table }).await?;
         return Ok(out.with_results(results));
     }
     // Validated as a whole above: the runner need not check each command again.
@@ -432,7 +444,7 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     validate::check_plan(plan)?;
     let table = opts.table(None);
     if crate::cluster::is_cluster(&table) {
-        return crate::cluster::execute_stream(target, plan, source, sink, opts, true, table).await;
+        return crate::cluster::execute_stream(target, plan, opts, crate::cluster::Io { source, sink, check: true, table }).await;
     }
     runner::run(target, plan, source, sink, opts, true, table).await
 }

@@ -189,12 +189,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     /// Emits the next command's result.
     pub fn emit(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>) {
-        match status {
-            Status::Ok => self.summary.ok += 1,
-            Status::Error => self.summary.errors += 1,
-            Status::NotSent => self.summary.not_sent += 1,
-            Status::Unknown => self.summary.unknown += 1,
-        }
+        self.summary.count(status);
         let index = self.emitted;
         self.emitted += 1;
         self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, node: None });
