@@ -178,6 +178,23 @@ impl Cluster {
         pools.entry(address.to_string()).or_insert_with(|| Pool::new(target.clone(), self.config.clone())).clone()
     }
 
+    /// A connection to the master at `address`: from its pool, or, when
+    /// nothing is pooled (`max_idle: 0`, `pipelab run`), a fresh one without
+    /// the pool's server check (the seed's command table serves every master).
+    pub async fn checkout(&self, address: &str, target: &RedisTarget, settings: &ConnSettings) -> Result<crate::exec::Lease, String> {
+        if self.config.max_idle == 0 {
+            return Conn::connect(target, settings).await.map(|conn| crate::exec::Lease { conn, reused: false });
+        }
+        self.pool(address, target).checkout(settings).await
+    }
+
+    /// Gives back a connection whose batch ended cleanly (see `exec::pool`'s rules).
+    pub fn checkin(&self, address: &str, target: &RedisTarget, conn: Conn) {
+        if self.config.max_idle > 0 {
+            self.pool(address, target).checkin(conn);
+        }
+    }
+
     /// The masters and their slot ranges, for `GET /api/v1/info`.
     pub fn nodes(&self) -> Vec<NodeInfo> {
         self.topology().nodes.iter().map(|n| NodeInfo { address: n.address.clone(), slots: n.slots.iter().map(|&(a, b)| [a, b]).collect() }).collect()

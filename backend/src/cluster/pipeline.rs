@@ -526,7 +526,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     /// Every command still in the source is `not_sent` (read to its end or first bad command).
     fn rest_not_sent(&mut self) {
         loop {
-            self.fill(usize::MAX);
+            self.fill(1024);
             if self.entries.is_empty() {
                 return;
             }
@@ -551,7 +551,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
             // Clean connections go back to their master's pool (the rules of `exec::pool`).
             if let Some(conn) = n.conn.take() {
                 if !n.failed && !self.state_changed && conn.buffer_empty() && !conn.is_delayed() {
-                    self.cluster.pool(&n.address, &n.target).checkin(conn);
+                    self.cluster.checkin(&n.address, &n.target, conn);
                 }
             }
         }
@@ -579,7 +579,7 @@ async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeStat
     if node.failed || node.conn.is_some() {
         return None;
     }
-    match cluster.pool(&node.address, &node.target).checkout(settings).await {
+    match cluster.checkout(&node.address, &node.target, settings).await {
         Ok(lease) => {
             node.reused = lease.reused;
             node.conn = Some(lease.conn);

@@ -105,14 +105,13 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
                 None => return Err(ExecError::Connect(format!("cannot connect to `{address}`"))),
             },
         };
-        let pool = cluster.pool(&address, &target);
-        let lease = pool.checkout(settings).await.map_err(|e| ExecError::Connect(format!("{address}: {e}")))?;
+        let lease = cluster.checkout(&address, &target, settings).await.map_err(|e| ExecError::Connect(format!("{address}: {e}")))?;
         let fallback = lease.reused.then_some((&target, settings));
         let mut results: Vec<CommandResult> = Vec::with_capacity(commands.len());
         let mut batch_source = BatchSource::new(&commands);
         let ran = run_on(lease.conn, fallback, plan, &mut batch_source, &mut results, false, table.clone()).await;
         if let Some(conn) = ran.reusable {
-            pool.checkin(conn);
+            cluster.checkin(&address, &target, conn);
         }
         let mut report = ran.report;
         let moved = report.transaction.as_ref().filter(|t| t.status == TransactionStatus::Aborted && !t.rejected.is_empty()).and_then(|t| {
