@@ -28,6 +28,11 @@ s = y["services"]
 assert s["playground"]["profiles"] == ["public"] and s["playground"]["environment"]["PIPELAB_SANDBOX"] == "true"
 assert "REDIS_URL" not in s["playground"]["environment"], "the sandbox's ACL users need the embedded Redis"
 assert s["team-api"]["profiles"] == ["team"] and "PIPELAB_TOKENS" in s["team-api"]["environment"]
+# The cluster profile: three nodes, a one-shot create, pipelab given all three as seeds.
+cluster = [n for n, s in y["services"].items() if "cluster" in s.get("profiles", [])]
+assert sorted(cluster) == ["pipelab-cluster", "redis-cluster-create", "redis-node-1", "redis-node-2", "redis-node-3"], cluster
+assert y["services"]["pipelab-cluster"]["environment"]["REDIS_URL"].count(",") == 2
+assert all("--cluster-enabled" in y["services"][f"redis-node-{i}"]["command"] for i in (1, 2, 3))
 PY
 grep -q 'condition: service_healthy' docker-compose.yml
 

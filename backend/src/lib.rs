@@ -5,6 +5,7 @@
 //! (the CLI) and the integration tests.
 
 pub mod api;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod conn;

@@ -65,7 +65,7 @@ impl ReportJson {
     }
 }
 
-/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…,"latency_us":…}`
+/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…,"latency_us":…,"node":…}`
 /// (members that are `None` left out), exactly as serde_json would.
 pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     let mut num = itoa::Buffer::new();
@@ -92,6 +92,10 @@ pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     if let Some(us) = result.latency_us {
         out.extend_from_slice(b",\"latency_us\":");
         out.extend_from_slice(num.format(us).as_bytes());
+    }
+    if let Some(node) = &result.node {
+        out.extend_from_slice(b",\"node\":");
+        serde_json::to_writer(&mut *out, &**node).expect("a string serializes to JSON");
     }
     out.push(b'}');
 }
@@ -173,7 +177,7 @@ mod tests {
     use super::*;
 
     fn result(index: usize, status: Status, reply: Option<Value>, sent: Option<u64>, at: Option<u64>) -> CommandResult {
-        CommandResult { index, status, reply, sent_us: sent, reply_us: at, latency_us: at.map(|t| t / 2) }
+        CommandResult { index, status, reply, sent_us: sent, reply_us: at, latency_us: at.map(|t| t / 2), node: None }
     }
 
     #[test]
@@ -210,6 +214,7 @@ mod tests {
             .collect();
         cases.push(result(usize::MAX, Status::NotSent, None, None, None));
         cases.push(result(7, Status::Unknown, None, Some(12), None));
+        cases.push(CommandResult { node: Some("127.0.0.1:7000".into()), ..result(8, Status::Ok, Some(Value::Integer(1)), Some(1), Some(2)) });
         for case in &cases {
             let mut fast = Vec::new();
             write_result(&mut fast, case);

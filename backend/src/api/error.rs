@@ -53,6 +53,9 @@ pub enum ApiCode {
     /// 400: `watch` with more keys than `limits.max_watch_keys`, or more
     /// bytes of keys in all than `limits.max_arg_bytes` (WATCH is one command).
     TooManyWatchKeys,
+    /// 400: Redis Cluster, transaction mode: keys (of the commands or of
+    /// `watch`) in different hash slots; the message names two and their slots.
+    CrossSlot,
     /// 403: an `Origin` (or `Sec-Fetch-Site`) of another site: see `api::guard`.
     ForbiddenOrigin,
     /// 401: tokens are configured and the request has none, or a wrong one.
@@ -114,12 +117,12 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 41] = {
+    pub const ALL: [ApiCode; 42] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
-            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys,
+            InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys, CrossSlot,
             ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, SandboxRefused, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
@@ -133,7 +136,7 @@ impl ApiCode {
         match self {
             InvalidJson | InvalidBody | InvalidField | MissingCommands | ConflictingFields | EmptyBatch
             | EmptyArgv | UnknownMode | InvalidBase64 | InvalidArgument | ParseError | InvalidBatchSize
-            | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand | TooManyWatchKeys => {
+            | InvalidRtt | RefusedCommand | InvalidBatch | InvalidCommand | TooManyWatchKeys | CrossSlot => {
                 StatusCode::BAD_REQUEST
             }
             Unauthorized => StatusCode::UNAUTHORIZED,

@@ -83,6 +83,10 @@ pub struct RedisInfo {
     #[schema(example = "noeviction")]
     pub maxmemory_policy: Option<String>,
     pub error: Option<String>,
+    /// Redis Cluster only (`mode: cluster`): the masters batches are split
+    /// across, each with its hash-slot ranges; omitted for a single Redis.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::cluster::NodeInfo>,
 }
 
 /// What a batch request gets for the fields it leaves out.
@@ -112,6 +116,11 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
             (true, String::from_utf8_lossy(&text).into_owned(), None)
         }
+        // A cluster: INFO went to every master (its request-policy tip); the first one's.
+        Ok(resp::Value::Array(texts)) if matches!(texts.first(), Some(resp::Value::Bulk(_) | resp::Value::Verbatim { .. })) => {
+            let (resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) = &texts[0] else { unreachable!("matched") };
+            (true, String::from_utf8_lossy(text).into_owned(), None)
+        }
         Ok(other) => (true, String::new(), Some(format!("INFO: {}", other.display()))),
         Err(e) => (false, String::new(), Some(e.body.message)),
     };
@@ -129,6 +138,7 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
             maxmemory: info_field(&text, "maxmemory").and_then(|v| v.parse().ok()),
             maxmemory_policy: info_field(&text, "maxmemory_policy"),
             error,
+            nodes: state.pool.cluster_nodes().unwrap_or_default(),
         },
         limits: state.limits.clone(),
         defaults: Defaults {

@@ -169,6 +169,10 @@ async fn run_limited_on<K: ResultSink>(
             kill.disarm();
             Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
         }
+        Ok(Err(ExecError::CrossSlot(e))) => {
+            kill.disarm();
+            Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message))
+        }
         Err(_) => Err(ApiError::new(
             ApiCode::BatchTimeout,
             format!(
@@ -204,6 +208,7 @@ pub async fn command(
             Ok(Err(ExecError::Invalid(e))) => {
                 return Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
             }
+            Ok(Err(ExecError::CrossSlot(e))) => return Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message)),
             Err(_) => return Err(ApiError::unavailable("no answer in time")),
         };
     let result = report.results.into_iter().next();

@@ -84,7 +84,7 @@ pub fn input_error(name: &str, e: &InputError, lines: &[usize]) -> ExitCode {
 /// reach (exit 1).
 pub fn exec_error(name: &str, e: &ExecError, lines: &[usize]) -> ExitCode {
     match e {
-        ExecError::Invalid(b) => fail(name, Exit::BadInput, format_args!("{}: {}", option_name(&b.field, lines), b.message)),
+        ExecError::Invalid(b) | ExecError::CrossSlot(b) => fail(name, Exit::BadInput, format_args!("{}: {}", option_name(&b.field, lines), b.message)),
         ExecError::Connect(m) => fail(name, Exit::ErrorReplies, m),
     }
 }

@@ -88,7 +88,7 @@ pub async fn main(args: Args) -> ExitCode {
     sink.progress.finish();
     let report = match report {
         Ok(r) => r,
-        Err(ExecError::Invalid(e)) => return usage(e.to_string()),
+        Err(ExecError::Invalid(e) | ExecError::CrossSlot(e)) => return usage(e.to_string()),
         Err(ExecError::Connect(e)) => {
             eprintln!("pipelab run: {e}");
             return ExitCode::from(1);
@@ -300,6 +300,12 @@ impl CliSink {
                 ),
                 Some(None) => println!("server: could not be asked (INFO failed)"),
                 None => {}
+            }
+            for n in &s.nodes {
+                println!(
+                    "node {}: commands {}, round trips {}, bytes sent {}, bytes received {}, redirections {}",
+                    n.address, n.commands, n.round_trips, n.bytes_sent, n.bytes_received, n.redirections
+                );
             }
             if let Some(t) = &report.transaction {
                 let status = serde_json::to_value(t.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();

@@ -58,7 +58,7 @@ impl Cache {
     /// or COMMAND (renamed, denied by ACL) is not an error: the table
     /// stays as it was, and a warning is logged.
     pub async fn refresh(&self, conn: &mut Conn) -> Result<bool, String> {
-        let info = ask(conn, &[b"INFO", b"server"]).await?;
+        let info = conn.ask(&[b"INFO", b"server"]).await?;
         self.checked.store(true, Ordering::Relaxed);
         let Some(identity) = super::table::text(&info).as_deref().and_then(ServerIdentity::from_info) else {
             tracing::warn!("INFO server gave no run_id/redis_version: keeping the current command table");
@@ -67,7 +67,7 @@ impl Cache {
         if self.table().identity() == Some(&identity) {
             return Ok(false);
         }
-        let reply = ask(conn, &[b"COMMAND"]).await?;
+        let reply = conn.ask(&[b"COMMAND"]).await?;
         match Table::from_reply(&reply, Some(identity.clone())) {
             Ok(table) => {
                 tracing::info!(run_id = %identity.run_id, version = %identity.redis_version, commands = table.len(), "command table read from the server");
@@ -80,12 +80,4 @@ impl Cache {
             }
         }
     }
-}
-
-/// Runs one command on `conn`: its reply (maybe an error reply).
-async fn ask(conn: &mut Conn, argv: &[&[u8]]) -> Result<resp::Value, String> {
-    let mut out = Vec::new();
-    resp::encode_command(argv, &mut out);
-    conn.write(&out).await.map_err(|e| e.to_string())?;
-    conn.read_reply().await.map(|(v, _)| v).map_err(|e| e.to_string())
 }

@@ -63,6 +63,9 @@ pub fn lookup<'n, T>(names: &'n Names<T>, name: &[u8]) -> Option<&'n T> {
 pub struct ServerIdentity {
     pub run_id: String,
     pub redis_version: String,
+    /// `redis_mode:cluster` (a node with `cluster_enabled:1`): batches to
+    /// this target go through `crate::cluster`, chosen once per target.
+    pub cluster: bool,
 }
 
 impl ServerIdentity {
@@ -72,7 +75,8 @@ impl ServerIdentity {
         let field = |name: &str| {
             text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
         };
-        Some(ServerIdentity { run_id: field("run_id")?, redis_version: field("redis_version")? })
+        let cluster = field("redis_mode").as_deref() == Some("cluster");
+        Some(ServerIdentity { run_id: field("run_id")?, redis_version: field("redis_version")?, cluster })
     }
 }
 

@@ -405,6 +405,18 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Runs one command outside any batch (the command table, the slot
+    /// map): its reply, maybe an error reply. Errors: the connection failed
+    /// (drop it). The bytes count in [`Conn::stats`] until the next reset.
+    pub async fn ask(&mut self, argv: &[&[u8]]) -> Result<resp::Value, String> {
+        let mut out = Vec::new();
+        resp::encode_command(argv, &mut out);
+        self.write(&out).await.map_err(|e| e.to_string())?;
+        self.read_reply().await.map(|(v, _)| v).map_err(|e| e.to_string())
+    }
+}
+
 /// The text of an error or status reply, lossily decoded.
 pub fn reply_text(v: &resp::Value) -> String {
     match v {

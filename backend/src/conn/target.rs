@@ -42,6 +42,11 @@ pub struct RedisTarget {
     pub password: Option<String>,
     /// Database number sent with `SELECT` (0 is not sent).
     pub db: u32,
+    /// More nodes of the same Redis Cluster, from a URL naming several
+    /// hosts (`redis://a:7000,b:7001`): tried in order after `endpoint`
+    /// when the slot map is loaded (`crate::cluster::topology`). Empty for
+    /// one host.
+    pub seeds: Vec<Endpoint>,
 }
 
 /// Why a URL is not a Redis target.
@@ -64,6 +69,14 @@ impl RedisTarget {
     /// `+`). The host may be `[ipv6]`. Errors name the part that is wrong.
     pub fn parse(url: &str) -> Result<RedisTarget, TargetError> {
         let url = url.trim();
+        if let Some((first, others)) = split_seeds(url) {
+            let mut target = RedisTarget::parse(&first)?;
+            for other in others {
+                let seed = RedisTarget::parse(&other)?;
+                target.seeds.push(seed.endpoint);
+            }
+            return Ok(target);
+        }
         if url.starts_with('/') {
             return Ok(RedisTarget::unix(PathBuf::from(url)));
         }
@@ -111,8 +124,37 @@ impl RedisTarget {
     }
 
     fn unix(path: PathBuf) -> RedisTarget {
-        RedisTarget { endpoint: Endpoint::Unix { path }, tls: None, username: None, password: None, db: 0 }
+        RedisTarget { endpoint: Endpoint::Unix { path }, tls: None, username: None, password: None, db: 0, seeds: Vec::new() }
     }
+
+    /// The same server settings (TLS, credentials, database) at another
+    /// endpoint: a node of the same cluster. No seeds.
+    pub fn at(&self, endpoint: Endpoint) -> RedisTarget {
+        RedisTarget { endpoint, seeds: Vec::new(), ..self.clone() }
+    }
+}
+
+/// A `redis://` or `rediss://` URL naming several hosts
+/// (`redis://user:pw@a:7000,b:7001/0`): the URL with the first host, and
+/// one URL per other host with the same scheme, credentials and the rest.
+/// `None` for a URL with one host.
+fn split_seeds(url: &str) -> Option<(String, Vec<String>)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "redis" | "rediss") {
+        return None;
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (userinfo, hosts) = match authority.rfind('@') {
+        Some(i) => (&authority[..=i], &authority[i + 1..]),
+        None => ("", authority),
+    };
+    if !hosts.contains(',') {
+        return None;
+    }
+    let mut urls = hosts.split(',').map(|h| format!("{scheme}://{userinfo}{}{tail}", h.trim()));
+    let first = urls.next()?;
+    Some((first, urls.collect()))
 }
 
 /// The authority as written, between `://` and the first `/`, `?` or `#`.
@@ -195,7 +237,7 @@ fn tcp_target(url: &Url, raw: &RawAuthority<'_>) -> Result<RedisTarget, TargetEr
         "" => 0,
         d => parse_db(d)?,
     };
-    Ok(RedisTarget { endpoint: Endpoint::Tcp { host, port }, tls: None, username, password, db })
+    Ok(RedisTarget { endpoint: Endpoint::Tcp { host, port }, tls: None, username, password, db, seeds: Vec::new() })
 }
 
 fn parse_db(s: &str) -> Result<u32, TargetError> {
@@ -242,6 +284,12 @@ impl fmt::Display for RedisTarget {
                 let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
                 let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
                 write!(f, "{scheme}://{cred}{host}:{port}")?;
+                for seed in &self.seeds {
+                    if let Endpoint::Tcp { host, port } = seed {
+                        let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+                        write!(f, ",{host}:{port}")?;
+                    }
+                }
                 if self.db != 0 {
                     write!(f, "/{}", self.db)?;
                 }
@@ -276,6 +324,22 @@ mod tests {
 
     fn tcp(host: &str, port: u16) -> Endpoint {
         Endpoint::Tcp { host: host.into(), port }
+    }
+
+    #[test]
+    fn several_hosts_are_cluster_seeds() {
+        let t = RedisTarget::parse("redis://u:pw@a:7000,b:7001, c:7002/2").unwrap();
+        assert_eq!(t.endpoint, Endpoint::Tcp { host: "a".into(), port: 7000 });
+        assert_eq!(
+            t.seeds,
+            vec![Endpoint::Tcp { host: "b".into(), port: 7001 }, Endpoint::Tcp { host: "c".into(), port: 7002 }]
+        );
+        assert_eq!((t.username.as_deref(), t.password.as_deref(), t.db), (Some("u"), Some("pw"), 2));
+        assert_eq!(t.to_string(), "redis://u:***@a:7000,b:7001,c:7002/2");
+        let node = t.at(Endpoint::Tcp { host: "d".into(), port: 1 });
+        assert!(node.seeds.is_empty() && node.password.as_deref() == Some("pw"));
+        assert!(RedisTarget::parse("redis://a:7000,b:").is_err(), "each host is checked");
+        assert!(RedisTarget::parse("redis://a:7000").unwrap().seeds.is_empty());
     }
 
     #[test]

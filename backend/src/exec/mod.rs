@@ -19,7 +19,7 @@ mod commands;
 mod pipeline;
 pub mod reply_schema;
 pub mod pool;
-mod runner;
+pub(crate) mod runner;
 mod sequential;
 pub mod server;
 mod source;
@@ -125,6 +125,22 @@ pub struct CommandResult {
     /// what the caller's `await` took.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
+    /// Redis Cluster only: `host:port` of the master that answered (absent
+    /// for a single Redis, and for a command fanned out to every master).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "node_name")]
+    #[schema(value_type = Option<String>, example = "127.0.0.1:7000")]
+    pub node: Option<std::sync::Arc<str>>,
+}
+
+impl CommandResult {
+    /// A command that was never written (`not_sent`): no reply, no times.
+    pub fn not_sent(index: usize) -> CommandResult {
+        CommandResult { index, status: Status::NotSent, reply: None, sent_us: None, reply_us: None, latency_us: None, node: None }
+    }
+}
+
+fn node_name<S: serde::Serializer>(node: &Option<std::sync::Arc<str>>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(node.as_deref().unwrap_or_default())
 }
 
 /// Totals for a batch.
@@ -176,6 +192,24 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<server::ServerWork>, nullable)]
     pub server: Option<Option<server::ServerWork>>,
+    /// Redis Cluster only: MOVED and ASK redirections followed (omitted when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redirections: u64,
+    /// Redis Cluster only: each master's share (omitted for a single Redis).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::cluster::NodeSummary>,
+}
+
+impl Summary {
+    /// Counts one result by its status.
+    pub fn count(&mut self, status: Status) {
+        match status {
+            Status::Ok => self.ok += 1,
+            Status::Error => self.errors += 1,
+            Status::NotSent => self.not_sent += 1,
+            Status::Unknown => self.unknown += 1,
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -301,6 +335,11 @@ pub enum ExecError {
     /// The batch breaks a rule of [`validate`]; nothing was sent. The API answers 400.
     #[error("{0}")]
     Invalid(#[from] BatchError),
+    /// Redis Cluster, transaction mode: keys of the batch (or of `watch`)
+    /// are in different hash slots; the message names two of them and
+    /// their slots. Nothing was sent. The API answers 400 `cross_slot`.
+    #[error("{0}")]
+    CrossSlot(BatchError),
 }
 
 /// How a stream of commands is sent: a [`Batch`] without its commands.
@@ -398,6 +437,10 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
     validate(batch, &table)?;
     let mut source = BatchSource::new(&batch.commands);
     let mut results = Vec::with_capacity(batch.commands.len());
+    if crate::cluster::is_cluster(&table) {
+        let out = crate::cluster::execute_stream(target, &batch.plan, opts, crate::cluster::Io { source: &mut source, sink: &mut results, check: false, table }).await?;
+        return Ok(out.with_results(results));
+    }
     // Validated as a whole above: the runner need not check each command again.
     let out = runner::run(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
     Ok(out.with_results(results))
@@ -434,6 +477,9 @@ pub async fn execute_pooled_into<K: ResultSink>(
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
+    if crate::cluster::is_cluster(&pool.commands()) {
+        return crate::cluster::execute_pooled(pool, lease.conn, batch, &settings, sink, opts.table(Some(pool))).await;
+    }
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
     let probe = server::Probe::pooled(pool, plan, &settings).await;
@@ -498,7 +544,11 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     opts: &ExecOptions,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     validate::check_plan(plan)?;
-    runner::run(target, plan, source, sink, opts, true, opts.table(None)).await
+    let table = opts.table(None);
+    if crate::cluster::is_cluster(&table) {
+        return crate::cluster::execute_stream(target, plan, opts, crate::cluster::Io { source, sink, check: true, table }).await;
+    }
+    runner::run(target, plan, source, sink, opts, true, table).await
 }
 
 #[cfg(test)]

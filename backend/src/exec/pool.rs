@@ -79,6 +79,9 @@ pub struct Pool {
     /// Connections opened check the server's identity (`INFO server`):
     /// false for a sibling, whose ACL user may not run INFO.
     refresh: bool,
+    /// A Redis Cluster target's slot map and per-master pools, made by the
+    /// first batch that finds the target is one (`crate::cluster`).
+    cluster: tokio::sync::OnceCell<Arc<crate::cluster::Cluster>>,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -96,7 +99,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, cluster: tokio::sync::OnceCell::new() })
     }
 
     /// A pool of connections to the same server as another user (`target`
@@ -110,7 +113,7 @@ impl Pool {
             0 => metrics::gauge!(IDLE_GAUGE),
             _ => metrics::gauge!(IDLE_GAUGE, "user" => target.username.clone().unwrap_or_default()),
         };
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new() })
     }
 
     fn spawn(pool: Pool) -> Arc<Pool> {
@@ -165,6 +168,19 @@ impl Pool {
         }
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
+    }
+
+    /// The cluster behind this pool's target, its slot map read on `conn`
+    /// the first time (node pools get this pool's [`PoolConfig`]).
+    /// Errors: the map could not be read.
+    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<crate::cluster::Cluster>, String> {
+        self.cluster.get_or_try_init(|| crate::cluster::Cluster::load(&self.target, conn, self.config.clone())).await.cloned()
+    }
+
+    /// The cluster's masters if this target was found to be one (`None`
+    /// for a single Redis, or before its first batch).
+    pub fn cluster_nodes(&self) -> Option<Vec<crate::cluster::NodeInfo>> {
+        self.cluster.get().map(|c| c.nodes())
     }
 
     /// The target's command table: the server's once a connection was

@@ -49,7 +49,7 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
 }
 
 /// The connection settings a plan needs.
-pub(super) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
+pub(crate) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
     ConnSettings {
         connect_timeout: opts.connect_timeout,
         read_timeout: opts.read_timeout,
@@ -84,7 +84,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
 }
 
 /// How a run on a given connection ended.
-pub(super) struct Ran<E> {
+pub(crate) struct Ran<E> {
     pub report: StreamReport<E>,
     /// The connection, if the batch ended cleanly and it may serve another
     /// (every reply read, nothing buffered, no connection state changed).
@@ -100,7 +100,7 @@ pub(super) struct Ran<E> {
 
 /// Runs the plan's mode on `conn` and closes the books. `fallback`: see
 /// [`Runner::write`].
-pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
+pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
     conn: Conn,
     fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
     plan: &Plan,
@@ -209,15 +209,10 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     /// [`Runner::emit`] with the command's `latency_us` (auto mode).
     fn emit_timed(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>, latency_us: Option<u64>) {
-        match status {
-            Status::Ok => self.summary.ok += 1,
-            Status::Error => self.summary.errors += 1,
-            Status::NotSent => self.summary.not_sent += 1,
-            Status::Unknown => self.summary.unknown += 1,
-        }
+        self.summary.count(status);
         let index = self.emitted;
         self.emitted += 1;
-        self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, latency_us });
+        self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, latency_us, node: None });
     }
 
     /// Emits a reply read from Redis: `ok`, or `error` for an error reply.

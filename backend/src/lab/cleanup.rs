@@ -148,8 +148,20 @@ async fn delete_keys<R: Runner>(runner: &R, keys: &[Vec<u8>]) -> Result<u64, Lab
     if keys.is_empty() {
         return Ok(0);
     }
-    let commands = keys
-        .chunks(DEL_CHUNK)
+    // On a Redis Cluster a DEL must name keys of one hash slot (else
+    // CROSSSLOT): one group per slot there, one group on a single Redis.
+    let groups: Vec<Vec<Vec<u8>>> = if crate::cluster::is_cluster(&*runner.commands().await) {
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<Vec<u8>>> = Default::default();
+        for k in keys {
+            by_slot.entry(crate::cluster::slot::slot(k)).or_default().push(k.clone());
+        }
+        by_slot.into_values().collect()
+    } else {
+        vec![keys.to_vec()]
+    };
+    let commands = groups
+        .iter()
+        .flat_map(|g| g.chunks(DEL_CHUNK))
         .map(|chunk| {
             std::iter::once(b"DEL".to_vec())
                 .chain(chunk.iter().cloned())

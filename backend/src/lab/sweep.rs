@@ -333,6 +333,7 @@ mod tests {
                 sent_us: Some(10),
                 reply_us: Some(10 + i),
                 latency_us: None,
+                node: None,
             })
             .collect();
         let report = Report { summary: Default::default(), results, transaction: None, connection_error: None };

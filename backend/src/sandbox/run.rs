@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use crate::api::AppState;
-use crate::exec::{execute_pooled_into, Batch, CommandResult, ExecError, ExecOptions, Pool, PoolConfig, ResultSink, RunsAs, Status, StreamReport, Summary};
+use crate::exec::{execute_pooled_into, Batch, CommandResult, ExecError, ExecOptions, Pool, PoolConfig, ResultSink, RunsAs, StreamReport, Summary};
 
 use super::acl::Users;
 use super::reply::Unprefix;
@@ -82,7 +82,7 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
     };
     if let Some((_, reason)) = cut {
         for index in sent..n {
-            sink.push(CommandResult { index, status: Status::NotSent, reply: None, sent_us: None, reply_us: None, latency_us: None });
+            sink.push(CommandResult::not_sent(index));
         }
         out.summary.commands = n;
         out.summary.not_sent += n - sent;

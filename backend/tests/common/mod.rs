@@ -4,6 +4,7 @@
 //! test of the backend (executor, API).
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod faults;
 pub mod ledger;
 
@@ -39,8 +40,12 @@ impl RedisServer {
 
     /// Starts redis-server with extra arguments (e.g. `["--requirepass", "x"]`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::start_on(free_port(), extra)
+    }
+
+    /// [`RedisServer::start_with`] on `port`.
+    pub fn start_on(port: u16, extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
         let socket = dir.path().join("redis.sock");
         let mut s = RedisServer {
             port,

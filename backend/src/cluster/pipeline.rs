@@ -1,0 +1,654 @@
+//! Pipeline and sequential modes on a cluster.
+//!
+//! Commands are pulled into a window until one master's share reaches the
+//! batch size (1 in sequential mode: one command per window, one round
+//! trip each). Each master's share is written as one pipeline on its own
+//! connection, all masters at once, and their replies read; a window is
+//! one round trip however many masters it spans. Replies are put back in
+//! request order and emitted as the window ends.
+//!
+//! Redirections (see `redirect`): the commands that got MOVED (after the
+//! slot map is read again) or ASK (with `ASKING` before each) are sent again
+//! in a further round, only they, and their results keep their place;
+//! TRYAGAIN / CLUSTERDOWN are retried after a back-off, a bounded number
+//! of times, then the error is the result. A master whose connection fails:
+//! its commands awaiting replies are `unknown`, and its commands not yet
+//! written, in this window and later ones, `not_sent`; the other masters'
+//! results are kept and they go on.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use crate::commands::Table;
+use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget};
+use crate::exec::{check_command, CommandResult, CommandSource, Commands, InputError, InputErrorKind, Mode, OnError, Plan, ResultSink, Status, StreamReport, Summary};
+
+use super::redirect::{self, Redirect};
+use super::route::{route, Route};
+use super::{Cluster, Io, NodeSummary};
+
+/// One master's connection and counts during a batch.
+struct NodeState {
+    address: Arc<str>,
+    target: RedisTarget,
+    conn: Option<Conn>,
+    /// The connection came from the pool (may have died idle).
+    reused: bool,
+    /// The connection failed: nothing more is sent to this master.
+    failed: bool,
+    /// Counts of connections already dropped.
+    dropped: IoStats,
+    summary: NodeSummary,
+}
+
+impl NodeState {
+    fn io(&self) -> IoStats {
+        let now = self.conn.as_ref().map(Conn::stats).unwrap_or_default();
+        IoStats {
+            write_calls: now.write_calls + self.dropped.write_calls,
+            write_syscalls: now.write_syscalls + self.dropped.write_syscalls,
+            bytes_sent: now.bytes_sent + self.dropped.bytes_sent,
+            bytes_received: now.bytes_received + self.dropped.bytes_received,
+            pushes: now.pushes + self.dropped.pushes,
+            read_syscalls: now.read_syscalls + self.dropped.read_syscalls,
+        }
+    }
+
+    fn drop_conn(&mut self) {
+        if let Some(c) = self.conn.take() {
+            let s = c.stats();
+            self.dropped.write_calls += s.write_calls;
+            self.dropped.write_syscalls += s.write_syscalls;
+            self.dropped.bytes_sent += s.bytes_sent;
+            self.dropped.bytes_received += s.bytes_received;
+            self.dropped.pushes += s.pushes;
+        }
+    }
+}
+
+/// What became of one command of the window.
+#[derive(Debug)]
+enum Outcome {
+    Reply { reply: resp::Value, sent_us: u64, reply_us: u64, node: Option<usize> },
+    Unknown { sent_us: Option<u64>, node: Option<usize> },
+    NotSent,
+}
+
+/// One command of the window.
+struct Entry {
+    route: Route,
+    /// Where a MOVED or ASK said to send it next, and whether with `ASKING`.
+    redirect: Option<(String, bool)>,
+    redirections: u8,
+    retries: u8,
+    outcome: Option<Outcome>,
+    /// A fanned-out command's reply from each master, in node order, and its first write.
+    parts: Vec<Option<resp::Value>>,
+    first_sent_us: Option<u64>,
+}
+
+/// One command written to a master in a round: its entry, `ASKING` before
+/// it, its part of a fanned-out command.
+#[derive(Clone, Copy)]
+struct Item {
+    entry: usize,
+    asking: bool,
+    part: Option<usize>,
+}
+
+/// One master's round under way: its index in the round and what it answered.
+type NodeFuture<'a> = Boxed<'a, (usize, RoundOut)>;
+
+/// A future of the batch's, boxed so that one per master can be polled together.
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a master answered in one round.
+struct RoundOut {
+    sent_at: Option<Instant>,
+    replies: Vec<(resp::Value, Instant)>,
+    /// The connection failed: why, and whether not one byte of the round was accepted.
+    failed: Option<(String, bool)>,
+}
+
+struct Batcher<'a, S: CommandSource, K: ResultSink> {
+    cluster: &'a Cluster,
+    settings: &'a ConnSettings,
+    table: Arc<Table>,
+    source: &'a mut S,
+    sink: &'a mut K,
+    check: bool,
+    mode: Mode,
+    nodes: Vec<NodeState>,
+    window: Commands,
+    entries: Vec<Entry>,
+    t0: Instant,
+    last_io: Instant,
+    summary: Summary,
+    pulled: usize,
+    emitted: usize,
+    sent: usize,
+    source_done: bool,
+    state_changed: bool,
+    /// The batch was cut (reply limit): the rest is `not_sent`.
+    cut: bool,
+    input_error: Option<InputError<S::Error>>,
+    connection_error: Option<String>,
+}
+
+/// Runs `plan` (pipeline or sequential) on `cluster`, pulling from
+/// `io.source` and pushing each result to `io.sink` in index order.
+pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, settings: &ConnSettings, plan: &Plan, io: Io<'_, S, K>) -> StreamReport<S::Error> {
+    let Io { source, sink, check, table } = io;
+    let size = if plan.mode == Mode::Sequential { 1 } else { plan.batch_size.max(1) };
+    let t0 = Instant::now();
+    let mut b = Batcher {
+        cluster,
+        settings,
+        table,
+        source,
+        sink,
+        check,
+        mode: plan.mode,
+        nodes: Vec::new(),
+        window: Commands::new(),
+        entries: Vec::new(),
+        t0,
+        last_io: t0,
+        summary: Summary { mode: Some(plan.mode), simulated_rtt_ms: plan.simulated_rtt_ms, resp3: plan.resp3, batch_size: size, ..Summary::default() },
+        pulled: 0,
+        emitted: 0,
+        sent: 0,
+        source_done: false,
+        state_changed: false,
+        cut: false,
+        input_error: None,
+        connection_error: None,
+    };
+    // Every master's connection before the clock starts, as the handshake
+    // is outside `total_us` for a single Redis; a master added by a
+    // redirection connects when first written to.
+    b.connect_masters().await;
+    b.t0 = Instant::now();
+    b.last_io = b.t0;
+    loop {
+        b.fill(size);
+        if b.entries.is_empty() {
+            break;
+        }
+        b.run_window().await;
+        let had_error = b.emit_window();
+        if b.cut || (had_error && plan.on_error == OnError::Stop) {
+            b.rest_not_sent();
+            break;
+        }
+    }
+    b.finish()
+}
+
+impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
+    fn us(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.t0).as_micros() as u64
+    }
+
+    /// The index in `nodes` of the master at `address`, added if new.
+    fn node(&mut self, address: &str, target: impl FnOnce() -> Option<RedisTarget>) -> Option<usize> {
+        if let Some(i) = self.nodes.iter().position(|n| &*n.address == address) {
+            return Some(i);
+        }
+        let target = target()?;
+        self.nodes.push(NodeState {
+            address: address.into(),
+            target,
+            conn: None,
+            reused: false,
+            failed: false,
+            dropped: IoStats::default(),
+            summary: NodeSummary { address: address.to_string(), ..NodeSummary::default() },
+        });
+        Some(self.nodes.len() - 1)
+    }
+
+    /// Pulls commands into the window until a master's share reaches `size`
+    /// (a fanned-out command counts on each), or the input ends.
+    fn fill(&mut self, size: usize) {
+        self.window.clear();
+        self.entries.clear();
+        let topology = self.cluster.topology();
+        let mut shares = vec![0usize; topology.nodes.len()];
+        while !self.source_done {
+            let argv = match self.source.next_command() {
+                Ok(Some(argv)) => argv,
+                Ok(None) => {
+                    self.source_done = true;
+                    break;
+                }
+                Err(e) => {
+                    self.source_done = true;
+                    self.input_error = Some(InputError { index: self.pulled, sent: 0, kind: InputErrorKind::Source(e) });
+                    break;
+                }
+            };
+            if self.check {
+                if let Err(m) = check_command(&self.table, argv, self.mode) {
+                    self.source_done = true;
+                    self.input_error = Some(InputError { index: self.pulled, sent: 0, kind: InputErrorKind::Invalid(m) });
+                    break;
+                }
+            }
+            if !self.state_changed && self.table.changes_connection_state(argv) {
+                self.state_changed = true;
+            }
+            let r = route(&self.table, argv);
+            for arg in argv.iter() {
+                self.window.push_arg(arg);
+            }
+            self.window.end_command();
+            self.pulled += 1;
+            let full = match r {
+                Route::Slot(s) => {
+                    let o = topology.owner(s).unwrap_or(0);
+                    shares[o] += 1;
+                    shares[o] >= size
+                }
+                Route::Any => {
+                    shares[0] += 1;
+                    shares[0] >= size
+                }
+                Route::All(_) => shares.iter_mut().fold(false, |full, s| {
+                    *s += 1;
+                    full || *s >= size
+                }),
+            };
+            self.entries.push(Entry { route: r, redirect: None, redirections: 0, retries: 0, outcome: None, parts: Vec::new(), first_sent_us: None });
+            if full {
+                break;
+            }
+        }
+    }
+
+    /// Rounds until every command of the window has an outcome.
+    async fn run_window(&mut self) {
+        loop {
+            let pending: Vec<usize> = (0..self.entries.len()).filter(|&i| self.entries[i].outcome.is_none()).collect();
+            if pending.is_empty() {
+                return;
+            }
+            let plan = self.plan_round(&pending);
+            let written = self.write_round(plan).await;
+            let (refresh, wait) = self.settle(written);
+            if refresh {
+                // The MOVED address is used either way: a failed refresh only delays the map.
+                if let Err(e) = self.cluster.refresh(self.settings).await {
+                    tracing::warn!(error = %e, "reading the cluster slot map again failed");
+                }
+            }
+            if let Some(n) = wait {
+                tokio::time::sleep(redirect::back_off(n)).await;
+            }
+        }
+    }
+
+    /// Which master each pending command goes to this round.
+    fn plan_round(&mut self, pending: &[usize]) -> Vec<(usize, Vec<Item>)> {
+        let topology = self.cluster.topology();
+        // The batch's node index of each master of the current map.
+        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
+        let mut per_node: Vec<(usize, Vec<Item>)> = Vec::new();
+        let mut add = |node: usize, item: Item| match per_node.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, items)) => items.push(item),
+            None => per_node.push((node, vec![item])),
+        };
+        for &e in pending {
+            let entry = &mut self.entries[e];
+            let node = match (entry.route, entry.redirect.take()) {
+                (Route::All(_), _) => {
+                    if entry.parts.is_empty() {
+                        entry.parts = vec![None; masters.len()];
+                    }
+                    for (p, &node) in masters.iter().enumerate() {
+                        if entry.parts[p].is_none() {
+                            add(node, Item { entry: e, asking: false, part: Some(p) });
+                        }
+                    }
+                    continue;
+                }
+                (_, Some((address, asking))) => {
+                    let seed = &topology.nodes[0].target;
+                    match self.node(&address, || super::topology::endpoint_of(&address).map(|ep| seed.at(ep))) {
+                        Some(node) => (node, asking),
+                        // Redirected to an address that is not host:port: it never ran.
+                        None => {
+                            self.entries[e].outcome = Some(Outcome::NotSent);
+                            continue;
+                        }
+                    }
+                }
+                (Route::Slot(s), None) => (masters[topology.owner(s).unwrap_or(0)], false),
+                (Route::Any, None) => (masters[0], false),
+            };
+            add(node.0, Item { entry: e, asking: node.1, part: None });
+        }
+        per_node
+    }
+
+    /// Connects to every master of the current map (concurrently).
+    async fn connect_masters(&mut self) {
+        let topology = self.cluster.topology();
+        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
+        let (cluster, settings) = (self.cluster, self.settings);
+        let futures: Vec<Boxed<'_, Option<String>>> = self
+            .nodes
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| masters.contains(i))
+            .map(|(_, n)| Box::pin(connect(cluster, settings, n)) as Boxed<'_, Option<String>>)
+            .collect();
+        for e in join_all(futures).await.into_iter().flatten() {
+            self.connection_error.get_or_insert(e);
+        }
+    }
+
+    /// Writes each master's share at once and reads its replies; all masters concurrently.
+    async fn write_round(&mut self, plan: Vec<(usize, Vec<Item>)>) -> Vec<(usize, Vec<Item>, RoundOut)> {
+        // Connect where needed (a master that failed, or cannot be reached, gets nothing).
+        let mut live = Vec::new();
+        for (node, items) in plan {
+            if let Some(e) = connect(self.cluster, self.settings, &mut self.nodes[node]).await {
+                self.connection_error.get_or_insert(e);
+            }
+            if self.nodes[node].failed {
+                let failed = RoundOut { sent_at: None, replies: Vec::new(), failed: Some(("master unavailable".into(), true)) };
+                live.push((node, items, Some(failed)));
+            } else {
+                live.push((node, items, None));
+            }
+        }
+        let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(live.len());
+        for (node, items, done) in &live {
+            let mut buf = Vec::new();
+            if done.is_none() {
+                for it in items {
+                    if it.asking {
+                        resp::encode_command([b"ASKING".as_slice()], &mut buf);
+                    }
+                    resp::encode_command(self.window.get(it.entry), &mut buf);
+                }
+                let s = &mut self.nodes[*node].summary;
+                s.commands += items.len();
+                s.round_trips += 1;
+            }
+            bufs.push(buf);
+        }
+        let settings = self.settings;
+        let mut futures: Vec<NodeFuture<'_>> = Vec::new();
+        for (n, state) in self.nodes.iter_mut().enumerate() {
+            if let Some(k) = live.iter().position(|(node, _, done)| *node == n && done.is_none()) {
+                let expect = live[k].1.iter().map(|it| 1 + it.asking as usize).sum();
+                let buf = &bufs[k];
+                futures.push(Box::pin(async move { (k, node_round(state, buf, expect, settings).await) }));
+            }
+        }
+        if !futures.is_empty() {
+            self.summary.round_trips += 1;
+        }
+        for (k, out) in join_all(futures).await {
+            live[k].2 = Some(out);
+        }
+        live.into_iter().map(|(node, items, out)| (node, items, out.expect("every master's round ran"))).collect()
+    }
+
+    /// Turns each master's replies into outcomes or redirections. Returns
+    /// whether the slot map must be read again (a MOVED) and the longest
+    /// back-off asked for (a TRYAGAIN / CLUSTERDOWN retry number).
+    fn settle(&mut self, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (bool, Option<u8>) {
+        let mut refresh = false;
+        let mut wait = None;
+        for (node, items, out) in written {
+            let sent_us = out.sent_at.map(|t| self.us(t));
+            if let Some(t) = out.sent_at {
+                self.last_io = self.last_io.max(t);
+                self.sent = self.sent.max(items.iter().map(|it| it.entry + self.emitted + 1).max().unwrap_or(0));
+            }
+            let mut replies = out.replies.into_iter();
+            for it in &items {
+                if it.asking {
+                    let _ = replies.next(); // ASKING's +OK
+                }
+                let Some((reply, at)) = replies.next() else {
+                    // No reply: unknown if written, else not sent.
+                    // (A command written before got a redirection, so it did not run then.)
+                    let nothing = out.failed.as_ref().is_some_and(|(_, nothing)| *nothing);
+                    let entry = &mut self.entries[it.entry];
+                    if nothing && it.part.is_none() {
+                        entry.outcome = Some(Outcome::NotSent);
+                    } else if nothing {
+                        entry.outcome = Some(Outcome::Unknown { sent_us: entry.first_sent_us, node: None });
+                    } else {
+                        entry.outcome = Some(Outcome::Unknown { sent_us: entry.first_sent_us.or(sent_us), node: Some(node) });
+                    }
+                    continue;
+                };
+                self.last_io = self.last_io.max(at);
+                let reply_us = self.us(at);
+                let entry = &mut self.entries[it.entry];
+                let sent = *entry.first_sent_us.get_or_insert(sent_us.unwrap_or(0));
+                if let Some(p) = it.part {
+                    entry.parts[p] = Some(reply);
+                    if entry.parts.iter().all(Option::is_some) {
+                        let Route::All(combine) = entry.route else { unreachable!("parts only for fan-outs") };
+                        let merged = combine.merge(entry.parts.drain(..).map(|p| p.expect("all present")).collect());
+                        entry.outcome = Some(Outcome::Reply { reply: merged, sent_us: sent, reply_us, node: None });
+                    }
+                    continue;
+                }
+                match redirect::of(&reply) {
+                    Some(Redirect::Moved(addr)) if entry.redirections < redirect::MAX_REDIRECTIONS => {
+                        entry.redirections += 1;
+                        entry.redirect = Some((addr, false));
+                        self.nodes[node].summary.redirections += 1;
+                        refresh = true;
+                    }
+                    Some(Redirect::Ask(addr)) if entry.redirections < redirect::MAX_REDIRECTIONS => {
+                        entry.redirections += 1;
+                        entry.redirect = Some((addr, true));
+                        self.nodes[node].summary.redirections += 1;
+                    }
+                    Some(Redirect::Retry) if entry.retries < redirect::MAX_RETRIES => {
+                        entry.retries += 1;
+                        wait = wait.max(Some(entry.retries));
+                    }
+                    _ => entry.outcome = Some(Outcome::Reply { reply, sent_us: sent, reply_us, node: Some(node) }),
+                }
+            }
+            if let Some((why, _)) = out.failed {
+                let n = &mut self.nodes[node];
+                if !n.failed {
+                    n.failed = true;
+                    n.drop_conn();
+                    self.connection_error.get_or_insert(format!("{}: {why}", n.address));
+                }
+            }
+        }
+        // A fan-out with a failed master: unknown (some masters may have run it).
+        for entry in &mut self.entries {
+            if entry.outcome.is_none() && !entry.parts.is_empty() {
+                let topology_failed = entry.parts.iter().any(Option::is_none) && self.nodes.iter().any(|n| n.failed);
+                if topology_failed {
+                    entry.outcome = Some(Outcome::Unknown { sent_us: entry.first_sent_us, node: None });
+                }
+            }
+        }
+        (refresh, wait)
+    }
+
+    /// Emits the window's results in order; true if any is an error reply.
+    fn emit_window(&mut self) -> bool {
+        let mut had_error = false;
+        for k in 0..self.entries.len() {
+            let outcome = self.entries[k].outcome.take().unwrap_or(Outcome::NotSent);
+            let (status, reply, sent_us, reply_us, node) = match outcome {
+                Outcome::Reply { reply, sent_us, reply_us, node } if !self.cut => match self.sink.admit(&reply) {
+                    Ok(()) => {
+                        let status = if reply.is_error() { Status::Error } else { Status::Ok };
+                        had_error |= status == Status::Error;
+                        (status, Some(reply), Some(sent_us), Some(reply_us), node)
+                    }
+                    Err(limit) => {
+                        self.cut = true;
+                        self.connection_error = Some(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+                        (Status::Unknown, None, Some(sent_us), None, node)
+                    }
+                },
+                Outcome::Reply { sent_us, node, .. } | Outcome::Unknown { sent_us: Some(sent_us), node } => (Status::Unknown, None, Some(sent_us), None, node),
+                Outcome::Unknown { sent_us: None, node } => (Status::Unknown, None, None, None, node),
+                Outcome::NotSent => (Status::NotSent, None, None, None, None),
+            };
+            let node = node.map(|n| self.nodes[n].address.clone());
+            self.push(status, reply, sent_us, reply_us, node);
+        }
+        if self.cut {
+            for n in &mut self.nodes {
+                n.drop_conn();
+            }
+        }
+        had_error
+    }
+
+    fn push(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>, node: Option<Arc<str>>) {
+        self.summary.count(status);
+        let index = self.emitted;
+        self.emitted += 1;
+        self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, latency_us: None, node });
+    }
+
+    /// Every command still in the source is `not_sent` (read to its end or first bad command).
+    fn rest_not_sent(&mut self) {
+        loop {
+            self.fill(1024);
+            if self.entries.is_empty() {
+                return;
+            }
+            for _ in 0..self.entries.len() {
+                self.push(Status::NotSent, None, None, None, None);
+            }
+        }
+    }
+
+    fn finish(mut self) -> StreamReport<S::Error> {
+        let mut io = IoStats::default();
+        for n in &mut self.nodes {
+            let s = n.io();
+            io.write_calls += s.write_calls;
+            io.write_syscalls += s.write_syscalls;
+            io.bytes_sent += s.bytes_sent;
+            io.bytes_received += s.bytes_received;
+            io.pushes += s.pushes;
+            n.summary.bytes_sent = s.bytes_sent;
+            n.summary.bytes_received = s.bytes_received;
+            self.summary.redirections += n.summary.redirections;
+            // Clean connections go back to their master's pool (the rules of `exec::pool`).
+            if let Some(conn) = n.conn.take() {
+                if !n.failed && !self.state_changed && conn.buffer_empty() && !conn.is_delayed() {
+                    self.cluster.checkin(&n.address, &n.target, conn);
+                }
+            }
+        }
+        let s = &mut self.summary;
+        s.write_calls = io.write_calls;
+        s.write_syscalls = io.write_syscalls;
+        s.bytes_sent = io.bytes_sent;
+        s.bytes_received = io.bytes_received;
+        s.pushes = io.pushes;
+        s.commands = self.emitted;
+        s.total_us = self.last_io.saturating_duration_since(self.t0).as_micros() as u64;
+        let answered = (s.ok + s.errors) as f64;
+        s.commands_per_sec = if s.total_us == 0 { 0.0 } else { answered * 1e6 / s.total_us as f64 };
+        s.nodes = self.nodes.iter().filter(|n| n.summary.commands > 0).map(|n| n.summary.clone()).collect();
+        if let Some(e) = &mut self.input_error {
+            e.sent = self.sent;
+        }
+        StreamReport { summary: self.summary, transaction: None, connection_error: self.connection_error, input_error: self.input_error, reconnect_failed: None }
+    }
+}
+
+/// A connection to `node` from its pool, unless it has one or failed;
+/// `Some(why)` if it cannot be reached (then it is failed: its commands are `not_sent`).
+async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeState) -> Option<String> {
+    if node.failed || node.conn.is_some() {
+        return None;
+    }
+    match cluster.checkout(&node.address, &node.target, settings).await {
+        Ok(lease) => {
+            node.reused = lease.reused;
+            node.conn = Some(lease.conn);
+            None
+        }
+        Err(e) => {
+            node.failed = true;
+            Some(format!("{}: {e}", node.address))
+        }
+    }
+}
+
+/// Writes `bytes` to the master's connection and reads `expect` replies.
+/// A connection from the pool whose write fails with not one byte accepted
+/// (it died idle) is replaced by a fresh one and the write made there.
+async fn node_round(node: &mut NodeState, bytes: &[u8], expect: usize, settings: &ConnSettings) -> RoundOut {
+    let mut out = RoundOut { sent_at: None, replies: Vec::with_capacity(expect), failed: None };
+    let conn = node.conn.as_mut().expect("connected before the round");
+    let written = match conn.write(bytes).await {
+        Ok(t) => Ok(t),
+        Err(_) if node.reused && conn.nothing_sent() => {
+            node.reused = false;
+            match Conn::connect(&node.target, settings).await {
+                Ok(fresh) => {
+                    let conn = node.conn.insert(fresh);
+                    conn.write(bytes).await.map_err(|e| (e.to_string(), conn.nothing_sent()))
+                }
+                Err(msg) => Err((msg, true)),
+            }
+        }
+        Err(e) => Err((e.to_string(), conn.nothing_sent())),
+    };
+    node.reused = false;
+    match written {
+        Ok(t) => out.sent_at = Some(t),
+        Err(f) => {
+            out.failed = Some(f);
+            return out;
+        }
+    }
+    let conn = node.conn.as_mut().expect("connected");
+    for _ in 0..expect {
+        match conn.read_reply().await {
+            Ok(r) => out.replies.push(r),
+            Err(e) => {
+                out.failed = Some((e.to_string(), false));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Polls every future until all are done; their outputs in order.
+async fn join_all<F: Future + ?Sized>(mut futures: Vec<Pin<Box<F>>>) -> Vec<F::Output> {
+    let mut outs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in futures.iter_mut().zip(outs.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *o = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(()) }
+    })
+    .await;
+    outs.into_iter().map(|o| o.expect("every future finished")).collect()
+}
