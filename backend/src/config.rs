@@ -93,6 +93,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub upstash: crate::upstash::UpstashConfig,
+
+    #[command(flatten)]
+    pub rate: crate::api::rate::RateConfig,
 }
 
 impl ServeConfig {

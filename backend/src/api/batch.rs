@@ -79,6 +79,7 @@ batch_request!(BatchRequest);
 pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
     let mode = match &req.mode {
@@ -93,6 +94,7 @@ pub async fn batch(
     let mut rules = super::refuse::Rules::of(&state).await;
     rules.access = access.rules();
     let prepared = BatchFields::from(req).prepare(&state.limits)?;
+    super::rate::take_commands(&state, client.as_deref(), prepared.commands.len())?;
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     stream::respond(state, batch, keep).await

@@ -60,6 +60,8 @@ batch_request!(CompareRequest);
 ))]
 pub async fn compare(
     State(state): State<AppState>,
+    access: Option<axum::Extension<super::auth::Access>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareReport>, ApiError> {
     let requested = req
@@ -86,7 +88,10 @@ pub async fn compare(
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
-    let rules = super::refuse::Rules::of(&state).await;
+    let mut rules = super::refuse::Rules::of(&state).await;
+    rules.access = access.map_or(super::auth::Access::Open, |a| a.0).rules();
+    // Each mode runs the batch once.
+    super::rate::take_commands(&state, client.as_deref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let report = if include_results {

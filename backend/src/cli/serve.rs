@@ -23,9 +23,10 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
-    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash)) {
-        (Ok(auth), Ok(upstash)) => (auth, upstash),
-        (Err(e), _) | (_, Err(e)) => {
+    let rate = pipelab::api::rate::RateLimits::from_config(&cfg.rate, pipelab::api::rate::RateLimits::off());
+    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash), rate) {
+        (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("pipelab serve: {e}");
             return ExitCode::from(2);
         }
@@ -87,7 +88,13 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
 /// at 1 connection, 0.93–0.95x → 1.07–1.13x at 64 (bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
 /// body) delays the other connections of its thread, not those of the
 /// others, where a multi-threaded runtime would have moved them.
-fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource, threads: usize, access: (pipelab::api::auth::Auth, pipelab::upstash::Settings)) -> ExitCode {
+fn serve_on_threads(
+    cfg: &ServeConfig,
+    target: RedisTarget,
+    source: RedisSource,
+    threads: usize,
+    access: (pipelab::api::auth::Auth, pipelab::upstash::Settings, pipelab::api::rate::RateLimits),
+) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
         match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -121,6 +128,7 @@ fn serve_on_threads(cfg: &ServeConfig, target: RedisTarget, source: RedisSource,
             .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
             .configure(access.0, access.1)
+            .with_rate(access.2)
     };
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);
@@ -246,8 +254,10 @@ async fn serve_connections(
     let mut stopped = stop_rx;
     loop {
         tokio::select! {
-            (io, permit) = listener.accept() => {
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            (io, peer, permit) = listener.accept() => {
+                // The peer's address in every request (`ConnectInfo`: rate limits per client address).
+                let app = tower::Layer::layer(&axum::Extension(axum::extract::ConnectInfo(peer)), app.clone());
+                let service = hyper_util::service::TowerToHyperService::new(app);
                 let io = WriteTimeout::new(io, write_timeout);
                 let conn = builder.serve_connection(TokioIo::new(io), service);
                 let conn = graceful.watch(conn);
@@ -291,13 +301,13 @@ struct Dealt {
 }
 
 impl Dealt {
-    /// The next connection, registered with this thread's runtime, and its
-    /// place under the caps (freed when dropped).
-    async fn accept(&mut self) -> (tokio::net::TcpStream, Permit) {
+    /// The next connection, registered with this thread's runtime, its
+    /// peer, and its place under the caps (freed when dropped).
+    async fn accept(&mut self) -> (tokio::net::TcpStream, SocketAddr, Permit) {
         loop {
             match self.rx.recv().await {
-                Some((tcp, _peer, permit)) => match tokio::net::TcpStream::from_std(tcp) {
-                    Ok(tcp) => return (tcp, permit),
+                Some((tcp, peer, permit)) => match tokio::net::TcpStream::from_std(tcp) {
+                    Ok(tcp) => return (tcp, peer, permit),
                     Err(e) => tracing::error!("cannot register an accepted connection: {e}"),
                 },
                 // The acceptor stopped: so does serving, by the shutdown signal.
