@@ -355,6 +355,7 @@ impl Limiter {
                 Limited::Wait { by: By::Address, .. } | Limited::TooBig { .. } => "address",
                 Limited::Wait { by: By::Token, .. } => "token",
             };
+            crate::telemetry::install_metrics();
             metrics::counter!("pipelab_rate_limited_total", "limit" => kind.name(), "by" => by).increment(1);
         })
     }
