@@ -2,7 +2,7 @@
 # Load campaign (issue 20, "Load"), not a test and not in CI: `pipelab serve`
 # (release build) against a redis-server of its own, driven by oha (an HTTP
 # load generator from crates.io, installed once into a cache directory by
-# bench/lib-tools.sh).
+# bench/lib.sh).
 #
 #   phase 1: 1000 concurrent connections, each sending small batches (10
 #            commands: SET, INCR, GET, …) for DURATION;
@@ -24,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/wait-ready.sh
-source bench/lib-tools.sh
+source bench/lib.sh
 
 DURATION=300
 while [ $# -gt 0 ]; do
@@ -48,16 +48,7 @@ else
   PIPELAB=target/release/pipelab
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 log() { printf '[load] %s\n' "$*" >&2; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
