@@ -432,7 +432,7 @@ pub fn client_address(req: &Request, trust_forwarded_for: bool) -> IpAddr {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .filter_map(|s| s.trim().parse::<IpAddr>().ok())
-            .last();
+            .next_back();
         if let Some(ip) = last {
             return ip;
         }
