@@ -598,6 +598,17 @@ mod tests {
     }
 
     #[test]
+    fn forwarded_for_only_when_trusted() {
+        let mut req = Request::new(Body::empty());
+        req.headers_mut().insert("x-forwarded-for", HeaderValue::from_static("1.1.1.1, bogus, 2.2.2.2"));
+        req.extensions_mut().insert(ConnectInfo("9.9.9.9:1".parse::<SocketAddr>().unwrap()));
+        assert_eq!(client_address(&req, false), "9.9.9.9".parse::<IpAddr>().unwrap());
+        assert_eq!(client_address(&req, true), "2.2.2.2".parse::<IpAddr>().unwrap(), "the last entry: the nearest proxy's");
+        let bare = Request::new(Body::empty());
+        assert_eq!(client_address(&bare, true), IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    }
+
+    #[test]
     fn ipv6_by_its_64() {
         assert_eq!(bucket_address("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::".parse::<IpAddr>().unwrap());
         assert_eq!(bucket_address("::ffff:10.1.2.3".parse().unwrap()), "10.1.2.3".parse::<IpAddr>().unwrap());
