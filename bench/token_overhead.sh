@@ -45,8 +45,11 @@ PORT_B=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$PORT_A" --redis "redis://127.0.0.1:$RPORT" \
   --web-dir "$work/none" >/dev/null 2>"$work/a.log" &
 pids+=($!)
+# An operator token too where the binary has them (older builds do not).
+operator=()
+"$PIPELAB" serve --help | grep -q -- --operator-token && operator=(--operator-token bench-operator)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$PORT_B" --redis "redis://127.0.0.1:$RPORT" \
-  --web-dir "$work/none" --token "$TOKEN" --readonly-token bench-readonly --operator-token bench-operator \
+  --web-dir "$work/none" --token "$TOKEN" --readonly-token bench-readonly "${operator[@]}" \
   >/dev/null 2>"$work/b.log" &
 pids+=($!)
 wait_ready "$PIPELAB" "$PORT_A" >/dev/null
