@@ -1,19 +1,15 @@
 # Sourced by bench/token_overhead.sh and bench/load.sh: a work directory
 # and the processes started, both cleaned up on exit; free ports; medians;
-# and oha (crates.io, `cargo install --locked`), installed into a cache
-# directory once. Not used by CI (scripts/test.sh).
-#
-#   PIPELAB_BENCH_TOOLS   the cache directory (default ~/.cache/pipelab-bench)
-OHA_VERSION=1.16.0
-BENCH_TOOLS="${PIPELAB_BENCH_TOOLS:-$HOME/.cache/pipelab-bench}"
-OHA="$BENCH_TOOLS/bin/oha"
+# and the load generator wrk. Not used by CI (scripts/test.sh).
 
-ensure_oha() {
-  if [ -x "$OHA" ] && "$OHA" --version 2>/dev/null | grep -q "$OHA_VERSION"; then
-    return 0
-  fi
-  echo "[bench] cargo install oha $OHA_VERSION into $BENCH_TOOLS (once)" >&2
-  nice -n 10 cargo install -q oha --version "$OHA_VERSION" --locked --root "$BENCH_TOOLS" >&2
+# wrk (Debian package `wrk`), installed with apt-get when missing.
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  echo "[bench] apt-get install wrk" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Load campaign (issue 20, "Load"), not a test and not in CI: `pipelab serve`
-# (release build) against a redis-server of its own, driven by oha (an HTTP
-# load generator from crates.io, installed once into a cache directory by
-# bench/lib.sh).
+# (release build) against a redis-server of its own, driven by wrk (the
+# Debian package, installed with apt-get when missing: bench/lib.sh), its
+# Lua hooks counting every response by status.
 #
 #   phase 1: 1000 concurrent connections, each sending small batches (10
 #            commands: SET, INCR, GET, …) for DURATION;
@@ -20,7 +20,6 @@
 #
 # Usage: bench/load.sh [--duration SECONDS (default 300, per phase)]
 #   PIPELAB_BIN=path     use this binary instead of building target/release/pipelab
-#   PIPELAB_BENCH_TOOLS  where oha is installed (default ~/.cache/pipelab-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/wait-ready.sh
@@ -38,9 +37,10 @@ CONNECTIONS=1000
 BIG_CLIENTS=10
 N=100000
 
-ensure_oha
+ensure_wrk
 # 1000 client sockets, 1000 server sockets, Redis connections.
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge 4096 ] || { echo "[load] the open-file limit ($(ulimit -n)) is below 4096" >&2; exit 1; }
 if [ -n "${PIPELAB_BIN:-}" ]; then
   PIPELAB=$PIPELAB_BIN
 else
@@ -90,15 +90,42 @@ rss_before=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
 sample &
 pids+=($!)
 
-oha_run() { # phase connections body-file → $work/phase.json
+# Every response counted by status in each wrk thread, summed in done():
+# one JSON line with the codes, socket errors and latency percentiles (µs).
+cat >"$work/count.lua" <<'LUA'
+local f = assert(io.open(os.getenv("LOAD_BODY"), "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) codes = {} end
+function response(status, headers, body) codes[status] = (codes[status] or 0) + 1 end
+function done(summary, latency, requests)
+  local total = {}
+  for _, t in ipairs(threads) do
+    for k, v in pairs(t:get("codes")) do total[k] = (total[k] or 0) + v end
+  end
+  local parts = {}
+  for k, v in pairs(total) do table.insert(parts, string.format('"%d": %d', k, v)) end
+  local e = summary.errors
+  io.write(string.format('{"codes": {%s}, "requests": %d, "seconds": %.3f, "socket_errors": {"connect": %d, "read": %d, "write": %d, "timeout": %d}, "p50_us": %d, "p99_us": %d, "max_us": %d}\n',
+    table.concat(parts, ", "), summary.requests, summary.duration / 1e6, e.connect, e.read, e.write, e.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+LUA
+load_run() { # phase connections body-file → $work/phase.json
   echo "$1" >"$work/phase"
   log "$1: $2 connections for ${DURATION}s"
-  "$OHA" -c "$2" -z "${DURATION}s" --no-tui --output-format json -m POST \
-    -H 'content-type: application/json' -D "$3" "$URL" >"$work/$1.json"
+  local threads=2
+  [ "$2" -ge 2 ] || threads=1
+  LOAD_BODY=$3 wrk -t"$threads" -c"$2" -d"${DURATION}s" --timeout 60s -s "$work/count.lua" "$URL" >"$work/$1.out"
+  tail -n 1 "$work/$1.out" >"$work/$1.json"
   echo between >"$work/phase"
 }
-oha_run small "$CONNECTIONS" "$work/small.json"
-oha_run big "$BIG_CLIENTS" "$work/big.json"
+load_run small "$CONNECTIONS" "$work/small.json"
+load_run big "$BIG_CLIENTS" "$work/big.json"
 sleep 2
 fd_after=$(fds)
 log "waiting 40 s for the Redis pool's idle timeout"
@@ -116,15 +143,11 @@ print(f"| phase | requests | requests/s | status codes | errors other than 429/5
 print("|---|---|---|---|---|---|---|---|---|")
 for phase, label in (("small", f"{conns} connections, 10-command batches"), ("big", f"{big} clients, 100k-SET batches")):
     r = json.load(open(f"{work}/{phase}.json"))
-    codes = {int(k): v for k, v in r.get("statusCodeDistribution", {}).items()}
-    errors = r.get("errorDistribution", {})
+    codes = {int(k): v for k, v in r["codes"].items()}
+    errors = {k: v for k, v in r["socket_errors"].items() if v}
     bad = sum(v for k, v in codes.items() if not (200 <= k < 300 or k in (429, 503)))
     conn_errors = sum(errors.values())
-    # oha counts requests cut off when the duration ends as errors ("aborted due to deadline").
-    cut = sum(v for k, v in errors.items() if "deadline" in k)
-    bad_total += bad + conn_errors - cut
-    lat = r["latencyPercentiles"]
-    s = r["summary"]
+    bad_total += bad + conn_errors
     total = sum(codes.values())
     rss = [(int(t), int(k)) for t, k, _, p in samples if p == phase]
     window = min(60, max(2, (rss[-1][0] - rss[0][0]) / 3)) if rss else 0
@@ -132,10 +155,8 @@ for phase, label in (("small", f"{conns} connections, 10-command batches"), ("bi
     last = max((k for t, k in rss if rss[-1][0] - t <= window), default=0) / 1024
     change = f"{(last / first - 1) * 100:+.1f} %" if first else "n/a"
     code_text = ", ".join(f"{k}: {v}" for k, v in sorted(codes.items()))
-    err_text = f"{conn_errors - cut}" + (f" (+{cut} cut at the deadline)" if cut else "")
-    print(f"| {label} | {total} | {s['requestsPerSec']:.0f} | {code_text} | {bad} | {err_text} | {lat['p50'] * 1000:.1f} | {lat['p99'] * 1000:.1f} | {first:.1f} vs {last:.1f} ({change}, windows of {window:.0f} s) |")
-    for k, v in errors.items():
-        print(f"\n{phase}: oha error `{k}`: {v}", file=sys.stderr)
+    err_text = ", ".join(f"{k} {v}" for k, v in errors.items()) or "0"
+    print(f"| {label} | {total} | {total / r['seconds']:.1f} | {code_text} | {bad} | {err_text} | {r['p50_us'] / 1000:.1f} | {r['p99_us'] / 1000:.1f} | {first:.1f} vs {last:.1f} ({change}, windows of {window:.0f} s) |")
 peak = max(int(k) for _, k, _, _ in samples) / 1024
 print(f"\nRSS: {rss_before / 1024:.1f} MB before, peak {peak:.1f} MB; file descriptors: {fd_before} before, {fd_after} right after, {fd_settled} after the pool's idle timeout.")
 print(f"RSS every 2 s (MB): " + " ".join(f"{int(k) / 1024:.0f}" for _, k, _, _ in samples))

@@ -28,7 +28,7 @@ SECS=${2:-5}
 N=100000
 TOKEN=bench-token-0123456789abcdef
 
-command -v wrk >/dev/null || { echo "[bench] apt-get install wrk" >&2; apt-get install -y -qq wrk >/dev/null; }
+ensure_wrk
 if [ -n "${PIPELAB_BIN:-}" ]; then
   PIPELAB=$PIPELAB_BIN
 else
