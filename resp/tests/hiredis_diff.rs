@@ -10,7 +10,9 @@
 //! Deliberate differences, each counted and reported, never silently
 //! skipped (also listed in the crate docs):
 //! - `#T` / `#F`: hiredis takes upper case; the RESP3 spec and Redis only
-//!   lower case, and we reject it.
+//!   lower case, and we reject it. `#\0` too: hiredis checks the byte with
+//!   `strchr("tTfF", c)`, which finds the string's terminating NUL, and
+//!   reads it as false (found by the 1M-input run).
 //! - `(` with no digits (`(\r\n`, `(-\r\n`): hiredis takes it; we reject it.
 //! - the CRLF after a bulk body: hiredis skips two bytes unseen; we check them.
 //! - `-1` lengths of `%`, `~`, `>`, `|`, `=`, `!`: hiredis reads a null; only
@@ -306,6 +308,9 @@ fn explain(input: &[u8], our_err: Option<&resp::DecodeError>, their_end: &str, t
         let m = e.message.as_str();
         if m.starts_with("invalid boolean") && (line == b"#T" || line == b"#F") {
             return Some("#T/#F (hiredis takes upper case)");
+        }
+        if m.starts_with("invalid boolean") && line == b"#\0" {
+            return Some("#\\0 (hiredis's strchr(\"tTfF\", c) matches the NUL: false)");
         }
         if m.starts_with("invalid big number") && (line == b"(" || line == b"(-") {
             return Some("big number without digits (hiredis takes it)");
