@@ -71,7 +71,7 @@ for target in "${TARGETS[@]}"; do
     report=$("$(dirname "$profdata")/llvm-cov" report "$bin" -instr-profile="coverage/$target/coverage.profdata" \
       -ignore-filename-regex='/.cargo/|/rustc/|fuzz_targets/')
     log "$target: coverage (regions, functions, lines) of the files it reaches:"
-    grep -E '^(TOTAL|.*/src/)' <<<"$report" | awk '{print "  " $0}' >&2
+    grep -vE '^-+$' <<<"$report" | awk '{print "  " $0}' >&2
   else
     log "$target: cargo fuzz coverage failed, see fuzz/target/coverage-$target.log"
   fi
