@@ -104,6 +104,9 @@ pub struct ServeConfig {
     /// reaches the address could read and delete every key).
     #[arg(long, env = "PIPELAB_ALLOW_UNAUTHENTICATED", value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_unauthenticated: bool,
+
+    #[command(flatten)]
+    pub rate: crate::api::rate::RateConfig,
 }
 
 impl ServeConfig {

@@ -1,5 +1,5 @@
-//! Tokens on every route: none, wrong, read-only and full-access, as
-//! `Authorization: Bearer` and `?_token=`; `/healthz` and `/readyz` open,
+//! Tokens on every route: none, wrong, read-only, full-access and
+//! operator, as `Authorization: Bearer` and `?_token=`; `/healthz` and `/readyz` open,
 //! `/metrics` closed unless `--metrics-public`; read-only tokens refused
 //! every command the server flags as writing.
 
@@ -21,7 +21,10 @@ const ROUTES: &[(&str, &str, &str)] = &[
     ("POST", "/multi-exec", r#"[["GET","k"]]"#),
     ("POST", "/subscribe/ch", "[]"),
     ("POST", "/api/v1/batch", r#"{"commands": [["GET","k"]]}"#),
+    ("POST", "/api/v1/compare", r#"{"commands": [["GET","k"]]}"#),
+    ("POST", "/api/v1/sweep", r#"{"command": ["GET","k"], "total": 4, "batch_sizes": [2]}"#),
     ("GET", "/api/v1/info", ""),
+    ("GET", "/api/v1/openapi.json", ""),
     ("GET", "/metrics", ""),
 ];
 
@@ -55,15 +58,18 @@ async fn every_route_needs_a_token_but_the_probes() {
 }
 
 #[tokio::test]
-async fn a_full_token_opens_every_route() {
+async fn a_full_or_operator_token_opens_every_route() {
     let redis = RedisServer::start();
     let app = token_app(&redis);
-    for &(m, path, body) in ROUTES {
-        let bearer = call(&app, method(m), path, &[("authorization", "Bearer full-token")], body.to_string()).await;
-        assert_eq!(bearer.status, 200, "{m} {path}: {}", String::from_utf8_lossy(&bearer.body));
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let query = call(&app, method(m), &format!("{path}{sep}_token=full-token"), &[], body.to_string()).await;
-        assert_eq!(query.status, 200, "{m} {path}?_token");
+    for token in [FULL, OPERATOR] {
+        for &(m, path, body) in ROUTES {
+            let auth = format!("Bearer {token}");
+            let bearer = call(&app, method(m), path, &[("authorization", &auth)], body.to_string()).await;
+            assert_eq!(bearer.status, 200, "{token}: {m} {path}: {}", String::from_utf8_lossy(&bearer.body));
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let query = call(&app, method(m), &format!("{path}{sep}_token={token}"), &[], body.to_string()).await;
+            assert_eq!(query.status, 200, "{token}: {m} {path}?_token");
+        }
     }
     // `_token` is not an argument of a path-style command.
     let a = call(&app, Method::GET, "/echo/hi?_token=full-token", &[], "").await;
@@ -118,9 +124,52 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
         let message = a.json()["error"]["message"].as_str().unwrap().to_string();
         assert!(message.contains(&format!("commands[{index}]")) && message.contains(name), "{message}");
     }
-    let a = call(&app, Method::POST, "/api/v1/compare", &ro, r#"{"commands": [["GET","k"]]}"#).await;
-    assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("forbidden")));
+    for path in ["/api/v1/compare", "/api/v1/sweep"] {
+        let &(_, _, body) = ROUTES.iter().find(|r| r.1 == path).unwrap();
+        let a = call(&app, Method::POST, path, &ro, body.to_string()).await;
+        assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("forbidden")), "{path}");
+    }
+    for path in ["/api/v1/openapi.json", "/metrics"] {
+        assert_eq!(call(&app, Method::GET, path, &ro, "").await.status, 200, "{path}");
+    }
     assert_eq!(call(&app, Method::POST, "/subscribe/ch", &ro, "[]").await.status, 200, "subscribing reads");
+}
+
+/// The commands that reveal secrets (issue 15, defect 6) run for an
+/// operator token only, on /api/v1/batch and the Upstash routes alike.
+#[tokio::test]
+async fn only_an_operator_token_reads_secrets() {
+    let redis = RedisServer::start();
+    let app = token_app(&redis);
+    let secrets = [
+        r#"["CONFIG","GET","requirepass"]"#,
+        r#"["ACL","LIST"]"#,
+        r#"["ACL","GETUSER","default"]"#,
+        r#"["ACL","DRYRUN","default","GET","k"]"#,
+    ];
+    for cmd in secrets {
+        let batch = format!(r#"{{"commands": [{cmd}]}}"#);
+        for token in [FULL, READONLY] {
+            let auth = format!("Bearer {token}");
+            let a = call(&app, Method::POST, "/api/v1/batch", &[("authorization", &auth)], batch.clone()).await;
+            let code = a.json()["error"]["code"].clone();
+            let expected = if token == FULL { (400, json!("refused_command")) } else { (403, json!("readonly_token")) };
+            assert_eq!((a.status, code), expected, "{token}: {cmd}: {}", a.json());
+            let a = call(&app, Method::POST, "/", &[("authorization", &auth)], cmd.to_string()).await;
+            assert!(a.status == 400 || a.status == 403, "{token}: {cmd} on /: {}", a.status);
+            assert!(a.json()["error"].is_string(), "{token}: {cmd}: {}", a.json());
+        }
+        let op = [("authorization", "Bearer operator-token")];
+        let a = call(&app, Method::POST, "/api/v1/batch", &op, batch.clone()).await;
+        assert_eq!(a.status, 200, "{cmd}: {}", a.json());
+        assert_eq!(a.json()["results"][0]["status"], "ok", "{cmd}: {}", a.json());
+        let a = call(&app, Method::POST, "/", &op, cmd.to_string()).await;
+        assert_eq!(a.status, 200, "{cmd} on /: {}", a.json());
+        assert!(a.json().get("result").is_some(), "{cmd}: {}", a.json());
+    }
+    // The reply is Redis's own: CONFIG GET names the parameter.
+    let a = call(&app, Method::POST, "/", &[("authorization", "Bearer operator-token")], r#"["CONFIG","GET","maxmemory"]"#).await;
+    assert_eq!(a.json()["result"][0], "maxmemory");
 }
 
 #[tokio::test]
@@ -143,6 +192,7 @@ fn tokens_from_flags_file_and_environment_lists() {
         tokens: vec!["flag-a".into()],
         tokens_file: Some(file),
         readonly_tokens: vec!["ro-a".into()],
+        operator_tokens: vec!["op-a".into()],
         metrics_public: false,
     };
     let auth = Auth::from_config(&cfg).unwrap();
@@ -150,13 +200,17 @@ fn tokens_from_flags_file_and_environment_lists() {
         assert_eq!(auth.check(Some(t.as_bytes())), Ok(pipelab::api::auth::Access::Full), "{t}");
     }
     assert_eq!(auth.check(Some(b"ro-a")), Ok(pipelab::api::auth::Access::ReadOnly));
+    assert_eq!(auth.check(Some(b"op-a")), Ok(pipelab::api::auth::Access::Operator));
+    let twice = AuthConfig { tokens: vec!["same".into()], operator_tokens: vec!["same".into()], ..Default::default() };
+    assert!(Auth::from_config(&twice).unwrap_err().contains("--operator-token"));
     let missing = AuthConfig { tokens_file: Some(dir.path().join("nope")), ..Default::default() };
     assert!(Auth::from_config(&missing).unwrap_err().contains("--tokens-file"));
     // PIPELAB_TOKENS is comma-separated, as clap splits it.
     use clap::{Args, FromArgMatches};
     let cmd = AuthConfig::augment_args(clap::Command::new("x"));
-    let m = cmd.try_get_matches_from(["x", "--token", "a,b", "--readonly-token", "c"]).unwrap();
+    let m = cmd.try_get_matches_from(["x", "--token", "a,b", "--readonly-token", "c", "--operator-token", "d,e"]).unwrap();
     let parsed = AuthConfig::from_arg_matches(&m).unwrap();
     assert_eq!(parsed.tokens, ["a", "b"]);
     assert_eq!(parsed.readonly_tokens, ["c"]);
+    assert_eq!(parsed.operator_tokens, ["d", "e"]);
 }

@@ -14,6 +14,11 @@
 //! right. A token is never logged: at most its fingerprint, the first 8
 //! hex digits of its digest.
 //!
+//! An operator token (`--operator-token` / `PIPELAB_OPERATOR_TOKENS`) has
+//! full access and may also run the commands refused to everyone else
+//! because they reveal secrets (CONFIG GET, ACL LIST/GETUSER/DRYRUN/USERS/
+//! LOG, SLOWLOG GET: [`crate::commands::Access::Operator`]).
+//!
 //! A read-only token may run only commands that cannot change data or the
 //! server: the command table read from the server decides
 //! ([`crate::commands::Table::allows_readonly`]: flagged `readonly`, no key
@@ -51,6 +56,12 @@ pub struct AuthConfig {
     #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
     pub readonly_tokens: Vec<String>,
 
+    /// Operator token (repeatable; comma-separated in the environment): full
+    /// access plus the commands that reveal secrets (CONFIG GET, ACL LIST,
+    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token.
+    #[arg(long = "operator-token", env = "PIPELAB_OPERATOR_TOKENS", value_delimiter = ',')]
+    pub operator_tokens: Vec<String>,
+
     /// Serve /metrics without a token even when tokens are configured.
     #[arg(long, env = "PIPELAB_METRICS_PUBLIC")]
     pub metrics_public: bool,
@@ -75,6 +86,7 @@ pub fn fingerprint(token: &str) -> String {
 pub struct Auth {
     full: Vec<Digest>,
     readonly: Vec<Digest>,
+    operator: Vec<Digest>,
     /// `--metrics-public`.
     pub metrics_public: bool,
 }
@@ -88,6 +100,8 @@ pub enum Access {
     Full,
     /// A read-only token: commands that write are refused.
     ReadOnly,
+    /// An operator token: full access and the commands that reveal secrets.
+    Operator,
 }
 
 impl Access {
@@ -100,6 +114,7 @@ impl Access {
         match self {
             Access::ReadOnly => crate::commands::Access::ReadOnly,
             Access::Open | Access::Full => crate::commands::Access::Full,
+            Access::Operator => crate::commands::Access::Operator,
         }
     }
 }
@@ -131,24 +146,43 @@ impl Auth {
 
     /// Full-access and read-only tokens given directly (tests, embedding).
     pub fn new<S: AsRef<str>>(full: &[S], readonly: &[S]) -> Result<Auth, String> {
-        let mut auth = Auth::default();
-        for (list, tokens, what) in [(&mut auth.full, full, "token"), (&mut auth.readonly, readonly, "read-only token")] {
-            for t in tokens {
-                let t = t.as_ref();
-                if t.trim().is_empty() {
-                    return Err(format!("an empty {what} (each token needs at least one character)"));
-                }
-                if t.trim() != t {
-                    return Err(format!("a {what} with leading or trailing white space (fingerprint {})", fingerprint(t)));
-                }
-                list.push(digest(t.as_bytes()));
+        Auth::default().with_tokens(Kind::Full, full)?.with_tokens(Kind::ReadOnly, readonly)
+    }
+
+    /// These tokens and operator tokens `operator` (`--operator-token`).
+    pub fn with_operators<S: AsRef<str>>(self, operator: &[S]) -> Result<Auth, String> {
+        self.with_tokens(Kind::Operator, operator)
+    }
+
+    /// `tokens` added to the list of `kind`; a token already in another
+    /// list is refused (by fingerprint).
+    fn with_tokens<S: AsRef<str>>(mut self, kind: Kind, tokens: &[S]) -> Result<Auth, String> {
+        let what = kind.what();
+        for t in tokens {
+            let t = t.as_ref();
+            if t.trim().is_empty() {
+                return Err(format!("an empty {what} (each token needs at least one character)"));
             }
+            if t.trim() != t {
+                return Err(format!("a {what} with leading or trailing white space (fingerprint {})", fingerprint(t)));
+            }
+            let d = digest(t.as_bytes());
+            for other in [Kind::Full, Kind::ReadOnly, Kind::Operator] {
+                if other != kind && self.list(other).contains(&d) {
+                    return Err(format!("the same token is given as {} and as {what} (fingerprint {})", other.what(), fingerprint(t)));
+                }
+            }
+            self.list(kind).push(d);
         }
-        if let Some(both) = auth.full.iter().find(|d| auth.readonly.contains(d)) {
-            let hex: String = both[..4].iter().map(|b| format!("{b:02x}")).collect();
-            return Err(format!("the same token is given as full-access and as read-only (fingerprint {hex})"));
+        Ok(self)
+    }
+
+    fn list(&mut self, kind: Kind) -> &mut Vec<Digest> {
+        match kind {
+            Kind::Full => &mut self.full,
+            Kind::ReadOnly => &mut self.readonly,
+            Kind::Operator => &mut self.operator,
         }
-        Ok(auth)
     }
 
     /// The tokens of `cfg`, the file's included. Errors name the flag and
@@ -165,18 +199,21 @@ impl Auth {
                     .map(str::to_string),
             );
         }
-        let mut auth = Auth::new(&full, &cfg.readonly_tokens).map_err(|e| format!("--token / --readonly-token: {e}"))?;
+        let mut auth = Auth::new(&full, &cfg.readonly_tokens)
+            .and_then(|auth| auth.with_operators(&cfg.operator_tokens))
+            .map_err(|e| format!("--token / --readonly-token / --operator-token: {e}"))?;
         auth.metrics_public = cfg.metrics_public;
         if auth.enabled() {
-            let prints: Vec<String> = full.iter().chain(&cfg.readonly_tokens).map(|t| fingerprint(t)).collect();
-            tracing::info!(full = auth.full.len(), readonly = auth.readonly.len(), fingerprints = %prints.join(","), "tokens required");
+            let prints: Vec<String> =
+                full.iter().chain(&cfg.readonly_tokens).chain(&cfg.operator_tokens).map(|t| fingerprint(t)).collect();
+            tracing::info!(full = auth.full.len(), readonly = auth.readonly.len(), operator = auth.operator.len(), fingerprints = %prints.join(","), "tokens required");
         }
         Ok(auth)
     }
 
     /// Tokens are configured: requests need one.
     pub fn enabled(&self) -> bool {
-        !self.full.is_empty() || !self.readonly.is_empty()
+        !self.full.is_empty() || !self.readonly.is_empty() || !self.operator.is_empty()
     }
 
     /// The access `presented` gives. Every configured digest is compared,
@@ -188,8 +225,10 @@ impl Auth {
         let Some(token) = presented else { return Err(Denied::Missing) };
         let d = digest(token);
         let matches = |list: &[Digest]| list.iter().fold(subtle::Choice::from(0), |acc, t| acc | t.ct_eq(&d));
-        let (full, readonly) = (matches(&self.full), matches(&self.readonly));
-        if bool::from(full) {
+        let (full, readonly, operator) = (matches(&self.full), matches(&self.readonly), matches(&self.operator));
+        if bool::from(operator) {
+            Ok(Access::Operator)
+        } else if bool::from(full) {
             Ok(Access::Full)
         } else if bool::from(readonly) {
             Ok(Access::ReadOnly)
@@ -204,6 +243,33 @@ impl Auth {
             return Ok(Access::Open);
         }
         self.check(presented(headers, uri).as_deref())
+    }
+}
+
+/// The digest of the valid token a request carries (none without tokens
+/// configured, or with a missing or wrong one): what per-token rate limits
+/// key on ([`super::rate`]), never the token itself.
+pub fn token_key(auth: &Auth, headers: &HeaderMap, uri: &Uri) -> Option<[u8; 32]> {
+    let token = presented(headers, uri)?;
+    auth.check(Some(&token)).ok()?;
+    Some(digest(&token))
+}
+
+/// The kinds of token, for [`Auth::with_tokens`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Full,
+    ReadOnly,
+    Operator,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Full => "full-access token",
+            Kind::ReadOnly => "read-only token",
+            Kind::Operator => "operator token",
+        }
     }
 }
 
@@ -315,6 +381,12 @@ mod tests {
         assert_eq!(Auth::none().check(None), Ok(Access::Open));
         assert!(Auth::new(&[""], &[]).is_err());
         assert!(Auth::new(&["a"], &["a"]).unwrap_err().contains("fingerprint"));
+        let ops = Auth::new(&["full-1"], &["ro"]).unwrap().with_operators(&["op"]).unwrap();
+        assert_eq!(ops.check(Some(b"op")), Ok(Access::Operator));
+        assert_eq!(ops.check(Some(b"full-1")), Ok(Access::Full));
+        assert!(Auth::none().with_operators(&["op"]).unwrap().enabled());
+        let twice = Auth::new(&["a"], &[]).unwrap().with_operators(&["a"]).unwrap_err();
+        assert!(twice.contains("full-access token and as operator token"), "{twice}");
     }
 
     #[test]

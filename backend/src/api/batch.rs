@@ -99,9 +99,10 @@ pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
     ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
-    let (batch, keep, session) = prepare(&state, access, ns, req).await?;
+    let (batch, keep, session) = prepare(&state, access, ns, client, req).await?;
     match session {
         Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
         None => stream::respond(state, batch, keep).await,
@@ -120,6 +121,7 @@ pub(super) async fn prepare(
     state: &AppState,
     access: Option<axum::Extension<super::auth::Access>>,
     ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     mut req: BatchRequest,
 ) -> Result<(Batch, Keep, OnSession), ApiError> {
     let mode = match &req.mode {
@@ -144,6 +146,7 @@ pub(super) async fn prepare(
     let mut rules = super::refuse::Rules::for_request(state, ns.map(|n| n.0)).await;
     rules.access = access.rules();
     let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
+    super::rate::take_commands(state, client.as_deref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;

@@ -67,6 +67,8 @@ batch_request!(CompareRequest);
 pub async fn compare(
     State(state): State<AppState>,
     ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    access: Option<axum::Extension<super::auth::Access>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareReport>, ApiError> {
     let requested = req
@@ -97,7 +99,10 @@ pub async fn compare(
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
-    let rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
+    let mut rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
+    rules.access = access.map_or(super::auth::Access::Open, |a| a.0).rules();
+    // Each mode runs the batch once.
+    super::rate::take_commands(&state, client.as_deref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let report = if include_results {

@@ -89,6 +89,10 @@ pub enum ApiCode {
     ForbiddenHost,
     /// 431: request headers over 32 KiB in all (`api::guard::MAX_HEADER_BYTES`).
     HeadersTooLarge,
+    /// 429: over a rate limit (`--rate-requests`, `--rate-commands`,
+    /// `--rate-bytes`; see `api::rate`); `Retry-After` says when to retry.
+    /// Nothing was sent.
+    RateLimited,
     /// 503: Redis cannot be reached (nothing was written).
     RedisUnavailable,
     /// 503: every batch slot stayed busy for the batch timeout.
@@ -117,7 +121,7 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 42] = {
+    pub const ALL: [ApiCode; 43] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -125,7 +129,7 @@ impl ApiCode {
             InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys, CrossSlot,
             ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, SandboxRefused, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
-            HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
+            HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
             SessionNotFound, SessionLost, SessionBusy, TooManySessions,
         ]
     };
@@ -150,6 +154,7 @@ impl ApiCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
             HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
             RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
             BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
         }

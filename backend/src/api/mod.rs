@@ -23,6 +23,7 @@ pub mod info;
 pub mod live;
 pub mod openapi;
 pub mod protected;
+pub mod rate;
 pub mod refuse;
 pub mod run;
 pub mod schema;
@@ -92,6 +93,9 @@ pub struct Inner {
     pub sessions: Arc<session::Sessions>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
+    /// Rate limits per client address and token ([`rate`]); off unless
+    /// [`AppState::with_rate`].
+    pub rate: rate::Limiter,
 }
 
 impl AppState {
@@ -130,6 +134,7 @@ impl AppState {
             sandbox: None,
             pools: None,
             live: Default::default(),
+            rate: Default::default(),
         }))
     }
 
@@ -143,6 +148,12 @@ impl AppState {
     /// The state with `allow` (operator flags). Panics once the state was cloned.
     pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
         Arc::get_mut(&mut self.0).expect("with_allow before the state is shared").allow = allow;
+        self
+    }
+
+    /// The state with rate limits `limits` (before the state is shared).
+    pub fn with_rate(mut self, limits: rate::RateLimits) -> Self {
+        Arc::get_mut(&mut self.0).expect("with_rate before the state is shared").rate = rate::Limiter::new(limits);
         self
     }
 
@@ -223,6 +234,8 @@ pub fn router(state: AppState) -> Router {
         // Guards first: a cross-site or foreign-Host request is refused
         // before its token is looked at (layers run bottom to top).
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))
+        // Rate limits before tokens: guessing tokens is limited too.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), rate::limit))
         .layer(guard::layer(state.guard.clone()))
         .layer(headers::layer())
         // Spans name the path only: a query may hold a token (`?_token=`).

@@ -53,6 +53,7 @@ pub struct SweepRequest {
 pub async fn sweep(
     State(state): State<AppState>,
     ns: Option<axum::Extension<crate::sandbox::Namespace>>,
+    client: Option<axum::Extension<super::rate::Client>>,
     ApiJson(req): ApiJson<SweepRequest>,
 ) -> Result<Json<SweepReport>, ApiError> {
     let limits = &state.limits;
@@ -109,6 +110,9 @@ pub async fn sweep(
             ));
         }
     }
+    // Each batch size runs `total` commands.
+    let commands = spec.total as usize * spec.batch_sizes.len();
+    super::rate::take_commands(&state, client.as_deref(), commands)?;
     // If the client leaves mid-sweep, this handler is dropped with the
     // sweep in it, whose clean-up then deletes the keys in a task of its own.
     Ok(Json(crate::lab::sweep::sweep(&state, &spec).await?))

@@ -23,9 +23,12 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
-    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash)) {
-        (Ok(auth), Ok(upstash)) => (auth, upstash),
-        (Err(e), _) | (_, Err(e)) => {
+    // Rate limits are on by default in the sandbox (a public page), off otherwise.
+    let preset = if cfg.sandbox.sandbox { pipelab::api::rate::RateLimits::sandbox() } else { pipelab::api::rate::RateLimits::off() };
+    let rate = pipelab::api::rate::RateLimits::from_config(&cfg.rate, preset);
+    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash), rate) {
+        (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("pipelab serve: {e}");
             return ExitCode::from(2);
         }
@@ -102,7 +105,7 @@ fn serve_on_threads(
     target: RedisTarget,
     source: RedisSource,
     threads: usize,
-    access: (pipelab::api::auth::Auth, pipelab::upstash::Settings),
+    access: (pipelab::api::auth::Auth, pipelab::upstash::Settings, pipelab::api::rate::RateLimits),
     users: Option<&pipelab::sandbox::acl::Users>,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
@@ -139,6 +142,7 @@ fn serve_on_threads(
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
             .configure(access.0, access.1)
             .with_sandbox(cfg.sandbox.sandbox.then(|| pipelab::sandbox::Sandbox::new(cfg.sandbox.clone(), users.cloned())), users)
+            .with_rate(access.2)
     };
     if cfg.sandbox.sandbox {
         tracing::info!(
@@ -273,8 +277,10 @@ async fn serve_connections(
     let mut stopped = stop_rx;
     loop {
         tokio::select! {
-            (io, permit) = listener.accept() => {
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            (io, peer, permit) = listener.accept() => {
+                // The peer's address in every request (`ConnectInfo`: rate limits per client address).
+                let app = tower::Layer::layer(&axum::Extension(axum::extract::ConnectInfo(peer)), app.clone());
+                let service = hyper_util::service::TowerToHyperService::new(app);
                 let io = WriteTimeout::new(io, write_timeout);
                 let conn = builder.serve_connection(TokioIo::new(io), service);
                 let conn = graceful.watch(conn);
@@ -318,13 +324,13 @@ struct Dealt {
 }
 
 impl Dealt {
-    /// The next connection, registered with this thread's runtime, and its
-    /// place under the caps (freed when dropped).
-    async fn accept(&mut self) -> (tokio::net::TcpStream, Permit) {
+    /// The next connection, registered with this thread's runtime, its
+    /// peer, and its place under the caps (freed when dropped).
+    async fn accept(&mut self) -> (tokio::net::TcpStream, SocketAddr, Permit) {
         loop {
             match self.rx.recv().await {
-                Some((tcp, _peer, permit)) => match tokio::net::TcpStream::from_std(tcp) {
-                    Ok(tcp) => return (tcp, permit),
+                Some((tcp, peer, permit)) => match tokio::net::TcpStream::from_std(tcp) {
+                    Ok(tcp) => return (tcp, peer, permit),
                     Err(e) => tracing::error!("cannot register an accepted connection: {e}"),
                 },
                 // The acceptor stopped: so does serving, by the shutdown signal.

@@ -16,6 +16,7 @@ use super::response::{self, write_entry, write_resp2, Format, Outcome, UpstashEr
 use super::run::{run, server_timing};
 use super::Family;
 use crate::api::auth::Access;
+use crate::api::rate::{take_commands, Client};
 use crate::api::AppState;
 use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
 
@@ -49,9 +50,11 @@ async fn guard_command_get(state: &AppState, req: Request, page: bool) -> Result
 
 async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
+    let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::json_command(&body, &mut commands)?;
+    take_commands(state, client.as_ref(), commands.len())?;
     let report = run(state, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }
@@ -73,12 +76,14 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
             "ERR Upstash-Response-Format: resp2 is not supported with /multi-exec",
         ));
     }
+    let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::json_commands(&body, &mut commands)?;
     if commands.is_empty() {
         return Err(UpstashError::bad_request("ERR empty pipeline: give at least one command"));
     }
+    take_commands(state, client.as_ref(), commands.len())?;
     let report = run(state, access, commands, mode).await?;
     if mode == Mode::Transaction {
         transaction(&report, format)
@@ -103,9 +108,11 @@ async fn path_command(state: &AppState, req: Request) -> Result<Response, Upstas
     let (access, format) = admit(state, &req)?;
     let path = state.upstash.strip_prefix(req.uri().path()).to_string();
     let query = req.uri().query().map(str::to_string);
+    let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::path_command(&path, query.as_deref(), &body, &mut commands)?;
+    take_commands(state, client.as_ref(), commands.len())?;
     let report = run(state, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }

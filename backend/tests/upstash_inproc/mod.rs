@@ -14,15 +14,17 @@ pub use crate::api_inproc::{App, RedisServer};
 
 pub const FULL: &str = "full-token";
 pub const READONLY: &str = "readonly-token";
+pub const OPERATOR: &str = "operator-token";
 
 /// The app with no tokens, Upstash under the root.
 pub fn open_app(redis: &RedisServer, limit_flags: &[&str]) -> App {
     app_with(redis, limit_flags, Auth::none(), UpstashConfig::default(), None)
 }
 
-/// The app with a full-access and a read-only token.
+/// The app with a full-access, a read-only and an operator token.
 pub fn token_app(redis: &RedisServer) -> App {
-    app_with(redis, &[], Auth::new(&[FULL], &[READONLY]).unwrap(), UpstashConfig::default(), None)
+    let auth = Auth::new(&[FULL], &[READONLY]).unwrap().with_operators(&[OPERATOR]).unwrap();
+    app_with(redis, &[], auth, UpstashConfig::default(), None)
 }
 
 pub fn app_with(redis: &RedisServer, limit_flags: &[&str], auth: Auth, upstash: UpstashConfig, web_dir: Option<PathBuf>) -> App {

@@ -1,0 +1,26 @@
+# Sourced by bench/token_overhead.sh and bench/load.sh: a work directory
+# and the processes started, both cleaned up on exit; free ports; medians;
+# and the load generator wrk. Not used by CI (scripts/test.sh).
+
+# wrk (Debian package `wrk`), installed with apt-get when missing.
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  echo "[bench] apt-get install wrk" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# $work: a temporary directory; $pids: processes to stop on exit.
+work=$(mktemp -d)
+pids=()
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap bench_cleanup EXIT
