@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::keys::KeyTable;
 use super::missed::Rule;
-use super::report::{ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
+use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
 use super::tracker::{ConnCounters, Outcome, Tracker};
 
 const TOP_MISSED: usize = 10;
@@ -91,6 +91,11 @@ impl Doctor {
             sink,
             idle: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The key table patterns come from.
+    pub fn keys(&self) -> &KeyTable {
+        &self.keys
     }
 
     /// A tracker for a new connection, or `None` (counted as refused) when
@@ -197,28 +202,67 @@ impl Doctor {
 
     /// The summary; ends the runs of the connections still open (call it once, at the end).
     pub fn summary(&self) -> Summary {
-        let open: Vec<Arc<Mutex<Tracker>>> = self.live.lock().unwrap().values().cloned().collect();
+        self.snapshot(true).0
+    }
+
+    /// The summary as it stands, for `--ui`: the runs going on are not ended
+    /// (they are returned beside it, longest saving first, at most 10).
+    pub fn live_summary(&self) -> (Summary, Vec<MissedPipeline>) {
+        self.snapshot(false)
+    }
+
+    /// The flights of connection `id` (open, or among the 20 most recent
+    /// closed) that started after `since_us`, and whether it is still open;
+    /// `None` for a connection not (or no longer) known.
+    pub fn flights(&self, id: u64, since_us: u64) -> Option<ConnectionFlights> {
+        let open = self.live.lock().unwrap().get(&id).cloned();
+        if let Some(tr) = open {
+            let g = tr.lock().unwrap();
+            let report = g.report_without_flights();
+            return Some(ConnectionFlights { report, open: true, flights: g.flights_since(since_us) });
+        }
+        let t = self.totals.lock().unwrap();
+        let r = t.recent.iter().find(|r| r.connection == id)?;
+        let flights = r.recent_flights.iter().filter(|f| f.start_us > since_us).cloned().collect();
+        Some(ConnectionFlights { report: ConnectionReport { recent_flights: Vec::new(), ..r.clone() }, open: false, flights })
+    }
+
+    fn snapshot(&self, finish: bool) -> (Summary, Vec<MissedPipeline>) {
+        let mut open: Vec<(u64, Arc<Mutex<Tracker>>)> = self.live.lock().unwrap().iter().map(|(&id, t)| (id, t.clone())).collect();
+        open.sort_by_key(|(id, _)| *id);
         let mut counters = ConnCounters::default();
+        let mut going_on = Vec::new();
         let mut reports = Vec::new();
-        for tr in &open {
+        // Only the last RECENT_CONNECTIONS are listed: the others are not copied.
+        let listed_from = open.len().saturating_sub(RECENT_CONNECTIONS);
+        for (i, (_, tr)) in open.iter().enumerate() {
             {
                 let mut g = tr.lock().unwrap();
-                g.finish();
+                if finish {
+                    g.finish();
+                } else {
+                    going_on.extend(g.current_missed());
+                }
                 add_counters(&mut counters, &g.counters);
-                reports.push(g.report());
+                if i >= listed_from {
+                    reports.push(g.report());
+                }
             }
-            self.drain(tr);
+            if finish {
+                self.drain(tr);
+            }
         }
+        going_on.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
+        going_on.truncate(TOP_MISSED);
         let t = self.totals.lock().unwrap();
         add_counters(&mut counters, &t.closed);
         let duration_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
         let wait_ms = counters.wait_us as f64 / 1000.0;
         let client_ms = counters.client_us as f64 / 1000.0;
         let mut recent: Vec<ConnectionReport> = t.recent.iter().cloned().collect();
-        reports.sort_by_key(|r| r.connection);
         recent.extend(reports);
         let skip = recent.len().saturating_sub(RECENT_CONNECTIONS);
-        Summary {
+        let summary = Summary {
             duration_ms,
             rtt_ms: self.rule.rtt_ms,
             think_time_us: self.rule.think_time_us,
@@ -246,6 +290,7 @@ impl Doctor {
             top_missed: t.top_missed.clone(),
             undecoded: t.undecoded.clone(),
             recent_connections: recent.into_iter().skip(skip).collect(),
-        }
+        };
+        (summary, going_on)
     }
 }

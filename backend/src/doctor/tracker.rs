@@ -337,6 +337,21 @@ impl Tracker {
     }
 
     fn push_run(&mut self, run: Run) {
+        let missed = self.missed_of(run);
+        self.outcomes.push(Outcome::Missed(missed));
+    }
+
+    /// The run going on now, if it is already long enough to report.
+    pub fn current_missed(&self) -> Option<MissedPipeline> {
+        self.detector.current().map(|run| self.missed_of(run))
+    }
+
+    /// The kept flights (at most [`FLIGHT_RING`]) that started after `since_us`, oldest first.
+    pub fn flights_since(&self, since_us: u64) -> Vec<Flight> {
+        self.ring.iter().filter(|f| f.start_us > since_us).cloned().collect()
+    }
+
+    fn missed_of(&self, run: Run) -> MissedPipeline {
         let top = run.patterns.first().map(|p| p.pattern.clone()).unwrap_or_default();
         let description = if run.patterns.len() == 1 {
             format!("{top} ×{} sequential", run.commands)
@@ -345,7 +360,7 @@ impl Tracker {
             format!("{} sequential", parts.join(", "))
         };
         let rtt_ms = if run.commands > 1 { run.saving_ms / (run.commands - 1) as f64 } else { 0.0 };
-        self.outcomes.push(Outcome::Missed(MissedPipeline {
+        MissedPipeline {
             connection: self.id,
             peer: self.peer.clone(),
             commands: run.commands,
@@ -357,7 +372,7 @@ impl Tracker {
             think_us_max: run.think_us_max,
             rtt_ms,
             saving_ms: run.saving_ms,
-        }));
+        }
     }
 
     /// Ends the connection's current run (it closed, or the doctor stops).
@@ -369,13 +384,18 @@ impl Tracker {
 
     /// The connection as reported.
     pub fn report(&self) -> ConnectionReport {
+        ConnectionReport { recent_flights: self.ring.iter().cloned().collect(), ..self.report_without_flights() }
+    }
+
+    /// The connection's counters, `recent_flights` left empty.
+    pub fn report_without_flights(&self) -> ConnectionReport {
         ConnectionReport {
             connection: self.id,
             peer: self.peer.clone(),
             commands: self.counters.commands,
             flights: self.counters.flights,
             max_depth: self.counters.max_depth,
-            recent_flights: self.ring.iter().cloned().collect(),
+            recent_flights: Vec::new(),
         }
     }
 }
