@@ -97,13 +97,12 @@ pub struct ConnectionReport {
 /// One connection's flights, for `--ui` (`GET /api/doctor/flights`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConnectionFlights {
-    /// Its counters (`recent_flights` empty: the flights are in `flights`).
+    /// Its counters; `recent_flights` holds only its kept flights that
+    /// started after the `since` asked for, oldest first.
     #[serde(flatten)]
     pub report: ConnectionReport,
     /// False once the connection closed (it stays listed among the 20 most recent).
     pub open: bool,
-    /// Its kept flights that started after the `since` asked for, oldest first.
-    pub flights: Vec<Flight>,
 }
 
 /// The whole run, at the end (SIGINT/SIGTERM, or the last client leaving

@@ -218,13 +218,13 @@ impl Doctor {
         let open = self.live.lock().unwrap().get(&id).cloned();
         if let Some(tr) = open {
             let g = tr.lock().unwrap();
-            let report = g.report_without_flights();
-            return Some(ConnectionFlights { report, open: true, flights: g.flights_since(since_us) });
+            let report = ConnectionReport { recent_flights: g.flights_since(since_us), ..g.report_without_flights() };
+            return Some(ConnectionFlights { report, open: true });
         }
         let t = self.totals.lock().unwrap();
         let r = t.recent.iter().find(|r| r.connection == id)?;
-        let flights = r.recent_flights.iter().filter(|f| f.start_us > since_us).cloned().collect();
-        Some(ConnectionFlights { report: ConnectionReport { recent_flights: Vec::new(), ..r.clone() }, open: false, flights })
+        let recent_flights = r.recent_flights.iter().filter(|f| f.start_us > since_us).cloned().collect();
+        Some(ConnectionFlights { report: ConnectionReport { recent_flights, ..r.clone() }, open: false })
     }
 
     fn snapshot(&self, finish: bool) -> (Summary, Vec<MissedPipeline>) {

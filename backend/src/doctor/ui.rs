@@ -116,20 +116,20 @@ async fn summary(State(s): State<UiState>) -> Json<UiSummary> {
 
 fn number(q: &HashMap<String, String>, field: &str) -> Result<Option<u64>, ApiError> {
     q.get(field)
-        .map(|v| v.parse::<u64>().map_err(|_| ApiError::field(ApiCode::InvalidField, field, format!("`{field}` must be a whole number ≥ 0, got {v:?}"))))
+        .map(|v| v.parse::<u64>().map_err(|_| ApiError::field(ApiCode::InvalidField, field, format!("must be a whole number ≥ 0, got {v:?}"))))
         .transpose()
 }
 
 async fn flights(State(s): State<UiState>, Query(q): Query<HashMap<String, String>>) -> Result<Json<ConnectionFlights>, ApiError> {
     if let Some(unknown) = q.keys().find(|k| !matches!(k.as_str(), "connection" | "since")) {
-        return Err(ApiError::field(ApiCode::InvalidField, unknown.clone(), format!("unknown query parameter `{unknown}` (expected `connection`, `since`)")));
+        return Err(ApiError::field(ApiCode::InvalidField, unknown.clone(), "unknown query parameter (expected `connection`, `since`)"));
     }
-    let id = number(&q, "connection")?.ok_or_else(|| ApiError::field(ApiCode::InvalidField, "connection", "`connection` is required: the connection's number"))?;
+    let id = number(&q, "connection")?.ok_or_else(|| ApiError::field(ApiCode::InvalidField, "connection", "is required: the connection's number (as listed by /api/doctor/summary)"))?;
     let since = number(&q, "since")?.unwrap_or(0);
     s.doctor
         .flights(id, since)
         .map(Json)
-        .ok_or_else(|| ApiError::field(ApiCode::NotFound, "connection", format!("no connection {id} (open, or among the 20 most recently closed)")))
+        .ok_or_else(|| ApiError::field(ApiCode::NotFound, "connection", format!("no connection {id} open or among the 20 most recently closed")))
 }
 
 async fn not_found() -> ApiError {
