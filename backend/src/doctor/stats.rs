@@ -116,8 +116,9 @@ impl Doctor {
         Some(tracker)
     }
 
-    /// Adds a tracker's outcomes (drained from it) to the totals.
-    pub fn record(&self, outcomes: Vec<Outcome>) {
+    /// Adds a tracker's outcomes to the totals, draining `outcomes` (its
+    /// capacity is kept: the relay reuses one buffer per direction).
+    pub fn record(&self, outcomes: &mut Vec<Outcome>) {
         if outcomes.is_empty() {
             return;
         }
@@ -125,7 +126,7 @@ impl Doctor {
         // not hold up every connection's bookkeeping.
         let mut events = Vec::new();
         let mut t = self.totals.lock().unwrap();
-        for o in outcomes {
+        for o in outcomes.drain(..) {
             match o {
                 Outcome::Flight(f) => {
                     t.flights += 1;
@@ -166,8 +167,8 @@ impl Doctor {
 
     /// Drains a tracker's outcomes into the totals.
     pub fn drain(&self, tracker: &Mutex<Tracker>) {
-        let outcomes = std::mem::take(&mut tracker.lock().unwrap().outcomes);
-        self.record(outcomes);
+        let mut outcomes = std::mem::take(&mut tracker.lock().unwrap().outcomes);
+        self.record(&mut outcomes);
     }
 
     /// The connection ended: its last run, its counters and its report.

@@ -42,13 +42,22 @@ const SCRIPTS: &[&str] = &["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", 
 /// What happened on a connection, for the doctor's totals.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Flight(Flight),
+    /// A flight ended (the flight itself goes to the connection's ring).
+    Flight(FlightCounts),
     Missed(MissedPipeline),
     Undecoded(Undecoded),
     /// A command, by kind, when it is written.
     Transaction,
     Script,
     StateChange(String),
+}
+
+/// What the totals need of a flight: its depth and bytes each way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlightCounts {
+    pub commands: u32,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
 }
 
 /// A flight whose replies have not all arrived.
@@ -201,7 +210,10 @@ impl Tracker {
     }
 
     fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
-        let (name, key) = self.keys.name_and_key(argv);
+        let starts_flight = !self.accepting || self.open.is_empty();
+        // The table (and its copy of the argv) only for a flight's first
+        // command, the one whose pattern is kept; the others need the name.
+        let (name, key) = if starts_flight { self.keys.name_and_key(argv) } else { (super::pattern::command_name(argv.first().map_or(&[][..], |a| a.as_slice())), None) };
         let base = name.split(' ').next().unwrap_or("");
         if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
             return self.stop(format!("{name}: replies are not one per command from here on"));
@@ -225,11 +237,11 @@ impl Tracker {
         }
         // Named from argv, not the table: a server without CLIENT SETINFO (7.0) still shows it.
         let state_name = match argv.get(1) {
-            Some(sub) if base == "CLIENT" => format!("CLIENT {}", super::pattern::command_name(sub)),
-            _ => base.to_string(),
+            Some(sub) if base == "CLIENT" => Some(format!("CLIENT {}", super::pattern::command_name(sub))),
+            _ => STATE_CHANGES.contains(&base).then(|| base.to_string()),
         };
-        let state_change = STATE_CHANGES.contains(&state_name.as_str());
-        if state_change {
+        let state_change = state_name.as_deref().is_some_and(|n| STATE_CHANGES.contains(&n));
+        if let Some(state_name) = state_name.filter(|_| state_change) {
             *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
             self.outcomes.push(Outcome::StateChange(state_name));
         }
@@ -242,7 +254,7 @@ impl Tracker {
                 self.counters.client_us += us(now.saturating_duration_since(r));
             }
         }
-        if !self.accepting || self.open.is_empty() {
+        if starts_flight {
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
             // Only a flight's first command gets a pattern: the rest of a
             // pipeline is never part of a run.
@@ -329,11 +341,11 @@ impl Tracker {
         if let Some(run) = self.detector.on_flight(&facts) {
             self.push_run(run);
         }
+        self.outcomes.push(Outcome::Flight(FlightCounts { commands: flight.commands, bytes_up: flight.bytes_up, bytes_down: flight.bytes_down }));
         if self.ring.len() == FLIGHT_RING {
             self.ring.pop_front();
         }
-        self.ring.push_back(flight.clone());
-        self.outcomes.push(Outcome::Flight(flight));
+        self.ring.push_back(flight);
     }
 
     fn push_run(&mut self, run: Run) {
