@@ -45,7 +45,7 @@ for i in range(1000):
     connection's flights on a timeline and lists the missed pipelines, each with <i>open in
     playground</i>, which opens its shape here as a batch on the Compare view. The fix in redis-py:
     <code>p = r.pipeline(transaction=False)</code>, <code>p.set(…)</code> in the loop, then
-    <code>p.execute()</code>; run through the doctor again, it is one flight of 1,000 commands and no missed pipeline.
+    <code>p.execute()</code>; run through the doctor again, the 1,000 commands go in a few deep flights (as redis-py writes them) and no missed pipeline is reported.
     MULTI/EXEC blocks, WATCH loops and a connection's set-up (HELLO, AUTH, SELECT) are never reported.</p>
     <p>The run below replays the loop's shape here, sequentially and as one pipeline, at the RTT you
     choose (the doctor's <code>--rtt</code>), and checks the doctor's prediction against the measured saving.</p>`,
