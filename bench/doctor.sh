@@ -9,6 +9,8 @@
 #
 #   bench/doctor.sh [RUNS] [REQUESTS]     # default 3 runs of 100000 requests
 #   PIPELAB=target/debug/pipelab bench/doctor.sh 1 20000   # skip the release build
+#   PIPELAB_BASELINE=/tmp/pipelab-old bench/doctor.sh       # also an older doctor, same runs
+#                                                            # (before/after a change, side by side)
 #
 # Needs: redis-server, redis-benchmark, python3.
 set -euo pipefail
@@ -29,6 +31,12 @@ for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep
 DOCTOR=$(free_port)
 "$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/doctor.jsonl" 2>/dev/null &
 PIDS+=($!)
+if [ -n "${PIPELAB_BASELINE:-}" ]; then
+  BASE=$(free_port)
+  "$PIPELAB_BASELINE" doctor --listen "127.0.0.1:$BASE" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/baseline.jsonl" 2>/dev/null &
+  PIDS+=($!)
+  for _ in $(seq 100); do redis-cli -p "$BASE" ping >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 PROXY=$(free_port)
 "$PIPELAB" proxy --listen "127.0.0.1:$PROXY" --upstream "redis://127.0.0.1:$PORT" 2>/dev/null &
 PIDS+=($!)
@@ -41,14 +49,27 @@ rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c 50 -t set,get -q 2>/dev/null 
 
 echo "# pipelab doctor vs direct: redis-benchmark -t set,get -c 50 -n $N, mean of SET and GET req/s, $RUNS alternating runs"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), binary $PIPELAB"
-echo "| -P | direct req/s | doctor req/s | proxy req/s | doctor/direct |"
-echo "|---|---|---|---|---|"
+if [ -n "${PIPELAB_BASELINE:-}" ]; then
+  echo "# baseline doctor: $PIPELAB_BASELINE"
+  echo "| -P | direct req/s | doctor req/s | baseline doctor req/s | proxy req/s | doctor/direct | baseline/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|---|---|"
+else
+  echo "| -P | direct req/s | doctor req/s | proxy req/s | doctor/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|"
+fi
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}x')"; }
 for P in 1 16; do
-  d=(); t=(); x=()
+  d=(); t=(); b=(); x=()
   for _ in $(seq "$RUNS"); do
     d+=("$(rps "$PORT" "$P")"); t+=("$(rps "$DOCTOR" "$P")"); x+=("$(rps "$PROXY" "$P")")
+    [ -z "${PIPELAB_BASELINE:-}" ] || b+=("$(rps "$BASE" "$P")")
   done
-  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   md=$(median "${d[@]}"); mt=$(median "${t[@]}"); mx=$(median "${x[@]}")
-  echo "| $P | $md | $mt | $mx | $(python3 -c "print(f'{$mt/$md:.2f}x')") |"
+  if [ -n "${PIPELAB_BASELINE:-}" ]; then
+    mb=$(median "${b[@]}")
+    echo "| $P | $md | $mt | $mb | $mx | $(ratio "$mt" "$md") | $(ratio "$mb" "$md") | $(ratio "$mt" "$mx") |"
+  else
+    echo "| $P | $md | $mt | $mx | $(ratio "$mt" "$md") | $(ratio "$mt" "$mx") |"
+  fi
 done

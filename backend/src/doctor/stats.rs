@@ -12,13 +12,11 @@ use std::time::Instant;
 use super::keys::KeyTable;
 use super::missed::Rule;
 use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
-use super::tracker::{ConnCounters, Outcome, Tracker};
+use super::tracker::{ConnCounters, Outcome, Tracker, DEPTH_BOUNDS};
 
 const TOP_MISSED: usize = 10;
 const UNDECODED_LISTED: usize = 100;
 const RECENT_CONNECTIONS: usize = 20;
-/// Depth buckets: 1, 2–9, 10–99, 100–999, 1000 and more.
-const DEPTH_BOUNDS: [(u64, u64); 5] = [(1, 1), (2, 9), (10, 99), (100, 999), (1000, u64::MAX)];
 
 /// Where `missed_pipeline` and `undecoded` events go as they happen (the
 /// `--json` printer; nothing for the terminal view).
@@ -29,11 +27,7 @@ struct Totals {
     connections: u64,
     refused: u64,
     open: usize,
-    commands: u64,
-    flights: u64,
-    depth: [(u64, u64); 5],
-    bytes_up: u64,
-    bytes_down: u64,
+    /// The closed connections' counters, summed.
     closed: ConnCounters,
     transactions: u64,
     scripts: u64,
@@ -71,11 +65,25 @@ pub struct Doctor {
 }
 
 fn add_counters(into: &mut ConnCounters, c: &ConnCounters) {
+    into.commands += c.commands;
+    into.flights += c.flights;
+    into.max_depth = into.max_depth.max(c.max_depth);
+    for (a, b) in into.depth.iter_mut().zip(c.depth) {
+        a.0 += b.0;
+        a.1 += b.1;
+    }
+    into.bytes_up += c.bytes_up;
+    into.bytes_down += c.bytes_down;
     into.wait_us += c.wait_us;
     into.client_us += c.client_us;
     for (k, v) in &c.state_changes {
         *into.state_changes.entry(k.clone()).or_default() += v;
     }
+}
+
+/// Flights ended and the commands in them.
+fn flight_totals(c: &ConnCounters) -> (u64, u64) {
+    c.depth.iter().fold((0, 0), |(f, n), &(df, dn)| (f + df, n + dn))
 }
 
 impl Doctor {
@@ -128,17 +136,6 @@ impl Doctor {
         let mut t = self.totals.lock().unwrap();
         for o in outcomes.drain(..) {
             match o {
-                Outcome::Flight(f) => {
-                    t.flights += 1;
-                    t.commands += u64::from(f.commands);
-                    t.bytes_up += f.bytes_up;
-                    t.bytes_down += f.bytes_down;
-                    let d = u64::from(f.commands);
-                    if let Some(i) = DEPTH_BOUNDS.iter().position(|&(lo, hi)| (lo..=hi).contains(&d)) {
-                        t.depth[i].0 += 1;
-                        t.depth[i].1 += d;
-                    }
-                }
                 Outcome::Missed(m) => {
                     t.missed += 1;
                     t.missed_commands += m.commands;
@@ -195,10 +192,17 @@ impl Doctor {
         }
     }
 
-    /// Counts for the live line.
+    /// Counts for the live line (the open connections' counters summed with the closed ones').
     pub fn live(&self) -> Live {
+        let open: Vec<Arc<Mutex<Tracker>>> = self.live.lock().unwrap().values().cloned().collect();
+        let mut c = ConnCounters::default();
+        for tr in &open {
+            add_counters(&mut c, &tr.lock().unwrap().counters);
+        }
         let t = self.totals.lock().unwrap();
-        Live { open: t.open, connections: t.connections, commands: t.commands, flights: t.flights, missed: t.missed, saving_ms: t.saving_ms }
+        add_counters(&mut c, &t.closed);
+        let (flights, commands) = flight_totals(&c);
+        Live { open: t.open, connections: t.connections, commands, flights, missed: t.missed, saving_ms: t.saving_ms }
     }
 
     /// The summary; ends the runs of the connections still open (call it once, at the end).
@@ -258,6 +262,7 @@ impl Doctor {
         let t = self.totals.lock().unwrap();
         add_counters(&mut counters, &t.closed);
         let duration_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
+        let (flights, commands) = flight_totals(&counters);
         let wait_ms = counters.wait_us as f64 / 1000.0;
         let client_ms = counters.client_us as f64 / 1000.0;
         let mut recent: Vec<ConnectionReport> = t.recent.iter().cloned().collect();
@@ -269,16 +274,16 @@ impl Doctor {
             think_time_us: self.rule.think_time_us,
             connections: t.connections,
             connections_refused: t.refused,
-            commands: t.commands,
-            flights: t.flights,
-            round_trips_per_s: if duration_ms > 0.0 { t.flights as f64 / (duration_ms / 1000.0) } else { 0.0 },
+            commands,
+            flights,
+            round_trips_per_s: if duration_ms > 0.0 { flights as f64 / (duration_ms / 1000.0) } else { 0.0 },
             depth: DEPTH_BOUNDS
                 .iter()
-                .zip(t.depth)
+                .zip(counters.depth)
                 .map(|(&(min, max), (flights, commands))| DepthBucket { min, max: (max != u64::MAX).then_some(max), flights, commands })
                 .collect(),
-            bytes_up: t.bytes_up,
-            bytes_down: t.bytes_down,
+            bytes_up: counters.bytes_up,
+            bytes_down: counters.bytes_down,
             wait_ms,
             client_ms,
             wait_share: if wait_ms + client_ms > 0.0 { wait_ms / (wait_ms + client_ms) } else { 0.0 },

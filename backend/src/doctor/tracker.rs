@@ -42,22 +42,12 @@ const SCRIPTS: &[&str] = &["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", 
 /// What happened on a connection, for the doctor's totals.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// A flight ended (the flight itself goes to the connection's ring).
-    Flight(FlightCounts),
     Missed(MissedPipeline),
     Undecoded(Undecoded),
     /// A command, by kind, when it is written.
     Transaction,
     Script,
     StateChange(String),
-}
-
-/// What the totals need of a flight: its depth and bytes each way.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FlightCounts {
-    pub commands: u32,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
 }
 
 /// A flight whose replies have not all arrived.
@@ -73,11 +63,23 @@ struct OpenFlight {
     pattern: String,
 }
 
-/// Counters of one connection.
+/// Depth buckets: 1, 2–9, 10–99, 100–999, 1000 and more.
+pub const DEPTH_BOUNDS: [(u64, u64); 5] = [(1, 1), (2, 9), (10, 99), (100, 999), (1000, u64::MAX)];
+
+/// Counters of one connection. Kept here, not in shared totals, so that a
+/// flight touches no lock but its own connection's: the doctor sums them
+/// when it reports (once a second for the live line).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConnCounters {
+    /// Commands written.
     pub commands: u64,
     pub flights: u64,
+    /// Per [`DEPTH_BOUNDS`] bucket: flights ended and their commands.
+    pub depth: [(u64, u64); 5],
+    /// Request bytes of ended flights.
+    pub bytes_up: u64,
+    /// Reply bytes of ended flights.
+    pub bytes_down: u64,
     pub max_depth: u64,
     /// Time with commands outstanding, µs.
     pub wait_us: u64,
@@ -341,7 +343,13 @@ impl Tracker {
         if let Some(run) = self.detector.on_flight(&facts) {
             self.push_run(run);
         }
-        self.outcomes.push(Outcome::Flight(FlightCounts { commands: flight.commands, bytes_up: flight.bytes_up, bytes_down: flight.bytes_down }));
+        let d = u64::from(flight.commands);
+        if let Some(i) = DEPTH_BOUNDS.iter().position(|&(lo, hi)| (lo..=hi).contains(&d)) {
+            self.counters.depth[i].0 += 1;
+            self.counters.depth[i].1 += d;
+        }
+        self.counters.bytes_up += flight.bytes_up;
+        self.counters.bytes_down += flight.bytes_down;
         if self.ring.len() == FLIGHT_RING {
             self.ring.pop_front();
         }
@@ -427,7 +435,7 @@ mod tests {
         origin + Duration::from_micros(us)
     }
     fn flights(t: &Tracker) -> Vec<u32> {
-        t.outcomes.iter().filter_map(|o| if let Outcome::Flight(f) = o { Some(f.commands) } else { None }).collect()
+        t.ring.iter().map(|f| f.commands).collect()
     }
     fn missed(t: &Tracker) -> Vec<&MissedPipeline> {
         t.outcomes.iter().filter_map(|o| if let Outcome::Missed(m) = o { Some(m) } else { None }).collect()
