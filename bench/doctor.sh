@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what `pipelab doctor` costs a client. Runs
-# redis-benchmark SET/GET with -P 1 (one round trip per command) and -P 16
+# redis-benchmark SET/GET with 50 clients at -P 1 (one round trip per
+# command) and -P 16, and with one client at -P 1 (its round trip),
 # directly against a redis-server and through the doctor (and, for
 # reference, through `pipelab proxy`, which forwards without decoding),
 # alternating the paths run by run, and prints requests/s and the ratio
@@ -44,32 +45,34 @@ for p in "$DOCTOR" "$PROXY"; do
   for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
-# requests/s of one redis-benchmark run: port, pipeline depth.
-rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c 50 -t set,get -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {s += $2; n++} END {printf "%.0f", s / n}'; }
+# requests/s of one redis-benchmark run: port, pipeline depth, clients.
+rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c "$3" -t set,get -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {s += $2; n++} END {printf "%.0f", s / n}'; }
 
-echo "# pipelab doctor vs direct: redis-benchmark -t set,get -c 50 -n $N, mean of SET and GET req/s, $RUNS alternating runs"
+echo "# pipelab doctor vs direct: redis-benchmark -t set,get -n $N, mean of SET and GET req/s, median of $RUNS alternating runs"
+echo "# -c 50: throughput of 50 clients (CPU-bound on a small machine); -c 1 -P 1: one client, so 1/req/s is its round trip"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), binary $PIPELAB"
 if [ -n "${PIPELAB_BASELINE:-}" ]; then
   echo "# baseline doctor: $PIPELAB_BASELINE"
-  echo "| -P | direct req/s | doctor req/s | baseline doctor req/s | proxy req/s | doctor/direct | baseline/direct | doctor/proxy |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| -c | -P | direct req/s | doctor req/s | baseline doctor req/s | proxy req/s | doctor/direct | baseline/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 else
-  echo "| -P | direct req/s | doctor req/s | proxy req/s | doctor/direct | doctor/proxy |"
-  echo "|---|---|---|---|---|---|"
+  echo "| -c | -P | direct req/s | doctor req/s | proxy req/s | doctor/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|---|"
 fi
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}x')"; }
-for P in 1 16; do
+for CP in "50 1" "50 16" "1 1"; do
+  read -r C P <<<"$CP"
   d=(); t=(); b=(); x=()
   for _ in $(seq "$RUNS"); do
-    d+=("$(rps "$PORT" "$P")"); t+=("$(rps "$DOCTOR" "$P")"); x+=("$(rps "$PROXY" "$P")")
-    [ -z "${PIPELAB_BASELINE:-}" ] || b+=("$(rps "$BASE" "$P")")
+    d+=("$(rps "$PORT" "$P" "$C")"); t+=("$(rps "$DOCTOR" "$P" "$C")"); x+=("$(rps "$PROXY" "$P" "$C")")
+    [ -z "${PIPELAB_BASELINE:-}" ] || b+=("$(rps "$BASE" "$P" "$C")")
   done
   md=$(median "${d[@]}"); mt=$(median "${t[@]}"); mx=$(median "${x[@]}")
   if [ -n "${PIPELAB_BASELINE:-}" ]; then
     mb=$(median "${b[@]}")
-    echo "| $P | $md | $mt | $mb | $mx | $(ratio "$mt" "$md") | $(ratio "$mb" "$md") | $(ratio "$mt" "$mx") |"
+    echo "| $C | $P | $md | $mt | $mb | $mx | $(ratio "$mt" "$md") | $(ratio "$mb" "$md") | $(ratio "$mt" "$mx") |"
   else
-    echo "| $P | $md | $mt | $mx | $(ratio "$mt" "$md") | $(ratio "$mt" "$mx") |"
+    echo "| $C | $P | $md | $mt | $mx | $(ratio "$mt" "$md") | $(ratio "$mt" "$mx") |"
   fi
 done
