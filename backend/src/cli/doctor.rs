@@ -52,6 +52,11 @@ pub struct Args {
     /// The playground page that "open in playground" links to (a `pipelab serve`).
     #[arg(long, default_value = "http://127.0.0.1:8080/")]
     playground_url: String,
+    /// Runtime threads. 1 (the default) runs relaying, decoding and the page
+    /// on one thread: the fewest thread wake-ups per round trip, which is
+    /// what a client's round trip through the doctor pays for.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    threads: u64,
     /// Directory of the built page (`doctor.html`, from scripts/build-web.sh), for `--ui`.
     #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
     web_dir: std::path::PathBuf,
@@ -62,6 +67,21 @@ fn print_event(e: &Event) {
     if serde_json::to_writer(&mut out, e).is_ok() {
         let _ = writeln!(out);
         let _ = out.flush();
+    }
+}
+
+/// Runs the doctor on a runtime of `--threads` threads (current-thread for 1).
+pub fn run(args: Args) -> ExitCode {
+    let built = match args.threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n as usize).enable_all().build(),
+    };
+    match built {
+        Ok(rt) => rt.block_on(main(args)),
+        Err(e) => {
+            eprintln!("pipelab doctor: cannot start the async runtime: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
