@@ -10,6 +10,7 @@
 #
 #   bench/doctor.sh [RUNS] [REQUESTS]     # default 3 runs of 100000 requests
 #   PIPELAB=target/debug/pipelab bench/doctor.sh 1 20000   # skip the release build
+#   PIPELAB_DOCTOR_ARGS="--threads 1" bench/doctor.sh       # extra flags for the doctor under test
 #   PIPELAB_BASELINE=/tmp/pipelab-old bench/doctor.sh       # also an older doctor, same runs
 #                                                            # (before/after a change, side by side)
 #
@@ -30,7 +31,8 @@ PIDS=($!)
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 DOCTOR=$(free_port)
-"$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/doctor.jsonl" 2>/dev/null &
+# shellcheck disable=SC2086 # PIPELAB_DOCTOR_ARGS: words
+"$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json ${PIPELAB_DOCTOR_ARGS:-} >"$WORK/doctor.jsonl" 2>/dev/null &
 PIDS+=($!)
 if [ -n "${PIPELAB_BASELINE:-}" ]; then
   BASE=$(free_port)

@@ -52,10 +52,10 @@ pub struct Args {
     /// The playground page that "open in playground" links to (a `pipelab serve`).
     #[arg(long, default_value = "http://127.0.0.1:8080/")]
     playground_url: String,
-    /// Runtime threads. 1 (the default) runs relaying, decoding and the page
-    /// on one thread: the fewest thread wake-ups per round trip, which is
-    /// what a client's round trip through the doctor pays for.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    /// Runtime threads (1: a current-thread runtime, relaying, decoding and
+    /// the page on one thread). bench/doctor.sh measured no gain from 1 on
+    /// a loaded 2-core machine (bench/README.md), hence 2, as the other subcommands.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     threads: u64,
     /// Directory of the built page (`doctor.html`, from scripts/build-web.sh), for `--ui`.
     #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
