@@ -52,6 +52,7 @@ rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c "$3" -t set,get -q 2>/dev/nul
 
 echo "# pipelab doctor vs direct: redis-benchmark -t set,get -n $N, mean of SET and GET req/s, median of $RUNS alternating runs"
 echo "# -c 50: throughput of 50 clients (CPU-bound on a small machine); -c 1 -P 1: one client, so 1/req/s is its round trip"
+[ -z "${PIPELAB_DOCTOR_ARGS:-}" ] || echo "# doctor flags: $PIPELAB_DOCTOR_ARGS"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), binary $PIPELAB"
 if [ -n "${PIPELAB_BASELINE:-}" ]; then
   echo "# baseline doctor: $PIPELAB_BASELINE"
