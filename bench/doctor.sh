@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what `pipelab doctor` costs a client. Runs
-# redis-benchmark SET/GET with -P 1 (one round trip per command) and -P 16
+# redis-benchmark SET/GET with 50 clients at -P 1 (one round trip per
+# command) and -P 16, and with one client at -P 1 (its round trip),
 # directly against a redis-server and through the doctor (and, for
 # reference, through `pipelab proxy`, which forwards without decoding),
 # alternating the paths run by run, and prints requests/s and the ratio
@@ -9,6 +10,9 @@
 #
 #   bench/doctor.sh [RUNS] [REQUESTS]     # default 3 runs of 100000 requests
 #   PIPELAB=target/debug/pipelab bench/doctor.sh 1 20000   # skip the release build
+#   PIPELAB_DOCTOR_ARGS="--threads 1" bench/doctor.sh       # extra flags for the doctor under test
+#   PIPELAB_BASELINE=/tmp/pipelab-old bench/doctor.sh       # also an older doctor, same runs
+#                                                            # (before/after a change, side by side)
 #
 # Needs: redis-server, redis-benchmark, python3.
 set -euo pipefail
@@ -27,8 +31,15 @@ PIDS=($!)
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 DOCTOR=$(free_port)
-"$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/doctor.jsonl" 2>/dev/null &
+# shellcheck disable=SC2086 # PIPELAB_DOCTOR_ARGS: words
+"$PIPELAB" doctor --listen "127.0.0.1:$DOCTOR" --upstream "redis://127.0.0.1:$PORT" --json ${PIPELAB_DOCTOR_ARGS:-} >"$WORK/doctor.jsonl" 2>/dev/null &
 PIDS+=($!)
+if [ -n "${PIPELAB_BASELINE:-}" ]; then
+  BASE=$(free_port)
+  "$PIPELAB_BASELINE" doctor --listen "127.0.0.1:$BASE" --upstream "redis://127.0.0.1:$PORT" --json >"$WORK/baseline.jsonl" 2>/dev/null &
+  PIDS+=($!)
+  for _ in $(seq 100); do redis-cli -p "$BASE" ping >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 PROXY=$(free_port)
 "$PIPELAB" proxy --listen "127.0.0.1:$PROXY" --upstream "redis://127.0.0.1:$PORT" 2>/dev/null &
 PIDS+=($!)
@@ -36,19 +47,35 @@ for p in "$DOCTOR" "$PROXY"; do
   for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
-# requests/s of one redis-benchmark run: port, pipeline depth.
-rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c 50 -t set,get -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {s += $2; n++} END {printf "%.0f", s / n}'; }
+# requests/s of one redis-benchmark run: port, pipeline depth, clients.
+rps() { redis-benchmark -p "$1" -P "$2" -n "$N" -c "$3" -t set,get -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {s += $2; n++} END {printf "%.0f", s / n}'; }
 
-echo "# pipelab doctor vs direct: redis-benchmark -t set,get -c 50 -n $N, mean of SET and GET req/s, $RUNS alternating runs"
+echo "# pipelab doctor vs direct: redis-benchmark -t set,get -n $N, mean of SET and GET req/s, median of $RUNS alternating runs"
+echo "# -c 50: throughput of 50 clients (CPU-bound on a small machine); -c 1 -P 1: one client, so 1/req/s is its round trip"
+[ -z "${PIPELAB_DOCTOR_ARGS:-}" ] || echo "# doctor flags: $PIPELAB_DOCTOR_ARGS"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), binary $PIPELAB"
-echo "| -P | direct req/s | doctor req/s | proxy req/s | doctor/direct |"
-echo "|---|---|---|---|---|"
-for P in 1 16; do
-  d=(); t=(); x=()
+if [ -n "${PIPELAB_BASELINE:-}" ]; then
+  echo "# baseline doctor: $PIPELAB_BASELINE"
+  echo "| -c | -P | direct req/s | doctor req/s | baseline doctor req/s | proxy req/s | doctor/direct | baseline/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+else
+  echo "| -c | -P | direct req/s | doctor req/s | proxy req/s | doctor/direct | doctor/proxy |"
+  echo "|---|---|---|---|---|---|---|"
+fi
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}x')"; }
+for CP in "50 1" "50 16" "1 1"; do
+  read -r C P <<<"$CP"
+  d=(); t=(); b=(); x=()
   for _ in $(seq "$RUNS"); do
-    d+=("$(rps "$PORT" "$P")"); t+=("$(rps "$DOCTOR" "$P")"); x+=("$(rps "$PROXY" "$P")")
+    d+=("$(rps "$PORT" "$P" "$C")"); t+=("$(rps "$DOCTOR" "$P" "$C")"); x+=("$(rps "$PROXY" "$P" "$C")")
+    [ -z "${PIPELAB_BASELINE:-}" ] || b+=("$(rps "$BASE" "$P" "$C")")
   done
-  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   md=$(median "${d[@]}"); mt=$(median "${t[@]}"); mx=$(median "${x[@]}")
-  echo "| $P | $md | $mt | $mx | $(python3 -c "print(f'{$mt/$md:.2f}x')") |"
+  if [ -n "${PIPELAB_BASELINE:-}" ]; then
+    mb=$(median "${b[@]}")
+    echo "| $C | $P | $md | $mt | $mb | $mx | $(ratio "$mt" "$md") | $(ratio "$mb" "$md") | $(ratio "$mt" "$mx") |"
+  else
+    echo "| $C | $P | $md | $mt | $mx | $(ratio "$mt" "$md") | $(ratio "$mt" "$mx") |"
+  fi
 done

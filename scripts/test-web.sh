@@ -24,4 +24,4 @@ if [ -z "${PIPELAB_BIN:-}" ]; then
 fi
 mkdir -p artifacts
 cd web
-node --test --test-concurrency=1 test/wasm/ test/e2e/
+node --test --test-concurrency=1 test/wasm/ test/e2e/ test/doctor-e2e/

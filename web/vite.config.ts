@@ -5,7 +5,8 @@ import { defineConfig } from 'vite';
 // (override with PIPELAB_API).
 export default defineConfig({
   base: './',
-  build: { target: 'es2022', chunkSizeWarningLimit: 1024 },
+  // Two pages: the playground (index.html) and `pipelab doctor --ui` (doctor.html).
+  build: { target: 'es2022', chunkSizeWarningLimit: 1024, rollupOptions: { input: { main: 'index.html', doctor: 'doctor.html' } } },
   server: {
     proxy: {
       '/api': process.env.PIPELAB_API ?? 'http://127.0.0.1:7379',

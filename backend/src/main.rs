@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli::block_on(cli::lab::exit(cli::compare::main(args))),
         Command::Sweep(args) => cli::block_on(cli::lab::exit(cli::sweep::main(args))),
         Command::Proxy(args) => cli::block_on(cli::proxy::main(args)),
-        Command::Doctor(args) => cli::block_on(cli::doctor::main(args)),
+        Command::Doctor(args) => cli::doctor::run(args),
         Command::Serve(cfg) => cli::serve::main(*cfg),
         Command::Resp(cmd) => cli::resp::run(cmd).into(),
         Command::Openapi => cli::openapi::run().into(),

@@ -1,4 +1,4 @@
-//! `pipelab doctor --listen ADDR --upstream URL [--rtt MS] [--json]`: point
+//! `pipelab doctor --listen ADDR --upstream URL [--rtt MS] [--json] [--ui ADDR]`: point
 //! an application at the listen address instead of Redis and see its round
 //! trips, its pipeline depth and the pipelines it missed (`pipelab::doctor`).
 //!
@@ -6,7 +6,8 @@
 //! --stat`) and the summary in words at the end; with `--json`, one JSON
 //! object per line on stdout: a `missed_pipeline` record when a run ends, an
 //! `undecoded` record when a connection's traffic cannot be followed, and a
-//! final `summary`. The end is SIGINT or SIGTERM, or with `--exit-when-idle`
+//! final `summary`. With `--ui ADDR`, also a page and its JSON API
+//! (`pipelab::doctor::ui`). The end is SIGINT or SIGTERM, or with `--exit-when-idle`
 //! the moment the last client leaves (after at least one came). Exit 0 then;
 //! 2 for bad options; 1 if the listen address cannot be bound.
 
@@ -44,6 +45,21 @@ pub struct Args {
     /// End (with the summary) when the last client leaves, after the first came.
     #[arg(long)]
     exit_when_idle: bool,
+    /// Serve the doctor's page (timelines, depth histogram, missed pipelines)
+    /// and its JSON API (`/api/doctor/…`) on this address, e.g. 127.0.0.1:8081.
+    #[arg(long, value_name = "ADDR")]
+    ui: Option<std::net::SocketAddr>,
+    /// The playground page that "open in playground" links to (a `pipelab serve`).
+    #[arg(long, default_value = "http://127.0.0.1:8080/")]
+    playground_url: String,
+    /// Runtime threads (1: a current-thread runtime, relaying, decoding and
+    /// the page on one thread). bench/doctor.sh measured no gain from 1 on
+    /// a loaded 2-core machine (bench/README.md), hence 2, as the other subcommands.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    threads: u64,
+    /// Directory of the built page (`doctor.html`, from scripts/build-web.sh), for `--ui`.
+    #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
+    web_dir: std::path::PathBuf,
 }
 
 fn print_event(e: &Event) {
@@ -51,6 +67,21 @@ fn print_event(e: &Event) {
     if serde_json::to_writer(&mut out, e).is_ok() {
         let _ = writeln!(out);
         let _ = out.flush();
+    }
+}
+
+/// Runs the doctor on a runtime of `--threads` threads (current-thread for 1).
+pub fn run(args: Args) -> ExitCode {
+    let built = match args.threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n as usize).enable_all().build(),
+    };
+    match built {
+        Ok(rt) => rt.block_on(main(args)),
+        Err(e) => {
+            eprintln!("pipelab doctor: cannot start the async runtime: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -79,6 +110,20 @@ pub async fn main(args: Args) -> ExitCode {
         "pipelab doctor: listening on {local}, forwarding to {upstream} (added RTT {} ms); savings at {} ms RTT, think time {} µs",
         args.add_rtt, args.rtt, args.think_time_us
     );
+    let ui = match args.ui {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                eprintln!("pipelab doctor: page on http://{}/", l.local_addr().map(|a| a.to_string()).unwrap_or(addr.to_string()));
+                let state = doctor::ui::UiState { doctor: doc.clone(), playground_url: args.playground_url.clone(), web_dir: args.web_dir.clone() };
+                Some(tokio::spawn(async move { axum::serve(l, doctor::ui::router(state)).await }))
+            }
+            Err(e) => {
+                eprintln!("pipelab doctor: cannot listen on --ui {addr}: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        None => None,
+    };
     let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, one_way, doc.clone()));
     let ticker = (!args.json).then(|| tokio::spawn(live_view(doc.clone())));
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -101,6 +146,9 @@ pub async fn main(args: Args) -> ExitCode {
         _ = idle => {}
     }
     server.abort();
+    if let Some(u) = ui {
+        u.abort();
+    }
     if let Some(t) = ticker {
         t.abort();
     }

@@ -41,4 +41,32 @@ impl KeyTable {
         let first = table.keys(one.get(0)).and_then(|k| k.positions.first().map(|p| p.index));
         (command.display_name(), first.filter(|&i| i > 0 && i < argv.len()))
     }
+
+    /// One command of `pattern`'s shape (`SET user:*`, as [`Self::name_and_key`]
+    /// and [`super::pattern::key_pattern`] make them) as an inline line for
+    /// the playground: the name, the key pattern with each `*` replaced by
+    /// `i`, and `1` for every further argument the command's arity (from the
+    /// server's `COMMAND`) requires: the doctor never kept the values, so the
+    /// command's shape is all it can give back. Without a table: the name
+    /// and the key as they are.
+    pub fn example_command(&self, pattern: &str, i: u64) -> String {
+        let words: Vec<&str> = pattern.split(' ').collect();
+        let command = self.table.as_ref().and_then(|t| {
+            let one = Commands::from_iter([words.iter().take(2).map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>()]);
+            t.command(one.get(0)).cloned()
+        });
+        let name_words = match &command {
+            Some(c) if c.display_name().contains(' ') => 2.min(words.len()),
+            _ => 1,
+        };
+        let mut argv: Vec<String> = words[..name_words].iter().map(|w| w.to_string()).collect();
+        argv.extend(words[name_words..].iter().map(|k| k.replace('*', &i.to_string())));
+        if let Some(c) = command {
+            let need = c.arity.unsigned_abs() as usize;
+            while argv.len() < need {
+                argv.push("1".into());
+            }
+        }
+        resp::inline::to_inline(&argv)
+    }
 }

@@ -88,7 +88,17 @@ impl Detector {
 
     /// Ends the current run (the connection closed, or the doctor stops).
     pub fn finish(&mut self) -> Option<Run> {
-        let mut run = self.run.take()?;
+        let run = self.run.take()?;
+        self.reported(run)
+    }
+
+    /// The current run as [`Detector::finish`] would report it, without
+    /// ending it (`--ui` shows runs still going on).
+    pub fn current(&self) -> Option<Run> {
+        self.reported(self.run.clone()?)
+    }
+
+    fn reported(&self, mut run: Run) -> Option<Run> {
         if run.commands < self.rule.min_run.max(2) {
             return None;
         }
@@ -130,6 +140,7 @@ mod tests {
         for _ in 0..999 {
             assert!(d.on_flight(&flight(1, Some(20), false, "SET a:*")).is_none());
         }
+        assert_eq!(d.current().map(|r| r.commands), Some(1000), "seen while it goes on");
         let run = d.finish().expect("a run of 1000");
         assert_eq!(run.commands, 1000);
         assert_eq!(run.patterns, vec![PatternCount { pattern: "SET a:*".into(), commands: 1000 }]);

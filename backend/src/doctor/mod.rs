@@ -9,7 +9,8 @@
 //!   at once, and the saving `(n − 1) × RTT`;
 //! - [`stats`]: totals across connections (bounded), [`report`]: the JSON
 //!   shapes, [`live`]: the terminal view;
-//! - [`relay`]: forwarding, byte for byte, with the tracker looking on.
+//! - [`relay`]: forwarding, byte for byte, with the tracker looking on;
+//! - [`ui`]: `--ui`, the page and its JSON API.
 //!
 //! Forwarding never depends on decoding: traffic the tracker cannot follow
 //! is forwarded as is and the connection is reported `undecoded`.
@@ -22,6 +23,7 @@ pub mod relay;
 pub mod report;
 pub mod stats;
 pub mod tracker;
+pub mod ui;
 
 use std::sync::Arc;
 use std::time::Duration;

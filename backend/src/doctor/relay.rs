@@ -48,17 +48,19 @@ where
     let (client_r, client_w) = tokio::io::split(client);
     let (up_r, up_w) = tokio::io::split(upstream);
     let observe = |replies: bool| {
+        // Swapped with the tracker's after each chunk: no allocation per chunk.
+        let mut outcomes = Vec::new();
         move |bytes: &[u8], now: Instant| {
-            let outcomes = {
+            {
                 let mut t = tracker.lock().unwrap();
                 if replies {
                     t.on_replies(bytes, now);
                 } else {
                     t.on_requests(bytes, now);
                 }
-                std::mem::take(&mut t.outcomes)
-            };
-            doctor.record(outcomes);
+                std::mem::swap(&mut t.outcomes, &mut outcomes);
+            }
+            doctor.record(&mut outcomes);
         }
     };
     let up = pump(client_r, up_w, observe(false));

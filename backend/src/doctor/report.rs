@@ -94,6 +94,17 @@ pub struct ConnectionReport {
     pub recent_flights: Vec<Flight>,
 }
 
+/// One connection's flights, for `--ui` (`GET /api/doctor/flights`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectionFlights {
+    /// Its counters; `recent_flights` holds only its kept flights that
+    /// started after the `since` asked for, oldest first.
+    #[serde(flatten)]
+    pub report: ConnectionReport,
+    /// False once the connection closed (it stays listed among the 20 most recent).
+    pub open: bool,
+}
+
 /// The whole run, at the end (SIGINT/SIGTERM, or the last client leaving
 /// with `--exit-when-idle`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

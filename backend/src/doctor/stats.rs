@@ -11,14 +11,12 @@ use std::time::Instant;
 
 use super::keys::KeyTable;
 use super::missed::Rule;
-use super::report::{ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
-use super::tracker::{ConnCounters, Outcome, Tracker};
+use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
+use super::tracker::{ConnCounters, Outcome, Tracker, DEPTH_BOUNDS};
 
 const TOP_MISSED: usize = 10;
 const UNDECODED_LISTED: usize = 100;
 const RECENT_CONNECTIONS: usize = 20;
-/// Depth buckets: 1, 2–9, 10–99, 100–999, 1000 and more.
-const DEPTH_BOUNDS: [(u64, u64); 5] = [(1, 1), (2, 9), (10, 99), (100, 999), (1000, u64::MAX)];
 
 /// Where `missed_pipeline` and `undecoded` events go as they happen (the
 /// `--json` printer; nothing for the terminal view).
@@ -29,11 +27,7 @@ struct Totals {
     connections: u64,
     refused: u64,
     open: usize,
-    commands: u64,
-    flights: u64,
-    depth: [(u64, u64); 5],
-    bytes_up: u64,
-    bytes_down: u64,
+    /// The closed connections' counters, summed.
     closed: ConnCounters,
     transactions: u64,
     scripts: u64,
@@ -71,11 +65,25 @@ pub struct Doctor {
 }
 
 fn add_counters(into: &mut ConnCounters, c: &ConnCounters) {
+    into.commands += c.commands;
+    into.flights += c.flights;
+    into.max_depth = into.max_depth.max(c.max_depth);
+    for (a, b) in into.depth.iter_mut().zip(c.depth) {
+        a.0 += b.0;
+        a.1 += b.1;
+    }
+    into.bytes_up += c.bytes_up;
+    into.bytes_down += c.bytes_down;
     into.wait_us += c.wait_us;
     into.client_us += c.client_us;
     for (k, v) in &c.state_changes {
         *into.state_changes.entry(k.clone()).or_default() += v;
     }
+}
+
+/// Flights ended and the commands in them.
+fn flight_totals(c: &ConnCounters) -> (u64, u64) {
+    c.depth.iter().fold((0, 0), |(f, n), &(df, dn)| (f + df, n + dn))
 }
 
 impl Doctor {
@@ -91,6 +99,11 @@ impl Doctor {
             sink,
             idle: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The key table patterns come from.
+    pub fn keys(&self) -> &KeyTable {
+        &self.keys
     }
 
     /// A tracker for a new connection, or `None` (counted as refused) when
@@ -111,8 +124,9 @@ impl Doctor {
         Some(tracker)
     }
 
-    /// Adds a tracker's outcomes (drained from it) to the totals.
-    pub fn record(&self, outcomes: Vec<Outcome>) {
+    /// Adds a tracker's outcomes to the totals, draining `outcomes` (its
+    /// capacity is kept: the relay reuses one buffer per direction).
+    pub fn record(&self, outcomes: &mut Vec<Outcome>) {
         if outcomes.is_empty() {
             return;
         }
@@ -120,19 +134,8 @@ impl Doctor {
         // not hold up every connection's bookkeeping.
         let mut events = Vec::new();
         let mut t = self.totals.lock().unwrap();
-        for o in outcomes {
+        for o in outcomes.drain(..) {
             match o {
-                Outcome::Flight(f) => {
-                    t.flights += 1;
-                    t.commands += u64::from(f.commands);
-                    t.bytes_up += f.bytes_up;
-                    t.bytes_down += f.bytes_down;
-                    let d = u64::from(f.commands);
-                    if let Some(i) = DEPTH_BOUNDS.iter().position(|&(lo, hi)| (lo..=hi).contains(&d)) {
-                        t.depth[i].0 += 1;
-                        t.depth[i].1 += d;
-                    }
-                }
                 Outcome::Missed(m) => {
                     t.missed += 1;
                     t.missed_commands += m.commands;
@@ -161,8 +164,8 @@ impl Doctor {
 
     /// Drains a tracker's outcomes into the totals.
     pub fn drain(&self, tracker: &Mutex<Tracker>) {
-        let outcomes = std::mem::take(&mut tracker.lock().unwrap().outcomes);
-        self.record(outcomes);
+        let mut outcomes = std::mem::take(&mut tracker.lock().unwrap().outcomes);
+        self.record(&mut outcomes);
     }
 
     /// The connection ended: its last run, its counters and its report.
@@ -189,51 +192,98 @@ impl Doctor {
         }
     }
 
-    /// Counts for the live line.
+    /// Counts for the live line (the open connections' counters summed with the closed ones').
     pub fn live(&self) -> Live {
+        let open: Vec<Arc<Mutex<Tracker>>> = self.live.lock().unwrap().values().cloned().collect();
+        let mut c = ConnCounters::default();
+        for tr in &open {
+            add_counters(&mut c, &tr.lock().unwrap().counters);
+        }
         let t = self.totals.lock().unwrap();
-        Live { open: t.open, connections: t.connections, commands: t.commands, flights: t.flights, missed: t.missed, saving_ms: t.saving_ms }
+        add_counters(&mut c, &t.closed);
+        let (flights, commands) = flight_totals(&c);
+        Live { open: t.open, connections: t.connections, commands, flights, missed: t.missed, saving_ms: t.saving_ms }
     }
 
     /// The summary; ends the runs of the connections still open (call it once, at the end).
     pub fn summary(&self) -> Summary {
-        let open: Vec<Arc<Mutex<Tracker>>> = self.live.lock().unwrap().values().cloned().collect();
+        self.snapshot(true).0
+    }
+
+    /// The summary as it stands, for `--ui`: the runs going on are not ended
+    /// (they are returned beside it, longest saving first, at most 10).
+    pub fn live_summary(&self) -> (Summary, Vec<MissedPipeline>) {
+        self.snapshot(false)
+    }
+
+    /// The flights of connection `id` (open, or among the 20 most recent
+    /// closed) that started after `since_us`, and whether it is still open;
+    /// `None` for a connection not (or no longer) known.
+    pub fn flights(&self, id: u64, since_us: u64) -> Option<ConnectionFlights> {
+        let open = self.live.lock().unwrap().get(&id).cloned();
+        if let Some(tr) = open {
+            let g = tr.lock().unwrap();
+            let report = ConnectionReport { recent_flights: g.flights_since(since_us), ..g.report_without_flights() };
+            return Some(ConnectionFlights { report, open: true });
+        }
+        let t = self.totals.lock().unwrap();
+        let r = t.recent.iter().find(|r| r.connection == id)?;
+        let recent_flights = r.recent_flights.iter().filter(|f| f.start_us > since_us).cloned().collect();
+        Some(ConnectionFlights { report: ConnectionReport { recent_flights, ..r.clone() }, open: false })
+    }
+
+    fn snapshot(&self, finish: bool) -> (Summary, Vec<MissedPipeline>) {
+        let mut open: Vec<(u64, Arc<Mutex<Tracker>>)> = self.live.lock().unwrap().iter().map(|(&id, t)| (id, t.clone())).collect();
+        open.sort_by_key(|(id, _)| *id);
         let mut counters = ConnCounters::default();
+        let mut going_on = Vec::new();
         let mut reports = Vec::new();
-        for tr in &open {
+        // Only the last RECENT_CONNECTIONS are listed: the others are not copied.
+        let listed_from = open.len().saturating_sub(RECENT_CONNECTIONS);
+        for (i, (_, tr)) in open.iter().enumerate() {
             {
                 let mut g = tr.lock().unwrap();
-                g.finish();
+                if finish {
+                    g.finish();
+                } else {
+                    going_on.extend(g.current_missed());
+                }
                 add_counters(&mut counters, &g.counters);
-                reports.push(g.report());
+                if i >= listed_from {
+                    reports.push(g.report());
+                }
             }
-            self.drain(tr);
+            if finish {
+                self.drain(tr);
+            }
         }
+        going_on.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
+        going_on.truncate(TOP_MISSED);
         let t = self.totals.lock().unwrap();
         add_counters(&mut counters, &t.closed);
         let duration_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
+        let (flights, commands) = flight_totals(&counters);
         let wait_ms = counters.wait_us as f64 / 1000.0;
         let client_ms = counters.client_us as f64 / 1000.0;
         let mut recent: Vec<ConnectionReport> = t.recent.iter().cloned().collect();
-        reports.sort_by_key(|r| r.connection);
         recent.extend(reports);
         let skip = recent.len().saturating_sub(RECENT_CONNECTIONS);
-        Summary {
+        let summary = Summary {
             duration_ms,
             rtt_ms: self.rule.rtt_ms,
             think_time_us: self.rule.think_time_us,
             connections: t.connections,
             connections_refused: t.refused,
-            commands: t.commands,
-            flights: t.flights,
-            round_trips_per_s: if duration_ms > 0.0 { t.flights as f64 / (duration_ms / 1000.0) } else { 0.0 },
+            commands,
+            flights,
+            round_trips_per_s: if duration_ms > 0.0 { flights as f64 / (duration_ms / 1000.0) } else { 0.0 },
             depth: DEPTH_BOUNDS
                 .iter()
-                .zip(t.depth)
+                .zip(counters.depth)
                 .map(|(&(min, max), (flights, commands))| DepthBucket { min, max: (max != u64::MAX).then_some(max), flights, commands })
                 .collect(),
-            bytes_up: t.bytes_up,
-            bytes_down: t.bytes_down,
+            bytes_up: counters.bytes_up,
+            bytes_down: counters.bytes_down,
             wait_ms,
             client_ms,
             wait_share: if wait_ms + client_ms > 0.0 { wait_ms / (wait_ms + client_ms) } else { 0.0 },
@@ -246,6 +296,7 @@ impl Doctor {
             top_missed: t.top_missed.clone(),
             undecoded: t.undecoded.clone(),
             recent_connections: recent.into_iter().skip(skip).collect(),
-        }
+        };
+        (summary, going_on)
     }
 }

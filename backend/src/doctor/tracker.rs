@@ -42,7 +42,6 @@ const SCRIPTS: &[&str] = &["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", 
 /// What happened on a connection, for the doctor's totals.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Flight(Flight),
     Missed(MissedPipeline),
     Undecoded(Undecoded),
     /// A command, by kind, when it is written.
@@ -64,11 +63,23 @@ struct OpenFlight {
     pattern: String,
 }
 
-/// Counters of one connection.
+/// Depth buckets: 1, 2–9, 10–99, 100–999, 1000 and more.
+pub const DEPTH_BOUNDS: [(u64, u64); 5] = [(1, 1), (2, 9), (10, 99), (100, 999), (1000, u64::MAX)];
+
+/// Counters of one connection. Kept here, not in shared totals, so that a
+/// flight touches no lock but its own connection's: the doctor sums them
+/// when it reports (once a second for the live line).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConnCounters {
+    /// Commands written.
     pub commands: u64,
     pub flights: u64,
+    /// Per [`DEPTH_BOUNDS`] bucket: flights ended and their commands.
+    pub depth: [(u64, u64); 5],
+    /// Request bytes of ended flights.
+    pub bytes_up: u64,
+    /// Reply bytes of ended flights.
+    pub bytes_down: u64,
     pub max_depth: u64,
     /// Time with commands outstanding, µs.
     pub wait_us: u64,
@@ -201,7 +212,10 @@ impl Tracker {
     }
 
     fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
-        let (name, key) = self.keys.name_and_key(argv);
+        let starts_flight = !self.accepting || self.open.is_empty();
+        // The table (and its copy of the argv) only for a flight's first
+        // command, the one whose pattern is kept; the others need the name.
+        let (name, key) = if starts_flight { self.keys.name_and_key(argv) } else { (super::pattern::command_name(argv.first().map_or(&[][..], |a| a.as_slice())), None) };
         let base = name.split(' ').next().unwrap_or("");
         if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
             return self.stop(format!("{name}: replies are not one per command from here on"));
@@ -225,11 +239,11 @@ impl Tracker {
         }
         // Named from argv, not the table: a server without CLIENT SETINFO (7.0) still shows it.
         let state_name = match argv.get(1) {
-            Some(sub) if base == "CLIENT" => format!("CLIENT {}", super::pattern::command_name(sub)),
-            _ => base.to_string(),
+            Some(sub) if base == "CLIENT" => Some(format!("CLIENT {}", super::pattern::command_name(sub))),
+            _ => STATE_CHANGES.contains(&base).then(|| base.to_string()),
         };
-        let state_change = STATE_CHANGES.contains(&state_name.as_str());
-        if state_change {
+        let state_change = state_name.as_deref().is_some_and(|n| STATE_CHANGES.contains(&n));
+        if let Some(state_name) = state_name.filter(|_| state_change) {
             *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
             self.outcomes.push(Outcome::StateChange(state_name));
         }
@@ -242,7 +256,7 @@ impl Tracker {
                 self.counters.client_us += us(now.saturating_duration_since(r));
             }
         }
-        if !self.accepting || self.open.is_empty() {
+        if starts_flight {
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
             // Only a flight's first command gets a pattern: the rest of a
             // pipeline is never part of a run.
@@ -329,14 +343,35 @@ impl Tracker {
         if let Some(run) = self.detector.on_flight(&facts) {
             self.push_run(run);
         }
+        let d = u64::from(flight.commands);
+        if let Some(i) = DEPTH_BOUNDS.iter().position(|&(lo, hi)| (lo..=hi).contains(&d)) {
+            self.counters.depth[i].0 += 1;
+            self.counters.depth[i].1 += d;
+        }
+        self.counters.bytes_up += flight.bytes_up;
+        self.counters.bytes_down += flight.bytes_down;
         if self.ring.len() == FLIGHT_RING {
             self.ring.pop_front();
         }
-        self.ring.push_back(flight.clone());
-        self.outcomes.push(Outcome::Flight(flight));
+        self.ring.push_back(flight);
     }
 
     fn push_run(&mut self, run: Run) {
+        let missed = self.missed_of(run);
+        self.outcomes.push(Outcome::Missed(missed));
+    }
+
+    /// The run going on now, if it is already long enough to report.
+    pub fn current_missed(&self) -> Option<MissedPipeline> {
+        self.detector.current().map(|run| self.missed_of(run))
+    }
+
+    /// The kept flights (at most [`FLIGHT_RING`]) that started after `since_us`, oldest first.
+    pub fn flights_since(&self, since_us: u64) -> Vec<Flight> {
+        self.ring.iter().filter(|f| f.start_us > since_us).cloned().collect()
+    }
+
+    fn missed_of(&self, run: Run) -> MissedPipeline {
         let top = run.patterns.first().map(|p| p.pattern.clone()).unwrap_or_default();
         let description = if run.patterns.len() == 1 {
             format!("{top} ×{} sequential", run.commands)
@@ -345,7 +380,7 @@ impl Tracker {
             format!("{} sequential", parts.join(", "))
         };
         let rtt_ms = if run.commands > 1 { run.saving_ms / (run.commands - 1) as f64 } else { 0.0 };
-        self.outcomes.push(Outcome::Missed(MissedPipeline {
+        MissedPipeline {
             connection: self.id,
             peer: self.peer.clone(),
             commands: run.commands,
@@ -357,7 +392,7 @@ impl Tracker {
             think_us_max: run.think_us_max,
             rtt_ms,
             saving_ms: run.saving_ms,
-        }));
+        }
     }
 
     /// Ends the connection's current run (it closed, or the doctor stops).
@@ -369,13 +404,18 @@ impl Tracker {
 
     /// The connection as reported.
     pub fn report(&self) -> ConnectionReport {
+        ConnectionReport { recent_flights: self.ring.iter().cloned().collect(), ..self.report_without_flights() }
+    }
+
+    /// The connection's counters, `recent_flights` left empty.
+    pub fn report_without_flights(&self) -> ConnectionReport {
         ConnectionReport {
             connection: self.id,
             peer: self.peer.clone(),
             commands: self.counters.commands,
             flights: self.counters.flights,
             max_depth: self.counters.max_depth,
-            recent_flights: self.ring.iter().cloned().collect(),
+            recent_flights: Vec::new(),
         }
     }
 }
@@ -395,7 +435,7 @@ mod tests {
         origin + Duration::from_micros(us)
     }
     fn flights(t: &Tracker) -> Vec<u32> {
-        t.outcomes.iter().filter_map(|o| if let Outcome::Flight(f) = o { Some(f.commands) } else { None }).collect()
+        t.ring.iter().map(|f| f.commands).collect()
     }
     fn missed(t: &Tracker) -> Vec<&MissedPipeline> {
         t.outcomes.iter().filter_map(|o| if let Outcome::Missed(m) = o { Some(m) } else { None }).collect()

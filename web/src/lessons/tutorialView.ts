@@ -1,4 +1,4 @@
-// The tutorial: seven lessons in order, each a card with its claim, its
+// The tutorial: the lessons in order, each a card with its claim, its
 // explanation, "Load example" (into the playground) and "Run" (the
 // experiment, against the reader's own Redis, numbers shown in the card).
 import { lesson1 } from './lesson1.js';
@@ -8,10 +8,11 @@ import { lesson4 } from './lesson4.js';
 import { lesson5 } from './lesson5.js';
 import { lesson6 } from './lesson6.js';
 import { lesson7 } from './lesson7.js';
+import { lessonApp } from './lessonApp.js';
 import type { Bridge, Lesson } from './types.js';
 import { el, errorBox, prose } from './ui.js';
 
-export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7];
+export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lessonApp];
 
 function card(lesson: Lesson, bridge: Bridge): HTMLElement {
   const parts = lesson.build();

@@ -69,7 +69,7 @@ export async function startRedis() {
   return { port, url: `redis://127.0.0.1:${port}`, stop: () => stop(child) };
 }
 
-function pipelabBin() {
+export function pipelabBin() {
   if (process.env.PIPELAB_BIN) return process.env.PIPELAB_BIN;
   for (const p of ['target/debug/pipelab', 'target/release/pipelab']) {
     if (existsSync(join(repoRoot, p))) return join(repoRoot, p);

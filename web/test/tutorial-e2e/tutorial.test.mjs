@@ -96,16 +96,16 @@ async function setSlider(id, value) {
   }, value);
 }
 
-test('tabs show the tutorial with seven lessons in order', async () => {
+test('tabs show the tutorial with eight lessons in order', async () => {
   await page.screenshot({ path: join(artifacts, 'tutorial-playground.png') });
   await page.click('#tab-tutorial');
   await page.screenshot({ path: join(artifacts, 'tutorial-overview.png') });
   assert.equal(await page.isVisible('#tutorial-view'), true);
   assert.equal(await page.isVisible('main'), false);
   const titles = await page.$$eval('.lesson h3', (hs) => hs.map((h) => h.textContent));
-  assert.equal(titles.length, 7);
+  assert.equal(titles.length, 8);
   for (const [i, t] of titles.entries()) assert.ok(t.startsWith(`${i + 1}. `), t);
-  for (const n of [1, 2, 3, 4, 5, 6, 7]) {
+  for (const n of [1, 2, 3, 4, 5, 6, 7, 8]) {
     assert.equal(await page.locator(`#lesson-${n} button.load-example`).count(), 1);
     assert.equal(await page.locator(`#lesson-${n} button.run-lesson`).count(), 1);
   }
@@ -484,4 +484,13 @@ test(`no interaction blocked the page for more than ${MAX_BLOCKED_MS} ms`, () =>
   console.error(`longest main-thread task per test (ms): ${worst.map(([n, ms]) => `${ms} ${n.slice(0, 40)}`).join('; ')}`);
   const over = worst.filter(([, ms]) => ms > MAX_BLOCKED_MS);
   assert.deepEqual(over, [], `tasks over ${MAX_BLOCKED_MS} ms`);
+});
+
+test('lesson 8: the saving the doctor reports, (n − 1) × RTT, is what the pipeline saves', { timeout: 60_000 }, async () => {
+  await runLesson(8);
+  const m = await metricsOf(8);
+  assert.equal(Number(m.commands), 1000);
+  assert.equal(Number(m.predicted_us), 999 * 0.5 * 1000);
+  assert.ok(Number(m.sequential_us) >= 1000 * 0.5 * 1000, 'the loop waits 1000 round trips');
+  assert.equal(await page.getAttribute('#lesson-8 .verdict', 'data-verdict'), 'holds', await page.innerText('#lesson-8 .verdict'));
 });

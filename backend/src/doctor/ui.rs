@@ -1,0 +1,190 @@
+//! `pipelab doctor --ui ADDR`: the doctor's page and the small JSON API it
+//! polls, served by the doctor itself (axum; loopback unless ADDR says
+//! otherwise). Everything comes from the doctor's bounded state in memory
+//! ([`super::stats`]): key patterns, counts and times, never a value.
+//!
+//! - `GET /api/doctor/summary` → [`UiSummary`]: the summary as it stands
+//!   (runs going on are not ended), the missed pipelines (ended and going
+//!   on) with a playground batch each, and where the playground is;
+//! - `GET /api/doctor/flights?connection=N[&since=US]` → the connection's
+//!   kept flights ([`super::tracker::FLIGHT_RING`] per connection, the most
+//!   recent) that started after `since` µs ([`ConnectionFlights`]); 400
+//!   naming the field for a bad query, 404 for a connection not known (any
+//!   more: closed connections stay for the 20 most recent);
+//! - anything else: the built page, `doctor.html` of `--web-dir` (Vite
+//!   builds it with the playground: `scripts/build-web.sh`), and its assets.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use tower::ServiceExt;
+use tower_http::services::{ServeDir, ServeFile};
+
+use super::report::{ConnectionFlights, MissedPipeline, Summary};
+use super::stats::Doctor;
+use crate::api::error::{ApiCode, ApiError};
+
+/// Most commands in a missed pipeline's playground batch (the run's own
+/// count when smaller).
+pub const EXAMPLE_COMMANDS: u64 = 1000;
+/// The page's file in `--web-dir`.
+pub const PAGE: &str = "doctor.html";
+
+/// What the UI's handlers share.
+#[derive(Clone)]
+pub struct UiState {
+    pub doctor: Arc<Doctor>,
+    /// The playground page "open in playground" links to (`--playground-url`).
+    pub playground_url: String,
+    /// Where the built page is (`--web-dir`).
+    pub web_dir: PathBuf,
+}
+
+/// A missed pipeline as the page lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UiMissed {
+    #[serde(flatten)]
+    pub missed: MissedPipeline,
+    /// True for a run still going on (it may grow; `--json` reports it when it ends).
+    pub going_on: bool,
+    /// The run's shape as a playground batch, one inline command a line (at
+    /// most [`EXAMPLE_COMMANDS`]; see [`super::KeyTable::example_command`]).
+    pub example: String,
+}
+
+/// `GET /api/doctor/summary`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UiSummary {
+    /// As the final `summary`, so far; its `top_missed` is empty (see
+    /// `missed`) and its connections' `recent_flights` too (see
+    /// `/api/doctor/flights`).
+    pub summary: Summary,
+    /// The largest missed pipelines by saving, ended or going on (at most 10).
+    pub missed: Vec<UiMissed>,
+    /// The playground page to open a batch in (`--playground-url`).
+    pub playground_url: String,
+}
+
+/// The router of `--ui`.
+pub fn router(state: UiState) -> Router {
+    Router::new()
+        .route("/api/doctor/summary", get(summary))
+        .route("/api/doctor/flights", get(flights))
+        .route("/api/doctor/{*rest}", get(not_found))
+        .fallback(page)
+        .with_state(state)
+}
+
+/// A batch of a missed pipeline's shape: each pattern in proportion to its
+/// commands (the `…` of patterns not kept is left out), keys numbered from 0.
+pub fn example_batch(doctor: &Doctor, m: &MissedPipeline) -> String {
+    let total = m.commands.min(EXAMPLE_COMMANDS);
+    let mut lines = Vec::new();
+    let mut i = 0u64;
+    for p in m.patterns.iter().filter(|p| p.pattern != "…") {
+        let n = (p.commands * total).div_ceil(m.commands.max(1)).min(total - i.min(total));
+        for _ in 0..n {
+            lines.push(doctor.keys().example_command(&p.pattern, i));
+            i += 1;
+        }
+    }
+    lines.join("\n")
+}
+
+async fn summary(State(s): State<UiState>) -> Json<UiSummary> {
+    let (mut summary, going_on) = s.doctor.live_summary();
+    let ended = std::mem::take(&mut summary.top_missed);
+    for c in &mut summary.recent_connections {
+        c.recent_flights = Vec::new();
+    }
+    let mut missed: Vec<(MissedPipeline, bool)> = ended.into_iter().map(|m| (m, false)).chain(going_on.into_iter().map(|m| (m, true))).collect();
+    missed.sort_by(|a, b| b.0.saving_ms.total_cmp(&a.0.saving_ms));
+    missed.truncate(10);
+    let missed = missed
+        .into_iter()
+        .map(|(m, going_on)| UiMissed { example: example_batch(&s.doctor, &m), missed: m, going_on })
+        .collect();
+    Json(UiSummary { summary, missed, playground_url: s.playground_url.clone() })
+}
+
+fn number(q: &HashMap<String, String>, field: &str) -> Result<Option<u64>, ApiError> {
+    q.get(field)
+        .map(|v| v.parse::<u64>().map_err(|_| ApiError::field(ApiCode::InvalidField, field, format!("must be a whole number ≥ 0, got {v:?}"))))
+        .transpose()
+}
+
+async fn flights(State(s): State<UiState>, Query(q): Query<HashMap<String, String>>) -> Result<Json<ConnectionFlights>, ApiError> {
+    if let Some(unknown) = q.keys().find(|k| !matches!(k.as_str(), "connection" | "since")) {
+        return Err(ApiError::field(ApiCode::InvalidField, unknown.clone(), "unknown query parameter (expected `connection`, `since`)"));
+    }
+    let id = number(&q, "connection")?.ok_or_else(|| ApiError::field(ApiCode::InvalidField, "connection", "is required: the connection's number (as listed by /api/doctor/summary)"))?;
+    let since = number(&q, "since")?.unwrap_or(0);
+    s.doctor
+        .flights(id, since)
+        .map(Json)
+        .ok_or_else(|| ApiError::field(ApiCode::NotFound, "connection", format!("no connection {id} open or among the 20 most recently closed")))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(ApiCode::NotFound, "no such endpoint (the doctor serves /api/doctor/summary and /api/doctor/flights)")
+}
+
+async fn page(State(s): State<UiState>, req: Request) -> Response {
+    let file = s.web_dir.join(PAGE);
+    if !file.is_file() {
+        let msg = format!("pipelab doctor: no {PAGE} in {}: build the page with scripts/build-web.sh, or point --web-dir at a built web/dist\n", s.web_dir.display());
+        return (StatusCode::NOT_FOUND, msg).into_response();
+    }
+    let path = req.uri().path();
+    if path == "/" || path == "/index.html" {
+        return match ServeFile::new(file).oneshot(req).await {
+            Ok(res) => res.into_response(),
+            Err(never) => match never {},
+        };
+    }
+    match ServeDir::new(&s.web_dir).fallback(ServeFile::new(file)).oneshot(req).await {
+        Ok(res) => res.into_response(),
+        Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::report::PatternCount;
+    use crate::doctor::{KeyTable, Rule};
+
+    fn missed(commands: u64, patterns: &[(&str, u64)]) -> MissedPipeline {
+        MissedPipeline {
+            connection: 1,
+            peer: "p".into(),
+            commands,
+            pattern: patterns[0].0.into(),
+            description: String::new(),
+            patterns: patterns.iter().map(|&(p, c)| PatternCount { pattern: p.into(), commands: c }).collect(),
+            start_us: 0,
+            duration_ms: 0.0,
+            think_us_max: 0,
+            rtt_ms: 1.0,
+            saving_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn an_example_batch_keeps_the_shape_and_the_proportions() {
+        let d = Doctor::new(Rule { think_time_us: 50, min_run: 3, rtt_ms: 1.0 }, Arc::new(KeyTable::default()), 4, Box::new(|_| {}));
+        let b = example_batch(&d, &missed(4000, &[("SET user:*", 3000), ("GET user:*:name", 999), ("…", 1)]));
+        let lines: Vec<&str> = b.lines().collect();
+        assert_eq!(lines.len(), 1000);
+        assert_eq!(lines[0], "SET user:0");
+        assert_eq!(lines.iter().filter(|l| l.starts_with("GET ")).count(), 250);
+        assert_eq!(lines[999], "GET user:999:name");
+    }
+}

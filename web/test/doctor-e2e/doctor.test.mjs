@@ -1,0 +1,112 @@
+// End to end: `pipelab doctor --ui` in front of a real redis-server, an
+// ioredis client looping over single SETs (and one pipeline of 100) through
+// it, and the doctor's page (web/dist/doctor.html) in headless Chromium: the
+// missed pipeline is listed, the depth histogram counts both kinds of round
+// trip, the client's flights are drawn on a timeline, and "open in
+// playground" opens the pattern as a batch in a real `pipelab serve`.
+// Screenshot: artifacts/doctor-ui.png.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { freePort, launchBrowser, pipelabBin, repoRoot, shot, startRedis, startServe } from '../e2e/harness.mjs';
+
+let redis, serve, doctor, browser, page, client;
+let looping = true;
+let loop;
+const pageErrors = [];
+
+/** The doctor with --ui; resolves once its page answers. */
+async function startDoctor(upstream, playgroundUrl) {
+  const ui = await freePort();
+  const child = spawn(
+    pipelabBin(),
+    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json',
+      '--think-time-us', '1000000', '--playground-url', playgroundUrl, '--web-dir', join(repoRoot, 'web/dist')],
+    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const listen = await new Promise((res, rej) => {
+    const lines = createInterface({ input: child.stderr });
+    lines.on('line', (l) => {
+      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
+      if (m) res(m[1]);
+      else if (!/^pipelab doctor: page on/.test(l)) process.stderr.write(`doctor: ${l}\n`);
+    });
+    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
+  });
+  const [host, port] = listen.split(':');
+  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
+}
+
+before(async () => {
+  redis = await startRedis();
+  serve = await startServe(redis.url);
+  doctor = await startDoctor(redis.url, serve.base);
+  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
+  await client.connect();
+  // 40 single SETs, then a pipeline of 100, over and over: the doctor keeps
+  // the last 64 flights of a connection, so each poll sees a deep one.
+  loop = (async () => {
+    for (let i = 0; looping; i++) {
+      if (i % 40 === 39) await client.pipeline(Array.from({ length: 100 }, (_, j) => ['set', `batch:${j}`, 'x'])).exec();
+      else await client.set(`user:${i}`, 'x');
+    }
+  })();
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+});
+
+after(async () => {
+  looping = false;
+  await loop?.catch(() => {});
+  client?.disconnect();
+  await browser?.close();
+  doctor?.stop();
+  await serve?.stop();
+  await redis?.stop();
+});
+
+test('the --ui page lists the loop as a missed pipeline and draws its flights', async () => {
+  await page.goto(doctor.base);
+  // Runs of 39 single SETs, each ended by the next pipeline (the first one
+  // also holds ioredis's INFO ready check), or still going on.
+  const pure = () => {
+    const li = [...document.querySelectorAll('li.missed[data-pattern="SET user:*"]')].find((l) => /^SET user:\* ×\d+ sequential$/.test(l.querySelector('.what').textContent));
+    // One snapshot of the item (the page redraws it each second).
+    return li && { text: li.querySelector('.what').textContent, commands: Number(li.dataset.commands), saving: Number(li.querySelector('[data-metric="saving_ms"]').dataset.value), href: li.querySelector('a.open-playground').getAttribute('href') };
+  };
+  await page.waitForFunction(pure, null, { timeout: 15000 });
+  const m = await page.evaluate(pure);
+  assert.equal(m.text, `SET user:* ×${m.commands} sequential`);
+  assert.ok(m.commands >= 20, `${m.commands}`);
+  assert.equal(m.saving, (m.commands - 1) * 0.5, 'saving = (n − 1) × the default 0.5 ms RTT');
+  await page.waitForFunction(() => Number(document.querySelector('.depth-row[data-min="1"]')?.dataset.flights) >= 20);
+
+  // Depth histogram: each pipeline of 100 is one round trip of 100–999.
+  assert.ok(Number(await page.locator('.depth-row[data-min="100"]').getAttribute('data-flights')) >= 1);
+  assert.ok(Number(await page.locator('.depth-row[data-min="1"]').getAttribute('data-flights')) >= 20);
+
+  // The timeline of the client's connection has bars, among them the deep one.
+  const conn = page.locator('.conn').first();
+  await page.waitForFunction(() => Number(document.querySelector('.conn svg')?.dataset.flights) >= 20);
+  assert.ok((await conn.locator('rect[data-commands="1"]').count()) >= 20);
+  await page.waitForFunction(() => document.querySelector('.conn svg rect[data-commands="100"]') !== null);
+  await shot(page, 'doctor-ui');
+
+  // "open in playground": the pattern as a batch on the Compare view of the serve.
+  const href = m.href;
+  assert.ok(href.startsWith(`${serve.base}#s=`), href);
+  const pg = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await pg.goto(href);
+  await pg.waitForFunction(() => window.pipelab?.editors?.inline?.state.doc.lines > 1);
+  const text = await pg.evaluate(() => window.pipelab.editors.inline.state.doc.toString());
+  const lines = text.split('\n');
+  assert.equal(lines[0], 'SET user:0 1');
+  assert.ok(lines.length >= 3 && lines.every((l, i) => l === `SET user:${i} 1`), text.slice(0, 200));
+  await pg.locator('#compare-view').waitFor({ state: 'visible' });
+  await pg.close();
+  assert.deepEqual(pageErrors, []);
+});
