@@ -50,6 +50,30 @@ export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batc
 export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
 export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
 
+/** A session: a Redis connection that outlives a batch (docs/api.md#sessions); times in ms. */
+export interface Session {
+  id: string;
+  /** Closed after this long without a batch. */
+  idle_ms: number;
+  /** When it closes if unused (ms since the Unix epoch). */
+  expires_at_ms: number;
+}
+
+/** POST /api/v1/sessions: 201 with the new session (503 when the cap of open sessions is reached). */
+export const createSession = () => postJson<Session>('api/v1/sessions', {});
+
+/**
+ * DELETE /api/v1/sessions/{id} (204). `keepalive`: the request survives the
+ * page being closed (pagehide). A session already gone (404) is not an error.
+ */
+export async function deleteSession(id: string, keepalive = false): Promise<void> {
+  try {
+    await call(`api/v1/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive });
+  } catch (e) {
+    if ((e as ApiError).status !== 404) throw e;
+  }
+}
+
 export type Health = 'ok' | 'redis_down' | 'api_down';
 
 /** GET /readyz: 200 ready, 503 Redis unreachable, anything else: no API. */

@@ -2,6 +2,7 @@
 // (a refusal, "Running…", an API error with the page's advice).
 import type { ApiError, BatchResponse, Mode } from '../api/client.js';
 import { budgetHint } from '../rttBudget.js';
+import { extraItems } from './summaryExtra.js';
 
 const summaryEl = () => document.getElementById('summary') as HTMLElement;
 
@@ -23,6 +24,7 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     ['bytes received', n(s.bytes_received), 'bytes_received'],
     ['total time', `${totalMs.toFixed(3)} ms`, 'total'],
     ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+    ...extraItems(s),
   ];
   if (res.transaction) {
     const t = res.transaction;
