@@ -41,3 +41,16 @@ export function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
 }
+
+/** A batch size where the measurement is more than `tolerance` away from the model: `ratio` = measured / model. */
+export interface Departure {
+  batch_size: number;
+  ratio: number;
+}
+
+/** The sweep points whose commands/s differ from the model's by more than `tolerance` (0.25: 25%). */
+export function departures(points: SweepPoint[], model: SweepModel, total: number, tolerance = 0.25): Departure[] {
+  return points
+    .map((p) => ({ batch_size: p.batch_size, ratio: p.commands_per_sec / Math.max(1e-9, modelRate(model, total, p.batch_size)) }))
+    .filter((d) => Math.abs(d.ratio - 1) > tolerance);
+}

@@ -77,10 +77,11 @@ function pipelabBin() {
   throw new Error('no pipelab binary: run cargo build -p pipelab (or set PIPELAB_BIN)');
 }
 
-export async function startServe(redisUrl) {
+/** `pipelab serve` in front of `redisUrl`, serving web/dist; `extraArgs`: more flags (e.g. `--session-idle-ms`). */
+export async function startServe(redisUrl, extraArgs = []) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/`;
-  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--web-dir', join(repoRoot, 'web/dist')], {
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, '--redis', redisUrl, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
