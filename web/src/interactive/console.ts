@@ -6,6 +6,7 @@
 // field still applies. Turning it off, or leaving the page, closes the session.
 import { formatReply, inlineToResp } from '../wasm.js';
 import { SessionLink, type SessionInfo } from './session.js';
+import { nextTxState } from './txState.js';
 import './interactive.css';
 
 const el = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...kids: Array<Node | string>) => {
@@ -14,15 +15,6 @@ const el = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   e.append(...kids);
   return e;
 };
-
-/** The transaction state a redis-cli prompt shows, from a command and its reply. */
-export function nextTxState(inTx: boolean, name: string, replyType: string | undefined, replyText: string): boolean {
-  const n = name.toUpperCase();
-  if (n === 'MULTI' && replyType !== 'error') return true;
-  if (n === 'EXEC' || n === 'DISCARD') return false;
-  if (inTx && replyType === 'error' && /^EXECABORT/.test(replyText)) return false;
-  return inTx;
-}
 
 export interface Interactive {
   /** True while the toggle is on (the batch Run then does nothing). */
@@ -117,7 +109,7 @@ export function mountInteractive(opts: { rttMs: () => number }): Interactive {
         ...(us != null ? { title: `${(us / 1000).toFixed(3)} ms round trip` } : {}),
       });
       if (out.res.connection_error) notice(`The connection failed: ${out.res.connection_error}. The session is lost with it.`, 'error');
-      inTx = nextTxState(inTx, cmd.split(/\s+/)[0] ?? '', reply?.type, shown);
+      inTx = nextTxState(inTx, cmd.split(/\s+/)[0] ?? '', reply?.type);
       setPrompt();
       showSession(link.info);
     } finally {
