@@ -39,7 +39,7 @@ async function main() {
   });
   const batchRun = runner({ editors, timeline, table, runButton: $<HTMLButtonElement>('run'), limits: () => limits });
   // The interactive toggle's console runs one command at a time on a session; the batch Run rests meanwhile.
-  const interactive = mountInteractive({ rttMs: () => Number($<HTMLInputElement>('rtt').value) });
+  const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
   (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };

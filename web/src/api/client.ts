@@ -59,8 +59,18 @@ export interface Session {
   expires_at_ms: number;
 }
 
-/** POST /api/v1/sessions: 201 with the new session (503 when the cap of open sessions is reached). */
-export const createSession = () => postJson<Session>('api/v1/sessions', {});
+/** A session's connection settings, fixed when it opens: every batch on it pays its simulated RTT (ms). */
+export interface SessionOptions {
+  resp3?: boolean;
+  simulated_rtt_ms?: number;
+}
+
+/**
+ * POST /api/v1/sessions: 201 with the new session (503 `too_many_sessions` at
+ * the server's cap). Batches on it leave out `resp3` and `simulated_rtt_ms`:
+ * they are the session's.
+ */
+export const createSession = (opts: SessionOptions = {}) => postJson<Session>('api/v1/sessions', opts);
 
 /**
  * DELETE /api/v1/sessions/{id} (204). `keepalive`: the request survives the

@@ -3,7 +3,8 @@
 // `MULTI` … `EXEC` can be typed step by step and every `QUEUED` seen, and a
 // `WATCH` holds until `EXEC`. While it is on, the batch editors, batch-only
 // controls and batch results are hidden (CSS: main.interactive-on); the RTT
-// field still applies. Turning it off, or leaving the page, closes the session.
+// and RESP3 controls set the connection a new session opens. Turning it off,
+// or leaving the page, closes the session.
 import { formatReply, inlineToResp } from '../wasm.js';
 import { SessionLink, type SessionInfo } from './session.js';
 import { nextTxState } from './txState.js';
@@ -21,7 +22,8 @@ export interface Interactive {
   active(): boolean;
 }
 
-export function mountInteractive(opts: { rttMs: () => number }): Interactive {
+/** `settings`: the RTT and RESP3 a new session opens with (the playground's controls). */
+export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: number; resp3: boolean } }): Interactive {
   const main = document.querySelector('main')!;
   const form = document.getElementById('controls')!;
   const toggle = el('input', { type: 'checkbox', id: 'interactive' });
@@ -57,7 +59,7 @@ export function mountInteractive(opts: { rttMs: () => number }): Interactive {
   const showSession = (s: SessionInfo | null) => {
     status.dataset.session = s ? 'open' : 'none';
     status.textContent = s
-      ? `Session ${s.id.slice(0, 8)}… open: one connection, kept between commands; closed after ${Math.round(s.idleMs / 1000)} s without a command (at ${new Date(s.expiresAtMs).toLocaleTimeString('en-GB')}), when you turn interactive off, or when you leave the page.`
+      ? `Session ${s.id.slice(0, 8)}… open (${s.opts.simulated_rtt_ms ?? 0} ms simulated RTT${s.opts.resp3 ? ', RESP3' : ''}, fixed when it opened): one connection, kept between commands; closed after ${Math.round(s.idleMs / 1000)} s without a command (at ${new Date(s.expiresAtMs).toLocaleTimeString('en-GB')}), when you turn interactive off, or when you leave the page.`
       : 'No session: the next command opens one.';
   };
   const entry = (cmd: string, body: HTMLElement, attrs: Record<string, string>) => {
@@ -86,8 +88,8 @@ export function mountInteractive(opts: { rttMs: () => number }): Interactive {
     busy = true;
     send.disabled = true;
     try {
-      const rtt = opts.rttMs();
-      const out = await link.send(cmd, { simulated_rtt_ms: Number.isFinite(rtt) && rtt > 0 ? rtt : 0 });
+      const { simulated_rtt_ms: rtt, resp3 } = opts.settings();
+      const out = await link.send(cmd, { simulated_rtt_ms: Number.isFinite(rtt) && rtt > 0 ? rtt : 0, ...(resp3 ? { resp3 } : {}) });
       if (!out.ok) {
         entry(cmd, el('pre', { class: 'reply refused' }, '(not run)'), { 'data-status': 'refused', 'data-code': out.refusal.code });
         if (out.refusal.ended) {

@@ -5,7 +5,7 @@
 // (idle timeout: 404 `session_not_found`; its connection dropped: 409
 // `session_lost`) is forgotten and never reopened behind the reader's back:
 // the command that met it was not run, and the next one opens a new session.
-import { ApiError, batch, createSession, deleteSession, type BatchResponse, type Session } from '../api/client.js';
+import { ApiError, batch, createSession, deleteSession, type BatchResponse, type Session, type SessionOptions } from '../api/client.js';
 
 /** Why a command did not reach Redis, in the reader's words. */
 export interface Refusal {
@@ -18,6 +18,8 @@ export interface Refusal {
 /** A session's open state as the console shows it. */
 export interface SessionInfo {
   id: string;
+  /** The connection's settings, fixed at opening. */
+  opts: SessionOptions;
   idleMs: number;
   /** ms since the epoch when the idle timeout closes it, counted from the last command. */
   expiresAtMs: number;
@@ -56,13 +58,16 @@ export class SessionLink {
     return this.session;
   }
 
-  /** Runs one command (inline text) on the session, opening it first if there is none. */
-  async send(text: string, opts: { simulated_rtt_ms?: number } = {}): Promise<Outcome> {
+  /**
+   * Runs one command (inline text) on the session, opening it first with
+   * `opts` if there is none (an open session keeps the settings it opened with).
+   */
+  async send(text: string, opts: SessionOptions = {}): Promise<Outcome> {
     let opened = false;
     let s = this.session;
     try {
       if (!s) {
-        this.opening ??= createSession().then((r: Session) => ({ id: r.id, idleMs: r.idle_ms, expiresAtMs: r.expires_at_ms }));
+        this.opening ??= createSession(opts).then((r: Session) => ({ id: r.id, opts, idleMs: r.idle_ms, expiresAtMs: r.expires_at_ms }));
         s = await this.opening.finally(() => (this.opening = null));
         this.session = s;
         opened = true;
@@ -71,7 +76,7 @@ export class SessionLink {
       return { ok: false, refusal: refusalOf(e, 0) };
     }
     try {
-      const res = await batch({ text, mode: 'sequential', session: s.id, ...(opts.simulated_rtt_ms ? { simulated_rtt_ms: opts.simulated_rtt_ms } : {}) });
+      const res = await batch({ text, mode: 'sequential', session: s.id });
       s.expiresAtMs = Date.now() + s.idleMs;
       return { ok: true, res, opened };
     } catch (e) {

@@ -36,8 +36,8 @@ export const MAX_ATTEMPTS = 10;
  * other client's `INCR key` runs after our GET and before our EXEC.
  */
 export async function watchLoop(key: string, conflicts: number, rttMs: number): Promise<LoopRun> {
-  const s = await createSession();
-  const on = { mode: 'pipeline' as const, session: s.id, ...(rttMs > 0 ? { simulated_rtt_ms: rttMs } : {}) };
+  const s = await createSession({ simulated_rtt_ms: rttMs });
+  const on = { mode: 'pipeline' as const, session: s.id };
   const run: LoopRun = { attempts: [], committed: false, roundTrips: 0, totalUs: 0 };
   const count = (r: BatchResponse) => {
     run.roundTrips += r.summary.round_trips;
