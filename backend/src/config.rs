@@ -155,6 +155,16 @@ pub struct Limits {
     /// Most entries in a sweep's `batch_sizes`.
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SWEEP_POINTS", default_value_t = 16)]
     pub max_sweep_points: usize,
+
+    /// A session (`POST /api/v1/sessions`) without a batch for this long
+    /// (ms) is closed with its Redis connection.
+    #[arg(long, value_parser = at_least_one::<u64>(), env = "PIPELAB_SESSION_IDLE_MS", default_value_t = 60_000)]
+    pub session_idle_ms: u64,
+
+    /// Most sessions open at once (each holds one Redis connection); past
+    /// it `POST /api/v1/sessions` gets 503 `too_many_sessions`.
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SESSIONS", default_value_t = 100)]
+    pub max_sessions: usize,
 }
 
 /// A limit's parser: a whole number, at least 1.
@@ -201,6 +211,8 @@ mod tests {
             "--max-concurrent-batches",
             "--max-sweep-points",
             "--max-watch-keys",
+            "--session-idle-ms",
+            "--max-sessions",
         ] {
             let err = parse(&["x", flag, "0"]).unwrap_err().to_string();
             assert!(err.contains(flag), "{flag}: {err}");

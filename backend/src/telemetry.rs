@@ -43,6 +43,8 @@ pub fn install_metrics() -> &'static PrometheusHandle {
         // counter that appears only with the first failure cannot be
         // alerted on by its rate.
         metrics::counter!("pipelab_redis_connection_failures_total").increment(0);
+        metrics::counter!("pipelab_session_expiries_total").increment(0);
+        metrics::gauge!("pipelab_sessions_open").set(0.0);
         handle
     })
 }
@@ -52,11 +54,15 @@ pub fn render_metrics() -> String {
     install_metrics().render()
 }
 
+/// How many modes there are (`mode_index` is below it).
+const MODES: usize = 4;
+
 fn mode_index(mode: Mode) -> usize {
     match mode {
         Mode::Sequential => 0,
         Mode::Pipeline => 1,
         Mode::Transaction => 2,
+        Mode::Auto => 3,
     }
 }
 
@@ -77,16 +83,16 @@ const STATUSES: [&str; 4] = ["ok", "error", "not_sent", "unknown"];
 /// A handle is an `Arc` to the series' atomic: updating it costs an atomic add.
 struct Handles {
     in_flight: OnceLock<Gauge>,
-    batches: [[OnceLock<Counter>; OUTCOMES.len()]; 3],
-    commands: [[OnceLock<Counter>; STATUSES.len()]; 3],
-    duration: [OnceLock<Histogram>; 3],
+    batches: [[OnceLock<Counter>; OUTCOMES.len()]; MODES],
+    commands: [[OnceLock<Counter>; STATUSES.len()]; MODES],
+    duration: [OnceLock<Histogram>; MODES],
 }
 
 static HANDLES: Handles = Handles {
     in_flight: OnceLock::new(),
-    batches: [const { [const { OnceLock::new() }; OUTCOMES.len()] }; 3],
-    commands: [const { [const { OnceLock::new() }; STATUSES.len()] }; 3],
-    duration: [const { OnceLock::new() }; 3],
+    batches: [const { [const { OnceLock::new() }; OUTCOMES.len()] }; MODES],
+    commands: [const { [const { OnceLock::new() }; STATUSES.len()] }; MODES],
+    duration: [const { OnceLock::new() }; MODES],
 };
 
 fn in_flight() -> &'static Gauge {
@@ -240,4 +246,16 @@ pub fn init_logging(format: LogFormat) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// `pipelab_sessions_open`: sessions open now (`api::session`).
+pub fn sessions_open(n: usize) {
+    install_metrics();
+    metrics::gauge!("pipelab_sessions_open").set(n as f64);
+}
+
+/// `pipelab_session_expiries_total`: sessions closed for being idle past `--session-idle-ms`.
+pub fn sessions_expired(n: u64) {
+    install_metrics();
+    metrics::counter!("pipelab_session_expiries_total").increment(n);
 }

@@ -242,7 +242,8 @@ pub fn challenge(res: &mut Response) {
 /// The tower middleware (mounted on the whole router, after the request
 /// guards of [`super::guard`]): `/api/v1/*` and `/metrics` (unless
 /// `--metrics-public`) need a token when tokens are configured. A read-only
-/// token may GET on `/api/v1` and POST `/api/v1/batch`, whose commands
+/// token may GET on `/api/v1`, open and close sessions (`/api/v1/sessions`,
+/// bound to its access) and POST `/api/v1/batch`, whose commands
 /// [`readonly_check`] then checks one by one; the other batch endpoints
 /// (`/compare`, `/sweep`: they write keys of their own) answer 403
 /// `forbidden`. The request's [`Access`] is left in its extensions. The
@@ -260,7 +261,7 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
     }
     let reading = req.method() == Method::GET || req.method() == Method::HEAD;
     match state.auth.check_request(req.headers(), req.uri()) {
-        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" => ApiError::new(
+        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" && !path.starts_with("/api/v1/sessions") => ApiError::new(
             ApiCode::Forbidden,
             "a read-only token may not run /compare or /sweep (they write keys of their own); use a full-access \
              token, or /api/v1/batch and the Upstash routes, which refuse only the commands that write",

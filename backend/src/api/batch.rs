@@ -53,6 +53,23 @@ pub struct BatchRequest {
     /// errors), or `none`. The summary always counts every command.
     #[schema(value_type = Option<Keep>)]
     pub results: Option<String>,
+    /// Run on this session's own connection (`POST /api/v1/sessions`),
+    /// which keeps its state (WATCH, MULTI…) between batches: MULTI, EXEC
+    /// and WATCH may then be sent one batch each in pipeline or sequential
+    /// mode. `resp3` and `simulated_rtt_ms` are the session's (leave them
+    /// out). 404 `session_not_found`, 409 `session_lost` / `session_busy`.
+    #[schema(example = "3f2a9c0e5b7d41e8a6c4f0b2d9e7a1c3")]
+    pub session: Option<String>,
+    /// Auto mode: simulated concurrent callers, 1 to 1000. Default 10.
+    #[schema(minimum = 1, maximum = 1000, example = 10)]
+    pub clients: Option<i64>,
+    /// Auto mode: µs a pending command waits for others to join its write,
+    /// 0 to 1000000. Default 0: one event-loop tick, as ioredis.
+    #[schema(minimum = 0, maximum = 1000000, example = 0)]
+    pub window_us: Option<i64>,
+    /// Also measure the server's work (`summary.server`): `INFO` before and
+    /// after the batch on a side connection, outside `total_us`. Default false.
+    pub server_stats: Option<bool>,
 }
 
 batch_request!(BatchRequest);
@@ -73,13 +90,15 @@ batch_request!(BatchRequest);
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran; per-command results", body = Report),
+        (status = 404, description = "`session_not_found`: no open session with the given `session` id", body = super::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = super::error::ErrorBody),
         BatchErrors,
     )
 )]
 pub async fn batch(
     State(state): State<AppState>,
     access: Option<axum::Extension<super::auth::Access>>,
-    CommandsJson(req): CommandsJson<BatchRequest>,
+    CommandsJson(mut req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,
@@ -90,10 +109,25 @@ pub async fn batch(
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let access = access.map_or(super::auth::Access::Open, |a| a.0);
+    let session = match req.session.take() {
+        Some(id) => {
+            let s = state.sessions.get(&id, access)?;
+            s.check_settings(req.resp3, req.simulated_rtt_ms)?;
+            (req.resp3, req.simulated_rtt_ms) = (Some(s.resp3), Some(s.simulated_rtt_ms));
+            Some((id, s))
+        }
+        None => None,
+    };
+    let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
     let mut rules = super::refuse::Rules::of(&state).await;
     rules.access = access.rules();
-    let prepared = BatchFields::from(req).prepare(&state.limits)?;
+    let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
+    validate::auto_fields(&mut prepared.plan, clients, window_us)?;
+    prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
-    stream::respond(state, batch, keep).await
+    match session {
+        Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
+        None => stream::respond(state, batch, keep).await,
+    }
 }

@@ -30,7 +30,7 @@ pub struct CompareRequest {
     /// Commands as inline lines or RESP.
     pub text: Option<String>,
     /// Modes to run; sequential always runs (first), as the baseline.
-    /// Default: all three.
+    /// Default: all four.
     #[schema(value_type = Option<Vec<Mode>>)]
     pub modes: Option<Vec<String>>,
     /// Pipeline chunk size, at least 1. Default 1000.
@@ -47,6 +47,12 @@ pub struct CompareRequest {
     pub watch: Option<Vec<ArgBytes>>,
     /// Also return each run's per-command results. Default false.
     pub include_results: Option<bool>,
+    /// The auto run's simulated callers, 1 to 1000. Default 10.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub clients: Option<i64>,
+    /// The auto run's write window in µs (0: one event-loop tick). Default 0.
+    #[schema(minimum = 0, maximum = 1000000)]
+    pub window_us: Option<i64>,
 }
 
 batch_request!(CompareRequest);
@@ -76,7 +82,11 @@ pub async fn compare(
     let include_results = req.include_results.unwrap_or(false);
     // `watch` belongs to the transaction run only; validate it as a transaction field.
     let watch = req.watch.take();
-    let prepared = BatchFields::from(req).prepare(&state.limits)?;
+    let (clients, window_us) = (req.clients, req.window_us);
+    let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
+    validate::auto_fields(&mut prepared.plan, clients, window_us)?;
+    // Each run's summary says what the server did too.
+    prepared.plan.server_stats = true;
     let watch = BatchFields {
         watch,
         commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),

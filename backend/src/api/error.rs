@@ -95,12 +95,22 @@ pub enum ApiCode {
     /// 504: a batch that could not be cut at its deadline (a batch reaching
     /// the timeout is normally cut and reported).
     BatchTimeout,
+    /// 404: no open session with this id (never opened, closed, expired
+    /// after `--session-idle-ms`, or another token's).
+    SessionNotFound,
+    /// 409: the session's Redis connection was lost (closed by the server,
+    /// or a batch on it was cut); the session is closed, never reopened.
+    SessionLost,
+    /// 409: another batch is running on the session.
+    SessionBusy,
+    /// 503: `--max-sessions` sessions are open.
+    TooManySessions,
 }
 
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 36] = {
+    pub const ALL: [ApiCode; 40] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -109,6 +119,7 @@ impl ApiCode {
             ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
+            SessionNotFound, SessionLost, SessionBusy, TooManySessions,
         ]
     };
 
@@ -123,7 +134,8 @@ impl ApiCode {
             }
             Unauthorized => StatusCode::UNAUTHORIZED,
             Forbidden | ReadonlyToken | ForbiddenOrigin => StatusCode::FORBIDDEN,
-            NotFound => StatusCode::NOT_FOUND,
+            NotFound | SessionNotFound => StatusCode::NOT_FOUND,
+            SessionLost | SessionBusy => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             BodyTooLarge | TooManyCommands | ArgumentTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -131,7 +143,7 @@ impl ApiCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
             HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            RedisUnavailable | Busy | RedisBusy | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
             BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -363,6 +375,10 @@ mod tests {
             (ApiCode::ForbiddenHost, "forbidden_host", 421),
             (ApiCode::HeadersTooLarge, "headers_too_large", 431),
             (ApiCode::RedisBusy, "redis_busy", 503),
+            (ApiCode::SessionNotFound, "session_not_found", 404),
+            (ApiCode::SessionLost, "session_lost", 409),
+            (ApiCode::SessionBusy, "session_busy", 409),
+            (ApiCode::TooManySessions, "too_many_sessions", 503),
         ] {
             assert_eq!((code.name().as_str(), code.status().as_u16()), (name, status));
         }

@@ -24,6 +24,7 @@ pub mod openapi;
 pub mod refuse;
 pub mod run;
 pub mod schema;
+pub mod session;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
@@ -33,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::routing::{any, get, post};
+use axum::routing::{any, delete, get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
 use tower_http::trace::TraceLayer;
@@ -80,6 +81,8 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
     pub upstash: crate::upstash::Settings,
+    /// Open sessions: connections kept between batches ([`session`]).
+    pub sessions: Arc<session::Sessions>,
 }
 
 impl AppState {
@@ -99,7 +102,9 @@ impl AppState {
                 ..PoolConfig::default()
             },
         );
+        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions);
         AppState(Arc::new(Inner {
+            sessions,
             target,
             source,
             limits,
@@ -172,6 +177,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/batch", post(batch::batch))
         .route("/api/v1/compare", post(compare::compare))
         .route("/api/v1/sweep", post(sweep::sweep))
+        .route("/api/v1/sessions", post(session::create))
+        .route("/api/v1/sessions/{id}", delete(session::delete))
         .route("/api/v1/info", get(info::info))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
         // Only the routes above: a wrong method there is a JSON 405.

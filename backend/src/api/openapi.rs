@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, compare, error, info, schema, stream, sweep};
+use super::{batch, compare, error, info, schema, session, stream, sweep};
 use crate::exec;
 use error::CodeStatuses;
 
@@ -13,8 +13,9 @@ use error::CodeStatuses;
     info(
         title = "pipelab API",
         description = "Run Redis command batches sequentially, pipelined or as MULTI/EXEC, \
-            measured per command. Every error is `{\"error\": {\"code\", \"message\", \"field\"}}`. \
-            Each batch has its own Redis connection, only while it runs; commands that change \
+            measured per command, or auto-pipelined by simulated concurrent callers (`mode: auto`). Every error is `{\"error\": {\"code\", \"message\", \"field\"}}`. \
+            Each batch has its own Redis connection, only while it runs (unless it names a \
+            session, `POST /api/v1/sessions`, whose connection keeps its state between batches); commands that change \
             the connection itself (SELECT, HELLO, AUTH, QUIT, RESET, MONITOR, SUBSCRIBE and \
             friends, blocking commands with timeout 0) are refused. /compare runs the batch \
             once per mode, so its side effects repeat. With tokens configured (`--token`, \
@@ -25,16 +26,18 @@ use error::CodeStatuses;
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             README's \"Upstash-compatible REST\".",
     ),
-    paths(batch::batch, compare::compare, sweep::sweep, info::info, openapi_json),
+    paths(batch::batch, compare::compare, sweep::sweep, session::create, session::delete, info::info, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
         schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
         exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
-        exec::Report,
+        exec::Report, exec::auto::AutoSummary, exec::server::ServerWork,
+        session::SessionRequest, session::SessionResponse,
     )),
     modifiers(&CodeStatuses),
     tags(
         (name = "batches", description = "Run commands against Redis"),
+        (name = "sessions", description = "A Redis connection kept between batches (WATCH, MULTI state)"),
         (name = "server", description = "About this server"),
     )
 )]

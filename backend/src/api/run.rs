@@ -73,10 +73,39 @@ pub async fn run_batch_into<K: ResultSink>(
 /// connection, mark the rest) before the request gives up on it.
 const WIND_UP: Duration = Duration::from_secs(2);
 
+/// [`run_batch_into`] on a session's connection (`super::session`):
+/// taken from `conn` while the batch runs, put back if it is still fit
+/// for the next batch (whatever state its commands left it in), else left
+/// `None` (the session is lost).
+pub async fn run_session_batch<K: ResultSink>(
+    state: &AppState,
+    batch: &Batch,
+    conn: &mut Option<crate::conn::Conn>,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ApiError> {
+    let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
+    let result = run_limited_on(state, batch, sink, Some(conn)).await;
+    match &result {
+        Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
+        Err(_) => span.fail("invalid"),
+    }
+    result
+}
+
 async fn run_limited<K: ResultSink>(
     state: &AppState,
     batch: &Batch,
     sink: &mut K,
+) -> Result<StreamReport<Infallible>, ApiError> {
+    run_limited_on(state, batch, sink, None).await
+}
+
+/// The batch on a pooled connection, or on `session`'s.
+async fn run_limited_on<K: ResultSink>(
+    state: &AppState,
+    batch: &Batch,
+    sink: &mut K,
+    session: Option<&mut Option<crate::conn::Conn>>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
@@ -104,7 +133,13 @@ async fn run_limited<K: ResultSink>(
     // A script still running when the batch is cut (here, or by the
     // request's future being dropped) is killed: see `busy`.
     let kill = KillOnCut::new(state, batch);
-    match timeout_at(deadline + WIND_UP, execute_pooled_into(&state.pool, batch, &opts, sink)).await {
+    let run = async {
+        match session {
+            Some(conn) => crate::exec::execute_on_into(conn, &state.pool, batch, &opts, sink).await,
+            None => execute_pooled_into(&state.pool, batch, &opts, sink).await,
+        }
+    };
+    match timeout_at(deadline + WIND_UP, run).await {
         Ok(Ok(out)) => {
             if out.connection_error.is_none() {
                 kill.disarm();

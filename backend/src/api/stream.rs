@@ -132,9 +132,15 @@ async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<R
     if let Some(msg) = out.reconnect_failed {
         return Err(ApiError::unavailable(msg));
     }
+    Ok(report_response(&kept, &out))
+}
+
+/// The report of a batch that ran, its results all collected in `kept`,
+/// as one ordinary response.
+pub(super) fn report_response(kept: &Kept, out: &StreamReport<Infallible>) -> Response {
     let mut report = ReportWriter::default();
     report.write(&kept.results);
-    Ok(json(Body::from(report.finish(&out))))
+    json(Body::from(report.finish(out)))
 }
 
 /// Collects the results `keep` keeps, counting their replies' JSON

@@ -89,7 +89,7 @@ pub async fn sweep(
         ));
     }
     for (k, &b) in spec.batch_sizes.iter().enumerate() {
-        let trips = min_round_trips(Mode::Pipeline, spec.total as usize, b);
+        let trips = min_round_trips(Mode::Pipeline, spec.total as usize, b, 1);
         let ms = trips as f64 * rtt;
         if ms > limits.batch_timeout_ms as f64 {
             return Err(ApiError::field(

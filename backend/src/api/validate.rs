@@ -176,12 +176,14 @@ impl Prepared {
 
 /// Least number of round trips `batch` needs: each costs at least the
 /// simulated RTT.
-pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize) -> u64 {
+pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize, clients: usize) -> u64 {
     let n = commands as u64;
     match mode {
         Mode::Sequential => n,
         Mode::Pipeline => n.div_ceil(batch_size.max(1) as u64),
         Mode::Transaction => 1,
+        // Each caller waits for every one of its commands.
+        Mode::Auto => n.div_ceil(clients.max(1) as u64),
     }
 }
 
@@ -189,7 +191,7 @@ pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize) -> u64 {
 /// timeout, instead of letting it run into a 504.
 fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
     let plan = &batch.plan;
-    let trips = min_round_trips(plan.mode, batch.commands.len(), plan.batch_size);
+    let trips = min_round_trips(plan.mode, batch.commands.len(), plan.batch_size, plan.clients);
     let ms = trips as f64 * plan.simulated_rtt_ms;
     if ms > limits.batch_timeout_ms as f64 {
         return Err(ApiError::field(
@@ -203,6 +205,7 @@ fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
                 limits.batch_timeout_ms,
                 match plan.mode {
                     Mode::Pipeline => "raise batch_size",
+                    Mode::Auto => "raise clients",
                     _ => "use pipeline mode",
                 }
             ),
@@ -250,6 +253,25 @@ pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
 
 fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
     value.map_or(Ok(OnError::default()), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
+}
+
+/// Auto mode's `clients` (1 to 1000, default 10) and `window_us` (0 to
+/// 1 000 000 µs, default 0), set on `plan`. 400 `invalid_field` naming the field.
+pub fn auto_fields(plan: &mut Plan, clients: Option<i64>, window_us: Option<i64>) -> Result<(), ApiError> {
+    use crate::exec::auto::{MAX_CLIENTS, MAX_WINDOW_US};
+    if let Some(n) = clients {
+        if !(1..=MAX_CLIENTS as i64).contains(&n) {
+            return Err(ApiError::field(ApiCode::InvalidField, "clients", format!("must be 1 to {MAX_CLIENTS} (simulated callers), got {n}")));
+        }
+        plan.clients = n as usize;
+    }
+    if let Some(us) = window_us {
+        if !(0..=MAX_WINDOW_US as i64).contains(&us) {
+            return Err(ApiError::field(ApiCode::InvalidField, "window_us", format!("must be 0 to {MAX_WINDOW_US} µs, got {us}")));
+        }
+        plan.window_us = us as u64;
+    }
+    Ok(())
 }
 
 /// `simulated_rtt_ms`: finite, 0 to 1000 ms (docs/api.md#limits).
@@ -378,7 +400,7 @@ mod tests {
         assert_eq!(e.code(), ApiCode::UnknownMode);
         assert_eq!(
             e.body.message,
-            r#"modes[1]: unknown mode "fast"; expected "sequential", "pipeline" or "transaction""#
+            r#"modes[1]: unknown mode "fast"; expected "sequential", "pipeline", "transaction" or "auto""#
         );
         let e = on_error(Some("halt")).unwrap_err();
         assert_eq!(e.code(), ApiCode::InvalidField);

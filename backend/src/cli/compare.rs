@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(default_value = "-")]
     file: String,
     /// Modes to run, comma-separated; sequential always runs, first, as the
-    /// baseline (API: `modes`). Default: all three.
+    /// baseline (API: `modes`). Default: all four.
     #[arg(long, value_enum, value_delimiter = ',')]
     modes: Option<Vec<Mode>>,
     #[command(flatten)]
@@ -44,7 +44,8 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     let (commands, lines) = read_commands(&args.file).map_err(|m| fail(NAME, Exit::BadInput, m))?;
     let modes = compare::run_order(args.modes.as_deref()).map_err(|e| input_error(NAME, &e, &lines))?;
     // The settings every run shares; each run has its own mode.
-    let plan = args.plan.plan(Mode::Pipeline);
+    // Each run's summary says what the server did too, as the API's.
+    let plan = Plan { server_stats: true, ..args.plan.plan(Mode::Pipeline) };
     let table = runner.commands().await;
     let batches = compare::batches(&modes, &plan.watch, |mode| {
         let batch = Batch::new(commands.clone(), Plan { mode, watch: Vec::new(), ..plan.clone() });
@@ -86,6 +87,7 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
         "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8}",
         "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown"
     );
+    let mut syscalls = Vec::new();
     for run in &report.runs {
         let s = &run.summary;
         let speedup = run.speedup_vs_sequential.map_or("-".to_string(), |x| format!("{x:.2}x"));
@@ -104,6 +106,15 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
             Some(serde_json::Value::String(status)) => println!("  transaction {status}"),
             _ => println!(),
         }
+        let server = match s.server {
+            Some(Some(w)) => format!("{:>8} {:>8} {:>10}{}", w.reads, w.writes, w.usec, if w.approximate { "  (approximate)" } else { "" }),
+            _ => format!("{:>8} {:>8} {:>10}", "-", "-", "-"),
+        };
+        syscalls.push(format!("{name:<12} {:>8} {:>8} {server}", s.read_syscalls, s.write_syscalls));
     }
     println!("{}", report.note);
+    println!("{:<12} {:>8} {:>8} {:>8} {:>8} {:>10}", "syscalls", "reads", "writes", "server r", "server w", "server µs");
+    for line in syscalls {
+        println!("{line}");
+    }
 }

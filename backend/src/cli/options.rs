@@ -58,6 +58,17 @@ pub struct PlanArgs {
     /// Key to WATCH before MULTI, in transaction mode (repeatable).
     #[arg(long)]
     pub watch: Vec<String>,
+    /// Auto mode: simulated concurrent callers, 1 to 1000 (API: `clients`).
+    #[arg(long, default_value_t = exec::auto::DEFAULT_CLIENTS as u64, value_parser = clap::value_parser!(u64).range(1..=exec::auto::MAX_CLIENTS as u64))]
+    pub clients: u64,
+    /// Auto mode: µs a pending command waits for others to join its write
+    /// (0: one event-loop tick; API: `window_us`).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=exec::auto::MAX_WINDOW_US))]
+    pub window_us: u64,
+    /// Measure the server's work too (`INFO` before and after, on a side
+    /// connection; API: `server_stats`).
+    #[arg(long)]
+    pub server_stats: bool,
 }
 
 impl PlanArgs {
@@ -69,6 +80,9 @@ impl PlanArgs {
             simulated_rtt_ms: self.rtt,
             resp3: self.resp3,
             watch: self.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            clients: self.clients as usize,
+            window_us: self.window_us,
+            server_stats: self.server_stats,
         }
     }
 }

@@ -73,21 +73,31 @@ fn print_table(report: &SweepReport, command: &str, target: &pipelab::conn::Redi
         report.total, report.simulated_rtt_ms
     );
     println!(
-        "{:>10} {:>11} {:>10} {:>12} {:>8} {:>7} {:>10}",
-        "batch size", "round trips", "time ms", "commands/s", "ok", "errors", "incomplete"
+        "{:>10} {:>11} {:>10} {:>12} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10}",
+        "batch size", "round trips", "time ms", "commands/s", "ok", "errors", "incomplete", "p50 µs", "p99 µs", "max µs",
+        "model ms"
     );
+    let m = &report.model;
     for p in &report.points {
         println!(
-            "{:>10} {:>11} {:>10.3} {:>12.0} {:>8} {:>7} {:>10}",
+            "{:>10} {:>11} {:>10.3} {:>12.0} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10.3}",
             p.batch_size,
             p.round_trips,
             p.total_us as f64 / 1000.0,
             p.commands_per_sec,
             p.ok,
             p.errors,
-            p.incomplete
+            p.incomplete,
+            p.latency_us.p50,
+            p.latency_us.p99,
+            p.latency_us.max,
+            m.total_us(report.total, p.batch_size) / 1000.0
         );
     }
+    println!(
+        "model: T(b) = ceil(N/b) × RTT + N × t_cmd, RTT {:.3} ms (simulated + loopback), t_cmd {:.2} µs (least squares); knee at batch size {}",
+        m.rtt_ms, m.t_cmd_us, m.knee_batch_size
+    );
     let c = &report.cleanup;
     println!(
         "cleanup: {} keys named, {} existed before (kept), {} deleted",

@@ -66,6 +66,10 @@ pub struct IoStats {
     /// several). Behind the delay line: writes into the line, which takes
     /// each write whole.
     pub write_syscalls: u64,
+    /// Reads on the socket that returned (bytes, end of stream or an
+    /// error); a read that would block is not counted. Behind the delay
+    /// line: reads from the line.
+    pub read_syscalls: u64,
     /// Bytes the socket accepted, including those of a write that then failed.
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -151,7 +155,7 @@ impl Conn {
         let connect_until = tokio::time::Instant::now() + settings.connect_timeout;
         let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
         let mut conn = Conn {
-            stream: Counted { inner: raw, syscalls: 0, accepted: 0 },
+            stream: Counted { inner: raw, syscalls: 0, reads: 0, accepted: 0 },
             raw: fd,
             delayed: !one_way.is_zero(),
             resp3: settings.resp3,
@@ -183,12 +187,13 @@ impl Conn {
 
     /// Byte and call counts since the handshake.
     pub fn stats(&self) -> IoStats {
-        IoStats { write_syscalls: self.stream.syscalls, bytes_sent: self.stream.accepted, ..self.stats }
+        IoStats { write_syscalls: self.stream.syscalls, read_syscalls: self.stream.reads, bytes_sent: self.stream.accepted, ..self.stats }
     }
 
     fn reset_stats(&mut self) {
         self.stats = IoStats::default();
         self.stream.syscalls = 0;
+        self.stream.reads = 0;
         self.stream.accepted = 0;
     }
 

@@ -1,7 +1,7 @@
 //! The byte stream under a connection: TCP (`TCP_NODELAY`), a Unix socket,
 //! or TLS over TCP with rustls (`tokio-rustls`, the `ring` provider), opened
 //! under the connect timeout; and [`Counted`], which counts the `write`
-//! system calls and bytes the socket accepted.
+//! system calls and bytes the socket accepted, and the reads.
 
 use std::io;
 use std::pin::Pin;
@@ -152,6 +152,9 @@ mod insecure {
 pub(super) struct Counted {
     pub(super) inner: Box<dyn Stream>,
     pub(super) syscalls: u64,
+    /// Reads that returned (bytes, end of stream or an error): one `read`
+    /// system call each on a plain socket.
+    pub(super) reads: u64,
     /// Bytes the socket accepted (some may be in flight even if a later
     /// write of the same call failed).
     pub(super) accepted: u64,
@@ -159,7 +162,11 @@ pub(super) struct Counted {
 
 impl AsyncRead for Counted {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if r.is_ready() {
+            self.reads += 1;
+        }
+        r
     }
 }
 

@@ -14,12 +14,14 @@ use utoipa::ToSchema;
 
 use crate::conn::RedisTarget;
 
+pub mod auto;
 mod commands;
 mod pipeline;
 pub mod reply_schema;
 pub mod pool;
 mod runner;
 mod sequential;
+pub mod server;
 mod source;
 mod transaction;
 mod validate;
@@ -45,6 +47,12 @@ pub enum Mode {
     Pipeline,
     /// `MULTI`, the commands, `EXEC` in one write.
     Transaction,
+    /// Auto-pipelining, as ioredis's `enableAutoPipelining`: `clients`
+    /// simulated concurrent callers each send their share of the batch
+    /// (round-robin by index) one command at a time, awaiting each reply;
+    /// the commands pending at each event-loop tick go out in one write
+    /// ([`auto`]).
+    Auto,
 }
 
 impl Mode {
@@ -57,6 +65,7 @@ impl Mode {
             Mode::Sequential => "sequential",
             Mode::Pipeline => "pipeline",
             Mode::Transaction => "transaction",
+            Mode::Auto => "auto",
         }
     }
 }
@@ -111,6 +120,11 @@ pub struct CommandResult {
     /// When this command's reply was fully read (µs from batch start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_us: Option<u64>,
+    /// Auto mode only: µs from its simulated caller's call (the command
+    /// became pending, waiting for the next coalesced write) to its reply,
+    /// what the caller's `await` took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<u64>,
 }
 
 /// Totals for a batch.
@@ -133,6 +147,10 @@ pub struct Summary {
     pub write_calls: u64,
     /// `write` system calls those took (a large chunk may need several).
     pub write_syscalls: u64,
+    /// `read` calls the executor made on the connection to get the replies
+    /// (each one returned bytes, end of stream or an error), counted where
+    /// they are made, as `write_syscalls`. Behind the delay line: reads from the line.
+    pub read_syscalls: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// RESP3 push messages received (out-of-band, e.g. invalidations): not
@@ -148,6 +166,16 @@ pub struct Summary {
     pub batch_size: usize,
     /// Replies were read as RESP3 (`HELLO 3`).
     pub resp3: bool,
+    /// Auto mode only: how the callers' commands were coalesced into writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto: Option<auto::AutoSummary>,
+    /// What the Redis server did for the batch, from `INFO` deltas taken on
+    /// a side connection around it (outside `total_us`): `null` when the
+    /// server could not be asked; absent when not asked (`/batch` asks with
+    /// `"server_stats": true`; `/compare` always asks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<server::ServerWork>, nullable)]
+    pub server: Option<Option<server::ServerWork>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -284,6 +312,15 @@ pub struct Plan {
     pub resp3: bool,
     /// Keys to `WATCH` before a transaction.
     pub watch: Vec<Vec<u8>>,
+    /// Auto mode: simulated concurrent callers (1 to [`auto::MAX_CLIENTS`];
+    /// default [`auto::DEFAULT_CLIENTS`]). Ignored by the other modes.
+    pub clients: usize,
+    /// Auto mode: how long a pending command waits for others to join its
+    /// write, in µs (0: one event-loop tick, as ioredis). Ignored by the other modes.
+    pub window_us: u64,
+    /// Measure the server's work around the batch (`summary.server`, see
+    /// [`server`]): two `INFO`s on a side connection, outside `total_us`.
+    pub server_stats: bool,
 }
 
 /// Default commands per pipeline chunk.
@@ -300,6 +337,9 @@ impl Plan {
             simulated_rtt_ms: 0.0,
             resp3: false,
             watch: Vec::new(),
+            clients: auto::DEFAULT_CLIENTS,
+            window_us: 0,
+            server_stats: false,
         }
     }
 }
@@ -374,15 +414,48 @@ pub async fn execute_pooled_into<K: ResultSink>(
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
+    let probe = server::Probe::pooled(pool, plan, &settings).await;
     // The table as the new connection may just have refreshed it.
     let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, opts.table(Some(pool))).await;
     let mut out = ran.report;
+    server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {
         out.reconnect_failed = ran.reconnect_failed;
     }
     if let Some(conn) = ran.reusable {
         pool.checkin(conn);
     }
+    Ok(out)
+}
+
+/// [`execute_pooled_into`] on a connection of the caller's own (a
+/// session's, `api::session`): taken from `conn` while the batch runs and
+/// put back if every reply was read and nothing is buffered, whatever
+/// state its commands left it in (WATCHed keys, an open MULTI), else left
+/// `None` (it failed, or a transaction's EXEC answer did not match). The
+/// simulated RTT and RESP version are the connection's; a `pool`
+/// connection serves only `summary.server`'s readings. Never reconnects.
+///
+/// Errors: [`ExecError::Invalid`], or [`ExecError::Connect`] if `conn` is
+/// `None` (nothing was sent).
+pub async fn execute_on_into<K: ResultSink>(
+    conn: &mut Option<crate::conn::Conn>,
+    pool: &Pool,
+    batch: &Batch,
+    opts: &ExecOptions,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ExecError> {
+    let table = opts.table(Some(pool));
+    validate(batch, &table)?;
+    let mut c = conn.take().ok_or_else(|| ExecError::Connect("the connection is gone".into()))?;
+    let settings = runner::settings(&batch.plan, opts);
+    c.prepare_reuse(&settings);
+    let probe = server::Probe::pooled(pool, &batch.plan, &settings).await;
+    let mut source = BatchSource::new(&batch.commands);
+    let ran = runner::run_on(c, None, &batch.plan, &mut source, sink, false, table).await;
+    *conn = ran.reusable.or(ran.kept);
+    let mut out = ran.report;
+    server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
     Ok(out)
 }
 
@@ -429,6 +502,6 @@ mod tests {
     fn mode_and_on_error_are_named_once() {
         same_names::<Mode>(|m| Some(m.name()));
         same_names::<OnError>(|_| None);
-        assert_eq!(Mode::value_variants().len(), 3);
+        assert_eq!(Mode::value_variants().len(), 4);
     }
 }

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
-use super::{check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
+use super::{auto, check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
 
@@ -70,8 +70,16 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     check: bool,
     table: std::sync::Arc<Table>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
-    let conn = Conn::connect(target, &settings(plan, opts)).await.map_err(ExecError::Connect)?;
-    Ok(run_on(conn, None, plan, source, sink, check, table).await.report)
+    let settings = settings(plan, opts);
+    let conn = Conn::connect(target, &settings).await.map_err(ExecError::Connect)?;
+    if !plan.server_stats {
+        return Ok(run_on(conn, None, plan, source, sink, check, table).await.report);
+    }
+    let probe = super::server::Probe::start(Conn::connect(target, &super::server::side_settings(&settings)).await).await;
+    let mut report = run_on(conn, None, plan, source, sink, check, table).await.report;
+    // pipelab's own: the side connection and the batch's.
+    report.summary.server = Some(probe.finish(2).await.0);
+    Ok(report)
 }
 
 /// How a run on a given connection ended.
@@ -80,6 +88,10 @@ pub(super) struct Ran<E> {
     /// The connection, if the batch ended cleanly and it may serve another
     /// (every reply read, nothing buffered, no connection state changed).
     pub reusable: Option<Conn>,
+    /// The connection, if the batch ended with every reply read and nothing
+    /// buffered, whatever state its commands left it in (a session keeps
+    /// it); `None` when it is in `reusable`.
+    pub kept: Option<Conn>,
     /// The pooled connection was dead and a fresh one could not be opened:
     /// nothing was sent.
     pub reconnect_failed: Option<String>,
@@ -118,6 +130,7 @@ pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
                 Mode::Sequential => 1,
                 Mode::Pipeline => plan.batch_size,
                 Mode::Transaction => 0,
+                Mode::Auto => plan.clients,
             },
             ..Summary::default()
         },
@@ -133,6 +146,7 @@ pub(super) async fn run_on<'s, S: CommandSource, K: ResultSink>(
         Mode::Sequential => sequential::run(&mut r, plan.on_error).await,
         Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
         Mode::Transaction => transaction::run(&mut r, &plan.watch).await,
+        Mode::Auto => auto::run(&mut r, plan.clients, plan.window_us, plan.on_error).await,
     }
     r.finish()
 }
@@ -189,6 +203,11 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     /// Emits the next command's result.
     pub fn emit(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>) {
+        self.emit_timed(status, reply, sent_us, reply_us, None)
+    }
+
+    /// [`Runner::emit`] with the command's `latency_us` (auto mode).
+    fn emit_timed(&mut self, status: Status, reply: Option<resp::Value>, sent_us: Option<u64>, reply_us: Option<u64>, latency_us: Option<u64>) {
         match status {
             Status::Ok => self.summary.ok += 1,
             Status::Error => self.summary.errors += 1,
@@ -197,7 +216,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         }
         let index = self.emitted;
         self.emitted += 1;
-        self.sink.push(CommandResult { index, status, reply, sent_us, reply_us });
+        self.sink.push(CommandResult { index, status, reply, sent_us, reply_us, latency_us });
     }
 
     /// Emits a reply read from Redis: `ok`, or `error` for an error reply.
@@ -205,6 +224,11 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
     /// Errors: the sink refused it ([`ResultSink::admit`]): the connection
     /// is dropped and the command is `unknown`, as at the reply limit.
     pub fn emit_reply(&mut self, reply: resp::Value, sent_us: u64, at: Instant) -> Result<(), ReadError> {
+        self.emit_reply_timed(reply, sent_us, at, None)
+    }
+
+    /// [`Runner::emit_reply`] with the command's `latency_us` (auto mode).
+    pub fn emit_reply_timed(&mut self, reply: resp::Value, sent_us: u64, at: Instant, latency_us: Option<u64>) -> Result<(), ReadError> {
         self.note_io(at);
         if let Err(limit) = self.sink.admit(&reply) {
             self.fail(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
@@ -213,7 +237,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         }
         let status = if reply.is_error() { Status::Error } else { Status::Ok };
         let reply_us = self.us(at);
-        self.emit(status, Some(reply), Some(sent_us), Some(reply_us));
+        self.emit_timed(status, Some(reply), Some(sent_us), Some(reply_us), latency_us);
         Ok(())
     }
 
@@ -294,12 +318,14 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
             let io = conn.stats();
             self.summary.write_calls = io.write_calls;
             self.summary.write_syscalls = io.write_syscalls;
+            self.summary.read_syscalls = io.read_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
             self.summary.pushes = io.pushes;
         } else if let Some(io) = self.last_stats {
             self.summary.write_calls = io.write_calls;
             self.summary.write_syscalls = io.write_syscalls;
+            self.summary.read_syscalls = io.read_syscalls;
             self.summary.bytes_sent = io.bytes_sent;
             self.summary.bytes_received = io.bytes_received;
             self.summary.pushes = io.pushes;
@@ -317,7 +343,11 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         // have changed its state. A transaction whose EXEC answer did not
         // match what was queued is not trusted either.
         let odd_exec = matches!(&self.transaction, Some(t) if t.status == TransactionStatus::Unknown);
-        let reusable = self.conn.take().filter(|c| !self.state_changed && !odd_exec && c.buffer_empty() && !c.is_delayed());
+        let alive = self.conn.take().filter(|c| !odd_exec && c.buffer_empty());
+        let (reusable, kept) = match alive {
+            Some(c) if !self.state_changed && !c.is_delayed() => (Some(c), None),
+            other => (None, other),
+        };
         Ran {
             report: StreamReport {
                 summary: self.summary,
@@ -327,6 +357,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
                 reconnect_failed: None,
             },
             reusable,
+            kept,
             reconnect_failed: self.reconnect_failed,
         }
     }

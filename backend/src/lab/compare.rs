@@ -56,22 +56,22 @@ pub struct CompareRun {
 }
 
 /// The modes a comparison runs, in order: sequential always (first, the
-/// baseline), then pipeline and transaction if `requested` names them;
-/// `None` is all three. Errors: an empty list (field `modes`).
+/// baseline), then pipeline, transaction and auto if `requested` names
+/// them; `None` is all four. Errors: an empty list (field `modes`).
 pub fn run_order(requested: Option<&[Mode]>) -> Result<Vec<Mode>, InputError> {
     let requested = match requested {
         Some([]) => {
             return Err(InputError::new(
                 Problem::InvalidField,
                 "modes",
-                "empty; leave it out to run all three modes",
+                "empty; leave it out to run all four modes",
             ))
         }
         Some(list) => list,
-        None => &[Mode::Pipeline, Mode::Transaction],
+        None => &[Mode::Pipeline, Mode::Transaction, Mode::Auto],
     };
     let mut modes = vec![Mode::Sequential];
-    modes.extend([Mode::Pipeline, Mode::Transaction].into_iter().filter(|m| requested.contains(m)));
+    modes.extend([Mode::Pipeline, Mode::Transaction, Mode::Auto].into_iter().filter(|m| requested.contains(m)));
     Ok(modes)
 }
 
@@ -124,7 +124,8 @@ mod tests {
     #[test]
     fn sequential_runs_first_then_the_requested_modes_in_order() {
         use Mode::*;
-        assert_eq!(run_order(None).unwrap(), [Sequential, Pipeline, Transaction]);
+        assert_eq!(run_order(None).unwrap(), [Sequential, Pipeline, Transaction, Auto]);
+        assert_eq!(run_order(Some(&[Auto, Pipeline])).unwrap(), [Sequential, Pipeline, Auto]);
         assert_eq!(run_order(Some(&[Transaction, Pipeline])).unwrap(), [Sequential, Pipeline, Transaction]);
         assert_eq!(run_order(Some(&[Pipeline])).unwrap(), [Sequential, Pipeline]);
         assert_eq!(run_order(Some(&[Sequential])).unwrap(), [Sequential]);
