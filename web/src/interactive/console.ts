@@ -103,7 +103,7 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
       if (out.opened) notice(`Opened a session: its own connection to Redis, kept until you close it.`, 'info');
       const r = out.res.results[0];
       const reply = r?.reply;
-      const shown = reply ? formatReply(reply) : r?.status === 'unknown' ? '(unknown: the connection failed before the reply; it may or may not have run)' : `(${r?.status ?? 'no reply'})`;
+      const shown = reply ? formatReply(reply).replace(/\n$/, '') : r?.status === 'unknown' ? '(unknown: the connection failed before the reply; it may or may not have run)' : `(${r?.status ?? 'no reply'})`;
       const us = r?.reply_us != null && r.sent_us != null ? r.reply_us - r.sent_us : null;
       entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown), {
         'data-status': r?.status ?? '',

@@ -67,7 +67,7 @@ test('MULTI … EXEC typed step by step: QUEUED, then the replies; the prompt sh
   assert.match(await page.innerText('#session-status'), /Session .* open/);
   const multi = await send('MULTI');
   assert.equal(multi.reply, 'OK');
-  assert.equal(await page.innerText('#console-prompt'), 'redis(TX)>');
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis(TX)>');
   const q1 = await send('INCR tut:i:k');
   assert.equal(q1.reply, 'QUEUED');
   assert.equal(q1.prompt, 'redis(TX)>');
@@ -76,7 +76,7 @@ test('MULTI … EXEC typed step by step: QUEUED, then the replies; the prompt sh
   assert.equal(await cli('GET', 'tut:i:k'), '10');
   const exec = await send('EXEC');
   assert.equal(exec.reply, '1) (integer) 11\n2) (integer) 12');
-  assert.equal(await page.innerText('#console-prompt'), 'redis>');
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis>');
   assert.equal(await cli('GET', 'tut:i:k'), '12');
 });
 
@@ -109,7 +109,7 @@ test('a killed connection is session_lost, said plainly, and not reopened silent
   const n = await lastNotice();
   assert.equal(n.kind, 'error');
   assert.match(n.text, /connection to Redis was lost \(session_lost\).*WATCH and MULTI state are gone.*not reopened/);
-  assert.equal(await page.innerText('#console-prompt'), 'redis>', 'the transaction went with the session');
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis>', 'the transaction went with the session');
   assert.match(await page.innerText('#session-status'), /No session/);
   await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-lost.png') });
   // The next command opens a new session.
