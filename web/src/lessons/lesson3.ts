@@ -39,6 +39,9 @@ export const lesson3: Lesson = {
     replies no longer fit the socket buffers, so Redis's output buffer grows and the client's
     reads and Redis's writes wait on each other (flow control) instead of overlapping; at small
     batches each round trip also pays system calls and wake-ups the RTT does not count (lesson 9).
+    One <code>t_cmd</code> is fitted to every batch size at once, so such a per-round-trip cost at batch 1
+    also raises the model's line elsewhere; the verdict names each batch size where the measurement
+    is more than 25% away from the line.
     The dotted lines (right axis) are each reply's latency, from its command's write to its reply,
     p50 and p99: a reply waits for its whole batch, so latency grows with batch size while
     throughput flattens — the trade-off <code>redis-benchmark -P</code> shows.</p>`,

@@ -7,7 +7,7 @@ import { batch, compare, type CompareRun } from '../api/client.js';
 import { latencyOf, quantile } from '../api/deeper.js';
 import { repeat, spread, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, slider, table } from './ui.js';
+import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, slider, table, verdict } from './ui.js';
 
 const N = 1000;
 const text = lines(N, (i) => `SET tut:l8:key:${i} v${i}`);
@@ -69,7 +69,7 @@ export const lesson8: Lesson = {
             ['mode', 'total', 'round trips', 'commands/s', 'call latency p50', 'p99'],
             [
               ['sequential (1 caller)', seq],
-              [`auto (${fmtInt(c)} callers)`, auto],
+              [`auto (${count(c, 'caller')})`, auto],
               [`pipeline (batch size ${fmtInt(c)})`, pipe],
             ].map(([label, r]) => {
               const run = r as CompareRun;
@@ -90,13 +90,15 @@ export const lesson8: Lesson = {
             { key: 'auto_p99_us', label: 'auto call p99', value: lat(auto, 0.99), text: fmtMs(lat(auto, 0.99)) },
             { key: 'noise', label: 'repeat spread', value: noise, text: `${Math.round(noise * 100)}%` },
           ]),
-          timedVerdict(
-            holds,
-            noise,
-            `${fmtInt(c)} callers awaiting every reply, coalesced into ${fmtInt(a?.writes ?? 0)} writes (${(a?.mean_commands_per_write ?? 0).toFixed(1)} commands each): ${fmtInt(rate(auto))} commands/s, ` +
-              `${Math.round(share * 100)}% of a hand-written pipeline of ${fmtInt(c)} (${fmtInt(rate(pipe))}/s) and ${fmtX(rate(auto) / Math.max(1e-9, rate(seq)))} sequential. ` +
-              `Each call waited ${fmtMs(lat(auto, 0.5))} at the median (${extraP50 >= 0 ? '+' : '−'}${fmtMs(Math.abs(extraP50))} against one call alone), ${fmtMs(lat(auto, 0.99))} at p99.`,
-          ),
+          c === 1
+            ? verdict(false, `With one caller there is nothing to coalesce: each write carried ${(a?.mean_commands_per_write ?? 0).toFixed(1)} commands, ${fmtInt(a?.writes ?? 0)} writes for ${fmtInt(auto.summary.commands)} calls, and auto ran as sequential does (${fmtInt(rate(auto))} against ${fmtInt(rate(seq))} commands/s). Auto-pipelining needs concurrent callers.`)
+            : timedVerdict(
+                holds,
+                noise,
+                `${fmtInt(c)} callers awaiting every reply, coalesced into ${fmtInt(a?.writes ?? 0)} writes (${(a?.mean_commands_per_write ?? 0).toFixed(1)} commands each): ${fmtInt(rate(auto))} commands/s, ` +
+                  `${Math.round(share * 100)}% of a hand-written pipeline of ${fmtInt(c)} (${fmtInt(rate(pipe))}/s) and ${fmtX(rate(auto) / Math.max(1e-9, rate(seq)))} sequential. ` +
+                  `Each call waited ${fmtMs(lat(auto, 0.5))} at the median (${extraP50 >= 0 ? '+' : '−'}${fmtMs(Math.abs(extraP50))} against one call alone), ${fmtMs(lat(auto, 0.99))} at p99.`,
+              ),
         );
       },
     };

@@ -52,6 +52,8 @@ export const lesson9: Lesson = {
         const serverFewer = serverCalls(seq) == null || serverCalls(pipe) == null ? null : ratio(serverCalls(seq), serverCalls(pipe));
         const savedCalls = clientCalls(seq) - clientCalls(pipe) + ((serverCalls(seq) ?? 0) - (serverCalls(pipe) ?? 0));
         const perCallUs = (seq.total_us - pipe.total_us) / Math.max(1, savedCalls);
+        // Of the time the pipeline saved, the share Redis's own command time accounts for.
+        const workShare = seq.server && pipe.server ? (seq.server.usec - pipe.server.usec) / Math.max(1, seq.total_us - pipe.total_us) : null;
         const holds = clientFewer >= FEWER && serverFewer != null && serverFewer >= FEWER && speedup > 1.5;
         const approx = seq.server?.approximate || pipe.server?.approximate;
         out.replaceChildren(
@@ -75,8 +77,10 @@ export const lesson9: Lesson = {
             noise,
             `Sequential: ${fmtInt(seq.write_syscalls)} writes and ${fmtInt(seq.read_syscalls ?? 0)} reads here, ${seq.server ? `${fmtInt(seq.server.reads)} reads and ${fmtInt(seq.server.writes)} writes in Redis` : 'Redis not asked'}; ` +
               `one pipeline: ${fmtInt(pipe.write_syscalls)} and ${fmtInt(pipe.read_syscalls ?? 0)} here, ${pipe.server ? `${fmtInt(pipe.server.reads)} and ${fmtInt(pipe.server.writes)} in Redis` : '—'}. ` +
-              `The pipeline was ${fmtX(speedup)} faster with no network at all, about ${perCallUs.toFixed(1)} µs saved per system call saved, while Redis's own command time was ` +
-              `${seq.server && pipe.server ? `${fmtInt(seq.server.usec)} µs against ${fmtInt(pipe.server.usec)} µs` : 'not measured'}: the difference is I/O, not work.` +
+              `The pipeline was ${fmtX(speedup)} faster with no network at all, about ${perCallUs.toFixed(1)} µs saved per system call saved. ` +
+              (seq.server && pipe.server && workShare != null
+                ? `Redis's own command time was ${fmtInt(seq.server.usec)} µs against ${fmtInt(pipe.server.usec)} µs: ${Math.round(Math.max(0, workShare) * 100)}% of the ${fmtMs(seq.total_us - pipe.total_us)} saved; the rest was system calls, wake-ups and waiting for them.`
+                : "Redis's own command time was not measured.") +
               (approx ? ' Other clients used Redis meanwhile: its counts are approximate.' : ''),
           ),
         );
