@@ -65,7 +65,7 @@ impl ReportJson {
     }
 }
 
-/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…}`
+/// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…,"latency_us":…}`
 /// (members that are `None` left out), exactly as serde_json would.
 pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     let mut num = itoa::Buffer::new();
@@ -87,6 +87,10 @@ pub fn write_result(out: &mut Vec<u8>, result: &CommandResult) {
     }
     if let Some(us) = result.reply_us {
         out.extend_from_slice(b",\"reply_us\":");
+        out.extend_from_slice(num.format(us).as_bytes());
+    }
+    if let Some(us) = result.latency_us {
+        out.extend_from_slice(b",\"latency_us\":");
         out.extend_from_slice(num.format(us).as_bytes());
     }
     out.push(b'}');
@@ -169,7 +173,7 @@ mod tests {
     use super::*;
 
     fn result(index: usize, status: Status, reply: Option<Value>, sent: Option<u64>, at: Option<u64>) -> CommandResult {
-        CommandResult { index, status, reply, sent_us: sent, reply_us: at }
+        CommandResult { index, status, reply, sent_us: sent, reply_us: at, latency_us: at.map(|t| t / 2) }
     }
 
     #[test]
