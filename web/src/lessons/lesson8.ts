@@ -5,7 +5,7 @@
 // throughput without changing the caller's code, for a little latency per call.
 import { batch, compare, type CompareRun } from '../api/client.js';
 import { latencyOf, quantile } from '../api/deeper.js';
-import { repeat, spread, timedVerdict } from './noise.js';
+import { bestRuns, repeat, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';
 import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, slider, table, verdict } from './ui.js';
 
@@ -52,12 +52,10 @@ export const lesson8: Lesson = {
           compare({ text, modes: ['auto', 'pipeline'], batch_size: c, clients: c, window_us: 0, simulated_rtt_ms: ms, include_results: true }),
         );
         const whole = await batch({ text, mode: 'pipeline', batch_size: N, simulated_rtt_ms: ms, results: 'none' });
-        const byMode = (m: string) => reps.map((r) => r.runs.find((x) => x.mode === m)!);
-        const best = (m: string) => byMode(m).reduce((a, b) => (b.summary.total_us < a.summary.total_us ? b : a));
-        const noise = Math.max(...['sequential', 'auto', 'pipeline'].map((m) => spread(byMode(m).map((r) => r.summary.total_us))));
-        const seq = best('sequential');
-        const auto = best('auto');
-        const pipe = best('pipeline');
+        const { best, noise } = bestRuns(reps, ['sequential', 'auto', 'pipeline']);
+        const seq = best.sequential!;
+        const auto = best.auto!;
+        const pipe = best.pipeline!;
         const wholeRate = whole.summary.commands_per_sec ?? 0;
         const a = auto.summary.auto;
         const share = rate(auto) / Math.max(1e-9, rate(pipe));

@@ -5,7 +5,7 @@
 // counts both sides' system calls (summary.read_syscalls / write_syscalls,
 // summary.server) and draws the verdict from them.
 import { compare, type CompareRun } from '../api/client.js';
-import { repeat, spread, timedVerdict } from './noise.js';
+import { bestRuns, repeat, timedVerdict } from './noise.js';
 import { syscallTable } from './syscalls.js';
 import type { Lesson } from './types.js';
 import { fmtInt, fmtMs, fmtX, lines, metrics } from './ui.js';
@@ -40,11 +40,9 @@ export const lesson9: Lesson = {
       example: () => ({ text, mode: 'sequential', simulated_rtt_ms: 0, batch_size: 1000, on_error: 'continue' }),
       async run(out) {
         const reps = await repeat(2, () => compare({ text, modes: ['pipeline'], batch_size: N, simulated_rtt_ms: 0 }));
-        const byMode = (m: string) => reps.map((r) => r.runs.find((x) => x.mode === m)!);
-        const best = (m: string) => byMode(m).reduce((a, b) => (b.summary.total_us < a.summary.total_us ? b : a));
-        const noise = Math.max(...['sequential', 'pipeline'].map((m) => spread(byMode(m).map((r) => r.summary.total_us))));
-        const seq = best('sequential').summary;
-        const pipe = best('pipeline').summary;
+        const { best, noise } = bestRuns(reps, ['sequential', 'pipeline']);
+        const seq = best.sequential!.summary;
+        const pipe = best.pipeline!.summary;
         const speedup = seq.total_us / Math.max(1, pipe.total_us);
         const clientCalls = (s: CompareRun['summary']) => s.write_syscalls + (s.read_syscalls ?? 0);
         const serverCalls = (s: CompareRun['summary']) => (s.server ? s.server.reads + s.server.writes : null);

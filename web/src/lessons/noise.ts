@@ -40,3 +40,15 @@ export function timedVerdict(holds: boolean, noise: number, text: string): HTMLP
   v.dataset.noise = String(noise);
   return v;
 }
+
+/** Repeated `/compare` reports: each mode's fastest run, and the largest spread of any mode's repeats. */
+export function bestRuns<R extends { mode: string; summary: { total_us: number } }>(reps: Array<{ runs: R[] }>, modes: string[]): { best: Record<string, R>; noise: number } {
+  const best: Record<string, R> = {};
+  let noise = 0;
+  for (const m of modes) {
+    const runs = reps.map((r) => r.runs.find((x) => x.mode === m)!);
+    best[m] = runs.reduce((a, b) => (b.summary.total_us < a.summary.total_us ? b : a));
+    noise = Math.max(noise, spread(runs.map((r) => r.summary.total_us)));
+  }
+  return { best, noise };
+}

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { importTs } from './helpers.mjs';
 
 const { modelUs, modelRate, departures, quantile, latencyOf } = await importTs('api/deeper.ts');
-const { spread, NOISY_SPREAD } = await importTs('lessons/noise.ts');
+const { spread, NOISY_SPREAD, bestRuns } = await importTs('lessons/noise.ts');
 const { keptAll } = await importTs('lessons/optimistic.ts');
 const { nextTxState } = await importTs('interactive/txState.ts');
 
@@ -43,6 +43,15 @@ test('noise: the spread of repeats relative to the smaller one', () => {
   assert.equal(spread([100, 150]), 0.5);
   assert.equal(spread([100]), 0);
   assert.ok(spread([100, 151]) > NOISY_SPREAD);
+});
+
+test('bestRuns: each mode\'s fastest repeat, and the widest spread of any mode', () => {
+  const run = (mode, us) => ({ mode, summary: { total_us: us } });
+  const reps = [{ runs: [run('sequential', 1000), run('pipeline', 30)] }, { runs: [run('sequential', 1200), run('pipeline', 20)] }];
+  const { best, noise } = bestRuns(reps, ['sequential', 'pipeline']);
+  assert.equal(best.sequential.summary.total_us, 1000);
+  assert.equal(best.pipeline.summary.total_us, 20);
+  assert.equal(noise, 0.5, 'the pipeline repeats differ by half the faster one');
 });
 
 test('lesson 6: EVAL kept every update when the counter is 2(start+k) + (n−k)', () => {
