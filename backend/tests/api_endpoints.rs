@@ -223,7 +223,7 @@ async fn compare_runs_once_per_mode_with_speedups() {
     assert!(res["note"].as_str().unwrap().contains("once per mode"));
     let runs = res["runs"].as_array().unwrap();
     let modes: Vec<&str> = runs.iter().map(|r| r["mode"].as_str().unwrap()).collect();
-    assert_eq!(modes, ["sequential", "pipeline", "transaction"]);
+    assert_eq!(modes, ["sequential", "pipeline", "transaction", "auto"]);
     assert_eq!(runs[0]["speedup_vs_sequential"], 1.0);
     assert_eq!(runs[0]["summary"]["round_trips"], 20);
     assert_eq!(runs[1]["summary"]["round_trips"], 1);
@@ -233,10 +233,10 @@ async fn compare_runs_once_per_mode_with_speedups() {
         "{res}"
     );
     assert!(runs[0].get("results").is_none());
-    // Side effects repeat: 3 runs × 20 INCR.
+    // Side effects repeat: 4 runs × 20 INCR.
     assert_eq!(
         redis.cmd_str(&["GET", "counter"]),
-        resp::Value::Bulk(b"60".to_vec())
+        resp::Value::Bulk(b"80".to_vec())
     );
 
     // modes and include_results: sequential still runs first as the baseline.
@@ -415,7 +415,7 @@ async fn openapi_document_matches_real_responses() {
         json!(["committed", "aborted", "watch_conflict", "unknown"])
     );
     assert_eq!(schemas["Status"]["enum"], json!(["ok", "error", "not_sent", "unknown"]));
-    assert_eq!(schemas["Mode"]["enum"], json!(["sequential", "pipeline", "transaction"]));
+    assert_eq!(schemas["Mode"]["enum"], json!(["sequential", "pipeline", "transaction", "auto"]));
     assert_eq!(schemas["OnError"]["enum"], json!(["continue", "stop"]));
     assert_eq!(schemas["ResultsFilter"]["enum"], json!(["all", "errors", "none"]));
     // Response examples follow their own schemas.

@@ -202,7 +202,7 @@ async fn a_reply_is_counted_by_its_json_against_the_reply_limit() {
     assert_eq!(res.status, StatusCode::OK);
     assert!(res.body.len() < 1_000_000, "a {} byte response", res.body.len());
     let runs = res.json()["runs"].as_array().unwrap().clone();
-    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.len(), 4, "sequential, pipeline, transaction, auto");
     for run in &runs {
         assert_eq!(run["results"][0]["status"], "unknown", "{}: {}", run["mode"], run["results"][0]);
         assert_eq!(run["summary"]["ok"], 0, "{}", run["mode"]);

@@ -187,3 +187,33 @@ fn large_stream_in_chunks() {
     assert_eq!(s.cmd_str(&["LINDEX", "list", "49999"]), Value::Bulk(b"49999".to_vec()));
     assert_eq!(s.cmd_str(&["LLEN", "list"]), Value::Integer(50_000));
 }
+
+/// `--mode auto --clients N --window-us 0`: fewer writes than commands,
+/// each caller's commands in its order (streamed from stdin), and the
+/// server's work with `--server-stats`.
+#[test]
+fn auto_mode_from_the_command_line() {
+    let s = RedisServer::start();
+    let input: String = (0..300).map(|i| format!("RPUSH c:{} {i}\n", i % 10)).collect();
+    let args = ["run", "--mode", "auto", "--clients", "10", "--window-us", "0", "--server-stats", "--redis", &s.url];
+    let out = pipelab(&[&args[..], &["--json"]].concat(), input.as_bytes(), None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let summary = &doc["summary"];
+    assert_eq!((summary["mode"].as_str(), summary["ok"].as_u64()), (Some("auto"), Some(300)), "{summary}");
+    let writes = summary["auto"]["writes"].as_u64().unwrap();
+    assert!((30..300).contains(&writes), "{summary}");
+    assert_eq!(summary["server"]["calls"], 300, "{summary}");
+    assert!(doc["results"][299]["latency_us"].is_u64(), "{}", doc["results"][299]);
+    let Value::Array(items) = s.cmd_str(&["LRANGE", "c:7", "0", "-1"]) else { panic!() };
+    let want: Vec<Value> = (7..300).step_by(10).map(|i| Value::Bulk(i.to_string().into_bytes())).collect();
+    assert_eq!(items, want);
+
+    let out = pipelab(&args, input.as_bytes(), None);
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("mode: auto (10 clients)"), "{stdout}");
+    assert!(stdout.contains("read system calls: ") && stdout.contains("auto: 10 clients, window 0 µs: "), "{stdout}");
+    assert!(stdout.contains("server: ") && stdout.contains(" 300 calls in "), "{stdout}");
+    let out = pipelab(&["run", "--mode", "auto", "--clients", "0", "--redis", &s.url], b"PING\n", None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

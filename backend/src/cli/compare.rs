@@ -84,10 +84,11 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
     let first = &report.runs[0].summary;
     println!("commands: {}, simulated RTT: {} ms, redis: {target}", first.commands, first.simulated_rtt_ms);
     println!(
-        "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8}",
-        "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown"
+        "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8} {:>7} {:>7} {:>9} {:>9} {:>9}",
+        "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown",
+        "reads", "writes", "srv reads", "srv writes", "srv µs"
     );
-    let mut syscalls = Vec::new();
+
     for run in &report.runs {
         let s = &run.summary;
         let speedup = run.speedup_vs_sequential.map_or("-".to_string(), |x| format!("{x:.2}x"));
@@ -102,19 +103,17 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
             s.not_sent,
             s.unknown
         );
+        // The executor's system calls, then the server's (`-`: not measured).
+        print!(" {:>7} {:>7}", s.read_syscalls, s.write_syscalls);
+        match s.server {
+            Some(Some(w)) => print!(" {:>9} {:>9} {:>9}{}", w.reads, w.writes, w.usec, if w.approximate { " ~" } else { "" }),
+            _ => print!(" {:>9} {:>9} {:>9}", "-", "-", "-"),
+        }
         match run.transaction.as_ref().and_then(|t| serde_json::to_value(t.status).ok()) {
             Some(serde_json::Value::String(status)) => println!("  transaction {status}"),
             _ => println!(),
         }
-        let server = match s.server {
-            Some(Some(w)) => format!("{:>8} {:>8} {:>10}{}", w.reads, w.writes, w.usec, if w.approximate { "  (approximate)" } else { "" }),
-            _ => format!("{:>8} {:>8} {:>10}", "-", "-", "-"),
-        };
-        syscalls.push(format!("{name:<12} {:>8} {:>8} {server}", s.read_syscalls, s.write_syscalls));
     }
     println!("{}", report.note);
-    println!("{:<12} {:>8} {:>8} {:>8} {:>8} {:>10}", "syscalls", "reads", "writes", "server r", "server w", "server µs");
-    for line in syscalls {
-        println!("{line}");
-    }
+    println!("reads/writes: the executor's read and write system calls; srv: the server's (INFO deltas; ~: other clients were connected).");
 }

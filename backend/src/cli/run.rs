@@ -241,6 +241,7 @@ impl CliSink {
         } else {
             let mode = match s.mode {
                 Some(Mode::Pipeline) => format!("{} (batch size {})", Mode::Pipeline.name(), s.batch_size),
+                Some(Mode::Auto) => format!("{} ({} clients)", Mode::Auto.name(), s.batch_size),
                 Some(mode) => mode.name().to_string(),
                 None => "-".to_string(),
             };
@@ -254,6 +255,27 @@ impl CliSink {
                 s.round_trips, s.write_calls, s.write_syscalls, s.bytes_sent, s.bytes_received
             );
             println!("time: {:.3} ms, {:.0} commands/s", s.total_us as f64 / 1000.0, s.commands_per_sec);
+            println!("read system calls: {}", s.read_syscalls);
+            if let Some(a) = &s.auto {
+                println!(
+                    "auto: {} clients, window {} µs: {} writes, at most {} and on average {:.1} commands per write",
+                    a.clients, a.window_us, a.writes, a.max_commands_per_write, a.mean_commands_per_write
+                );
+            }
+            match &s.server {
+                Some(Some(w)) => println!(
+                    "server: {} reads, {} writes, {} bytes in, {} bytes out, {} calls in {} µs{}",
+                    w.reads,
+                    w.writes,
+                    w.net_input_bytes,
+                    w.net_output_bytes,
+                    w.calls,
+                    w.usec,
+                    if w.approximate { " (approximate: other clients were connected)" } else { "" }
+                ),
+                Some(None) => println!("server: could not be asked (INFO failed)"),
+                None => {}
+            }
             if let Some(t) = &report.transaction {
                 let status = serde_json::to_value(t.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
                 match &t.message {

@@ -131,7 +131,7 @@ pub struct CommandResult {
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 #[schema(example = json!({"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
     "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
-    "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+    "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1, "read_syscalls": 1,
     "batch_size": 1000, "resp3": false}))]
 pub struct Summary {
     pub mode: Option<Mode>,
@@ -224,7 +224,7 @@ pub enum TransactionStatus {
 #[schema(as = BatchResponse, example = json!({
     "summary": {"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
         "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
-        "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1,
+        "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1, "read_syscalls": 1,
         "batch_size": 1000, "resp3": false},
     "results": [
         {"index": 0, "status": "ok", "reply": {"type": "simple", "value": "OK"}, "sent_us": 3, "reply_us": 790},

@@ -24,10 +24,10 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
     "note": "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode.",
     "runs": [
         {"mode": "sequential", "speedup_vs_sequential": 1.0, "summary": {"mode": "sequential", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 2, "write_calls": 2, "write_syscalls": 2, "bytes_sent": 58, "bytes_received": 9,
+            "round_trips": 2, "write_calls": 2, "write_syscalls": 2, "read_syscalls": 2, "bytes_sent": 58, "bytes_received": 9,
             "total_us": 2210, "commands_per_sec": 905.0, "simulated_rtt_ms": 1.0, "batch_size": 1, "resp3": false}},
         {"mode": "pipeline", "speedup_vs_sequential": 2.0, "summary": {"mode": "pipeline", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
-            "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
+            "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "read_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
             "total_us": 1105, "commands_per_sec": 1810.0, "simulated_rtt_ms": 1.0, "batch_size": 1000, "resp3": false}}
     ]
 }))]

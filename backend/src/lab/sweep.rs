@@ -101,7 +101,8 @@ pub struct CostModel {
     /// latency).
     pub rtt_ms: f64,
     /// µs per command, the least-squares fit of the model to the complete
-    /// runs (`(Σ T_i − Σ round_trips_i·RTT) / (points·N)`); 0 without a complete run.
+    /// runs, on relative errors so that each run counts alike
+    /// (`Σ (T_i − round_trips_i·RTT)/T_i² / (N·Σ 1/T_i²)`); 0 without a complete run.
     pub t_cmd_us: f64,
     /// The smallest batch size whose commands/s is within 10% of the
     /// plateau (the highest commands/s of the runs).
@@ -133,13 +134,17 @@ impl CostModel {
     pub fn fit(points: &[SweepPoint], total: u64, rtt_ms: f64) -> CostModel {
         let rtt_us = rtt_ms * 1000.0;
         let complete: Vec<&SweepPoint> = points.iter().filter(|p| p.incomplete == 0 && p.errors == 0).collect();
-        // Least squares of T_i ≈ k_i·RTT + N·t over t: every x_i is N.
-        let t_cmd_us = if complete.is_empty() || total == 0 {
-            0.0
-        } else {
-            let rest: f64 = complete.iter().map(|p| p.total_us as f64 - p.round_trips as f64 * rtt_us).sum();
-            rest / (complete.len() as f64 * total as f64)
-        };
+        // Least squares of the relative error of T_i ≈ k_i·RTT + N·t over t,
+        // so that each run weighs the same however long it took (a plain
+        // fit is all the slowest run's: its per-round-trip overhead beyond
+        // the RTT, not the per-command cost): minimise Σ ((r_i − N·t)/T_i)²,
+        // r_i = T_i − k_i·RTT, hence t = Σ r_i/T_i² / (N · Σ 1/T_i²).
+        let weighted = complete.iter().filter(|p| p.total_us > 0).map(|p| {
+            let t = p.total_us as f64;
+            ((t - p.round_trips as f64 * rtt_us) / (t * t), 1.0 / (t * t))
+        });
+        let (num, den) = weighted.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+        let t_cmd_us = if den == 0.0 || total == 0 { 0.0 } else { num / (den * total as f64) };
         let plateau = points.iter().map(|p| p.commands_per_sec).fold(0.0, f64::max);
         let knee_batch_size = points
             .iter()
