@@ -21,8 +21,11 @@ export function modelUs(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'>, total: n
   return Math.ceil(total / b) * model.rtt_ms * 1000 + total * model.t_cmd_us;
 }
 
-/** Commands/s the model predicts at batch size `b`. */
-export const modelRate = (model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'>, total: number, b: number) => (total * 1e6) / Math.max(1e-9, modelUs(model, total, b));
+/** Commands/s the model predicts at batch size `b`; NaN where its time is not positive (a fit below zero). */
+export function modelRate(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'>, total: number, b: number): number {
+  const us = modelUs(model, total, b);
+  return us > 0 ? (total * 1e6) / us : NaN;
+}
 
 /**
  * A command's latency as its caller saw it, µs: auto mode's `latency_us`

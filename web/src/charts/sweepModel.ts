@@ -53,7 +53,9 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
       const m = s.model;
       datasets.push({
         label: `${s.label}: model (t_cmd ${m.t_cmd_us.toFixed(2)} µs)`,
-        data: logSpaced(Math.min(...sizes), Math.max(...sizes)).map((b) => ({ x: b, y: modelRate(m, s.total, b) })),
+        data: logSpaced(Math.min(...sizes), Math.max(...sizes))
+          .map((b) => ({ x: b, y: modelRate(m, s.total, b) }))
+          .filter((p) => Number.isFinite(p.y)),
         borderColor: color,
         backgroundColor: color,
         borderDash: [6, 4],

@@ -83,7 +83,9 @@ export const lesson3: Lesson = {
             firstGain > lastGain && cps(1000) > cps(1) * 5,
             `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms). ` +
               `Meanwhile the median reply waited ${fmtMs(p50(1))} at batch 1 and ${fmtMs(p50(10000))} at batch 10,000. ` +
-              (res.model
+              (res.model && res.model.t_cmd_us <= 0
+                ? `The fitted t_cmd was ${res.model.t_cmd_us.toFixed(2)} µs, not positive: at the model's RTT (${res.model.rtt_ms} ms) the round trips alone would take longer than the runs did, so the model does not describe this run (the loopback RTT was measured high).`
+                : res.model
                 ? off.length === 0
                   ? `The model held within 25% at every batch size (knee at ${fmtInt(res.model.knee_batch_size)}).`
                   : `The measurement left the model by more than 25% at batch ${off.map((d) => `${fmtInt(d.batch_size)} (${d.ratio.toFixed(2)}× the model)`).join(', ')}; knee at ${fmtInt(res.model.knee_batch_size)}.`

@@ -177,7 +177,9 @@ test('lesson 2: the pipeline is one round trip and >= 10x faster at 1 ms RTT', {
 
 test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_000 }, async () => {
   await setSlider('l3-rtt', 0.2);
+  const swept = page.waitForResponse((r) => r.url().endsWith('/api/v1/sweep'), { timeout: 110_000 });
   await runLesson(3, 110_000);
+  const model = (await (await swept).json()).model;
   const pts = JSON.parse((await metricsOf(3)).points);
   assert.deepEqual(pts.map(([b]) => b), [1, 10, 100, 1000, 10000]);
   const cps = Object.fromEntries(pts);
@@ -188,8 +190,11 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
   assert.ok(Number(m.reply_bytes_per_round_trip) >= 10000 * 100, `10 000 replies of 100 bytes in one round trip: ${m.reply_bytes_per_round_trip} bytes`);
   assert.equal(await page.locator('#lesson-3 #l3-chart').count(), 1);
   assert.match(await page.getAttribute('#lesson-3 #l3-chart', 'aria-label'), /batch 10,000/);
-  // The cost model beside the measurement: t_cmd fitted and positive, the knee one of the sizes, drawn on the chart.
-  assert.ok(Number(m.t_cmd_us) > 0, `t_cmd ${m.t_cmd_us} µs`);
+  // The cost model beside the measurement: the server's fitted t_cmd, RTT and knee shown as sent, the knee one of the sizes, drawn on the chart.
+  // (Whether the fit is good is the API's to test: backend/tests; here, that the page shows what it got.)
+  assert.equal(Number(m.t_cmd_us), model.t_cmd_us);
+  assert.equal(Number(m.model_rtt_ms), model.rtt_ms);
+  assert.equal(Number(m.knee_batch_size), model.knee_batch_size);
   assert.ok(Number(m.model_rtt_ms) >= 0.2, `the model's RTT includes the simulated 0.2 ms: ${m.model_rtt_ms}`);
   assert.ok([1, 10, 100, 1000, 10000].includes(Number(m.knee_batch_size)), `knee ${m.knee_batch_size}`);
   const label = await page.getAttribute('#lesson-3 #l3-chart', 'aria-label');
@@ -203,7 +208,8 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
   // The verdict quotes the run's own model and latency figures.
   const v = await page.innerText('#lesson-3 .verdict');
   assert.match(v, /median reply waited/);
-  assert.match(v, new RegExp(`knee at ${Number(m.knee_batch_size).toLocaleString('en-US')}`));
+  if (model.t_cmd_us > 0) assert.match(v, new RegExp(`knee at ${Number(m.knee_batch_size).toLocaleString('en-US')}`));
+  else assert.match(v, /t_cmd was -?[\d.]+ µs, not positive/, 'a fit below zero is said, not drawn as a model');
 });
 
 test('lesson 4: the error stays at its index; stop cannot undo what was written', { timeout: 60_000 }, async () => {
@@ -446,7 +452,7 @@ test('sweep view: any RTT, one line per run', { timeout: 90_000 }, async () => {
   await page.waitForSelector('#sweep-out [data-table="sweep"]', { timeout: 80_000 });
   assert.match(await page.getAttribute('#sweep-chart', 'aria-label'), /RTT 0\.5 ms.*; .*RTT 0 ms/);
   assert.match(await page.getAttribute('#sweep-chart', 'aria-label'), /model T\(b\) = ⌈2,000\/b⌉ × .* ms \+ 2,000 × [\d.]+ µs.*knee at batch/);
-  assert.ok(Number(await page.getAttribute('#sweep-out [data-metric="t_cmd_us"]', 'data-value')) > 0, 'fitted t_cmd shown');
+  assert.ok(Number.isFinite(Number(await page.getAttribute('#sweep-out [data-metric="t_cmd_us"]', 'data-value'))), 'fitted t_cmd shown');
   await page.waitForTimeout(150);
   await shot(page.locator('#sweep-view'), 'sweep');
 });

@@ -17,6 +17,7 @@ test('T(b) = ⌈N/b⌉·RTT + N·t_cmd, in µs, and its commands/s', () => {
   assert.equal(modelUs(m, 10000, 3), 3334 * 500 + 20000, 'a partial last batch is one more round trip');
   assert.equal(modelUs(m, 10000, 10000), 500 + 20000);
   assert.equal(modelRate(m, 10000, 10000), 10000 * 1e6 / 20500);
+  assert.ok(Number.isNaN(modelRate({ rtt_ms: 0, t_cmd_us: -1 }, 100, 100)), 'a fit below zero predicts no rate');
 });
 
 test('departures: the batch sizes where the measurement is more than 25% off the model', () => {
