@@ -15,11 +15,15 @@
 #     median wall time of `redis-cli --pipe` on empty input (start, connect,
 #     its end-marker round trip, exit: ~5 ms). Whole-process wall times are
 #     printed too.
-#  2. A single-command batch (SET) with wrk at 1 and 64 connections vs
-#     Webdis (Debian package `webdis`) doing the same SET (GET /SET/key/value).
-#     Goal: requests/s >= Webdis's, p50 <= Webdis's.
+#  2. One SET per request with wrk at 1 and 64 connections: a single-command
+#     POST /api/v1/batch and the Upstash-compatible single command
+#     (POST / ["SET","bench","v"], as @upstash/redis sends it) vs Webdis
+#     (Debian package `webdis`) doing the same SET (GET /SET/key/value), in
+#     rounds (Webdis, batch, POST / … repeated). Goals: /api/v1/batch
+#     requests/s >= Webdis's; POST / >= 1.2x Webdis's; p50 <= Webdis's.
 #
 # Usage: bench/api_vs_redis_cli_and_webdis.sh [SECONDS_PER_WRK_RUN (default 10)]
+#   WRK_ROUNDS=n  rounds of the single-SET comparison (default 5)
 # Installs wrk and webdis with apt-get if missing. Prints a Markdown table;
 # the figures and the machine they came from go in bench/README-api.md.
 # Environment (both optional, for before/after comparisons):
@@ -163,8 +167,16 @@ wrk.method = "POST"
 wrk.body = '{"commands": [["SET", "bench", "v"]]}'
 wrk.headers["Content-Type"] = "application/json"
 LUA
+# The Upstash-compatible single command, as @upstash/redis's `POST /` sends it.
+cat >"$work/upstash.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '["SET", "bench", "v"]'
+wrk.headers["Content-Type"] = "application/json"
+LUA
 curl -sf -H 'content-type: application/json' -d '{"commands": [["SET", "bench", "v"]]}' \
   "http://127.0.0.1:$APORT/api/v1/batch" | grep -q '"ok":1' || { echo "pipelab does not answer SET" >&2; exit 1; }
+curl -sf -H 'content-type: application/json' -d '["SET", "bench", "v"]' \
+  "http://127.0.0.1:$APORT/" | grep -q '"result":"OK"' || { echo "pipelab's POST / does not answer SET" >&2; exit 1; }
 
 # wrk output → "requests/s p50" (p50 in ms)
 wrk_run() { # connections url [script]
@@ -181,10 +193,36 @@ wrk_run() { # connections url [script]
   echo "$rps $p50"
 }
 
-read -r w1_rps w1_p50 < <(wrk_run 1 "http://127.0.0.1:$WPORT/SET/bench/v")
-read -r p1_rps p1_p50 < <(wrk_run 1 "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
-read -r w64_rps w64_p50 < <(wrk_run 64 "http://127.0.0.1:$WPORT/SET/bench/v")
-read -r p64_rps p64_p50 < <(wrk_run 64 "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
+# Rounds A B C A B C …: Webdis, /api/v1/batch and POST / one run each per
+# round and per connection count, so that the VM's drift from minute to
+# minute falls on all three alike; the figures are medians over rounds of
+# each round's own ratio (until 2026-12-01 each contender ran once, one
+# after the other, and three runs gave 0.54x to 1.14x).
+WRK_ROUNDS=${WRK_ROUNDS:-5}
+for c in 1 64; do
+  : >"$work/wrk_$c"
+  for _ in $(seq "$WRK_ROUNDS"); do
+    read -r w_rps w_p50 < <(wrk_run "$c" "http://127.0.0.1:$WPORT/SET/bench/v")
+    read -r b_rps b_p50 < <(wrk_run "$c" "http://127.0.0.1:$APORT/api/v1/batch" "$work/post.lua")
+    read -r u_rps u_p50 < <(wrk_run "$c" "http://127.0.0.1:$APORT/" "$work/upstash.lua")
+    echo "$w_rps $w_p50 $b_rps $b_p50 $u_rps $u_p50" >>"$work/wrk_$c"
+  done
+done
+# → "webdis_rps webdis_p50 batch_rps batch_p50 upstash_rps upstash_p50 batch_ratio upstash_ratio rounds"
+wrk_summary() { # connections
+  python3 - "$work/wrk_$1" <<'PY2'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+med = lambda i: statistics.median(r[i] for r in rows)
+br = [r[2] / r[0] for r in rows]
+ur = [r[4] / r[0] for r in rows]
+print(f"{med(0):.0f} {med(1):.3f} {med(2):.0f} {med(3):.3f} {med(4):.0f} {med(5):.3f} "
+      f"{statistics.median(br):.2f} {statistics.median(ur):.2f} "
+      + "/".join(f"{b:.2f},{u:.2f}" for b, u in zip(br, ur)))
+PY2
+}
+read -r w1_rps w1_p50 p1_rps p1_p50 u1_rps u1_p50 p1_ratio u1_ratio r1 < <(wrk_summary 1)
+read -r w64_rps w64_p50 p64_rps p64_p50 u64_rps u64_p50 p64_ratio u64_ratio r64 < <(wrk_summary 64)
 
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 cat <<MD
@@ -211,10 +249,12 @@ MD
 fi
 cat <<MD
 
-### One SET per request (wrk)
+### One SET per request (wrk, $WRK_ROUNDS rounds of ${DURATION}s per contender, medians; ratios are medians of per-round ratios to Webdis)
 
-| connections | Webdis req/s | pipelab req/s | ratio | Webdis p50 | pipelab p50 |
-|---|---|---|---|---|---|
-| 1 | $w1_rps | $p1_rps | $(ratio "$p1_rps" "$w1_rps")x | ${w1_p50} ms | ${p1_p50} ms |
-| 64 | $w64_rps | $p64_rps | $(ratio "$p64_rps" "$w64_rps")x | ${w64_p50} ms | ${p64_p50} ms |
+| connections | Webdis req/s | /api/v1/batch req/s | ratio | POST / (Upstash) req/s | ratio | Webdis p50 | /api/v1/batch p50 | POST / p50 |
+|---|---|---|---|---|---|---|---|---|
+| 1 | $w1_rps | $p1_rps | ${p1_ratio}x | $u1_rps | ${u1_ratio}x | ${w1_p50} ms | ${p1_p50} ms | ${u1_p50} ms |
+| 64 | $w64_rps | $p64_rps | ${p64_ratio}x | $u64_rps | ${u64_ratio}x | ${w64_p50} ms | ${p64_p50} ms | ${u64_p50} ms |
+
+Per-round ratios (batch,upstash): 1 connection $r1; 64 connections $r64.
 MD

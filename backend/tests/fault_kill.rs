@@ -74,3 +74,15 @@ async fn sigkill_pipeline() {
 async fn sigkill_transaction() {
     campaign(Mode::Transaction, 20_000, (20, 600), |_| Plan { simulated_rtt_ms: 100.0, ..Plan::new(Mode::Transaction) }).await;
 }
+
+/// Auto, 3000 commands from 1 to 50 callers behind 1 ms: at most one
+/// command per caller in flight, so at most `clients` unknown per cut batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_auto() {
+    campaign(Mode::Auto, 3000, (10, 250), |rng| Plan {
+        clients: rng.range(1, 50) as usize,
+        simulated_rtt_ms: 1.0,
+        ..Plan::new(Mode::Auto)
+    })
+    .await;
+}

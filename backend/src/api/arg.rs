@@ -14,7 +14,7 @@ use std::fmt;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::error::ApiCode;
 use crate::exec::Commands;
@@ -159,15 +159,25 @@ impl<'de> Deserialize<'de> for JsonCommands {
     }
 }
 
+/// `impl DeserializeSeed` for a seed that is its own visitor, deserialized
+/// with `$how` (`deserialize_any`, `deserialize_seq`): a seed that appends
+/// to a [`Commands`] buffer in place instead of building a value.
+macro_rules! self_seed {
+    ($ty:ident, $how:ident) => {
+        impl<'de> serde::de::DeserializeSeed<'de> for $ty<'_> {
+            type Value = ();
+            fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+                d.$how(self)
+            }
+        }
+    };
+}
+pub(crate) use self_seed;
+
 /// One argv array, appended to the buffer as a command.
 struct ArgvSeed<'a>(&'a mut Commands);
 
-impl<'de> DeserializeSeed<'de> for ArgvSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
+self_seed!(ArgvSeed, deserialize_seq);
 
 impl<'de> Visitor<'de> for ArgvSeed<'_> {
     type Value = ();
@@ -184,12 +194,7 @@ impl<'de> Visitor<'de> for ArgvSeed<'_> {
 /// One argument, appended to the command being built.
 struct ArgSeed<'a>(&'a mut Commands);
 
-impl<'de> DeserializeSeed<'de> for ArgSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+self_seed!(ArgSeed, deserialize_any);
 
 impl<'de> Visitor<'de> for ArgSeed<'_> {
     type Value = ();

@@ -355,31 +355,26 @@ fn text_commands(text: &str, limits: &Limits) -> Result<(Commands, Origins), Api
 }
 
 fn check_count(n: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
-    if n > limits.max_commands {
-        return Err(ApiError::field(
-            ApiCode::TooManyCommands,
-            field,
-            format!(
-                "more than the server's limit of {} commands per batch",
-                limits.max_commands
-            ),
-        ));
-    }
-    Ok(())
+    let max = limits.max_commands;
+    within(n <= max, ApiCode::TooManyCommands, field, || {
+        format!("more than the server's limit of {max} commands per batch")
+    })
 }
 
 fn check_arg_len(len: usize, field: &str, limits: &Limits) -> Result<(), ApiError> {
-    if len > limits.max_arg_bytes {
-        return Err(ApiError::field(
-            ApiCode::ArgumentTooLarge,
-            field,
-            format!(
-                "argument of {len} bytes, over the server's limit of {} bytes",
-                limits.max_arg_bytes
-            ),
-        ));
+    let max = limits.max_arg_bytes;
+    within(len <= max, ApiCode::ArgumentTooLarge, field, || {
+        format!("argument of {len} bytes, over the server's limit of {max} bytes")
+    })
+}
+
+/// `Ok` when `ok`, else the 4xx `code` naming `field`, with the message.
+fn within(ok: bool, code: ApiCode, field: &str, message: impl FnOnce() -> String) -> Result<(), ApiError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::field(code, field, message()))
     }
-    Ok(())
 }
 
 /// One argument's bytes, within the size limit (its JSON form was checked

@@ -36,6 +36,12 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), BatchError> {
     if !plan.watch.is_empty() && plan.mode != Mode::Transaction {
         return Err(err("watch", "WATCH is only meaningful in transaction mode".into()));
     }
+    if !(1..=super::auto::MAX_CLIENTS).contains(&plan.clients) {
+        return Err(err("clients", format!("must be 1 to {} (simulated callers)", super::auto::MAX_CLIENTS)));
+    }
+    if plan.window_us > super::auto::MAX_WINDOW_US {
+        return Err(err("window_us", format!("must be 0 to {} µs", super::auto::MAX_WINDOW_US)));
+    }
     Ok(())
 }
 
@@ -90,5 +96,10 @@ mod tests {
         assert_eq!(validate(&b, &table).unwrap_err().field, "watch");
         b.plan.mode = Mode::Transaction;
         assert!(validate(&b, &table).is_ok());
+        b.plan.clients = 0;
+        assert_eq!(validate(&b, &table).unwrap_err().field, "clients");
+        b.plan.clients = 10;
+        b.plan.window_us = 2_000_000;
+        assert_eq!(validate(&b, &table).unwrap_err().field, "window_us");
     }
 }

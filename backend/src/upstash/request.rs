@@ -84,12 +84,7 @@ impl CommandSeed<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for CommandSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+crate::api::arg::self_seed!(CommandSeed, deserialize_any);
 
 impl<'de> Visitor<'de> for CommandSeed<'_> {
     type Value = ();
@@ -120,12 +115,7 @@ impl ArgSeed<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for ArgSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+crate::api::arg::self_seed!(ArgSeed, deserialize_any);
 
 impl<'de> Visitor<'de> for ArgSeed<'_> {
     type Value = ();

@@ -22,18 +22,29 @@ use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
 /// or `PUT` one JSON command.
 pub async fn root(State(state): State<AppState>, req: Request) -> Response {
-    let reading = matches!(*req.method(), Method::GET | Method::HEAD);
-    if reading && state.upstash.prefix.is_none() {
-        return crate::api::web::serve(State(state), req).await;
+    let page = is_reading(&req) && state.upstash.prefix.is_none();
+    match guard_command_get(&state, req, page).await {
+        Ok(req) => answer(Family::Command, command(&state, req).await),
+        Err(res) => res,
     }
-    // A GET that runs a command is guarded as a POST is (the layer lets
-    // GETs through for the playground's files).
-    if reading {
-        if let Err(e) = state.guard.check_cross_site(req.headers()) {
-            return e.into_response();
-        }
+}
+
+fn is_reading(req: &Request) -> bool {
+    matches!(*req.method(), Method::GET | Method::HEAD)
+}
+
+/// Under the root, a GET that is a playground `page` is served as a file
+/// (`Err` with the file's response). A GET that runs a command is guarded
+/// as a POST is (the guard layer lets GETs through for the playground's
+/// files): `Err` with the refusal when it comes from another site.
+async fn guard_command_get(state: &AppState, req: Request, page: bool) -> Result<Request, Response> {
+    if page {
+        return Err(crate::api::web::serve(State(state.clone()), req).await);
     }
-    answer(Family::Command, command(&state, req).await)
+    if is_reading(&req) {
+        state.guard.check_cross_site(req.headers()).map_err(IntoResponse::into_response)?;
+    }
+    Ok(req)
 }
 
 async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
@@ -79,18 +90,13 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
 /// `/{command}/{args…}`: a path-style command (or, under the root, a
 /// playground file: see the module's docs).
 pub async fn path_style(State(state): State<AppState>, req: Request) -> Response {
-    let reading = matches!(*req.method(), Method::GET | Method::HEAD);
-    if state.upstash.prefix.is_none() && reading && !is_command_path(&state, req.uri().path().to_string()).await {
-        return crate::api::web::serve(State(state), req).await;
+    let page = state.upstash.prefix.is_none()
+        && is_reading(&req)
+        && !is_command_path(&state, req.uri().path().to_string()).await;
+    match guard_command_get(&state, req, page).await {
+        Ok(req) => answer(Family::Path, path_command(&state, req).await),
+        Err(res) => res,
     }
-    // A GET that runs a command is guarded as a POST is (the layer lets
-    // GETs through for the playground's files).
-    if reading {
-        if let Err(e) = state.guard.check_cross_site(req.headers()) {
-            return e.into_response();
-        }
-    }
-    answer(Family::Path, path_command(&state, req).await)
 }
 
 async fn path_command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
