@@ -2,9 +2,12 @@
 # Tests of the tutorial (issue 6): export generators run for real against a
 # real redis-server (RESP via redis-cli --pipe, redis-py, ioredis, the Rust
 # redis crate in web/test/export-rs; Go syntax-checked with gofmt), permalink
-# encode/decode, and every lesson, the compare and sweep views, the permalink
-# round trip and each export format end to end in headless Debian Chromium
-# against `pipelab serve`. Screenshots: artifacts/tutorial-*.png.
+# encode/decode, and every lesson (their verdicts recomputed from the figures
+# they show), the compare and sweep views, the permalink round trip, each
+# export format and the playground's interactive console on a session
+# (web/test/tutorial-e2e/interactive.test.mjs: its own `pipelab serve` with a
+# short --session-idle-ms) end to end in headless Debian Chromium against
+# `pipelab serve`. Screenshots: artifacts/tutorial-*.png, artifacts/interactive-*.png.
 #
 # Installs what it needs when missing (idempotent): PyPI redis, npm packages of
 # web/ (ioredis is a devDependency), Debian golang-go (for gofmt; skip with

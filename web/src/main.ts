@@ -15,6 +15,7 @@ import { mountTutorial } from './lessons/index.js';
 import { refreshHealth, showStartFailure } from './playground/banner.js';
 import { applyLimits, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
 import { runner } from './playground/run.js';
+import { mountInteractive } from './interactive/console.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -37,7 +38,10 @@ async function main() {
     initial: sample('demo')!,
     extraKeys: runKeys,
   });
-  run = runner({ editors, timeline, table, runButton: $<HTMLButtonElement>('run'), limits: () => limits });
+  const batchRun = runner({ editors, timeline, table, runButton: $<HTMLButtonElement>('run'), limits: () => limits });
+  // The interactive toggle's console runs one command at a time on a session; the batch Run rests meanwhile.
+  const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
+  run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
   (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
 

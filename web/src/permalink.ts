@@ -26,7 +26,7 @@ export interface PageState {
 /** What a reader is told when the fragment's bytes do not decode. */
 export const DAMAGED = 'the link is damaged or incomplete (part of it was probably lost when it was copied)';
 
-const MODES: Mode[] = ['sequential', 'pipeline', 'transaction'];
+const MODES: Mode[] = ['sequential', 'pipeline', 'transaction', 'auto'];
 const PREFIX = 's=';
 
 async function pipeThrough(bytes: Uint8Array, stream: CompressionStream | DecompressionStream): Promise<Uint8Array> {
@@ -95,7 +95,7 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
   field(r, 'v', (v) => v === 1, 'version 1');
   const state: PageState = {
     text: field(r, 'text', (v) => typeof v === 'string', 'a string'),
-    mode: field(r, 'mode', (v) => MODES.includes(v as Mode), 'sequential, pipeline or transaction'),
+    mode: field(r, 'mode', (v) => MODES.includes(v as Mode), 'sequential, pipeline, transaction or auto'),
     batch_size: field(r, 'batch_size', (v) => Number.isInteger(v) && (v as number) >= 1, 'an integer >= 1'),
     on_error: field(r, 'on_error', (v) => v === 'continue' || v === 'stop', 'continue or stop'),
     simulated_rtt_ms: field(r, 'simulated_rtt_ms', (v) => typeof v === 'number' && v >= 0 && Number.isFinite(v), 'a number of ms >= 0'),

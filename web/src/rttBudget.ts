@@ -6,8 +6,9 @@
 import type { Mode } from './api/client.js';
 
 /** Least number of round trips, as the server counts them (validate.rs, min_round_trips). */
-export function minRoundTrips(mode: Mode, commands: number, batchSize: number): number {
+export function minRoundTrips(mode: Mode, commands: number, batchSize: number, clients = 10): number {
   if (mode === 'sequential') return commands;
+  if (mode === 'auto') return Math.ceil(commands / Math.max(1, clients));
   if (mode === 'pipeline') return Math.ceil(commands / Math.max(1, batchSize));
   return 1;
 }
@@ -21,6 +22,8 @@ export function budgetHint(mode: Mode): string {
       return 'Raise the batch size (fewer round trips), send fewer commands, or pick a smaller RTT.';
     case 'transaction':
       return 'Pick a smaller RTT.';
+    case 'auto':
+      return 'Raise the number of clients (more commands per round trip), send fewer commands, or pick a smaller RTT.';
   }
 }
 
@@ -31,8 +34,8 @@ const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 
  * `timeoutMs` (the server's batch timeout, ms) on simulated RTT alone; null
  * when the batch fits.
  */
-export function budgetWarning(mode: Mode, commands: number, batchSize: number, rttMs: number, timeoutMs: number): string | null {
-  const trips = minRoundTrips(mode, commands, batchSize);
+export function budgetWarning(mode: Mode, commands: number, batchSize: number, rttMs: number, timeoutMs: number, clients = 10): string | null {
+  const trips = minRoundTrips(mode, commands, batchSize, clients);
   const waitMs = trips * rttMs;
   if (!(waitMs > timeoutMs)) return null;
   return `${fmt(trips)} round trip${trips === 1 ? '' : 's'} × ${fmt(rttMs)} ms = ${fmt(Math.round(waitMs))} ms of simulated RTT, over the server's batch timeout of ${fmt(timeoutMs)} ms: the server will refuse this batch. ${budgetHint(mode)}`;

@@ -50,6 +50,40 @@ export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batc
 export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
 export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
 
+/** A session: a Redis connection that outlives a batch (docs/api.md#sessions); times in ms. */
+export interface Session {
+  id: string;
+  /** Closed after this long without a batch. */
+  idle_ms: number;
+  /** When it closes if unused (ms since the Unix epoch). */
+  expires_at_ms: number;
+}
+
+/** A session's connection settings, fixed when it opens: every batch on it pays its simulated RTT (ms). */
+export interface SessionOptions {
+  resp3?: boolean;
+  simulated_rtt_ms?: number;
+}
+
+/**
+ * POST /api/v1/sessions: 201 with the new session (503 `too_many_sessions` at
+ * the server's cap). Batches on it leave out `resp3` and `simulated_rtt_ms`:
+ * they are the session's.
+ */
+export const createSession = (opts: SessionOptions = {}) => postJson<Session>('api/v1/sessions', opts);
+
+/**
+ * DELETE /api/v1/sessions/{id} (204). `keepalive`: the request survives the
+ * page being closed (pagehide). A session already gone (404) is not an error.
+ */
+export async function deleteSession(id: string, keepalive = false): Promise<void> {
+  try {
+    await call(`api/v1/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive });
+  } catch (e) {
+    if ((e as ApiError).status !== 404) throw e;
+  }
+}
+
 export type Health = 'ok' | 'redis_down' | 'api_down';
 
 /** GET /readyz: 200 ready, 503 Redis unreachable, anything else: no API. */

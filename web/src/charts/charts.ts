@@ -1,4 +1,4 @@
-// Charts for the compare and sweep views and lesson 3, drawn by Chart.js
+// Charts for the compare view, drawn by Chart.js (the sweep's: sweepModel.ts)
 // (only the parts used are registered, so the bundle stays small).
 // Animation is off: the numbers are measurements, not a show, and
 // screenshots in the end-to-end tests must be stable.
@@ -24,12 +24,13 @@ export const MODE_COLORS: Record<string, string> = {
   sequential: '#4a5a70',
   pipeline: '#2f7ed8',
   transaction: '#7b4fc9',
+  auto: '#2e9e5b',
 };
 
-const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: n < 10 ? 2 : 0 });
+export const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: n < 10 ? 2 : 0 });
 
 /** Replaces the chart on `canvas` (a canvas holds one chart at a time). */
-function draw(canvas: HTMLCanvasElement, config: ChartConfiguration): Chart {
+export function draw(canvas: HTMLCanvasElement, config: ChartConfiguration): Chart {
   Chart.getChart(canvas)?.destroy();
   return new Chart(canvas, config);
 }
@@ -88,48 +89,6 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
           // Half the power of ten below the smallest bar, so that a bar of exactly 1 still shows.
           ...(opts.log ? { min: 10 ** Math.floor(Math.log10(Math.max(1e-3, Math.min(...bars.map((b) => b.value))))) / 2 } : {}),
         },
-      },
-    },
-  });
-}
-
-export interface SweepSeries {
-  label: string;
-  /** [batch size, commands/s] */
-  points: Array<[number, number]>;
-  color?: string;
-}
-
-/** Commands/s against batch size, both axes logarithmic. */
-export function sweepChart(canvas: HTMLCanvasElement, series: SweepSeries[]): Chart {
-  canvas.setAttribute('role', 'img');
-  canvas.setAttribute(
-    'aria-label',
-    'Commands per second by pipeline batch size: ' +
-      series.map((s) => `${s.label}: ${s.points.map(([b, c]) => `batch ${fmt(b)} → ${fmt(c)}/s`).join(', ')}`).join('; '),
-  );
-  const palette = ['#2f7ed8', '#d9363e', '#7b4fc9', '#2e9e5b', '#e8a317'];
-  return draw(canvas, {
-    type: 'line',
-    data: {
-      datasets: series.map((s, i) => ({
-        label: s.label,
-        data: s.points.map(([x, y]) => ({ x, y })),
-        borderColor: s.color ?? palette[i % palette.length],
-        backgroundColor: s.color ?? palette[i % palette.length],
-        pointRadius: 4,
-      })),
-    },
-    options: {
-      animation: false,
-      maintainAspectRatio: false,
-      parsing: false,
-      plugins: {
-        tooltip: { callbacks: { label: (c) => `batch ${fmt(c.parsed.x ?? 0)}: ${fmt(c.parsed.y ?? 0)} commands/s` } },
-      },
-      scales: {
-        x: { type: 'logarithmic', title: { display: true, text: 'batch size (commands per round trip, log scale)' }, ticks: { maxRotation: 0, callback: (v) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') } },
-        y: { type: 'logarithmic', title: { display: true, text: 'commands/s (log scale)' }, ticks: { callback: (v) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') } },
       },
     },
   });

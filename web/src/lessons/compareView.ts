@@ -1,24 +1,36 @@
-// Compare: the playground's batch in all three modes (/api/v1/compare) at a
-// chosen RTT: total time and round trips as bar charts, speedup vs sequential.
+// Compare: the playground's batch in all four modes (/api/v1/compare) at a
+// chosen RTT: total time and round trips as bar charts, speedup vs sequential,
+// both sides' system calls per mode (./syscalls.ts).
 import { modeBarChart } from '../charts/charts.js';
 import type { PlaygroundState } from './bridge.js';
 import { compare } from '../api/client.js';
 import { batchSizeNote } from './batchSizeNote.js';
+import { syscallTable } from './syscalls.js';
 import { count, el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
   const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', step: 'any', value: '1' });
   const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', step: '1', value: '1000' });
-  const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all three modes');
+  const clients = el('input', { type: 'number', id: 'compare-clients', min: '1', step: '1', value: '10' });
+  const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all four modes');
   const out = el('div', { id: 'compare-out', 'aria-live': 'polite' });
   const root = el(
     'section',
     { id: 'compare-view', class: 'view', 'aria-labelledby': 'compare-title' },
     el('h2', { id: 'compare-title' }, 'Compare modes'),
-    prose(`<p>Runs the batch in the playground's editor once sequentially, once as a pipeline and once as
-      MULTI/EXEC, each on its own connection, at the RTT below. The batch really runs three times: its
-      side effects happen three times (three INCRs of one key end at 3).</p>`),
-    el('div', { class: 'controls' }, el('label', { class: 'field' }, 'RTT (ms) ', rtt), el('label', { class: 'field' }, 'Pipeline batch size ', size), run),
+    prose(`<p>Runs the batch in the playground's editor once sequentially, once as a pipeline, once as
+      MULTI/EXEC and once auto-pipelined (that many concurrent callers, each awaiting its replies,
+      coalesced into one write per tick), each on its own connection, at the RTT below. The batch really
+      runs four times: its side effects happen four times (four INCRs of one key end at 4). Below the
+      charts, both sides' system calls per mode: pipelab's reads and writes, and Redis's.</p>`),
+    el(
+      'div',
+      { class: 'controls' },
+      el('label', { class: 'field' }, 'RTT (ms) ', rtt),
+      el('label', { class: 'field' }, 'Pipeline batch size ', size),
+      el('label', { class: 'field' }, 'Auto clients ', clients),
+      run,
+    ),
     out,
   );
   run.addEventListener('click', async () => {
@@ -26,14 +38,22 @@ export function compareView(state: PlaygroundState): HTMLElement {
     run.disabled = true;
     out.replaceChildren(el('p', { class: 'message info' }, 'Running…'));
     try {
-      const res = await compare({ text: s.text, batch_size: Number(size.value), simulated_rtt_ms: Number(rtt.value), on_error: s.on_error, ...(s.resp3 ? { resp3: true } : {}) });
+      const res = await compare({
+        text: s.text,
+        modes: ['pipeline', 'transaction', 'auto'],
+        batch_size: Number(size.value),
+        clients: Number(clients.value),
+        simulated_rtt_ms: Number(rtt.value),
+        on_error: s.on_error,
+        ...(s.resp3 ? { resp3: true } : {}),
+      });
       const timeCanvas = el('canvas', { id: 'compare-time-chart' });
       const rtCanvas = el('canvas', { id: 'compare-rt-chart' });
       const n = res.runs[0]?.summary.commands ?? 0;
       const ran = el(
         'p',
         { class: 'compare-ran', 'data-metric': 'commands', 'data-value': String(n) },
-        `Ran the playground's ${count(n, 'command')} in each of the ${count(res.runs.length, 'mode')} (${fmtInt(n * res.runs.length)} in all) at ${Number(rtt.value).toLocaleString('en-US')} ms RTT, pipeline batch size ${fmtInt(Number(size.value))}.`,
+        `Ran the playground's ${count(n, 'command')} in each of the ${count(res.runs.length, 'mode')} (${fmtInt(n * res.runs.length)} in all) at ${Number(rtt.value).toLocaleString('en-US')} ms RTT, pipeline batch size ${fmtInt(Number(size.value))}, ${count(Number(clients.value), 'auto client')}.`,
       );
       out.replaceChildren(
         ran,
@@ -50,6 +70,7 @@ export function compareView(state: PlaygroundState): HTMLElement {
           ]),
           { 'data-table': 'compare' },
         ),
+        syscallTable(res.runs),
         el('p', { class: 'note' }, res.note),
         ...batchSizeNote(res.runs, Number(size.value)),
       );

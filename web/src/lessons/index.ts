@@ -40,7 +40,7 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
     if (s) {
       state.set(s);
       if (s.view && VIEWS.some(([v]) => v === s.view)) tabs.show(s.view as ViewName);
-      else if (s.view && /^lesson-[1-8]$/.test(s.view)) {
+      else if (s.view && /^lesson-\d+$/.test(s.view) && document.getElementById(s.view)) {
         tabs.show('tutorial');
         document.getElementById(s.view)?.scrollIntoView();
       }

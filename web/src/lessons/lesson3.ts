@@ -1,7 +1,9 @@
 // Lesson 3: batch size. Commands/s rises with the batch size until the RTT
 // is amortised, then flattens; past ~10k the cost is server memory.
-import { sweepChart } from '../charts/charts.js';
+import { sweepModelChart } from '../charts/sweepModel.js';
 import { batch, sweep } from '../api/client.js';
+import { departures } from '../api/deeper.js';
+import { modelFacts } from './modelFacts.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, table, verdict } from './ui.js';
 
@@ -27,7 +29,22 @@ export const lesson3: Lesson = {
     buffers the replies to a batch in the client's output buffer in server memory until the client
     reads them, and the client holds the whole batch too. A million-command pipeline means
     a million replies held at once, for no further gain in throughput. The run also measures what
-    one round trip of 10,000 replies weighs on your deployment.</p>`,
+    one round trip of 10,000 replies weighs on your deployment.</p>
+    <p><b>The cost model.</b> If a run of <i>N</i> commands at batch size <i>b</i> cost only its
+    round trips and Redis's work, it would take <code>T(b) = ⌈N/b⌉·RTT + N·t_cmd</code>: the
+    dashed line, with RTT the simulated one plus the loopback round trip pipelab measured, and
+    <code>t_cmd</code> (the time per command) fitted to this run by least squares. The knee (▲) is the
+    smallest batch size within 10% of the plateau: past it, bigger batches buy little.
+    The measurement leaves the model where something else starts to cost: at large batches the
+    replies no longer fit the socket buffers, so Redis's output buffer grows and the client's
+    reads and Redis's writes wait on each other (flow control) instead of overlapping; at small
+    batches each round trip also pays system calls and wake-ups the RTT does not count (lesson 9).
+    One <code>t_cmd</code> is fitted to every batch size at once, so such a per-round-trip cost at batch 1
+    also raises the model's line elsewhere; the verdict names each batch size where the measurement
+    is more than 25% away from the line.
+    The dotted lines (right axis) are each reply's latency, from its command's write to its reply,
+    p50 and p99: a reply waits for its whole batch, so latency grows with batch size while
+    throughput flattens — the trade-off <code>redis-benchmark -P</code> shows.</p>`,
   build() {
     const rtt = rttSlider('l3-rtt', { max: 2, step: 0.05, value: 0.2 });
     return {
@@ -46,11 +63,14 @@ export const lesson3: Lesson = {
         const perTrip = big.summary.bytes_received / Math.max(1, big.summary.round_trips);
         const firstGain = cps(10) / Math.max(1, cps(1));
         const lastGain = cps(10000) / Math.max(1, cps(1000));
+        const p50 = (b: number) => pts.find((p) => p.batch_size === b)?.latency_us?.p50 ?? 0;
+        const off = res.model ? departures(pts, res.model, TOTAL) : [];
         out.replaceChildren(
           el('div', { class: 'chart-box' }, canvas),
+          ...modelFacts(res),
           table(
-            ['batch size', 'round trips', 'total', 'commands/s'],
-            pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec)]),
+            ['batch size', 'round trips', 'total', 'commands/s', 'reply p50', 'reply p99'],
+            pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec), p.latency_us ? fmtMs(p.latency_us.p50) : '—', p.latency_us ? fmtMs(p.latency_us.p99) : '—']),
             { 'data-table': 'sweep' },
           ),
           el('p', {}, `Reply memory: 10,000 GETs of a ${VALUE}-byte value in one round trip:`),
@@ -61,10 +81,18 @@ export const lesson3: Lesson = {
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
           verdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,
-            `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms).`,
+            `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms). ` +
+              `Meanwhile the median reply waited ${fmtMs(p50(1))} at batch 1 and ${fmtMs(p50(10000))} at batch 10,000. ` +
+              (res.model && res.model.t_cmd_us <= 0
+                ? `The fitted t_cmd was ${res.model.t_cmd_us.toFixed(2)} µs, not positive: at the model's RTT (${res.model.rtt_ms} ms) the round trips alone would take longer than the runs did, so the model does not describe this run (the loopback RTT was measured high).`
+                : res.model
+                ? off.length === 0
+                  ? `The model held within 25% at every batch size (knee at ${fmtInt(res.model.knee_batch_size)}).`
+                  : `The measurement left the model by more than 25% at batch ${off.map((d) => `${fmtInt(d.batch_size)} (${d.ratio.toFixed(2)}× the model)`).join(', ')}; knee at ${fmtInt(res.model.knee_batch_size)}.`
+                : ''),
           ),
         );
-        sweepChart(canvas, [{ label: `RTT ${ms} ms`, points: pts.map((p) => [p.batch_size, p.commands_per_sec]) }]);
+        sweepModelChart(canvas, [{ label: `RTT ${ms} ms`, total: TOTAL, points: pts, model: res.model }]);
       },
     };
   },

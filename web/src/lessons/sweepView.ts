@@ -1,6 +1,8 @@
 // Sweep: commands/s by batch size for one command template (/api/v1/sweep)
-// at any RTT; each run adds a line, so RTTs compare on one chart.
-import { sweepChart, type SweepSeries } from '../charts/charts.js';
+// at any RTT; each run adds a line, so RTTs compare on one chart, with its
+// cost model, knee and reply latency (charts/sweepModel.ts).
+import { sweepModelChart, type ModelSeries } from '../charts/sweepModel.js';
+import { modelFacts } from './modelFacts.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
 import { sweep } from '../api/client.js';
 import { el, errorBox, fmtInt, fmtMs, prose, table } from './ui.js';
@@ -25,14 +27,16 @@ export function sweepView(): HTMLElement {
   const clear = el('button', { type: 'button', id: 'sweep-clear' }, 'Clear chart');
   const canvas = el('canvas', { id: 'sweep-chart' });
   const out = el('div', { id: 'sweep-out', 'aria-live': 'polite' });
-  const series: SweepSeries[] = [];
+  const series: ModelSeries[] = [];
   const root = el(
     'section',
     { id: 'sweep-view', class: 'view', 'aria-labelledby': 'sweep-title' },
     el('h2', { id: 'sweep-title' }, 'Batch-size sweep'),
     prose(`<p>Sends <i>total</i> copies of one command (<code>{i}</code> becomes 0, 1, 2, …) as a
-      pipeline, once per batch size, and plots commands per second. The keys it creates are deleted
-      afterwards. Run it at several RTTs: each run adds a line.</p>`),
+      pipeline, once per batch size, and plots commands per second beside the cost model
+      <code>T(b) = ⌈N/b⌉·RTT + N·t_cmd</code> (dashed; <code>t_cmd</code> fitted to the run, ▲ the knee) and
+      each batch size's reply latency p50 and p99 (dotted, right axis). The keys it creates are deleted
+      afterwards. Run it at several RTTs: each run adds its lines.</p>`),
     el(
       'div',
       { class: 'controls' },
@@ -48,7 +52,7 @@ export function sweepView(): HTMLElement {
   );
   clear.addEventListener('click', () => {
     series.length = 0;
-    sweepChart(canvas, series);
+    sweepModelChart(canvas, series);
     out.replaceChildren();
   });
   run.addEventListener('click', async () => {
@@ -64,12 +68,13 @@ export function sweepView(): HTMLElement {
       if (cmds.length !== 1) throw new Error('command: type exactly one command, e.g. SET sweep:{i} x');
       const argv = argvForApi(cmds[0]!);
       const res = await sweep({ command: argv, total: Number(total.value), batch_sizes: parseSizes(sizes.value), simulated_rtt_ms: Number(rtt.value) });
-      series.push({ label: `${String(argv[0])} · RTT ${res.simulated_rtt_ms} ms`, points: res.points.map((p) => [p.batch_size, p.commands_per_sec]) });
-      sweepChart(canvas, series);
+      series.push({ label: `${String(argv[0])} · RTT ${res.simulated_rtt_ms} ms`, total: res.total, points: res.points, model: res.model });
+      sweepModelChart(canvas, series);
       out.replaceChildren(
+        ...modelFacts(res),
         table(
-          ['batch size', 'round trips', 'total', 'commands/s', 'errors'],
-          res.points.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec), fmtInt(p.errors)]),
+          ['batch size', 'round trips', 'total', 'commands/s', 'reply p50', 'reply p99', 'errors'],
+          res.points.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec), p.latency_us ? fmtMs(p.latency_us.p50) : '—', p.latency_us ? fmtMs(p.latency_us.p99) : '—', fmtInt(p.errors)]),
           { 'data-table': 'sweep' },
         ),
         el('p', { class: 'note' }, `Cleanup: ${fmtInt(res.cleanup.deleted)} keys deleted, ${fmtInt(res.cleanup.preexisting)} existed before and were kept.`),

@@ -1,4 +1,4 @@
-// The tutorial: the lessons in order, each a card with its claim, its
+// The tutorial: ten lessons in order, each a card with its claim, its
 // explanation, "Load example" (into the playground) and "Run" (the
 // experiment, against the reader's own Redis, numbers shown in the card).
 import { lesson1 } from './lesson1.js';
@@ -8,11 +8,13 @@ import { lesson4 } from './lesson4.js';
 import { lesson5 } from './lesson5.js';
 import { lesson6 } from './lesson6.js';
 import { lesson7 } from './lesson7.js';
+import { lesson8 } from './lesson8.js';
+import { lesson9 } from './lesson9.js';
 import { lessonApp } from './lessonApp.js';
 import type { Bridge, Lesson } from './types.js';
 import { el, errorBox, prose } from './ui.js';
 
-export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lessonApp];
+export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp];
 
 function card(lesson: Lesson, bridge: Bridge): HTMLElement {
   const parts = lesson.build();
@@ -61,7 +63,7 @@ export function tutorialView(bridge: Bridge): HTMLElement {
     'section',
     { id: 'tutorial-view', class: 'view tutorial', 'aria-labelledby': 'tutorial-title' },
     el('h2', { id: 'tutorial-title' }, 'Pipelining, measured on your Redis'),
-    prose(`<p>Seven short lessons. Each makes one claim and measures it with one click on the Redis
+    prose(`<p>Nine short lessons. Each makes one claim and measures it with one click on the Redis
       behind this page; no number below is written in advance. "Load example" puts the lesson's
       batch into the playground to play with. Keys are prefixed <code>tut:</code>.</p>`),
     toc,

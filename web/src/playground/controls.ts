@@ -13,6 +13,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 export const form = $<HTMLFormElement>('controls');
 const batchSize = $<HTMLInputElement>('batch-size');
 const rtt = $<HTMLInputElement>('rtt');
+const clients = $<HTMLInputElement>('clients');
 
 /**
  * What the page checks before sending, from GET /api/v1/info (`limits`,
@@ -45,9 +46,10 @@ export function currentMode(): Mode {
   return (document.querySelector<HTMLInputElement>('input[name="mode"]:checked')?.value ?? 'pipeline') as Mode;
 }
 
-/** Batch size only in pipeline mode; the RTT preset matching the field looks pressed. */
+/** Batch size only in pipeline mode, clients only in auto mode; the RTT preset matching the field looks pressed. */
 export function syncControls() {
   batchSize.disabled = currentMode() !== 'pipeline';
+  clients.disabled = currentMode() !== 'auto';
   const v = Number(rtt.value);
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
@@ -74,6 +76,12 @@ export function controlError(l: ServerLimits): ControlError | null {
       return { input: batchSize, message: `Batch size must be a whole number, at least 1${batchSize.value ? ` (it is ${batchSize.value})` : ''}.` };
     }
   }
+  if (!clients.disabled) {
+    const c = Number(clients.value);
+    if (clients.validity.badInput || clients.value.trim() === '' || !Number.isInteger(c) || c < 1) {
+      return { input: clients, message: `Clients must be a whole number, at least 1${clients.value ? ` (it is ${clients.value})` : ''}.` };
+    }
+  }
   const ms = Number(rtt.value);
   const max = l.maxRttMs ?? Infinity;
   if (rtt.validity.badInput || rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > max) {
@@ -94,20 +102,21 @@ export function request(snap: BatchSnapshot): BatchRequest {
     on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
     simulated_rtt_ms: Number(rtt.value),
   };
+  if (req.mode === 'auto') req.clients = Number(clients.value);
   if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
   return req;
 }
 
 /** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
 export function showControlError({ input, message }: ControlError) {
-  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  for (const i of [batchSize, rtt, clients]) i.removeAttribute('aria-invalid');
   input.setAttribute('aria-invalid', 'true');
   summaryMessage(message, 'error', 'controls');
   input.focus();
 }
 
 export function clearControlError() {
-  for (const i of [batchSize, rtt]) i.removeAttribute('aria-invalid');
+  for (const i of [batchSize, rtt, clients]) i.removeAttribute('aria-invalid');
   clearSummaryMessage('controls');
 }
 
@@ -120,7 +129,7 @@ export function clearControlError() {
 export function updateWarning(l: ServerLimits, commands: () => number) {
   const warning = $<HTMLParagraphElement>('run-warning');
   const text = l.batchTimeoutMs !== undefined && !controlError(l)
-    ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs)
+    ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs, Number(clients.value))
     : null;
   warning.hidden = !text;
   warning.textContent = text ?? '';

@@ -3,6 +3,7 @@
 import type { ApiError, BatchResponse, Mode } from '../api/client.js';
 import { budgetHint } from '../rttBudget.js';
 import { fmtDuration } from './duration.js';
+import { extraItems } from './summaryExtra.js';
 
 const summaryEl = () => document.getElementById('summary') as HTMLElement;
 
@@ -25,6 +26,7 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     // Seconds past 10 s: "40.5 s" reads, "40537.586 ms" does not.
     ['total time', totalMs < 10_000 ? `${totalMs.toFixed(3)} ms` : fmtDuration(totalMs), 'total'],
     ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+    ...extraItems(s),
   ];
   // Batch size is what splits a pipeline into round trips (a transaction is always one).
   if ((s.mode ?? mode) === 'pipeline') items.splice(7, 0, ['batch size', `${n(s.batch_size)} per round trip`, 'batch_size']);

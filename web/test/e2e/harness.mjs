@@ -77,13 +77,14 @@ export function pipelabBin() {
   throw new Error('no pipelab binary: run cargo build -p pipelab (or set PIPELAB_BIN)');
 }
 
-export async function startServe(redisUrl) {
+/** `pipelab serve` in front of `redisUrl`, serving web/dist; `extraArgs`: more flags (e.g. `--session-idle-ms`). */
+export async function startServe(redisUrl, extraArgs = []) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/`;
   // PIPELAB_E2E_EMBEDDED=1: pipelab's own redis-server instead (with its ACL
   // users: how a sandbox, PIPELAB_SANDBOX=1, runs in production).
   const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' ? [] : ['--redis', redisUrl];
-  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist')], {
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,0 +1,155 @@
+// The playground's "interactive" toggle: a redis-cli-like console. Each line
+// typed is one command, run on the console's session (./session.ts), so
+// `MULTI` … `EXEC` can be typed step by step and every `QUEUED` seen, and a
+// `WATCH` holds until `EXEC`. While it is on, the batch editors, batch-only
+// controls and batch results are hidden (CSS: main.interactive-on); the RTT
+// and RESP3 controls set the connection a new session opens. Turning it off,
+// or leaving the page, closes the session.
+import { formatReply, inlineToResp } from '../wasm.js';
+import { SessionLink, type SessionInfo } from './session.js';
+import { nextTxState } from './txState.js';
+import './interactive.css';
+
+const el = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...kids: Array<Node | string>) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  e.append(...kids);
+  return e;
+};
+
+export interface Interactive {
+  /** True while the toggle is on (the batch Run then does nothing). */
+  active(): boolean;
+}
+
+/** `settings`: the RTT and RESP3 a new session opens with (the playground's controls). */
+export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: number; resp3: boolean } }): Interactive {
+  const main = document.querySelector('main')!;
+  const form = document.getElementById('controls')!;
+  const toggle = el('input', { type: 'checkbox', id: 'interactive' });
+  const toggleLabel = el('label', { class: 'check', title: 'One command at a time on one connection (a session), like redis-cli' }, toggle, ' interactive');
+  (form.querySelector('.field-stack') ?? form).append(toggleLabel);
+
+  const status = el('p', { id: 'session-status', class: 'session-status' }, 'No session yet: the first command opens one.');
+  const log = el('div', { id: 'console-log', class: 'console-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Commands and replies' });
+  const prompt = el('span', { class: 'prompt', id: 'console-prompt' }, 'redis> ');
+  const input = el('input', { id: 'console-input', type: 'text', autocomplete: 'off', spellcheck: 'false', 'aria-labelledby': 'console-prompt', placeholder: 'SET k 1, MULTI, INCR k, EXEC…' });
+  const send = el('button', { type: 'submit', class: 'run', id: 'console-send' }, 'Send');
+  const close = el('button', { type: 'button', id: 'session-close' }, 'Close session');
+  const line = el('form', { class: 'console-line', id: 'console-form' }, prompt, input, send, close);
+  const panel = el(
+    'section',
+    { id: 'interactive-panel', class: 'interactive', 'aria-labelledby': 'interactive-title' },
+    el('h2', { id: 'interactive-title' }, 'Interactive ', el('span', { class: 'sub' }, 'one command at a time on one connection (a session), like redis-cli: WATCH and MULTI state carry to the next command')),
+    status,
+    log,
+    line,
+  );
+  panel.hidden = true;
+  form.after(panel);
+
+  const link = new SessionLink();
+  let inTx = false;
+  let busy = false;
+  let n = 0;
+  const history: string[] = [];
+  let back = 0;
+
+  const setPrompt = () => (prompt.textContent = inTx ? 'redis(TX)> ' : 'redis> ');
+  const showSession = (s: SessionInfo | null) => {
+    status.dataset.session = s ? 'open' : 'none';
+    status.textContent = s
+      ? `Session ${s.id.slice(0, 8)}… open (${s.opts.simulated_rtt_ms ?? 0} ms simulated RTT${s.opts.resp3 ? ', RESP3' : ''}, fixed when it opened): one connection, kept between commands; closed after ${Math.round(s.idleMs / 1000)} s without a command (at ${new Date(s.expiresAtMs).toLocaleTimeString('en-GB')}), when you turn interactive off, or when you leave the page.`
+      : 'No session: the next command opens one.';
+  };
+  const entry = (cmd: string, body: HTMLElement, attrs: Record<string, string>) => {
+    const e = el('div', { class: 'entry', 'data-n': String(n++), ...attrs }, el('div', { class: 'cmd' }, el('span', { class: 'prompt' }, prompt.textContent ?? ''), cmd), body);
+    log.append(e);
+    log.scrollTop = log.scrollHeight;
+    return e;
+  };
+  const notice = (text: string, kind: string) => {
+    log.append(el('p', { class: `console-notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', 'data-kind': kind }, text));
+    log.scrollTop = log.scrollHeight;
+  };
+
+  async function submit(text: string) {
+    const cmd = text.trim();
+    if (!cmd || busy) return;
+    const parsed = inlineToResp(cmd);
+    if (parsed.errors.length > 0) {
+      const e = parsed.errors[0]!;
+      entry(cmd, el('pre', { class: 'reply error' }, `(parse error) column ${e.column}: ${e.message}`), { 'data-status': 'parse_error' });
+      return;
+    }
+    if (parsed.commands !== 1) return;
+    history.push(cmd);
+    back = 0;
+    busy = true;
+    send.disabled = true;
+    try {
+      const { simulated_rtt_ms: rtt, resp3 } = opts.settings();
+      const out = await link.send(cmd, { simulated_rtt_ms: Number.isFinite(rtt) && rtt > 0 ? rtt : 0, ...(resp3 ? { resp3 } : {}) });
+      if (!out.ok) {
+        entry(cmd, el('pre', { class: 'reply refused' }, '(not run)'), { 'data-status': 'refused', 'data-code': out.refusal.code });
+        if (out.refusal.ended) {
+          inTx = false;
+          setPrompt();
+        }
+        notice(out.refusal.message, 'error');
+        showSession(link.info);
+        return;
+      }
+      if (out.opened) notice(`Opened a session: its own connection to Redis, kept until you close it.`, 'info');
+      const r = out.res.results[0];
+      const reply = r?.reply;
+      const shown = reply ? formatReply(reply).replace(/\n$/, '') : r?.status === 'unknown' ? '(unknown: the connection failed before the reply; it may or may not have run)' : `(${r?.status ?? 'no reply'})`;
+      const us = r?.reply_us != null && r.sent_us != null ? r.reply_us - r.sent_us : null;
+      entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown), {
+        'data-status': r?.status ?? '',
+        'data-reply-type': reply?.type ?? '',
+        ...(us != null ? { title: `${(us / 1000).toFixed(3)} ms round trip` } : {}),
+      });
+      if (out.res.connection_error) notice(`The connection failed: ${out.res.connection_error}. The session is lost with it.`, 'error');
+      inTx = nextTxState(inTx, cmd.split(/\s+/)[0] ?? '', reply?.type);
+      setPrompt();
+      showSession(link.info);
+    } finally {
+      busy = false;
+      send.disabled = false;
+      input.focus();
+    }
+  }
+
+  line.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const v = input.value;
+    input.value = '';
+    void submit(v);
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowUp' || e.key === 'ArrowDown') {
+      e.preventDefault();
+      back = Math.max(0, Math.min(history.length, back + (e.key === 'ArrowUp' ? 1 : -1)));
+      input.value = back === 0 ? '' : history[history.length - back]!;
+    }
+  });
+  const end = async (why: string) => {
+    const had = link.info;
+    await link.close();
+    inTx = false;
+    setPrompt();
+    showSession(null);
+    if (had) notice(why, 'info');
+  };
+  close.addEventListener('click', () => void end('Session closed: its connection, WATCH and MULTI state are gone.'));
+  toggle.addEventListener('change', () => {
+    main.classList.toggle('interactive-on', toggle.checked);
+    panel.hidden = !toggle.checked;
+    if (toggle.checked) input.focus();
+    else void end('Interactive off: the session was closed.');
+  });
+  // Leaving the page closes the session (a keepalive DELETE outlives the page).
+  addEventListener('pagehide', () => void link.close(true));
+  return { active: () => toggle.checked };
+}

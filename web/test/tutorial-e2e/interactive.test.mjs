@@ -1,0 +1,147 @@
+// The playground's "interactive" toggle in headless Debian Chromium against
+// `pipelab serve` and a real redis-server: one command at a time on a
+// session, MULTI … EXEC typed step by step (QUEUED seen, then EXEC's
+// replies), a WATCH that holds across commands and a write from another
+// client that makes EXEC return null, the session closed when the toggle
+// goes off, an idle session expired, and a session whose connection was
+// killed answering session_lost plainly. Screenshots: artifacts/interactive-*.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { artifacts, launchBrowser, startRedis, startServe } from '../e2e/harness.mjs';
+import { run } from '../tutorial/helpers.mjs';
+
+/** The server's idle timeout for sessions in this test (ms): short, so that expiry is seen. */
+const IDLE_MS = 3000;
+let redis, serve, browser, page;
+const errors = [];
+
+before(async () => {
+  redis = await startRedis();
+  serve = await startServe(redis.url, ['--session-idle-ms', String(IDLE_MS)]);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(serve.base);
+  await page.waitForSelector('#inline-editor .cm-content');
+});
+
+after(async () => {
+  await browser?.close();
+  await serve?.stop();
+  await redis?.stop();
+});
+
+const cli = async (...args) => (await run('redis-cli', ['-p', String(redis.port), ...args])).stdout.trim();
+
+/** Types one command into the console and waits for its entry; returns { status, code, reply, prompt }. */
+async function send(cmd) {
+  const before = await page.locator('#console-log .entry').count();
+  await page.fill('#console-input', cmd);
+  await page.press('#console-input', 'Enter');
+  await page.waitForFunction((n) => document.querySelectorAll('#console-log .entry').length > n && !document.getElementById('console-send').disabled, before, { timeout: 20_000 });
+  return page.$eval('#console-log .entry:last-of-type', (e) => ({
+    status: e.dataset.status,
+    code: e.dataset.code ?? null,
+    reply: e.querySelector('pre.reply').textContent,
+    prompt: e.querySelector('.cmd .prompt').textContent.trim(),
+  }));
+}
+
+/** The console's last notice: { kind: 'info' | 'error', text }. */
+const lastNotice = () => page.$eval('#console-log .console-notice:last-of-type', (e) => ({ kind: e.dataset.kind, text: e.textContent }));
+
+test('the toggle swaps the batch editors for a console', async () => {
+  assert.equal(await page.isVisible('#interactive-panel'), false);
+  await page.check('#interactive');
+  assert.equal(await page.isVisible('#interactive-panel'), true);
+  assert.equal(await page.isVisible('#inline-editor'), false, 'the batch editor is hidden');
+  assert.equal(await page.isVisible('#run'), false, 'the batch Run is hidden');
+  assert.equal(await page.isVisible('#rtt'), true, 'the RTT still applies');
+  assert.match(await page.innerText('#session-status'), /No session yet/);
+});
+
+test('MULTI … EXEC typed step by step: QUEUED, then the replies; the prompt shows (TX)', { timeout: 60_000 }, async () => {
+  assert.equal((await send('SET tut:i:k 10')).reply, 'OK');
+  assert.match(await lastNotice().then((n) => n.text), /Opened a session/);
+  assert.match(await page.innerText('#session-status'), /Session .* open/);
+  const multi = await send('MULTI');
+  assert.equal(multi.reply, 'OK');
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis(TX)>');
+  const q1 = await send('INCR tut:i:k');
+  assert.equal(q1.reply, 'QUEUED');
+  assert.equal(q1.prompt, 'redis(TX)>');
+  assert.equal((await send('INCR tut:i:k')).reply, 'QUEUED');
+  // Nothing ran yet: another client still sees 10.
+  assert.equal(await cli('GET', 'tut:i:k'), '10');
+  const exec = await send('EXEC');
+  assert.equal(exec.reply, '1) (integer) 11\n2) (integer) 12');
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis>');
+  assert.equal(await cli('GET', 'tut:i:k'), '12');
+});
+
+test('a WATCH holds across commands; another client\'s write makes EXEC return null', { timeout: 60_000 }, async () => {
+  assert.equal((await send('WATCH tut:i:k')).reply, 'OK');
+  assert.equal((await send('GET tut:i:k')).reply, '"12"');
+  await cli('INCR', 'tut:i:k'); // the other client, outside the session
+  await send('MULTI');
+  assert.equal((await send('SET tut:i:k 24')).reply, 'QUEUED');
+  const exec = await send('EXEC');
+  assert.equal(exec.reply, '(nil)', 'the watched key changed: nothing ran');
+  assert.equal(await cli('GET', 'tut:i:k'), '13');
+  // History: ArrowUp brings back the last command.
+  await page.press('#console-input', 'ArrowUp');
+  assert.equal(await page.inputValue('#console-input'), 'EXEC');
+  await page.fill('#console-input', '');
+  await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-watch.png') });
+});
+
+test('a killed connection is session_lost, said plainly, and not reopened silently', { timeout: 60_000 }, async () => {
+  await send('MULTI');
+  await cli('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+  const r = await send('INCR tut:i:k');
+  // The connection may fail under this very command (its outcome unknown) or be found dead first (not run).
+  if (r.code !== 'session_lost') {
+    assert.equal(r.status, 'unknown', JSON.stringify(r));
+    const next = await send('PING');
+    assert.equal(next.code, 'session_lost', JSON.stringify(next));
+  }
+  const n = await lastNotice();
+  assert.equal(n.kind, 'error');
+  assert.match(n.text, /connection to Redis was lost \(session_lost\).*WATCH and MULTI state are gone.*not reopened/);
+  assert.equal((await page.innerText('#console-prompt')).trim(), 'redis>', 'the transaction went with the session');
+  assert.match(await page.innerText('#session-status'), /No session/);
+  await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-lost.png') });
+  // The next command opens a new session.
+  assert.equal((await send('PING')).reply, 'PONG');
+  assert.match((await lastNotice()).text, /Opened a session/);
+});
+
+test('an idle session expires; the console says so and the command is not run', { timeout: 60_000 }, async () => {
+  assert.equal((await send('SET tut:i:idle 1')).reply, 'OK');
+  await page.waitForTimeout(IDLE_MS + 2000);
+  const r = await send('INCR tut:i:idle');
+  assert.equal(r.code, 'session_not_found', JSON.stringify(r));
+  assert.match((await lastNotice()).text, /session is gone \(session_not_found\).*after 3 s without a command.*not run/);
+  assert.equal(await cli('GET', 'tut:i:idle'), '1', 'the INCR did not run');
+});
+
+test('turning interactive off closes the session and brings the batch editor back', { timeout: 30_000 }, async () => {
+  assert.equal((await send('PING')).reply, 'PONG');
+  const id = await page.evaluate(() => document.getElementById('session-status').textContent);
+  assert.match(id, /Session .* open/);
+  const open = await fetch(`${serve.base}metrics`).then((r) => r.text());
+  await page.uncheck('#interactive');
+  assert.equal(await page.isVisible('#inline-editor'), true);
+  assert.equal(await page.isVisible('#interactive-panel'), false);
+  // The page sent DELETE: the server's open-session gauge drops back.
+  const gauge = (t) => Number(/^pipelab_sessions_open\s+(\d+)/m.exec(t)?.[1] ?? NaN);
+  await page.waitForTimeout(300);
+  const after = await fetch(`${serve.base}metrics`).then((r) => r.text());
+  assert.ok(gauge(after) < gauge(open) || gauge(after) === 0, `sessions open: ${gauge(open)} -> ${gauge(after)}`);
+  // The batch Run works again.
+  await page.evaluate(() => window.pipelab.editors.setInline('PING'));
+  await page.click('#run');
+  await page.waitForSelector('#summary [data-key="commands"]');
+  assert.equal(errors.length, 0, `page errors: ${errors.join('; ')}`);
+});
