@@ -116,6 +116,14 @@ impl Quotas {
         })
     }
 
+    /// Marks `ns` as used now (a session opened on it, before any batch),
+    /// its bounds unchanged: [`Quotas::prune`] forgets it, and its ACL user
+    /// is deleted, only once it has been idle past the TTL.
+    pub fn touch(&self, ns: &Namespace) {
+        let u = self.usage(ns.prefix());
+        self.record(ns.prefix(), Usage { seen: Instant::now(), ..u });
+    }
+
     fn usage(&self, prefix: &Arc<str>) -> Usage {
         let usage = self.usage.lock().expect("quota lock");
         usage.get(prefix).copied().unwrap_or(Usage { keys: 0, bytes: 0, seen: Instant::now() })
