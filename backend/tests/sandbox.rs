@@ -504,6 +504,18 @@ async fn sandbox_sessions_keep_state_in_the_namespace() {
     assert_eq!(a.reply(&app, &id, &["EXEC"]).await["type"], "null");
     assert_eq!(bulk(&redis.cmd_str(&["GET", &acct])).as_deref(), Some("11"));
 
+    // With no other writer the read-compute-write loop commits every time:
+    // the sandbox's own TTLs (EXPIRE touches a key) never break a WATCH.
+    for _ in 0..3 {
+        assert_eq!(a.reply(&app, &id, &["WATCH", "acct"]).await["value"], "OK");
+        let v: i64 = a.reply(&app, &id, &["GET", "acct"]).await["value"].as_str().unwrap().parse().unwrap();
+        assert_eq!(a.reply(&app, &id, &["MULTI"]).await["value"], "OK");
+        assert_eq!(a.reply(&app, &id, &["SET", "acct", &(v + 1).to_string()]).await["value"], "QUEUED");
+        let exec = a.reply(&app, &id, &["EXEC"]).await;
+        assert_eq!(exec["type"], "array", "committed: {exec}");
+    }
+    assert_eq!(bulk(&redis.cmd_str(&["GET", &acct])).as_deref(), Some("14"));
+
     // Transaction mode: WATCH from an earlier batch holds; the `watch`
     // field is the visitor's key (unprefixed, the visitor's own user would
     // get NOPERM for it).
@@ -515,7 +527,7 @@ async fn sandbox_sessions_keep_state_in_the_namespace() {
     let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "mode": "transaction", "watch": ["acct"], "commands": [["INCR", "acct"]]})).await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["transaction"]["status"], "committed", "{r}");
-    assert_eq!(replies(&r)[0]["value"], 13, "{r}");
+    assert_eq!(replies(&r)[0]["value"], 16, "{r}");
 
     // Replies with the visitor's names.
     let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "text": "SET other 1\nRPUSH l x\nBLPOP l 1\nKEYS *\nSCAN 0 COUNT 1000"})).await;

@@ -5,6 +5,7 @@
 //! sets the TTLs, whether it runs on a pooled connection or on a
 //! session's (opened as the visitor's own user, [`session_target`]).
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -78,10 +79,29 @@ async fn visitor_target(state: &AppState, users: &Users, ns: &Namespace) -> Redi
 }
 
 /// `commands` contain EXEC (by the server's table): on a session, the
-/// commands it runs were queued by earlier batches, whose TTLs came
-/// before their keys existed.
+/// commands it runs were queued by earlier batches.
 fn runs_exec(table: &Table, commands: &Commands) -> bool {
     commands.iter().any(|argv| table.command(argv).is_some_and(|c| c.name == "exec"))
+}
+
+/// A [`ResultSink`] that notes which commands were queued (answered
+/// `+QUEUED`: inside a MULTI, to run at EXEC), handing every result on.
+struct Queued<'a, K> {
+    inner: &'a mut K,
+    indices: HashSet<usize>,
+}
+
+impl<K: ResultSink> ResultSink for Queued<'_, K> {
+    fn push(&mut self, result: CommandResult) {
+        if matches!(&result.reply, Some(resp::Value::Simple(s)) if s == b"QUEUED") {
+            self.indices.insert(result.index);
+        }
+        self.inner.push(result);
+    }
+
+    fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
+        self.inner.admit(reply)
+    }
 }
 
 async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &Batch, opts: &ExecOptions, sink: &mut K, on: On<'_>) -> Result<StreamReport<Infallible>, ExecError> {
@@ -102,8 +122,9 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
     plan.watch = plan.watch.iter().map(|k| [prefix.as_bytes(), k].concat()).collect();
     let run = Batch::new(batch.commands.iter().take(sent).map(|a| a.to_vec()).collect::<crate::exec::Commands>(), plan);
     let scripts = run.commands.iter().any(|a| table.runs_script(a));
-    let queued = matches!(on, On::Session(_)) && runs_exec(&table, &run.commands);
     let mut unprefixed = Unprefix { inner: sink, prefix: prefix.as_bytes() };
+    let mut queued = Queued { inner: &mut unprefixed, indices: HashSet::new() };
+    let session = matches!(on, On::Session(_));
     let mut out = match on {
         _ if sent == 0 => {
             let plan = &run.plan;
@@ -111,7 +132,7 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
             StreamReport { summary, transaction: None, connection_error: None, input_error: None, reconnect_failed: None }
         }
         // The session's connection is the visitor's own user already.
-        On::Session(conn) => execute_on_into(conn, &state.pool, &run, opts, &mut unprefixed).await?,
+        On::Session(conn) => execute_on_into(conn, &state.pool, &run, opts, &mut queued).await?,
         On::Pool => {
             let visitor;
             let pool: &Pool = match (&sbx.users, &state.pools) {
@@ -123,9 +144,10 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
                 (_, Some(pools)) => &pools.sandbox,
                 _ => &state.pool,
             };
-            execute_pooled_into(pool, &run, opts, &mut unprefixed).await?
+            execute_pooled_into(pool, &run, opts, &mut queued).await?
         }
     };
+    let queued = queued.indices;
     if let Some((_, reason)) = cut {
         for index in sent..n {
             sink.push(CommandResult::not_sent(index));
@@ -139,9 +161,20 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
             *m = m.replace(&**prefix, "");
         }
     }
-    quota::expire_later(state, quota::written_keys(&table, &run.commands), sbx.config.sandbox_ttl);
-    if scripts || queued {
-        quota::expire_namespace_later(state, ns.clone(), sbx.config.sandbox_ttl);
+    // TTLs. `EXPIRE` on a key touches it, which breaks a WATCH on it: on a
+    // session, whose WATCH outlives the batch, the TTLs are set before its
+    // answer (so never during the next batch), and a queued command's keys
+    // get theirs only from the batch with EXEC, when it has run (every key
+    // of the namespace without a TTL, `EXPIRE … NX`, then gets one).
+    let written = run.commands.iter().enumerate().filter(|(i, _)| !(session && queued.contains(i))).map(|(_, a)| a);
+    let mut ttls: Vec<_> = quota::expire_later(state, quota::written_keys(&table, written), sbx.config.sandbox_ttl).into_iter().collect();
+    if scripts || (session && runs_exec(&table, &run.commands)) {
+        ttls.push(quota::expire_namespace_later(state, ns.clone(), sbx.config.sandbox_ttl));
+    }
+    if session {
+        for t in ttls {
+            let _ = t.await;
+        }
     }
     if let Some(users) = &sbx.users {
         let gone: Vec<_> = sbx.quotas.prune(sbx.config.sandbox_ttl).iter().map(|ns| users.deluser_argv(ns)).collect();
