@@ -623,3 +623,35 @@ async fn sandbox_sessions_need_the_acl_users() {
     assert!(r["error"]["message"].as_str().unwrap().contains("--redis"), "{r}");
     assert_eq!(app.state.sessions.len(), 0);
 }
+
+/// A read-only token's session runs as the read-only user too (seen in
+/// Redis's CLIENT LIST: the session's connection is the only one), so a
+/// write that slipped past pipelab would get NOPERM there as well.
+#[tokio::test]
+async fn readonly_sessions_run_as_the_readonly_user() {
+    let users = Users::generate();
+    let args = users.server_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let redis = RedisServer::start_with(&args);
+    let u = users.clone();
+    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
+        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&u))
+    });
+    let req = |path: &str, body: String| {
+        Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, "Bearer ro-token")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let (status, _, body) = app.respond(req("/api/v1/sessions", "{}".into())).await;
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    let id = serde_json::from_slice::<Json>(&body).unwrap()["id"].as_str().unwrap().to_string();
+    let before = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
+    let session: Vec<&str> = before.lines().filter(|l| !l.contains("cmd=client|list")).collect();
+    assert!(session.len() == 1 && session[0].contains("user=pipelab-readonly"), "{before}");
+    let (status, _, body) = app.respond(req("/api/v1/batch", json!({"session": id, "commands": [["GET", "k"]]}).to_string())).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+}
