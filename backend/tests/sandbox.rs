@@ -376,6 +376,30 @@ async fn redis_refuses_what_slips_past_pipelab() {
     assert_eq!(bulk(&redis.cmd_str(&["GET", "k"])).as_deref(), Some("v"));
 }
 
+/// A redis-server with pipelab's users, and the app (no sandbox) with a
+/// full token and the read-only token `ro-token` on it.
+fn readonly_app() -> (RedisServer, App) {
+    let users = Users::generate();
+    let args = users.server_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let redis = RedisServer::start_with(&args);
+    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
+        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&users))
+    });
+    (redis, app)
+}
+
+/// POST `body` to `path` with the read-only token.
+fn readonly_request(path: &str, body: String) -> Request<Body> {
+    Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, "Bearer ro-token")
+        .body(Body::from(body))
+        .unwrap()
+}
+
 /// Protected mode: a public address with no token and no --sandbox is
 /// refused at start-up, in one line naming the three ways out.
 #[test]
@@ -400,23 +424,9 @@ fn protected_mode_refuses_to_start() {
 /// Redis's CLIENT LIST: the pooled connection's user).
 #[tokio::test]
 async fn readonly_tokens_run_as_the_readonly_user() {
-    let users = Users::generate();
-    let args = users.server_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let redis = RedisServer::start_with(&args);
+    let (redis, app) = readonly_app();
     redis.cmd_str(&["SET", "k", "v"]);
-    let u = users.clone();
-    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
-        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&u))
-    });
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri("/api/v1/batch")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::AUTHORIZATION, "Bearer ro-token")
-        .body(Body::from(r#"{"text": "GET k"}"#))
-        .unwrap();
-    let (status, _, body) = app.respond(req).await;
+    let (status, _, body) = app.respond(readonly_request("/api/v1/batch", r#"{"text": "GET k"}"#.into())).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let body: Json = serde_json::from_slice(&body).unwrap();
     assert_eq!(body["results"][0]["reply"]["value"], "v");
@@ -629,23 +639,8 @@ async fn sandbox_sessions_need_the_acl_users() {
 /// write that slipped past pipelab would get NOPERM there as well.
 #[tokio::test]
 async fn readonly_sessions_run_as_the_readonly_user() {
-    let users = Users::generate();
-    let args = users.server_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let redis = RedisServer::start_with(&args);
-    let u = users.clone();
-    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
-        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&u))
-    });
-    let req = |path: &str, body: String| {
-        Request::builder()
-            .method(Method::POST)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::AUTHORIZATION, "Bearer ro-token")
-            .body(Body::from(body))
-            .unwrap()
-    };
+    let (redis, app) = readonly_app();
+    let req = readonly_request;
     let (status, _, body) = app.respond(req("/api/v1/sessions", "{}".into())).await;
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
     let id = serde_json::from_slice::<Json>(&body).unwrap()["id"].as_str().unwrap().to_string();
