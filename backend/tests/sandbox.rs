@@ -46,11 +46,20 @@ impl Visitor {
 
     /// POST `body` to `path` with this visitor's cookie; keeps the cookie set.
     async fn post(&mut self, app: &App, path: &str, body: &Json) -> (u16, Json) {
-        let mut req = Request::builder().method(Method::POST).uri(path).header(header::CONTENT_TYPE, "application/json");
+        self.send(app, Method::POST, path, Body::from(serde_json::to_vec(body).unwrap())).await
+    }
+
+    /// DELETE `path` with this visitor's cookie.
+    async fn delete(&mut self, app: &App, path: &str) -> u16 {
+        self.send(app, Method::DELETE, path, Body::empty()).await.0
+    }
+
+    async fn send(&mut self, app: &App, method: Method, path: &str, body: Body) -> (u16, Json) {
+        let mut req = Request::builder().method(method).uri(path).header(header::CONTENT_TYPE, "application/json");
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c.as_str());
         }
-        let (status, headers, body) = app.respond(req.body(Body::from(serde_json::to_vec(body).unwrap())).unwrap()).await;
+        let (status, headers, body) = app.respond(req.body(body).unwrap()).await;
         let set = headers.get(header::SET_COOKIE).expect("every sandbox response sets the cookie").to_str().unwrap();
         assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
         let pair = set.split(';').next().unwrap().to_string();
@@ -81,6 +90,20 @@ fn bulk(v: &Value) -> Option<String> {
         Value::Bulk(b) => Some(String::from_utf8_lossy(b).into_owned()),
         _ => None,
     }
+}
+
+/// `TTL key` in Redis once it is positive (set by a task after the batch:
+/// waited for without blocking this runtime), else its last answer.
+async fn ttl_eventually(redis: &RedisServer, key: &str) -> Value {
+    let mut ttl = Value::Null;
+    for _ in 0..500 {
+        ttl = redis.cmd_str(&["TTL", key]);
+        if matches!(ttl, Value::Integer(t) if t > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ttl
 }
 
 /// Every key in Redis's database 0, as seen directly.
@@ -246,15 +269,7 @@ async fn scripts_reach_only_the_visitors_keys() {
     assert_eq!(s, 200);
     assert_eq!(r["results"][0]["status"], "ok", "{r}");
     let hidden = format!("{}hidden", a.prefix());
-    // Set by a task after the batch: wait for it without blocking this runtime.
-    let mut ttl = Value::Null;
-    for _ in 0..500 {
-        ttl = redis.cmd_str(&["TTL", &hidden]);
-        if matches!(ttl, Value::Integer(t) if t > 0) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let ttl = ttl_eventually(&redis, &hidden).await;
     assert!(matches!(ttl, Value::Integer(t) if t > 3000), "{hidden}: {ttl:?}");
 }
 
@@ -361,6 +376,30 @@ async fn redis_refuses_what_slips_past_pipelab() {
     assert_eq!(bulk(&redis.cmd_str(&["GET", "k"])).as_deref(), Some("v"));
 }
 
+/// A redis-server with pipelab's users, and the app (no sandbox) with a
+/// full token and the read-only token `ro-token` on it.
+fn readonly_app() -> (RedisServer, App) {
+    let users = Users::generate();
+    let args = users.server_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let redis = RedisServer::start_with(&args);
+    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
+        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&users))
+    });
+    (redis, app)
+}
+
+/// POST `body` to `path` with the read-only token.
+fn readonly_request(path: &str, body: String) -> Request<Body> {
+    Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, "Bearer ro-token")
+        .body(Body::from(body))
+        .unwrap()
+}
+
 /// Protected mode: a public address with no token and no --sandbox is
 /// refused at start-up, in one line naming the three ways out.
 #[test]
@@ -385,23 +424,9 @@ fn protected_mode_refuses_to_start() {
 /// Redis's CLIENT LIST: the pooled connection's user).
 #[tokio::test]
 async fn readonly_tokens_run_as_the_readonly_user() {
-    let users = Users::generate();
-    let args = users.server_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let redis = RedisServer::start_with(&args);
+    let (redis, app) = readonly_app();
     redis.cmd_str(&["SET", "k", "v"]);
-    let u = users.clone();
-    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
-        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&u))
-    });
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri("/api/v1/batch")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::AUTHORIZATION, "Bearer ro-token")
-        .body(Body::from(r#"{"text": "GET k"}"#))
-        .unwrap();
-    let (status, _, body) = app.respond(req).await;
+    let (status, _, body) = app.respond(readonly_request("/api/v1/batch", r#"{"text": "GET k"}"#.into())).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let body: Json = serde_json::from_slice(&body).unwrap();
     assert_eq!(body["results"][0]["reply"]["value"], "v");
@@ -435,4 +460,193 @@ async fn serve_sandbox_makes_the_acl_users() {
     assert!(readonly.contains("+@read") && !readonly.contains("+@write"), "{readonly}");
     assert!(!api.stderr().contains("pipelab-sandbox on"), "no ACL rule in the logs");
     api.stop();
+}
+
+impl Visitor {
+    /// Opens a session with this visitor's cookie; its id.
+    async fn open_session(&mut self, app: &App) -> String {
+        let (s, r) = self.post(app, "/api/v1/sessions", &json!({})).await;
+        assert_eq!(s, 201, "{r}");
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    /// One command on session `id`: status and report.
+    async fn on(&mut self, app: &App, id: &str, argv: &[&str]) -> (u16, Json) {
+        self.post(app, "/api/v1/batch", &json!({"session": id, "commands": [argv]})).await
+    }
+
+    /// The reply of one command on session `id` (which must answer 200).
+    async fn reply(&mut self, app: &App, id: &str, argv: &[&str]) -> Json {
+        let (s, r) = self.on(app, id, argv).await;
+        assert_eq!(s, 200, "{argv:?}: {r}");
+        r["results"][0]["reply"].clone()
+    }
+}
+
+/// Lesson 6 in the sandbox: a session keeps WATCH and MULTI between
+/// batches, its keys land under the visitor's prefix (seen in Redis), its
+/// replies show the visitor's names, its connection is the visitor's own
+/// ACL user, and a key written by a queued command gets its TTL at EXEC.
+#[tokio::test]
+async fn sandbox_sessions_keep_state_in_the_namespace() {
+    let (redis, app, _) = start(1000, 1 << 20, &[]);
+    let mut a = Visitor::new();
+    let id = a.open_session(&app).await;
+    let acct = format!("{}acct", a.prefix());
+
+    assert_eq!(a.reply(&app, &id, &["WATCH", "acct"]).await["value"], "OK");
+    assert_eq!(a.reply(&app, &id, &["GET", "acct"]).await["type"], "null");
+    assert_eq!(a.reply(&app, &id, &["MULTI"]).await["value"], "OK");
+    assert_eq!(a.reply(&app, &id, &["SET", "acct", "10"]).await["value"], "QUEUED");
+    let exec = a.reply(&app, &id, &["EXEC"]).await;
+    assert_eq!(exec["type"], "array", "{exec}");
+    assert_eq!(bulk(&redis.cmd_str(&["GET", &acct])).as_deref(), Some("10"), "under the visitor's prefix");
+    assert_eq!(redis.cmd_str(&["EXISTS", "acct"]), Value::Integer(0), "not outside it");
+    // Queued before EXEC, written by it: the TTL comes after the EXEC batch.
+    let ttl = ttl_eventually(&redis, &acct).await;
+    assert!(matches!(ttl, Value::Integer(t) if t > 3000 && t <= 3600), "{acct}: {ttl:?}");
+
+    // Another client writes the watched key between WATCH and EXEC: EXEC is null.
+    assert_eq!(a.reply(&app, &id, &["WATCH", "acct"]).await["value"], "OK");
+    assert_eq!(a.reply(&app, &id, &["MULTI"]).await["value"], "OK");
+    assert_eq!(a.reply(&app, &id, &["INCRBY", "acct", "5"]).await["value"], "QUEUED");
+    redis.cmd_str(&["INCR", &acct]);
+    assert_eq!(a.reply(&app, &id, &["EXEC"]).await["type"], "null");
+    assert_eq!(bulk(&redis.cmd_str(&["GET", &acct])).as_deref(), Some("11"));
+
+    // With no other writer the read-compute-write loop commits every time:
+    // the sandbox's own TTLs (EXPIRE touches a key) never break a WATCH.
+    for _ in 0..3 {
+        assert_eq!(a.reply(&app, &id, &["WATCH", "acct"]).await["value"], "OK");
+        let v: i64 = a.reply(&app, &id, &["GET", "acct"]).await["value"].as_str().unwrap().parse().unwrap();
+        assert_eq!(a.reply(&app, &id, &["MULTI"]).await["value"], "OK");
+        assert_eq!(a.reply(&app, &id, &["SET", "acct", &(v + 1).to_string()]).await["value"], "QUEUED");
+        let exec = a.reply(&app, &id, &["EXEC"]).await;
+        assert_eq!(exec["type"], "array", "committed: {exec}");
+    }
+    assert_eq!(bulk(&redis.cmd_str(&["GET", &acct])).as_deref(), Some("14"));
+
+    // Transaction mode: WATCH from an earlier batch holds; the `watch`
+    // field is the visitor's key (unprefixed, the visitor's own user would
+    // get NOPERM for it).
+    assert_eq!(a.reply(&app, &id, &["WATCH", "acct"]).await["value"], "OK");
+    redis.cmd_str(&["INCR", &acct]);
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "mode": "transaction", "commands": [["INCR", "acct"]]})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["transaction"]["status"], "watch_conflict", "{r}");
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "mode": "transaction", "watch": ["acct"], "commands": [["INCR", "acct"]]})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["transaction"]["status"], "committed", "{r}");
+    assert_eq!(replies(&r)[0]["value"], 16, "{r}");
+
+    // Replies with the visitor's names.
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "text": "SET other 1\nRPUSH l x\nBLPOP l 1\nKEYS *\nSCAN 0 COUNT 1000"})).await;
+    assert_eq!(s, 200, "{r}");
+    let r = replies(&r);
+    assert_eq!(r[2]["value"][0]["value"], "l", "BLPOP names the visitor's key: {}", r[2]);
+    let mut keys: Vec<&str> = r[3]["value"].as_array().unwrap().iter().map(|k| k["value"].as_str().unwrap()).collect();
+    keys.sort();
+    assert_eq!(keys, ["acct", "other"], "{}", r[3]);
+    assert_eq!(r[4]["value"][1]["value"].as_array().unwrap().len(), 2, "{}", r[4]);
+
+    // The session's connection is the visitor's own user.
+    let user = format!("user=pipelab-sbx-{}", a.prefix().trim_start_matches("sbx:{").trim_end_matches("}:"));
+    let clients = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
+    assert!(clients.lines().any(|l| l.contains(&user)), "{user}: {clients}");
+    for k in all_keys(&redis) {
+        assert!(k.starts_with(&a.prefix()), "{k}");
+    }
+    assert_eq!(a.delete(&app, &format!("/api/v1/sessions/{id}")).await, 204);
+}
+
+/// A session is the visitor's: another cookie, or none, does not find it
+/// (404, as if it did not exist); a script on it cannot reach another
+/// visitor's key (Redis's NOPERM, per command).
+#[tokio::test]
+async fn sandbox_sessions_are_the_visitors_own() {
+    let (redis, app, _) = start(1000, 1 << 20, &[]);
+    let (mut a, mut b) = (Visitor::new(), Visitor::new());
+    b.batch(&app, "SET n 5").await;
+    let id = a.open_session(&app).await;
+    assert_eq!(a.reply(&app, &id, &["SET", "n", "1"]).await["value"], "OK");
+
+    let mut nobody = Visitor::new();
+    for stranger in [&mut b, &mut nobody] {
+        let (s, r) = stranger.on(&app, &id, &["GET", "n"]).await;
+        assert_eq!((s, r["error"]["code"].as_str()), (404, Some("session_not_found")), "{r}");
+        assert_eq!(stranger.delete(&app, &format!("/api/v1/sessions/{id}")).await, 404);
+    }
+    assert_eq!(a.reply(&app, &id, &["GET", "n"]).await["value"], "1", "still open for its visitor");
+
+    // A script on the session that builds another visitor's key name in Lua.
+    let script = format!("return redis.call('SET', '{}n', 'x')", b.prefix());
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "commands": [["EVAL", script, "0"], ["GET", "n"]]})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["results"][0]["status"], "error", "{r}");
+    let msg = r["results"][0]["reply"]["value"].as_str().unwrap();
+    assert!(msg.contains("NOPERM") || msg.contains("can't access"), "{msg}");
+    assert_eq!(replies(&r)[1]["value"], "1", "the session goes on: {r}");
+    assert_eq!(bulk(&redis.cmd_str(&["GET", &format!("{}n", b.prefix())])).as_deref(), Some("5"));
+    // Its own key in KEYS is the visitor's.
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "text": "EVAL \"return redis.call('INCR', KEYS[1])\" 1 n"})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(replies(&r)[0]["value"], 2, "{r}");
+}
+
+/// Quotas and TTLs apply on a session as on any sandbox batch: commands
+/// past the key quota are not sent (the session stays usable), and every
+/// key a session batch writes gets the sandbox TTL.
+#[tokio::test]
+async fn sandbox_sessions_have_quotas_and_ttls() {
+    let (redis, app, _) = start(2, 1 << 20, &[]);
+    let mut a = Visitor::new();
+    let id = a.open_session(&app).await;
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "text": "SET a 1\nSET b 1\nSET c 1\nGET a"})).await;
+    assert_eq!(s, 200, "{r}");
+    let statuses: Vec<&str> = r["results"].as_array().unwrap().iter().map(|x| x["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["ok", "ok", "not_sent", "not_sent"], "{r}");
+    assert!(r["connection_error"].as_str().unwrap().contains("--sandbox-max-keys"), "{r}");
+    assert_eq!(all_keys(&redis).len(), 2);
+    assert_eq!(a.reply(&app, &id, &["GET", "a"]).await["value"], "1", "the session is not lost");
+    for k in ["a", "b"] {
+        let key = format!("{}{k}", a.prefix());
+        let ttl = ttl_eventually(&redis, &key).await;
+        assert!(matches!(ttl, Value::Integer(t) if t > 3000 && t <= 3600), "{key}: {ttl:?}");
+    }
+    // A transaction past the quota is not sent at all.
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"session": id, "mode": "transaction", "text": "SET x 1\nSET y 1"})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["summary"]["not_sent"], 2, "{r}");
+    assert_eq!(all_keys(&redis).len(), 2);
+}
+
+/// With `--redis` (no ACL users) a session could not run as the visitor's
+/// own user: refused, saying why.
+#[tokio::test]
+async fn sandbox_sessions_need_the_acl_users() {
+    let redis = RedisServer::start();
+    let cfg = SandboxConfig { sandbox: true, ..SandboxConfig::default() };
+    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| s.with_sandbox(Some(Sandbox::new(cfg, None)), None));
+    let mut a = Visitor::new();
+    let (s, r) = a.post(&app, "/api/v1/sessions", &json!({})).await;
+    assert_eq!((s, r["error"]["code"].as_str()), (403, Some("sandbox_refused")), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("--redis"), "{r}");
+    assert_eq!(app.state.sessions.len(), 0);
+}
+
+/// A read-only token's session runs as the read-only user too (seen in
+/// Redis's CLIENT LIST: the session's connection is the only one), so a
+/// write that slipped past pipelab would get NOPERM there as well.
+#[tokio::test]
+async fn readonly_sessions_run_as_the_readonly_user() {
+    let (redis, app) = readonly_app();
+    let req = readonly_request;
+    let (status, _, body) = app.respond(req("/api/v1/sessions", "{}".into())).await;
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    let id = serde_json::from_slice::<Json>(&body).unwrap()["id"].as_str().unwrap().to_string();
+    let before = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
+    let session: Vec<&str> = before.lines().filter(|l| !l.contains("cmd=client|list")).collect();
+    assert!(session.len() == 1 && session[0].contains("user=pipelab-readonly"), "{before}");
+    let (status, _, body) = app.respond(req("/api/v1/batch", json!({"session": id, "commands": [["GET", "k"]]}).to_string())).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
 }

@@ -133,9 +133,10 @@ pub(super) async fn prepare(
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let access = access.map_or(super::auth::Access::Open, |a| a.0);
+    let ns = ns.map(|n| n.0);
     let session = match req.session.take() {
         Some(id) => {
-            let s = state.sessions.get(&id, access)?;
+            let s = state.sessions.get(&id, access, ns.as_ref())?;
             s.check_settings(req.resp3, req.simulated_rtt_ms)?;
             (req.resp3, req.simulated_rtt_ms) = (Some(s.resp3), Some(s.simulated_rtt_ms));
             Some((id, s))
@@ -143,7 +144,7 @@ pub(super) async fn prepare(
         None => None,
     };
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
-    let mut rules = super::refuse::Rules::for_request(state, ns.map(|n| n.0)).await;
+    let mut rules = super::refuse::Rules::for_request(state, ns).await;
     rules.access = access.rules();
     let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
     super::rate::take_commands(state, client.as_deref(), prepared.commands.len())?;

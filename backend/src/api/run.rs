@@ -148,12 +148,8 @@ async fn run_limited_on<K: ResultSink>(
     // A script still running when the batch is cut (here, or by the
     // request's future being dropped) is killed: see `busy`.
     let kill = KillOnCut::new(state, batch);
-    let run = async {
-        match session {
-            Some(conn) => crate::exec::execute_on_into(conn, &state.pool, batch, &opts, sink).await,
-            None => crate::sandbox::run::execute_into(state, batch, &opts, sink).await,
-        }
-    };
+    let on = session.map_or(crate::sandbox::run::On::Pool, crate::sandbox::run::On::Session);
+    let run = crate::sandbox::run::execute_into(state, batch, &opts, sink, on);
     match timeout_at(deadline + WIND_UP, run).await {
         Ok(Ok(out)) => {
             if out.connection_error.is_none() {

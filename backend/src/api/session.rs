@@ -15,7 +15,17 @@
 //!
 //! A session belongs to the access it was opened with (`api::auth`): a
 //! batch with another token's access does not find it (404), and each
-//! batch's commands are checked as any batch's.
+//! batch's commands are checked as any batch's; a read-only token's
+//! session runs as the read-only Redis user where pipelab has one.
+//!
+//! In the sandbox (`crate::sandbox`) a session belongs to the visitor's
+//! namespace too (a batch with another cookie, or none, does not find it)
+//! and its connection is the visitor's own Redis ACL user (`~sbx:{id}:*`,
+//! `sandbox::run::session_target`), so a script on it reaches only the
+//! visitor's keys. Its batches are sandbox batches like any other: keys
+//! rewritten, quotas, replies with the visitor's names, TTLs
+//! (`sandbox::run::execute_into`). Without ACL users (`--redis`) sessions
+//! are refused in the sandbox (403 `sandbox_refused`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -33,7 +43,8 @@ use super::auth::Access;
 use super::error::{ApiCode, ApiError};
 use super::stream::{self, Keep, Kept};
 use super::AppState;
-use crate::conn::{Conn, ConnSettings};
+use crate::conn::{Conn, ConnSettings, RedisTarget};
+use crate::sandbox::Namespace;
 use crate::exec::Batch;
 
 /// `POST /api/v1/sessions`'s body (optional: an empty body takes the defaults).
@@ -65,6 +76,8 @@ pub struct SessionResponse {
 /// One session: its connection and settings.
 pub struct Session {
     access: Access,
+    /// The sandbox visitor it belongs to (`None` outside the sandbox).
+    namespace: Option<Namespace>,
     /// The settings its connection was opened with: a batch on it must not ask for others.
     pub resp3: bool,
     pub simulated_rtt_ms: f64,
@@ -98,12 +111,14 @@ impl Sessions {
         self.len() == 0
     }
 
-    /// The session `id` if it exists, has not expired and belongs to `access`.
-    /// Errors: 404 `session_not_found`.
-    pub fn get(&self, id: &str, access: Access) -> Result<Arc<Session>, ApiError> {
+    /// The session `id` if it exists, has not expired and belongs to
+    /// `access` and to the sandbox namespace `ns` (the request's cookie;
+    /// `None` outside the sandbox). Errors: 404 `session_not_found`, as if
+    /// another's session did not exist.
+    pub fn get(&self, id: &str, access: Access, ns: Option<&Namespace>) -> Result<Arc<Session>, ApiError> {
         self.expire();
         match self.open.lock().expect("sessions lock").get(id) {
-            Some(s) if s.access == access => Ok(s.clone()),
+            Some(s) if s.access == access && s.namespace.as_ref() == ns => Ok(s.clone()),
             _ => Err(not_found(id)),
         }
     }
@@ -179,11 +194,13 @@ fn unix_ms(at: SystemTime) -> u64 {
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
         (status = 400, description = "A bad field", body = super::error::ErrorBody),
+        (status = 403, description = "`sandbox_refused`: sessions in the sandbox need pipelab's own Redis (its ACL users); this server uses --redis", body = super::error::ErrorBody),
         (status = 503, description = "`too_many_sessions` (--max-sessions are open) or `redis_unavailable`", body = super::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
     access: Option<axum::Extension<Access>>,
+    ns: Option<axum::Extension<Namespace>>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: SessionRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -191,11 +208,8 @@ pub async fn create(
     } else {
         super::extract::parse_json(&body)?
     };
-    if state.sandbox.is_some() {
-        // A session's connection is not the visitor's Redis user, and its
-        // replies would not be shown with the visitor's names.
-        return Err(ApiError::new(ApiCode::SandboxRefused, "sessions are not available in the sandbox"));
-    }
+    let access = access.map_or(Access::Open, |a| a.0);
+    let namespace = ns.map(|n| n.0);
     let simulated_rtt_ms = super::validate::rtt(req.simulated_rtt_ms)?;
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
@@ -219,10 +233,12 @@ pub async fn create(
         deadline: None,
         cancel: None,
     };
-    let conn = Conn::connect(&state.target, &settings).await.map_err(ApiError::unavailable)?;
+    let target = target(&state, access, namespace.as_ref()).await?;
+    let conn = Conn::connect(&target, &settings).await.map_err(ApiError::unavailable)?;
     let id = new_id()?;
     let session = Arc::new(Session {
-        access: access.map_or(Access::Open, |a| a.0),
+        access,
+        namespace,
         resp3,
         simulated_rtt_ms,
         conn: Arc::new(tokio::sync::Mutex::new(Ok(conn))),
@@ -246,6 +262,27 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
+/// The Redis user a session's connection runs as: in the sandbox the
+/// visitor's own (made now), for a read-only token the read-only user
+/// where pipelab has one (`sandbox::run::Pools`), else the server's.
+/// Errors: 403 `sandbox_refused` (the sandbox without ACL users).
+async fn target(state: &AppState, access: Access, ns: Option<&Namespace>) -> Result<RedisTarget, ApiError> {
+    match (&state.sandbox, ns, &state.pools) {
+        (Some(_), Some(ns), _) => crate::sandbox::run::session_target(state, ns)
+            .await
+            .ok_or_else(|| {
+                ApiError::new(
+                    ApiCode::SandboxRefused,
+                    "sessions are refused in the sandbox on this server: a session's connection must run as the visitor's own \
+                     Redis ACL user, which only the Redis that pipelab starts itself has (this server uses --redis)",
+                )
+            }),
+        (Some(_), None, _) => Err(ApiError::new(ApiCode::SandboxRefused, "a sandbox session needs the visitor's namespace (its cookie)")),
+        (None, _, Some(pools)) if access.read_only() => Ok(pools.readonly.target().clone()),
+        (None, _, _) => Ok(state.target.clone()),
+    }
+}
+
 /// Close a session and its connection.
 ///
 /// A batch running on it finishes first, its connection then closed.
@@ -258,10 +295,11 @@ pub async fn create(
 pub async fn delete(
     State(state): State<AppState>,
     access: Option<axum::Extension<Access>>,
+    ns: Option<axum::Extension<Namespace>>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let access = access.map_or(Access::Open, |a| a.0);
-    state.sessions.get(&id, access)?;
+    state.sessions.get(&id, access, ns.as_ref().map(|n| &n.0))?;
     let removed = state.sessions.open.lock().expect("sessions lock").remove(&id);
     crate::telemetry::sessions_open(state.sessions.len());
     drop(removed);

@@ -23,6 +23,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::task::JoinHandle;
+
 use crate::api::AppState;
 use crate::commands::{KeyFlags, Table};
 use crate::exec::{execute_pooled, Batch, Commands, ExecOptions, Mode, Plan, Status};
@@ -67,10 +69,10 @@ fn growth<'a>(table: &Table, argv: crate::exec::ArgvRef<'a>) -> (Vec<&'a [u8]>, 
 }
 
 /// The keys `commands` write (deduplicated), for their TTL.
-pub fn written_keys(table: &Table, commands: &Commands) -> Vec<Vec<u8>> {
+pub fn written_keys<'a>(table: &Table, commands: impl IntoIterator<Item = crate::exec::ArgvRef<'a>>) -> Vec<Vec<u8>> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for argv in commands.iter() {
+    for argv in commands {
         for k in written(table, argv) {
             if seen.insert(k) {
                 out.push(k.to_vec());
@@ -114,6 +116,14 @@ impl Quotas {
             };
             (i, format!("sandbox quota: with command {i} your namespace could hold {what}; it and the commands after it were not sent"))
         })
+    }
+
+    /// Marks `ns` as used now (a session opened on it, before any batch),
+    /// its bounds unchanged: [`Quotas::prune`] forgets it, and its ACL user
+    /// is deleted, only once it has been idle past the TTL.
+    pub fn touch(&self, ns: &Namespace) {
+        let u = self.usage(ns.prefix());
+        self.record(ns.prefix(), Usage { seen: Instant::now(), ..u });
     }
 
     fn usage(&self, prefix: &Arc<str>) -> Usage {
@@ -198,28 +208,30 @@ async fn scan(state: &AppState, ns: &Namespace) -> Option<Vec<Vec<u8>>> {
 
 /// After a batch that ran a script: `EXPIRE key ttl NX` on every key of the
 /// namespace (a script may write keys it does not name in `KEYS`; `NX`
-/// leaves the TTLs already set), on a task of its own.
-pub fn expire_namespace_later(state: &AppState, ns: Namespace, ttl: Duration) {
+/// leaves the TTLs already set, and those keys untouched), on a task of
+/// its own: its handle, for a caller that must wait for it.
+pub fn expire_namespace_later(state: &AppState, ns: Namespace, ttl: Duration) -> JoinHandle<()> {
     let state = state.clone();
     let secs = ttl.as_secs().to_string();
     tokio::spawn(async move {
         let Some(keys) = scan(&state, &ns).await else { return };
         side(&state, keys.iter().map(|k| vec![&b"EXPIRE"[..], k, secs.as_bytes(), b"NX"]).collect()).await;
-    });
+    })
 }
 
 /// `EXPIRE key ttl` for each of `keys` (already in the namespace), on a
-/// task of its own.
-pub fn expire_later(state: &AppState, keys: Vec<Vec<u8>>, ttl: Duration) {
+/// task of its own (a client leaving does not cancel it): its handle, for
+/// a caller that must wait for it; `None` with no keys.
+pub fn expire_later(state: &AppState, keys: Vec<Vec<u8>>, ttl: Duration) -> Option<JoinHandle<()>> {
     if keys.is_empty() {
-        return;
+        return None;
     }
     let state = state.clone();
     let secs = ttl.as_secs().to_string();
-    tokio::spawn(async move {
+    Some(tokio::spawn(async move {
         let commands: Commands = keys.iter().map(|k| vec![&b"EXPIRE"[..], k, secs.as_bytes()]).collect();
         if side(&state, commands).await.is_none() {
             tracing::warn!(keys = keys.len(), "sandbox: could not set the TTL of the keys a batch wrote");
         }
-    });
+    }))
 }
