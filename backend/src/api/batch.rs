@@ -97,12 +97,10 @@ batch_request!(BatchRequest);
 )]
 pub async fn batch(
     State(state): State<AppState>,
-    access: Option<axum::Extension<super::auth::Access>>,
-    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    client: Option<axum::Extension<super::rate::Client>>,
+    caller: super::caller::Caller,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
-    let (batch, keep, session) = prepare(&state, access, ns, client, req).await?;
+    let (batch, keep, session) = prepare(&state, caller, req).await?;
     match session {
         Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
         None => stream::respond(state, batch, keep).await,
@@ -119,9 +117,7 @@ pub(super) type OnSession = Option<(String, std::sync::Arc<super::session::Sessi
 /// Errors: the 4xx of a bad field, a refused command or a read-only token.
 pub(super) async fn prepare(
     state: &AppState,
-    access: Option<axum::Extension<super::auth::Access>>,
-    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    client: Option<axum::Extension<super::rate::Client>>,
+    caller: super::caller::Caller,
     mut req: BatchRequest,
 ) -> Result<(Batch, Keep, OnSession), ApiError> {
     let mode = match &req.mode {
@@ -132,8 +128,7 @@ pub(super) async fn prepare(
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
-    let access = access.map_or(super::auth::Access::Open, |a| a.0);
-    let ns = ns.map(|n| n.0);
+    let super::caller::Caller { access, ns, client } = caller;
     let session = match req.session.take() {
         Some(id) => {
             let s = state.sessions.get(&id, access, ns.as_ref())?;
@@ -147,7 +142,7 @@ pub(super) async fn prepare(
     let mut rules = super::refuse::Rules::for_request(state, ns).await;
     rules.access = access.rules();
     let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
-    super::rate::take_commands(state, client.as_deref(), prepared.commands.len())?;
+    super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;

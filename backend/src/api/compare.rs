@@ -66,9 +66,7 @@ batch_request!(CompareRequest);
 ))]
 pub async fn compare(
     State(state): State<AppState>,
-    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    access: Option<axum::Extension<super::auth::Access>>,
-    client: Option<axum::Extension<super::rate::Client>>,
+    caller: super::caller::Caller,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Json<CompareReport>, ApiError> {
     let requested = req
@@ -99,10 +97,10 @@ pub async fn compare(
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
-    let mut rules = super::refuse::Rules::for_request(&state, ns.map(|n| n.0)).await;
-    rules.access = access.map_or(super::auth::Access::Open, |a| a.0).rules();
+    let mut rules = super::refuse::Rules::for_request(&state, caller.ns).await;
+    rules.access = caller.access.rules();
     // Each mode runs the batch once.
-    super::rate::take_commands(&state, client.as_deref(), prepared.commands.len() * modes.len())?;
+    super::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let report = if include_results {

@@ -128,12 +128,10 @@ pub struct CancelResponse {
 )]
 pub async fn start(
     State(state): State<AppState>,
-    access: Option<axum::Extension<super::auth::Access>>,
-    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    client: Option<axum::Extension<super::rate::Client>>,
+    caller: super::caller::Caller,
     CommandsJson(req): CommandsJson<BatchRequest>,
 ) -> Result<Response, ApiError> {
-    let (batch, keep, session) = prepare(&state, access, ns, client, req).await?;
+    let (batch, keep, session) = prepare(&state, caller, req).await?;
     if session.is_some() {
         return Err(ApiError::field(ApiCode::InvalidField, "session", "a session's batches run through POST /api/v1/batch"));
     }

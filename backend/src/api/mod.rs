@@ -12,6 +12,7 @@ pub mod arg;
 pub mod auth;
 pub mod batch;
 pub mod busy;
+pub mod caller;
 pub mod compare;
 pub mod error;
 pub mod extract;

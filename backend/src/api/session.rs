@@ -199,8 +199,7 @@ fn unix_ms(at: SystemTime) -> u64 {
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    access: Option<axum::Extension<Access>>,
-    ns: Option<axum::Extension<Namespace>>,
+    caller: super::caller::Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: SessionRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -208,8 +207,7 @@ pub async fn create(
     } else {
         super::extract::parse_json(&body)?
     };
-    let access = access.map_or(Access::Open, |a| a.0);
-    let namespace = ns.map(|n| n.0);
+    let super::caller::Caller { access, ns: namespace, .. } = caller;
     let simulated_rtt_ms = super::validate::rtt(req.simulated_rtt_ms)?;
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
@@ -294,12 +292,10 @@ async fn target(state: &AppState, access: Access, ns: Option<&Namespace>) -> Res
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    access: Option<axum::Extension<Access>>,
-    ns: Option<axum::Extension<Namespace>>,
+    caller: super::caller::Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let access = access.map_or(Access::Open, |a| a.0);
-    state.sessions.get(&id, access, ns.as_ref().map(|n| &n.0))?;
+    state.sessions.get(&id, caller.access, caller.ns.as_ref())?;
     let removed = state.sessions.open.lock().expect("sessions lock").remove(&id);
     crate::telemetry::sessions_open(state.sessions.len());
     drop(removed);

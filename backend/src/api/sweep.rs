@@ -52,8 +52,7 @@ pub struct SweepRequest {
 ))]
 pub async fn sweep(
     State(state): State<AppState>,
-    ns: Option<axum::Extension<crate::sandbox::Namespace>>,
-    client: Option<axum::Extension<super::rate::Client>>,
+    caller: super::caller::Caller,
     ApiJson(req): ApiJson<SweepRequest>,
 ) -> Result<Json<SweepReport>, ApiError> {
     let limits = &state.limits;
@@ -65,7 +64,7 @@ pub async fn sweep(
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
     let mut spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
-    let rules = Rules::for_request(&state, ns.map(|n| n.0)).await;
+    let rules = Rules::for_request(&state, caller.ns).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
@@ -112,7 +111,7 @@ pub async fn sweep(
     }
     // Each batch size runs `total` commands.
     let commands = spec.total as usize * spec.batch_sizes.len();
-    super::rate::take_commands(&state, client.as_deref(), commands)?;
+    super::rate::take_commands(&state, caller.client.as_ref(), commands)?;
     // If the client leaves mid-sweep, this handler is dropped with the
     // sweep in it, whose clean-up then deletes the keys in a task of its own.
     Ok(Json(crate::lab::sweep::sweep(&state, &spec).await?))

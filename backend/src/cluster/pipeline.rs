@@ -46,25 +46,12 @@ struct NodeState {
 
 impl NodeState {
     fn io(&self) -> IoStats {
-        let now = self.conn.as_ref().map(Conn::stats).unwrap_or_default();
-        IoStats {
-            write_calls: now.write_calls + self.dropped.write_calls,
-            write_syscalls: now.write_syscalls + self.dropped.write_syscalls,
-            bytes_sent: now.bytes_sent + self.dropped.bytes_sent,
-            bytes_received: now.bytes_received + self.dropped.bytes_received,
-            pushes: now.pushes + self.dropped.pushes,
-            read_syscalls: now.read_syscalls + self.dropped.read_syscalls,
-        }
+        self.conn.as_ref().map(Conn::stats).unwrap_or_default() + self.dropped
     }
 
     fn drop_conn(&mut self) {
         if let Some(c) = self.conn.take() {
-            let s = c.stats();
-            self.dropped.write_calls += s.write_calls;
-            self.dropped.write_syscalls += s.write_syscalls;
-            self.dropped.bytes_sent += s.bytes_sent;
-            self.dropped.bytes_received += s.bytes_received;
-            self.dropped.pushes += s.pushes;
+            self.dropped = self.dropped + c.stats();
         }
     }
 }
@@ -541,11 +528,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         let mut io = IoStats::default();
         for n in &mut self.nodes {
             let s = n.io();
-            io.write_calls += s.write_calls;
-            io.write_syscalls += s.write_syscalls;
-            io.bytes_sent += s.bytes_sent;
-            io.bytes_received += s.bytes_received;
-            io.pushes += s.pushes;
+            io = io + s;
             n.summary.bytes_sent = s.bytes_sent;
             n.summary.bytes_received = s.bytes_received;
             self.summary.redirections += n.summary.redirections;
@@ -557,11 +540,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
             }
         }
         let s = &mut self.summary;
-        s.write_calls = io.write_calls;
-        s.write_syscalls = io.write_syscalls;
-        s.bytes_sent = io.bytes_sent;
-        s.bytes_received = io.bytes_received;
-        s.pushes = io.pushes;
+        s.set_io(io);
         s.commands = self.emitted;
         s.total_us = self.last_io.saturating_duration_since(self.t0).as_micros() as u64;
         let answered = (s.ok + s.errors) as f64;

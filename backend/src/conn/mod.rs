@@ -83,6 +83,21 @@ pub struct IoStats {
     pub pushes: u64,
 }
 
+/// The counts of two connections (or of one, before and after a reconnect) together.
+impl std::ops::Add for IoStats {
+    type Output = IoStats;
+    fn add(self, o: IoStats) -> IoStats {
+        IoStats {
+            write_calls: self.write_calls + o.write_calls,
+            write_syscalls: self.write_syscalls + o.write_syscalls,
+            read_syscalls: self.read_syscalls + o.read_syscalls,
+            bytes_sent: self.bytes_sent + o.bytes_sent,
+            bytes_received: self.bytes_received + o.bytes_received,
+            pushes: self.pushes + o.pushes,
+        }
+    }
+}
+
 /// Why a reply could not be read. The connection must be dropped after any of these.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

@@ -201,6 +201,16 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Takes the connection counts (`write_calls` … `pushes`) from `io`.
+    pub fn set_io(&mut self, io: crate::conn::IoStats) {
+        self.write_calls = io.write_calls;
+        self.write_syscalls = io.write_syscalls;
+        self.read_syscalls = io.read_syscalls;
+        self.bytes_sent = io.bytes_sent;
+        self.bytes_received = io.bytes_received;
+        self.pushes = io.pushes;
+    }
+
     /// Counts one result by its status.
     pub fn count(&mut self, status: Status) {
         match status {

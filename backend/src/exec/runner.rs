@@ -310,21 +310,8 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
 
     fn finish(mut self) -> Ran<S::Error> {
         debug_assert_eq!(self.emitted, self.pulled, "every command pulled gets exactly one result");
-        if let Some(conn) = &self.conn {
-            let io = conn.stats();
-            self.summary.write_calls = io.write_calls;
-            self.summary.write_syscalls = io.write_syscalls;
-            self.summary.read_syscalls = io.read_syscalls;
-            self.summary.bytes_sent = io.bytes_sent;
-            self.summary.bytes_received = io.bytes_received;
-            self.summary.pushes = io.pushes;
-        } else if let Some(io) = self.last_stats {
-            self.summary.write_calls = io.write_calls;
-            self.summary.write_syscalls = io.write_syscalls;
-            self.summary.read_syscalls = io.read_syscalls;
-            self.summary.bytes_sent = io.bytes_sent;
-            self.summary.bytes_received = io.bytes_received;
-            self.summary.pushes = io.pushes;
+        if let Some(io) = self.conn.as_ref().map(Conn::stats).or(self.last_stats) {
+            self.summary.set_io(io);
         }
         self.summary.commands = self.emitted;
         self.summary.total_us = self.us(self.last_io);

@@ -1,0 +1,37 @@
+//! Who sent a request, as the layers in front of the handlers found it:
+//! the token's [`Access`] (`auth`), the sandbox visitor's [`Namespace`]
+//! (`sandbox`) and the rate-limit [`Client`] (`rate`), each left in the
+//! request's extensions. One extractor, so that a handler takes one
+//! argument for them instead of three optional extensions.
+
+use std::convert::Infallible;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::auth::Access;
+use super::rate::Client;
+use crate::sandbox::Namespace;
+
+/// The caller of a request: `access` is [`Access::Open`] when no token is
+/// configured; `ns` is set only with `--sandbox`; `client` only when rate
+/// limits are on.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub access: Access,
+    pub ns: Option<Namespace>,
+    pub client: Option<Client>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Infallible> {
+        let ext = &parts.extensions;
+        Ok(Caller {
+            access: ext.get::<Access>().copied().unwrap_or(Access::Open),
+            ns: ext.get::<Namespace>().cloned(),
+            client: ext.get::<Client>().cloned(),
+        })
+    }
+}
