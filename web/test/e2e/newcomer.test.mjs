@@ -163,9 +163,9 @@ describe('the compare chart (item 4) and the batch size (item 6)', () => {
     await page.click('#compare-run');
     await page.waitForSelector('#compare-out table', { timeout: 60000 });
     const label = await page.$eval('#compare-time-chart', (c) => c.getAttribute('aria-label'));
-    assert.match(label, /^total time: sequential [\d.,]+ ms, pipeline [\d.,]+ ms, transaction [\d.,]+ ms \(/);
+    assert.match(label, /^total time: sequential [\d.,]+ ms, pipeline [\d.,]+ ms, transaction [\d.,]+ ms(, auto [\d.,]+ ms)? \(/);
     assert.match(label, /sequential [\d.,]+× (pipeline|transaction)/);
-    assert.match(label, /(pipeline|transaction) smallest\)$/);
+    assert.match(label, /(pipeline|transaction|auto) smallest[,)]/);
     assert.doesNotMatch(label, /log scale/);
     // The timeline's error red (#d9363e) is nowhere in the chart.
     const red = await page.$eval('#compare-time-chart', (c) => {
