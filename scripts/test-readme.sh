@@ -60,7 +60,7 @@ for cmd in commands:
         assert doc["results"][1]["reply"] == {"type": "integer", "value": 7}, doc["results"]
         checked += 1
     elif "/compare" in cmd:
-        assert [r["mode"] for r in doc["runs"]] == ["sequential", "pipeline", "transaction"], doc["runs"]
+        assert [r["mode"] for r in doc["runs"]] == ["sequential", "pipeline", "transaction", "auto"], doc["runs"]
         checked += 1
     elif "/sweep" in cmd:
         assert [p["batch_size"] for p in doc["points"]] == [1, 10, 100, 1000, 10000], doc.keys()
