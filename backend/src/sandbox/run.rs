@@ -51,7 +51,8 @@ pub enum On<'a> {
 /// Errors as `exec::execute_pooled_into`.
 pub async fn execute_into<K: ResultSink>(state: &AppState, batch: &Batch, opts: &ExecOptions, sink: &mut K, on: On<'_>) -> Result<StreamReport<Infallible>, ExecError> {
     match (&batch.plan.runs_as, on) {
-        (RunsAs::Sandbox(prefix), on) => sandboxed(state, prefix, batch, opts, sink, on).await,
+        // Boxed: the sandbox's future would make every batch's as large.
+        (RunsAs::Sandbox(prefix), on) => Box::pin(sandboxed(state, prefix, batch, opts, sink, on)).await,
         (_, On::Session(conn)) => execute_on_into(conn, &state.pool, batch, opts, sink).await,
         (RunsAs::Server, On::Pool) => execute_pooled_into(&state.pool, batch, opts, sink).await,
         (RunsAs::ReadOnly, On::Pool) => execute_pooled_into(state.pools.as_ref().map_or(&state.pool, |p| &p.readonly), batch, opts, sink).await,
