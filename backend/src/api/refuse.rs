@@ -46,7 +46,7 @@ impl Rules {
     }
 
     /// [`Rules::of`] for a request that may carry a sandbox namespace
-    /// (its extension, set by `crate::sandbox::namespace::middleware`).
+    /// (its extension, set by `crate::sandbox::namespace::admit`).
     pub async fn for_request(state: &AppState, ns: Option<crate::sandbox::Namespace>) -> Rules {
         let mut rules = Rules::of(state).await;
         rules.sandbox = ns.zip(state.sandbox.as_ref().map(|s| s.scripts_isolated()));
