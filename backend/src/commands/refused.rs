@@ -116,11 +116,28 @@ mod tests {
         assert!(list.windows(2).all(|w| w[0].command < w[1].command), "sorted");
     }
 
+    /// A table of SET, GET and CONFIG GET / CONFIG SET, entries as Redis 7.0.15's `COMMAND INFO`.
+    fn small_table() -> Table {
+        let entry = super::super::fallback::parse_entry;
+        let mut config = entry("config -2 - @slow");
+        for sub in ["config|get -3 admin,noscript,loading,stale @admin,@slow,@dangerous", "config|set -4 admin,noscript,loading,stale @admin,@slow,@dangerous"] {
+            let c = entry(sub);
+            config.subcommands.insert(c.name.rsplit('|').next().unwrap().as_bytes().into(), c);
+        }
+        config.reclass();
+        Table::new([entry("set -3 write,denyoom @write,@string,@slow"), entry("get 2 readonly,fast @read,@string,@fast"), config], None)
+    }
+
     #[test]
     fn the_callers_access_counts() {
-        assert!(find(&refused(Access::Full), "CONFIG GET").is_some_and(|r| r.reason == Reason::Secret));
-        assert!(find(&refused(Access::Operator), "CONFIG GET").is_none());
-        let ro = refused(Access::ReadOnly);
+        let table = small_table();
+        let of = |access| table.refused_commands(access, Allow::default());
+        let full = of(Access::Full);
+        assert_eq!(find(&full, "CONFIG GET").map(|r| r.reason), Some(Reason::Secret));
+        assert_eq!(find(&full, "CONFIG SET").map(|r| r.reason), Some(Reason::Admin));
+        assert!(find(&full, "CONFIG").is_none() && find(&full, "SET").is_none());
+        assert!(find(&of(Access::Operator), "CONFIG GET").is_none());
+        let ro = of(Access::ReadOnly);
         assert!(find(&ro, "SET").is_some_and(|r| r.reason == Reason::NotReadOnly));
         assert!(find(&ro, "GET").is_none());
     }
