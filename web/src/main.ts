@@ -16,6 +16,7 @@ import { refreshHealth, showStartFailure } from './playground/banner.js';
 import { applyLimits, currentMode, fitBatchSize, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
 import { refusedIn, refusedWarning, type RefusedList } from './playground/refused.js';
 import { runner } from './playground/run.js';
+import { fmtDuration } from './playground/duration.js';
 import { mountInteractive } from './interactive/console.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -44,7 +45,7 @@ async function main() {
   const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
-  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration };
 
   // The commands this server refuses whatever their arguments (/info's `refused`).
   let refusedList: RefusedList = [];
