@@ -30,7 +30,11 @@ export const lesson3: Lesson = {
     <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
     <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
     <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
-    which deletes its keys afterwards) and plots commands per second on logarithmic axes.</p>
+    which deletes its keys afterwards) and plots commands per second on logarithmic axes.
+    The short runs (under a second) are swept ${REPEATS} times and the fastest of each kept:
+    on a busy machine one run of the same batch can take three times another; when the repeats
+    differ by more than half and the claim did not hold, the verdict says the machine was too
+    noisy to tell.</p>
     <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
     the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
     Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
