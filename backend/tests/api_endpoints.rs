@@ -327,7 +327,8 @@ async fn info_probes_and_not_found() {
     // What the list says is what a batch gets.
     let (status, err) = api.post("/api/v1/batch", &json!({"text": "SELECT 1"})).await;
     assert_eq!(status, 400);
-    assert_eq!(err["error"]["message"], select["message"]);
+    assert_eq!(err["error"]["code"], "refused_command");
+    assert_eq!(err["error"]["message"], format!("text, line 1: {}", select["message"].as_str().unwrap()));
 
     assert_eq!(api.get("/healthz").await.0, 200);
     let (status, ready) = api.get("/readyz").await;

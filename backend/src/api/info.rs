@@ -9,7 +9,6 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::caller::Caller;
-use super::refuse::Rules;
 use super::run::command;
 use super::validate::DEFAULT_BATCH_SIZE;
 use super::{AppState, RedisSource};
@@ -124,9 +123,10 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoRes
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
     // INFO's default sections (server and memory among them): one round
     // trip, and a Redis older than 7.0 takes no list of sections. The
-    // command table at the same time (read once per server).
-    let (reply, rules) = tokio::join!(command(&state, &[b"INFO"], wait), Rules::of(&state));
-    let refused = rules.table.refused_commands(caller.access.rules(), rules.allow);
+    // command table at the same time, within the same wait (read once per
+    // server; the built-in table while Redis does not answer).
+    let (reply, table) = tokio::join!(command(&state, &[b"INFO"], wait), state.pool.commands_loaded(wait));
+    let refused = table.refused_commands(caller.access.rules(), state.allow);
     let (reachable, text, error) = match reply {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
             (true, String::from_utf8_lossy(&text).into_owned(), None)

@@ -31,7 +31,8 @@ pub struct RefusedCommand {
     pub reason: Reason,
     /// The modes it is refused in (`MULTI` only in `transaction`).
     pub modes: Vec<Mode>,
-    /// Why, for a person: the API's own message (400 `refused_command`).
+    /// Why, for a person: the API's own message (400 `refused_command`, after
+    /// where the command is: `text, line 1: …`).
     pub message: String,
 }
 
