@@ -25,6 +25,8 @@
 //!   ([`Table::reply_rule`]), [`Table::changes_connection_state`],
 //!   [`Table::is_readonly`], [`Table::runs_script`]; each rule says whether it is a flag's or,
 //!   where the flags do not say it, names the command and why.
+//! - [`refused`]: [`Table::refused_commands`], the commands refused whatever
+//!   their arguments, listed for clients (`GET /api/v1/info`).
 //! - `timeout`: blocking commands' timeouts read as Redis reads them
 //!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
 //! - [`fallback`]: the built-in table of the handful of commands that must
@@ -51,11 +53,13 @@
 pub mod cache;
 pub mod fallback;
 pub mod keys;
+pub mod refused;
 pub mod rules;
 pub mod table;
 mod timeout;
 
 pub use cache::Cache;
 pub use keys::{from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
+pub use refused::RefusedCommand;
 pub use rules::{Access, Allow, Reason, Refusal};
 pub use table::{Command, ServerIdentity, Table};

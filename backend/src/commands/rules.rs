@@ -50,8 +50,9 @@ pub struct Refusal {
     pub message: String,
 }
 
-/// The rule a refusal comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The rule a refusal comes from (in JSON: `connection`, `stream`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Changes the connection itself (SELECT, HELLO, AUTH, QUIT, RESET).
     Connection,
