@@ -83,8 +83,9 @@ fn spans_requests(argv: ArgvRef<'_>) -> Option<String> {
 pub fn server_timing(report: &Report) -> HeaderValue {
     let s = &report.summary;
     let trips = if s.round_trips == 1 { "round trip" } else { "round trips" };
+    let commands = if s.commands == 1 { "command" } else { "commands" };
     let text = format!(
-        "redis;dur={:.3};desc=\"{} {trips}, {} commands\"",
+        "redis;dur={:.3};desc=\"{} {trips}, {} {commands}\"",
         s.total_us as f64 / 1000.0,
         s.round_trips,
         s.commands
