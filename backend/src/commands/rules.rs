@@ -169,8 +169,9 @@ impl Class {
         if (cmd.in_category("connection") && !only_answers) || c & (Self::TRANSACTION | Self::STREAM | Self::REPLICA | Self::CONNECTION) != 0 {
             c |= Self::STATE;
         }
+        // Narrower (the doctor's connection set-up): within STATE's `@connection` part.
         if cmd.in_category("connection") && !only_answers && !SETS_NOTHING.contains(&name) {
-            c |= Self::STATE | Self::SETS_STATE;
+            c |= Self::SETS_STATE;
         }
         // A container (CLIENT, CONFIG…) asked with a subcommand the table
         // lacks may still change the connection: as any of its subcommands.

@@ -17,8 +17,8 @@ use crate::api::arg::JsonCommands;
 use crate::api::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
-use crate::commands::Table;
 use crate::api::AppState;
+use crate::commands::Table;
 use crate::exec::{ArgvRef, Commands, Mode, Report};
 
 /// Runs `commands` in `mode` for a request with `access`.
