@@ -101,8 +101,10 @@ impl Class {
     /// Sets something on its own connection that later commands see
     /// ([`Table::sets_connection_state`]); always with STATE.
     const SETS_STATE: u16 = 1 << 13;
-    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, WRITES_KEYS and SETS_STATE).
-    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS | Self::SETS_STATE);
+    /// Runs a script or a function ([`Table::runs_script`]).
+    const SCRIPT: u16 = 1 << 14;
+    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, WRITES_KEYS, SETS_STATE and SCRIPT).
+    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS | Self::SETS_STATE | Self::SCRIPT);
 
     fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
@@ -122,11 +124,12 @@ impl Class {
     }
 
     /// The bits each rule looks at, in `Table::filters` order: refusal,
-    /// the executor's reply rule, connection state.
-    pub(crate) const RULES: [u16; 3] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE];
+    /// the executor's reply rule, connection state, scripts.
+    pub(crate) const RULES: [u16; 4] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE, Self::SCRIPT];
     const FILTER_REFUSAL: usize = 0;
     const FILTER_REPLY: usize = 1;
     const FILTER_STATE: usize = 2;
+    const FILTER_SCRIPT: usize = 3;
 
     /// The class of `cmd` (its subcommands already classed).
     pub(crate) fn of(cmd: &Command) -> Class {
@@ -179,6 +182,10 @@ impl Class {
             if cmd.subcommands.values().any(|s| s.class.has(bit)) {
                 c |= bit;
             }
+        }
+        // The SCRIPT and FUNCTION subcommands, also `@scripting`, manage scripts without running one.
+        if !name.contains('|') && cmd.in_category("scripting") {
+            c |= Self::SCRIPT;
         }
         if cmd.has_flag("readonly") {
             c |= Self::READONLY;
@@ -440,9 +447,9 @@ impl Table {
     /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
     /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
     /// subcommands, also `@scripting`, manage scripts without running one.
-    /// False for commands the server lacks.
+    /// False for commands the server lacks. Allocation-free.
     pub fn runs_script(&self, argv: ArgvRef<'_>) -> bool {
-        self.command(argv).is_some_and(|c| !c.name.contains('|') && c.in_category("scripting"))
+        self.may_concern(Class::FILTER_SCRIPT, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::SCRIPT))
     }
 }
 
