@@ -14,7 +14,6 @@ const zoomUs = (results: { reply_us?: number | null; sent_us?: number | null }[]
 const text = lines(N, (i) => `SET tut:l1:key:${i} value-${i}`);
 
 export const lesson1: Lesson = {
-  n: 1,
   title: 'A round trip per command',
   claim: `Sent one at a time, ${fmtInt(N)} commands take at least ${fmtInt(N)} × RTT, however fast Redis is.`,
   text: `

@@ -8,7 +8,6 @@ const N = 1000;
 const text = lines(N, (i) => `SET tut:l2:key:${i} value-${i}`);
 
 export const lesson2: Lesson = {
-  n: 2,
   title: 'Pipelining: the whole batch in one round trip',
   claim: `Written at once, the same ${fmtInt(N)} SETs cost one round trip: at 1 ms RTT, ten times faster or more.`,
   text: `

@@ -23,7 +23,6 @@ const REPEATS = 3;
 const VALUE = 100;
 
 export const lesson3: Lesson = {
-  n: 3,
   title: 'Batch size: how many commands per round trip',
   claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: beyond ~10,000 per batch there is little left to gain.',
   text: `

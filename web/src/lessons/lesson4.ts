@@ -21,7 +21,6 @@ function replyText(r: BatchResponse['results'][number]): string {
 }
 
 export const lesson4: Lesson = {
-  n: 4,
   title: 'Errors inside a pipeline',
   claim: 'A command that fails inside a pipeline returns an error reply at its own index; the commands after it still run, and nothing is thrown.',
   text: `

@@ -68,7 +68,6 @@ const getValue = (r: BatchResponse, i: number) => {
 };
 
 export const lesson5: Lesson = {
-  n: 5,
   title: 'Pipeline vs MULTI/EXEC',
   claim: 'A pipeline is not atomic: other clients run between its commands. MULTI/EXEC is: nothing runs inside it. Yet a transaction only aborts on queue-time errors; a run-time error does not roll back.',
   text: `

@@ -30,7 +30,6 @@ function step(title: string, body: string, attrs: Record<string, string>): HTMLE
 }
 
 export const lesson6: Lesson = {
-  n: 6,
   title: 'Read, then write',
   claim: 'A pipeline cannot use an earlier reply, and a read-then-write over two round trips loses concurrent updates; WATCH + MULTI/EXEC detects them and retries, a Lua script prevents them.',
   text: `

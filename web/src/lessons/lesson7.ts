@@ -9,7 +9,6 @@ import { el, fmtInt, fmtMs, lines, metrics, slider, verdict } from './ui.js';
 const tricky = 'SET tut:l7:tricky "two words, a \\"quote\\" and a\\nnewline"';
 
 export const lesson7: Lesson = {
-  n: 7,
   title: 'Mass insertion: generate RESP',
   claim: 'For bulk loads, write the commands as RESP and stream them in large pipelines: redis-cli --pipe or pipelab run.',
   text: `

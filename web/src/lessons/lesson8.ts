@@ -18,7 +18,6 @@ const rate = (r: CompareRun) => r.summary.commands_per_sec ?? (r.summary.command
 const latencies = (r: CompareRun) => (r.results ?? []).map(latencyOf).filter((x): x is number => x != null);
 
 export const lesson8: Lesson = {
-  n: 8,
   title: 'Auto-pipelining: concurrency without a pipeline',
   claim: 'Many callers that each await every reply, coalesced by the client into one write per tick, reach most of a pipeline\'s throughput without changing their code; each call pays a little latency for it.',
   text: `

@@ -18,7 +18,6 @@ const FEWER = 20;
 const ratio = (a: number | null | undefined, b: number | null | undefined) => (a ?? 0) / Math.max(1, b ?? 0);
 
 export const lesson9: Lesson = {
-  n: 9,
   title: 'Why pipelining helps on loopback too',
   claim: `With no network at all, ${fmtInt(N)} sequential SETs still cost about ${fmtInt(N)} reads and ${fmtInt(N)} writes on each side; one pipeline costs a handful, and that is where its speed comes from.`,
   text: `

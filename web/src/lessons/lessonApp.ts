@@ -13,7 +13,6 @@ const text = lines(N, (i) => `SET tut:app:user:${i} x`);
 const SHARE = 0.9;
 
 export const lessonApp: Lesson = {
-  n: 10,
   title: 'Your application: ask the doctor',
   claim: 'pipelab doctor, put between your application and Redis, finds the loops that should be pipelines, and the time a pipeline saves is (n − 1) × RTT.',
   text: `

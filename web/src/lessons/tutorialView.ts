@@ -14,9 +14,10 @@ import { lessonApp } from './lessonApp.js';
 import type { Bridge, Lesson } from './types.js';
 import { el, errorBox, prose } from './ui.js';
 
+/** The lessons in order: a lesson's number (`lesson-N`, its heading) is its place here, from 1. */
 export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp];
 
-function card(lesson: Lesson, bridge: Bridge): HTMLElement {
+function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
   const parts = lesson.build();
   const out = el('div', { class: 'lesson-result', 'aria-live': 'polite', 'data-state': 'idle' });
   const load = el('button', { type: 'button', class: 'load-example' }, 'Load example');
@@ -38,11 +39,11 @@ function card(lesson: Lesson, bridge: Bridge): HTMLElement {
       run.removeAttribute('aria-busy');
     }
   });
-  const id = `lesson-${lesson.n}`;
+  const id = `lesson-${n}`;
   return el(
     'article',
-    { class: 'lesson', id, 'data-lesson': String(lesson.n), 'aria-labelledby': `${id}-title` },
-    el('h3', { id: `${id}-title` }, `${lesson.n}. ${lesson.title}`),
+    { class: 'lesson', id, 'data-lesson': String(n), 'aria-labelledby': `${id}-title` },
+    el('h3', { id: `${id}-title` }, `${n}. ${lesson.title}`),
     el('p', { class: 'claim' }, lesson.claim),
     prose(lesson.text),
     ...(parts.controls ? [el('div', { class: 'lesson-controls' }, parts.controls)] : []),
@@ -52,7 +53,7 @@ function card(lesson: Lesson, bridge: Bridge): HTMLElement {
 }
 
 export function tutorialView(bridge: Bridge): HTMLElement {
-  const toc = el('ol', { class: 'toc' }, ...LESSONS.map((l) => el('li', {}, el('a', { href: `#lesson-${l.n}`, 'data-goto': String(l.n) }, l.title))));
+  const toc = el('ol', { class: 'toc' }, ...LESSONS.map((l, i) => el('li', {}, el('a', { href: `#lesson-${i + 1}`, 'data-goto': String(i + 1) }, l.title))));
   toc.addEventListener('click', (e) => {
     const a = (e.target as HTMLElement).closest('a[data-goto]');
     if (!a) return;
@@ -67,6 +68,6 @@ export function tutorialView(bridge: Bridge): HTMLElement {
       behind this page; no number below is written in advance. "Load example" puts the lesson's
       batch into the playground to play with. Keys are prefixed <code>tut:</code>.</p>`),
     toc,
-    ...LESSONS.map((l) => card(l, bridge)),
+    ...LESSONS.map((l, i) => card(l, i + 1, bridge)),
   );
 }

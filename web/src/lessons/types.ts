@@ -16,9 +16,8 @@ export interface LessonParts {
   run(out: HTMLElement): Promise<void>;
 }
 
-/** One lesson: one claim, measured by one click. */
+/** One lesson: one claim, measured by one click. Its number is its place in `LESSONS` (tutorialView.ts). */
 export interface Lesson {
-  n: number;
   title: string;
   /** The claim, one sentence; the run checks it on the reader's deployment. */
   claim: string;
