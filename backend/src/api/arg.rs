@@ -161,7 +161,9 @@ impl<'de> Deserialize<'de> for JsonCommands {
 
 /// `impl DeserializeSeed` for a seed that is its own visitor, deserialized
 /// with `$how` (`deserialize_any`, `deserialize_seq`): a seed that appends
-/// to a [`Commands`] buffer in place instead of building a value.
+/// to a [`Commands`] buffer in place instead of building a value. Given
+/// `$expecting` and the `visit_*` methods too, it writes the seed's
+/// `impl Visitor<'de>` (`Value = ()`) around them.
 macro_rules! self_seed {
     ($ty:ident, $how:ident) => {
         impl<'de> serde::de::DeserializeSeed<'de> for $ty<'_> {
@@ -171,36 +173,35 @@ macro_rules! self_seed {
             }
         }
     };
+    ($ty:ident, $how:ident, $expecting:literal, { $($visit:tt)* }) => {
+        $crate::api::arg::self_seed!($ty, $how);
+
+        impl<'de> serde::de::Visitor<'de> for $ty<'_> {
+            type Value = ();
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str($expecting)
+            }
+            $($visit)*
+        }
+    };
 }
 pub(crate) use self_seed;
 
 /// One argv array, appended to the buffer as a command.
 struct ArgvSeed<'a>(&'a mut Commands);
 
-self_seed!(ArgvSeed, deserialize_seq);
-
-impl<'de> Visitor<'de> for ArgvSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a command: an array of arguments")
-    }
+self_seed!(ArgvSeed, deserialize_seq, "a command: an array of arguments", {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while seq.next_element_seed(ArgSeed(self.0))?.is_some() {}
         self.0.end_command();
         Ok(())
     }
-}
+});
 
 /// One argument, appended to the command being built.
 struct ArgSeed<'a>(&'a mut Commands);
 
-self_seed!(ArgSeed, deserialize_any);
-
-impl<'de> Visitor<'de> for ArgSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string or {\"base64\": \"...\"}")
-    }
+self_seed!(ArgSeed, deserialize_any, "a string or {\"base64\": \"...\"}", {
     fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
         self.0.push_arg(s.as_bytes());
         Ok(())
@@ -228,7 +229,7 @@ impl<'de> Visitor<'de> for ArgSeed<'_> {
         self.0.push_arg(&bytes);
         Ok(())
     }
-}
+});
 
 #[cfg(test)]
 mod tests {

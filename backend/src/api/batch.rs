@@ -1,12 +1,13 @@
 //! `POST /api/v1/batch`: run one batch, answer with the executor's report
 //! (docs/api.md#batch).
 
-use axum::extract::State;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
+use super::caller::Caller;
 use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::schema;
@@ -95,12 +96,7 @@ batch_request!(BatchRequest);
         BatchErrors,
     )
 )]
-pub async fn batch(
-    State(state): State<AppState>,
-    caller: super::caller::Caller,
-    CommandsJson(req): CommandsJson<BatchRequest>,
-) -> Result<Response, ApiError> {
-    let (batch, keep, session) = prepare(&state, caller, req).await?;
+pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, session }: PreparedBatch) -> Result<Response, ApiError> {
     match session {
         Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
         None => stream::respond(state, batch, keep).await,
@@ -110,16 +106,31 @@ pub async fn batch(
 /// The session a batch names (`"session"`), with its id.
 pub(super) type OnSession = Option<(String, std::sync::Arc<super::session::Session>)>;
 
-/// The request checked and made a [`Batch`] (as `POST /batch` and `POST
-/// /batches` take it), with the results it asks for and the session it
-/// runs on, if any.
-///
-/// Errors: the 4xx of a bad field, a refused command or a read-only token.
-pub(super) async fn prepare(
-    state: &AppState,
-    caller: super::caller::Caller,
-    mut req: BatchRequest,
-) -> Result<(Batch, Keep, OnSession), ApiError> {
+/// A [`BatchRequest`] body checked and made a [`Batch`]: the one extractor
+/// of `POST /batch` and `POST /batches`, which take the same body from the
+/// same caller.
+pub struct PreparedBatch {
+    pub(super) batch: Batch,
+    /// The results the request asks for (`results`).
+    pub(super) keep: Keep,
+    /// The session it runs on (`session`), if any.
+    pub(super) session: OnSession,
+}
+
+/// Rejections: the body's ([`CommandsJson`]), then the 4xx of a bad field,
+/// a refused command or a read-only token.
+impl FromRequest<AppState> for PreparedBatch {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(caller) = Caller::from_request_parts(&mut parts, state).await;
+        let CommandsJson(req) = CommandsJson::from_request(Request::from_parts(parts, body), state).await?;
+        prepare(state, caller, req).await
+    }
+}
+
+async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Result<PreparedBatch, ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,
         None => validate::DEFAULT_MODE,
@@ -128,7 +139,7 @@ pub(super) async fn prepare(
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
-    let super::caller::Caller { access, ns, client } = caller;
+    let Caller { access, ns, client } = caller;
     let session = match req.session.take() {
         Some(id) => {
             let s = state.sessions.get(&id, access, ns.as_ref())?;
@@ -147,5 +158,5 @@ pub(super) async fn prepare(
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
-    Ok((batch, keep, session))
+    Ok(PreparedBatch { batch, keep, session })
 }

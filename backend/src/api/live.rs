@@ -40,9 +40,8 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
-use super::batch::{prepare, BatchRequest};
+use super::batch::{BatchRequest, PreparedBatch};
 use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody};
-use super::extract::CommandsJson;
 use super::run::run_batch_cancellable;
 use super::stream::{Kept, GROUP};
 use super::AppState;
@@ -126,12 +125,7 @@ pub struct CancelResponse {
         BatchErrors,
     )
 )]
-pub async fn start(
-    State(state): State<AppState>,
-    caller: super::caller::Caller,
-    CommandsJson(req): CommandsJson<BatchRequest>,
-) -> Result<Response, ApiError> {
-    let (batch, keep, session) = prepare(&state, caller, req).await?;
+pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, session }: PreparedBatch) -> Result<Response, ApiError> {
     if session.is_some() {
         return Err(ApiError::field(ApiCode::InvalidField, "session", "a session's batches run through POST /api/v1/batch"));
     }

@@ -115,13 +115,7 @@ impl ArgSeed<'_> {
     }
 }
 
-crate::api::arg::self_seed!(ArgSeed, deserialize_any);
-
-impl<'de> Visitor<'de> for ArgSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string, number or boolean")
-    }
+crate::api::arg::self_seed!(ArgSeed, deserialize_any, "a string, number or boolean", {
     fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
         self.out.push_arg(s.as_bytes());
         Ok(())
@@ -153,7 +147,7 @@ impl<'de> Visitor<'de> for ArgSeed<'_> {
     fn visit_map<A: de::MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
         Err(self.refuse("an object"))
     }
-}
+});
 
 /// A path-style command: the path's segments after `skip` bytes (the
 /// prefix), percent-decoded, then `body` if not empty, then the query's
