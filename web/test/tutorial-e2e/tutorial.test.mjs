@@ -113,6 +113,21 @@ test('tabs show the tutorial with ten lessons in order', async () => {
   }
 });
 
+test('the page says whether the sandbox is on, and its TTL as configured', async () => {
+  const info = await (await fetch(`${serve.base}api/v1/info`)).json();
+  const sandboxed = ['1', 'true', 'yes', 'on'].includes((process.env.PIPELAB_SANDBOX ?? '').toLowerCase());
+  assert.equal(Boolean(info.sandbox), sandboxed, `GET /api/v1/info sandbox: ${JSON.stringify(info.sandbox)}`);
+  if (!sandboxed) {
+    assert.equal(await page.isVisible('#sandbox-note'), false);
+    return;
+  }
+  const s = info.sandbox.ttl_s;
+  const ttl = s % 3600 === 0 ? `${s / 3600} h` : s % 60 === 0 ? `${s / 60} min` : `${s} s`;
+  await page.waitForSelector('#sandbox-note:not([hidden])');
+  assert.equal(await page.innerText('#sandbox-note'), `sandbox: your keys are private and deleted after ${ttl}`);
+  assert.equal(await page.isVisible('#sandbox-note'), true, 'shown on the tutorial view too');
+});
+
 test('lesson 1: sequential total >= N x RTT, one round trip per command', { timeout: 60_000 }, async () => {
   await setSlider('l1-rtt', 1);
   await runLesson(1);
