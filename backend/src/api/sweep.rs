@@ -39,12 +39,17 @@ pub struct SweepRequest {
     /// Extra delay per round trip in ms, 0 to 1000. Default 0.
     #[schema(minimum = 0, maximum = 1000)]
     pub simulated_rtt_ms: Option<f64>,
+    /// Runs per batch size, 1 to 10 (default 3); each point is its size's
+    /// median run. A size stops repeating once its runs took 1 s together.
+    #[schema(minimum = 1, maximum = 10, example = 3)]
+    pub repeats: Option<i64>,
 }
 
 /// Run a command template at several pipeline batch sizes.
 ///
-/// Each batch size is one pipeline-mode run of `total` commands on its own
-/// connection, in the order given. The keys the sweep created are deleted
+/// Each batch size is up to `repeats` pipeline-mode runs of `total`
+/// commands, in the order given; its point is the median run. The model
+/// beside them is fitted on the runs that were not mostly round trips. The keys the sweep created are deleted
 /// afterwards, even when a run failed.
 #[utoipa::path(post, path = "/api/v1/sweep", tag = "batches", request_body = SweepRequest, responses(
     (status = 200, description = "Throughput per batch size", body = SweepReport),
@@ -64,6 +69,9 @@ pub async fn sweep(
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
     let mut spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
+    if let Some(r) = req.repeats {
+        spec = spec.with_repeats(r)?;
+    }
     let rules = Rules::for_request(&state, caller.ns).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
@@ -109,8 +117,8 @@ pub async fn sweep(
             ));
         }
     }
-    // Each batch size runs `total` commands.
-    let commands = spec.total as usize * spec.batch_sizes.len();
+    // Each batch size runs `total` commands, up to `repeats` times.
+    let commands = spec.total as usize * spec.batch_sizes.len() * spec.repeats as usize;
     super::rate::take_commands(&state, caller.client.as_ref(), commands)?;
     // If the client leaves mid-sweep, this handler is dropped with the
     // sweep in it, whose clean-up then deletes the keys in a task of its own.
