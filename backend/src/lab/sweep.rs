@@ -135,7 +135,6 @@ pub struct CostModel {
     /// reply latency (write to reply). The fastest, not the median: a
     /// stall of a loaded machine only adds time (medians of 4 and 16 ms
     /// were seen where the runs' round trips took 0.4 ms).
-    #[serde(default)]
     pub loopback_rtt_ms: f64,
     /// µs per command, at least 0: the least-squares fit of the model to
     /// the median runs of [`CostModel::fitted_on`], on relative errors so
@@ -148,7 +147,6 @@ pub struct CostModel {
     /// its per-command share is lost in the RTT's own error (a loopback
     /// RTT off by 10 µs is 20 ms over 2,000 round trips); there the model
     /// is drawn, not fitted. Empty: no fit.
-    #[serde(default)]
     pub fitted_on: Vec<u64>,
     /// Why `t_cmd_us` is 0: the data do not support a fit (no complete
     /// run, or every run was mostly round trips). Absent when fitted.
@@ -159,14 +157,12 @@ pub struct CostModel {
     /// `calls` deltas (`summary.server`). Only the commands'
     /// execution: not reading or parsing the request, nor writing the
     /// reply, nor the system calls. `null` when the server could not be asked.
-    #[serde(default)]
     pub server_us_per_cmd: Option<f64>,
     /// pipelab's own CPU time per command in that run (user plus system,
     /// `getrusage` of the pipelab process, connection checkout included): encoding argv as RESP,
     /// the write and read system calls, parsing the replies, the report.
     /// Approximate when the process serves other requests at the same
     /// time (`pipelab serve`); `null` if it could not be read.
-    #[serde(default)]
     pub client_cpu_us_per_cmd: Option<f64>,
     /// The smallest batch size whose commands/s is within 10% of the
     /// plateau (the highest commands/s of the runs).
@@ -284,15 +280,12 @@ pub struct SweepPoint {
     /// Wall time of every run of this batch size in µs, in the order run
     /// (up to `repeats`; see [`REPEAT_BUDGET_US`]); the point's other
     /// figures are those of the median run (nearest rank).
-    #[serde(default)]
     pub runs_us: Vec<u64>,
     /// The server's work during that run (`summary.server`); `null` when
     /// the server could not be asked.
-    #[serde(default)]
     pub server: Option<ServerWork>,
     /// pipelab's CPU time during that run, in µs (user plus system, the
     /// whole process: [`super::cpu::process_cpu_us`]).
-    #[serde(default)]
     pub client_cpu_us: Option<u64>,
 }
 

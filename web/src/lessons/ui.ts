@@ -31,7 +31,7 @@ export const fmtX = (x: number) => `${x.toLocaleString('en-US', { maximumFractio
 export interface Metric {
   key: string;
   label: string;
-  value: number;
+  value: number | string;
   text: string;
 }
 
