@@ -456,6 +456,14 @@ pub fn take_commands(state: &AppState, client: Option<&Client>, n: usize) -> Res
     })
 }
 
+/// Takes `n` commands from `client` if its buckets have room now, without
+/// refusing the request: for work a handler may leave out (a sweep's
+/// repeats). `true` when limits are off.
+pub fn take_commands_if_room(state: &AppState, client: Option<&Client>, n: usize) -> bool {
+    let (Some(client), Some(buckets)) = (client, state.rate.buckets(Kind::Commands)) else { return true };
+    buckets.take(Kind::Commands, client, n as u64).is_ok()
+}
+
 /// The tower middleware (on the whole router, before the token check so
 /// that guessing tokens is limited too): a request past the request limit,
 /// or whose `Content-Length` is past the byte limit, is refused before its

@@ -365,7 +365,8 @@ enum Stopped<E> {
 /// Up to `spec.repeats` pipeline runs of `commands` per batch size, each
 /// size's median run measured into `points`; the error of the run that
 /// failed, which ends them. A size stops repeating once its runs took
-/// [`REPEAT_BUDGET_US`] together, or after a run with errors or cut short.
+/// [`REPEAT_BUDGET_US`] together, after a run with errors or cut short, or
+/// when the runner has no room for more ([`Runner::may_repeat`]).
 async fn run_points<R: Runner>(
     runner: &R,
     spec: &SweepSpec,
@@ -378,6 +379,9 @@ async fn run_points<R: Runner>(
         let mut runs: Vec<SweepPoint> = Vec::new();
         let mut spent = 0u64;
         while runs.len() < spec.repeats.max(1) as usize && spent < REPEAT_BUDGET_US {
+            if !runs.is_empty() && !runner.may_repeat(spec.total) {
+                break;
+            }
             let cpu_before = super::cpu::process_cpu_us();
             let report = match runner.run(&batch).await {
                 Ok(report) => report,
