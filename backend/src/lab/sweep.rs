@@ -103,12 +103,17 @@ impl SweepSpec {
     "total": 10000, "simulated_rtt_ms": 0.2,
     "points": [
         {"batch_size": 1, "total_us": 2412000, "commands_per_sec": 4146.0, "round_trips": 10000, "ok": 10000, "errors": 0, "incomplete": 0,
-            "latency_us": {"p50": 231, "p99": 402, "max": 1210}},
+            "latency_us": {"p50": 231, "p99": 402, "max": 1210}, "runs_us": [2412000],
+            "server": {"reads": 10000, "writes": 10000, "net_input_bytes": 330000, "net_output_bytes": 50000, "usec": 9100, "calls": 10000, "approximate": false},
+            "client_cpu_us": 610000},
         {"batch_size": 100, "total_us": 61000, "commands_per_sec": 163934.0, "round_trips": 100, "ok": 10000, "errors": 0, "incomplete": 0,
-            "latency_us": {"p50": 498, "p99": 700, "max": 905}}
+            "latency_us": {"p50": 498, "p99": 700, "max": 905}, "runs_us": [64000, 61000, 60500],
+            "server": {"reads": 100, "writes": 100, "net_input_bytes": 330000, "net_output_bytes": 50000, "usec": 2900, "calls": 10000, "approximate": false},
+            "client_cpu_us": 38000}
     ],
     "cleanup": {"keys": 10000, "preexisting": 0, "deleted": 10000},
-    "model": {"rtt_ms": 0.231, "t_cmd_us": 3.8, "knee_batch_size": 100}
+    "model": {"rtt_ms": 0.231, "loopback_rtt_ms": 0.031, "t_cmd_us": 3.8, "fitted_on": [100],
+        "server_us_per_cmd": 0.29, "client_cpu_us_per_cmd": 3.8, "knee_batch_size": 100}
 }))]
 pub struct SweepReport {
     pub total: u64,
@@ -407,7 +412,7 @@ fn median_run(mut runs: Vec<SweepPoint>) -> SweepPoint {
     let runs_us: Vec<u64> = runs.iter().map(|p| p.total_us).collect();
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by_key(|&i| runs[i].total_us);
-    let mut median = runs.swap_remove(order[(order.len() + 1) / 2 - 1]);
+    let mut median = runs.swap_remove(order[order.len().div_ceil(2) - 1]);
     median.runs_us = runs_us;
     median
 }
