@@ -19,6 +19,7 @@
 #                      sweep views, the sandbox note); the other suites never reach the
 #                      sandbox (export generators, permalinks) or need a second client on
 #                      the Redis itself (the interactive console's WATCH and CLIENT KILL)
+#   PIPELAB_WEB_BUILT=1   skip scripts/build-web.sh: web/dist was built by the step before
 #   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab (under CARGO_TARGET_DIR if set)
 #   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippets (Jedis is not in
 #                                Debian; Maven Central is unreachable)
@@ -48,7 +49,8 @@ if [ "${PIPELAB_SKIP_GO:-0}" != 1 ] && ! command -v gofmt >/dev/null && command 
 fi
 
 # The wasm module and the page (web/dist); npm ci when web/node_modules is stale.
-scripts/build-web.sh
+# PIPELAB_WEB_BUILT=1: web/dist is the one a previous step just built (scripts/test.sh's sandboxed part).
+[ "${PIPELAB_WEB_BUILT:-0}" = 1 ] || scripts/build-web.sh
 if [ -z "${PIPELAB_BIN:-}" ]; then
   cargo build -q -p pipelab
   export PIPELAB_BIN="$target/debug/pipelab"
