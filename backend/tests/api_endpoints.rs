@@ -315,6 +315,20 @@ async fn info_probes_and_not_found() {
     assert_eq!(info["limits"]["max_commands"], 1234);
     assert_eq!(info["defaults"]["mode"], "pipeline");
     assert_eq!(info["defaults"]["batch_size"], 1000);
+    // The refused commands, from the server's own table (Table::refused_commands).
+    let refused = info["refused"].as_array().expect("refused");
+    let entry = |name: &str| refused.iter().find(|r| r["command"] == name).cloned();
+    let select = entry("SELECT").expect("SELECT refused");
+    assert_eq!(select["reason"], "connection");
+    assert_eq!(select["modes"], json!(["sequential", "pipeline", "transaction", "auto"]));
+    assert_eq!(entry("MULTI").expect("MULTI refused")["modes"], json!(["transaction"]));
+    assert_eq!(entry("CONFIG SET").expect("CONFIG SET refused")["reason"], "admin");
+    assert!(entry("SET").is_none() && entry("CLIENT LIST").is_none() && entry("BLPOP").is_none());
+    // What the list says is what a batch gets.
+    let (status, err) = api.post("/api/v1/batch", &json!({"text": "SELECT 1"})).await;
+    assert_eq!(status, 400);
+    assert_eq!(err["error"]["code"], "refused_command");
+    assert_eq!(err["error"]["message"], format!("text, line 1: {}", select["message"].as_str().unwrap()));
 
     assert_eq!(api.get("/healthz").await.0, 200);
     let (status, ready) = api.get("/readyz").await;

@@ -232,3 +232,54 @@ async fn commands_that_run_scripts() {
         assert!(!t.runs_script(argv(line).get(0)), "{line}");
     }
 }
+
+/// `pipelab doctor`'s tracker once kept hand lists of names (commands after
+/// which replies are not one per command, connection set-up, scripts, the
+/// transaction's steps); it asks the table now. Every command those lists
+/// named gets the answer the list gave, from the server's table and from
+/// the built-in fallback (the doctor's when its upstream refuses COMMAND).
+#[tokio::test]
+async fn the_doctors_old_lists_are_the_tables_answers() {
+    use commands::TransactionStep::{End, Multi, Unwatch, Watch};
+    let server = RedisServer::start();
+    let (_pool, live) = table_of(&server).await;
+    let fallback = commands::fallback::table();
+    for (which, t) in [("server", &*live), ("fallback", &*fallback)] {
+        // Was `UNTRACKABLE` (its CLIENT REPLY now only OFF/SKIP: ON answers +OK).
+        for line in ["SUBSCRIBE c", "PSUBSCRIBE p*", "SSUBSCRIBE c", "MONITOR", "SYNC", "PSYNC ? -1", "CLIENT REPLY OFF", "client reply skip"] {
+            assert!(t.answers_once(argv(line).get(0)).is_err(), "{which}: {line}");
+        }
+        // Was `STATE_CHANGES`; CLIENT SETINFO and NO-TOUCH are Redis 7.2's:
+        // on 7.0 the container CLIENT answers for them.
+        for line in [
+            "SELECT 0",
+            "HELLO 3",
+            "AUTH pw",
+            "RESET",
+            "READONLY",
+            "READWRITE",
+            "CLIENT SETNAME n",
+            "client tracking on",
+            "CLIENT SETINFO LIB-NAME x",
+            "CLIENT NO-EVICT on",
+            "CLIENT NO-TOUCH on",
+        ] {
+            assert!(t.sets_connection_state(argv(line).get(0)), "{which}: {line}");
+        }
+        // Was `SCRIPTS`.
+        for line in ["EVAL x 0", "EVALSHA abc 0", "EVAL_RO x 0", "evalsha_ro abc 0", "FCALL f 0", "FCALL_RO f 0"] {
+            assert!(t.runs_script(argv(line).get(0)), "{which}: {line}");
+        }
+        // Was a `match` on WATCH, MULTI, EXEC, DISCARD, UNWATCH and RESET.
+        for (line, step) in [("MULTI", Multi), ("watch k", Watch), ("UNWATCH", Unwatch), ("EXEC", End), ("DISCARD", End), ("RESET", End)] {
+            assert_eq!(t.transaction_step(argv(line).get(0)), Some(step), "{which}: {line}");
+        }
+        // What none of them named is none of these.
+        for line in ["GET k", "SET k v", "PING", "PUBLISH c m", "CLIENT ID", "CLIENT GETNAME", "CLIENT LIST", "CLIENT KILL ID 1", "QUIT", "SCRIPT LOAD x"] {
+            let c = argv(line);
+            let a = c.get(0);
+            let answers = (t.answers_once(a).is_ok(), t.sets_connection_state(a), t.runs_script(a), t.transaction_step(a));
+            assert_eq!(answers, (true, false, false, None), "{which}: {line}");
+        }
+    }
+}

@@ -214,3 +214,30 @@ fn tokens_from_flags_file_and_environment_lists() {
     assert_eq!(parsed.readonly_tokens, ["c"]);
     assert_eq!(parsed.operator_tokens, ["d", "e"]);
 }
+
+/// `GET /api/v1/info`'s `refused` is the caller's: a read-only token sees
+/// every write refused, a full-access token the secrets, an operator neither.
+#[tokio::test]
+async fn the_refused_list_of_info_follows_the_token() {
+    let redis = RedisServer::start();
+    let app = token_app(&redis);
+    let refused = |token: &'static str| {
+        let app = &app;
+        async move {
+            let auth = format!("Bearer {token}");
+            let a = call(app, Method::GET, "/api/v1/info", &[("authorization", &auth)], "").await;
+            assert_eq!(a.status, 200);
+            let list = a.json()["refused"].as_array().unwrap().clone();
+            list.into_iter().map(|r| (r["command"].as_str().unwrap().to_string(), r["reason"].as_str().unwrap().to_string())).collect::<std::collections::HashMap<_, _>>()
+        }
+    };
+    let ro = refused(READONLY).await;
+    assert_eq!(ro.get("SET").map(String::as_str), Some("not_read_only"));
+    assert_eq!(ro.get("SELECT").map(String::as_str), Some("connection"));
+    assert!(!ro.contains_key("GET"), "GET is readonly");
+    let full = refused(FULL).await;
+    assert!(!full.contains_key("SET"));
+    assert_eq!(full.get("CONFIG GET").map(String::as_str), Some("secret"));
+    let op = refused(OPERATOR).await;
+    assert!(!op.contains_key("CONFIG GET") && op.get("CONFIG SET").map(String::as_str) == Some("admin"));
+}

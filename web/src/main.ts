@@ -13,8 +13,10 @@ import * as wasm from './wasm.js';
 import * as respText from './editor/respText.js';
 import { mountTutorial } from './lessons/index.js';
 import { refreshHealth, showStartFailure } from './playground/banner.js';
-import { applyLimits, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
+import { applyLimits, currentMode, fitBatchSize, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
+import { refusedIn, refusedWarning, type RefusedList } from './playground/refused.js';
 import { runner } from './playground/run.js';
+import { fmtDuration } from './playground/duration.js';
 import { mountInteractive } from './interactive/console.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -43,9 +45,17 @@ async function main() {
   const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
-  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText };
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration };
 
-  const warn = () => updateWarning(limits, () => editors.snapshot().commands);
+  // The commands this server refuses whatever their arguments (/info's `refused`).
+  let refusedList: RefusedList = [];
+  const warn = () => {
+    const snap = editors.snapshot();
+    fitBatchSize(limits, snap.commands);
+    const hits = refusedIn(refusedList, snap, currentMode());
+    editors.markRefused(new Map(hits.map((h) => [h.index, h.message])));
+    updateWarning(limits, () => snap.commands, refusedWarning(hits));
+  };
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.defaultPrevented) {
       e.preventDefault();
@@ -60,10 +70,12 @@ async function main() {
     if (text !== null) editors.setInline(text);
   });
   editors.onChange(warn);
+  warn();
   // Tutorial, compare and sweep views, share bar; restores a permalink.
   const mounted = mountTutorial({ editors });
   void fetchInfo().then(async (info) => {
     limits = limitsOf(info);
+    refusedList = info?.refused ?? [];
     showSandbox(info);
     await mounted; // the tutorial's inputs exist
     applyLimits(limits);

@@ -28,9 +28,8 @@
 
 use std::path::PathBuf;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
@@ -305,42 +304,43 @@ pub fn challenge(res: &mut Response) {
     res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
 }
 
-/// The tower middleware (mounted on the whole router, after the request
-/// guards of [`super::guard`]): `/api/v1/*` and `/metrics` (unless
-/// `--metrics-public`) need a token when tokens are configured. A read-only
-/// token may GET on `/api/v1`, open and close sessions (`/api/v1/sessions`,
-/// bound to its access) and POST `/api/v1/batch`, whose commands
-/// [`readonly_check`] then checks one by one; the other batch endpoints
-/// (`/compare`, `/sweep`: they write keys of their own) answer 403
-/// `forbidden`. The request's [`Access`] is left in its extensions. The
-/// Upstash routes check their tokens themselves, in Upstash's error shape
+/// The token check (in [`super::gate`], after the request guards of
+/// [`super::guard`] and the rate limits): `/api/v1/*` and `/metrics`
+/// (unless `--metrics-public`) need a token when tokens are configured;
+/// `Err` is the 401 or 403 to answer. A read-only token may GET on
+/// `/api/v1`, open and close sessions (`/api/v1/sessions`, bound to its
+/// access) and POST `/api/v1/batch`, whose commands [`readonly_check`]
+/// then checks one by one; the other batch endpoints (`/compare`,
+/// `/sweep`: they write keys of their own) answer 403 `forbidden`. The
+/// request's [`Access`] is left in its extensions. The Upstash routes
+/// check their tokens themselves, in Upstash's error shape
 /// ([`crate::upstash`]), and every other path is open.
-pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub fn admit(state: &AppState, mut req: Request) -> Result<Request, Response> {
     if !state.auth.enabled() {
-        return next.run(req).await;
+        return Ok(req);
     }
     let path = req.uri().path();
     let api = path == "/api/v1" || path.starts_with("/api/v1/");
     let metrics = path == "/metrics" && !state.auth.metrics_public;
     if !api && !metrics {
-        return next.run(req).await;
+        return Ok(req);
     }
     let reading = req.method() == Method::GET || req.method() == Method::HEAD;
     match state.auth.check_request(req.headers(), req.uri()) {
-        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" && !path.starts_with("/api/v1/sessions") => ApiError::new(
+        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" && !path.starts_with("/api/v1/sessions") => Err(ApiError::new(
             ApiCode::Forbidden,
             "a read-only token may not run /compare or /sweep (they write keys of their own); use a full-access \
              token, or /api/v1/batch and the Upstash routes, which refuse only the commands that write",
         )
-        .into_response(),
+        .into_response()),
         Ok(access) => {
             req.extensions_mut().insert(access);
-            next.run(req).await
+            Ok(req)
         }
         Err(denied) => {
             let mut res = ApiError::new(ApiCode::Unauthorized, denied.message()).into_response();
             challenge(&mut res);
-            res
+            Err(res)
         }
     }
 }

@@ -34,13 +34,8 @@
 //!   431/400: hyper writes those itself, before any service runs.)
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::Request;
 use axum::http::{header, HeaderMap, Method};
-use axum::response::{IntoResponse, Response};
-use tower_http::validate_request::{ValidateRequest, ValidateRequestHeaderLayer};
 
 use super::error::{ApiCode, ApiError};
 
@@ -223,7 +218,7 @@ fn at_most(bytes: usize, max: usize, code: ApiCode, what: &str) -> Result<(), Ap
 
 /// `Content-Type` is `application/json`, with or without parameters.
 fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let value = headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let value = headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()));
     let is_json = value
         .as_deref()
         .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"));
@@ -238,24 +233,6 @@ fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
         },
     )
     .at("header Content-Type"))
-}
-
-/// The guards as a layer (tower-http's `ValidateRequestHeaderLayer`: a
-/// refusal answers at once, the handler never runs).
-pub fn layer(policy: Arc<Policy>) -> ValidateRequestHeaderLayer<Guard> {
-    ValidateRequestHeaderLayer::custom(Guard(policy))
-}
-
-/// [`Policy::check`] as a `ValidateRequest`.
-#[derive(Clone)]
-pub struct Guard(Arc<Policy>);
-
-impl<B> ValidateRequest<B> for Guard {
-    type ResponseBody = Body;
-
-    fn validate(&mut self, req: &mut Request<B>) -> Result<(), Response> {
-        self.0.check(req.method(), req.uri(), req.headers()).map_err(IntoResponse::into_response)
-    }
 }
 
 #[cfg(test)]

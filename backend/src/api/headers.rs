@@ -6,10 +6,8 @@
 //! (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for older
 //! browsers), against clickjacking of the playground's Run button.
 
-use axum::http::{header, HeaderValue};
-use tower::layer::util::{Identity, Stack};
-use tower::ServiceBuilder;
-use tower_http::set_header::SetResponseHeaderLayer;
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::response::Response;
 
 /// The page's policy. `'wasm-unsafe-eval'` lets it compile its wasm module
 /// (`WebAssembly.instantiate`) without allowing `eval`; `style-src
@@ -19,18 +17,16 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; \
     connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-type Set = SetResponseHeaderLayer<HeaderValue>;
-
-/// The three header layers stacked.
-pub type Layer = ServiceBuilder<Stack<Set, Stack<Set, Stack<Set, Identity>>>>;
-
-/// The headers as one layer; a header a handler set itself is kept.
-pub fn layer() -> Layer {
-    ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+/// Adds the three headers to `res` (in `super::gate`, on every response,
+/// refusals included); a header a handler set itself is kept.
+pub fn set(res: &mut Response) {
+    let headers = res.headers_mut();
+    let all: [(HeaderName, &'static str); 3] = [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ];
+    for (name, value) in all {
+        headers.entry(name).or_insert(HeaderValue::from_static(value));
+    }
 }

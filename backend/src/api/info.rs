@@ -8,9 +8,11 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::caller::Caller;
 use super::run::command;
 use super::validate::DEFAULT_BATCH_SIZE;
 use super::{AppState, RedisSource};
+use crate::commands::RefusedCommand;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
 use crate::exec::{Mode, OnError};
 
@@ -26,7 +28,9 @@ use crate::exec::{Mode, OnError};
         "max_concurrent_batches": 256, "max_watch_keys": 1000, "max_sweep_points": 16,
         "session_idle_ms": 60000, "max_sessions": 100},
     "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
-        "resp3": false, "max_simulated_rtt_ms": 1000.0}
+        "resp3": false, "max_simulated_rtt_ms": 1000.0},
+    "refused": [{"command": "SELECT", "reason": "connection", "modes": ["sequential", "pipeline", "transaction", "auto"],
+        "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}]
 }))]
 pub struct InfoResponse {
     /// pipelab's version.
@@ -35,6 +39,13 @@ pub struct InfoResponse {
     pub redis: RedisInfo,
     pub limits: Limits,
     pub defaults: Defaults,
+    /// The commands a batch from this caller is refused for whatever their
+    /// arguments (400 `refused_command`), sorted by name, as the server's
+    /// command table and the caller's token decide (`Table::refused_commands`):
+    /// a client can flag them before sending. Refusals that depend on the
+    /// arguments (a blocking command with timeout 0) or on the sandbox's
+    /// key rules are not listed; the batch endpoints still check them.
+    pub refused: Vec<RefusedCommand>,
     /// Present with `--sandbox`: each visitor's keys are private and expire.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
@@ -108,11 +119,15 @@ pub struct Defaults {
     tag = "server",
     responses((status = 200, description = "Server facts", body = InfoResponse))
 )]
-pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
+pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoResponse> {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
     // INFO's default sections (server and memory among them): one round
-    // trip, and a Redis older than 7.0 takes no list of sections.
-    let (reachable, text, error) = match command(&state, &[b"INFO"], wait).await {
+    // trip, and a Redis older than 7.0 takes no list of sections. The
+    // command table at the same time, within the same wait (read once per
+    // server; the built-in table while Redis does not answer).
+    let (reply, table) = tokio::join!(command(&state, &[b"INFO"], wait), state.pool.commands_loaded(wait));
+    let refused = table.refused_commands(caller.access.rules(), state.allow);
+    let (reachable, text, error) = match reply {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
             (true, String::from_utf8_lossy(&text).into_owned(), None)
         }
@@ -149,6 +164,7 @@ pub async fn info(State(state): State<AppState>) -> Json<InfoResponse> {
             resp3: false,
             max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
         },
+        refused,
         sandbox: state.sandbox.as_ref().map(|s| SandboxInfo {
             ttl_s: s.config.sandbox_ttl.as_secs(),
             max_keys: s.config.sandbox_max_keys,

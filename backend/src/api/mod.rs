@@ -16,6 +16,7 @@ pub mod caller;
 pub mod compare;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod guard;
 pub mod headers;
 pub mod health;
@@ -231,14 +232,9 @@ pub fn router(state: AppState) -> Router {
         // The Upstash surface is for applications, not the public sandbox.
         .merge(if state.sandbox.is_none() { crate::upstash::router(&state) } else { Router::new() })
         .fallback(web::serve)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::sandbox::namespace::middleware))
-        // Guards first: a cross-site or foreign-Host request is refused
-        // before its token is looked at (layers run bottom to top).
-        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require))
-        // Rate limits before tokens: guessing tokens is limited too.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), rate::limit))
-        .layer(guard::layer(state.guard.clone()))
-        .layer(headers::layer())
+        // The guards, rate limits, tokens, the sandbox's namespace and the
+        // security headers, as one layer (`gate`).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), gate::gate))
         // Spans name the path only: a query may hold a token (`?_token=`).
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())

@@ -39,9 +39,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{header, HeaderValue};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use governor::clock::Clock;
@@ -446,7 +445,7 @@ pub fn client_address(req: &Request, trust_forwarded_for: bool) -> IpAddr {
 /// Takes `n` commands from the request's client (`client`, from its
 /// extensions: `None` when limits are off). Called by each handler once
 /// its commands are parsed, before anything is sent; a refusal is answered
-/// by [`limit`] (429 with `Retry-After`, or 413), the error returned here
+/// by [`settle`] (429 with `Retry-After`, or 413), the error returned here
 /// only stops the handler.
 pub fn take_commands(state: &AppState, client: Option<&Client>, n: usize) -> Result<(), ApiError> {
     let Some(client) = client else { return Ok(()) };
@@ -464,32 +463,36 @@ pub fn take_commands_if_room(state: &AppState, client: Option<&Client>, n: usize
     buckets.take(Kind::Commands, client, n as u64).is_ok()
 }
 
-/// The tower middleware (on the whole router, before the token check so
-/// that guessing tokens is limited too): a request past the request limit,
-/// or whose `Content-Length` is past the byte limit, is refused before its
-/// body is read; the request's [`Client`] is left in its extensions; a
-/// refusal found later (commands, chunked body bytes) replaces the
-/// handler's answer.
-pub async fn limit(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+/// A request admitted under the limits, to settle once answered: its
+/// [`Client`] and path, `None` when limits are off or the path is exempt.
+pub struct Admitted(Option<(Client, String)>);
+
+/// The request side (in [`super::gate`], before the token check so that
+/// guessing tokens is limited too): a request past the request limit, or
+/// whose `Content-Length` is past the byte limit, is refused (`Err`, the
+/// 429 or 413) before its body is read; the request's [`Client`] is left
+/// in its extensions.
+pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), Response> {
     if state.rate.is_off() {
-        return next.run(req).await;
+        return Ok((req, Admitted(None)));
     }
-    let path = req.uri().path().to_string();
+    let path = req.uri().path();
     if path == "/healthz" || path == "/readyz" {
-        return next.run(req).await;
+        return Ok((req, Admitted(None)));
     }
+    let path = path.to_string();
     let address = client_address(&req, state.rate.limits.trust_forwarded_for);
     let token = if state.auth.enabled() { super::auth::token_key(&state.auth, req.headers(), req.uri()) } else { None };
     let client = Client::new(address, token);
     if let Err(l) = state.rate.take(Kind::Requests, &client, 1) {
-        return l.response(&path);
+        return Err(l.response(&path));
     }
     if state.rate.bytes.is_some() {
         let length = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         match length {
             Some(n) => {
                 if let Err(l) = state.rate.take(Kind::Bytes, &client, n) {
-                    return l.response(&path);
+                    return Err(l.response(&path));
                 }
             }
             None => {
@@ -500,7 +503,13 @@ pub async fn limit(State(state): State<AppState>, mut req: Request, next: Next) 
         }
     }
     req.extensions_mut().insert(client.clone());
-    let mut res = next.run(req).await;
+    Ok((req, Admitted(Some((client, path)))))
+}
+
+/// The response side: a refusal found while the request ran (its
+/// commands, chunked body bytes) replaces the handler's answer.
+pub fn settle(admitted: Admitted, mut res: Response) -> Response {
+    let Admitted(Some((client, path))) = admitted else { return res };
     let refused = client.refused.lock().unwrap_or_else(|e| e.into_inner()).take();
     match refused {
         Some(l) => {

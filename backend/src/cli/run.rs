@@ -382,3 +382,15 @@ fn plural(n: u64, thing: &str) -> String {
 fn duration_text(us: u64) -> String {
     if us < 10_000_000 { format!("{:.3} ms", us as f64 / 1000.0) } else { format!("{:.3} s", us as f64 / 1e6) }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Issue 21: "time: 40537.586 ms" did not read; seconds past 10 s.
+    #[test]
+    fn durations_past_10_s_read_in_seconds() {
+        assert_eq!(super::duration_text(812_345), "812.345 ms");
+        assert_eq!(super::duration_text(9_999_999), "9999.999 ms");
+        assert_eq!(super::duration_text(10_000_000), "10.000 s");
+        assert_eq!(super::duration_text(40_537_586), "40.538 s");
+    }
+}

@@ -1,7 +1,9 @@
 //! The built-in table used until the server's is read (and when it cannot
-//! be): the handful of commands that must be refused, or must keep a
-//! connection out of the pool, even before Redis is reachable, so that a
-//! batch validated before its connection opened is held to the same rules.
+//! be): the handful of commands that must be refused, must keep a
+//! connection out of the pool, or run a script (a cut batch's script kill
+//! arms on them), even before Redis is reachable, so that a batch validated
+//! before its connection opened is held to the same rules. `pipelab doctor`
+//! asks it too when its upstream does not answer `COMMAND`.
 //!
 //! Each line is `name arity flags categories` exactly as Redis 7.0.15's
 //! `COMMAND INFO` reports it (`-` for none), subcommands as `container|sub`;
@@ -118,7 +120,18 @@ pub const ENTRIES: &[&str] = &[
     "wait 3 noscript @slow,@connection",
     "xread -4 readonly,blocking,movablekeys @read,@stream,@slow,@blocking",
     "xreadgroup -7 write,blocking,movablekeys @write,@stream,@slow,@blocking",
+    "eval -3 noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
+    "evalsha -3 noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
+    "eval_ro -3 readonly,noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
+    "evalsha_ro -3 readonly,noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
+    "fcall -3 noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
+    "fcall_ro -3 readonly,noscript,stale,skip_monitor,no_mandatory_keys,movablekeys @slow,@scripting",
 ];
+
+/// The built-in table, borrowed: for a caller that keeps no `Arc`.
+pub fn table_ref() -> &'static Table {
+    &FALLBACK
+}
 
 static FALLBACK: LazyLock<Arc<Table>> = LazyLock::new(|| Arc::new(build()));
 

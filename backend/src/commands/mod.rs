@@ -22,9 +22,13 @@
 //!   MIGRATE … KEYS).
 //! - [`rules`]: refusals ([`Table::refusal`], with an [`Access`] hook for
 //!   tokens and [`Allow`] for operator flags), the executor's reply rule
-//!   ([`Table::reply_rule`]), [`Table::changes_connection_state`],
-//!   [`Table::is_readonly`], [`Table::runs_script`]; each rule says whether it is a flag's or,
+//!   ([`Table::reply_rule`], [`Table::answers_once`]), [`Table::changes_connection_state`],
+//!   [`Table::is_readonly`], [`Table::runs_script`], and what `pipelab doctor`
+//!   asks of the commands it watches ([`Table::sets_connection_state`],
+//!   [`Table::transaction_step`]); each rule says whether it is a flag's or,
 //!   where the flags do not say it, names the command and why.
+//! - [`refused`]: [`Table::refused_commands`], the commands refused whatever
+//!   their arguments, listed for clients (`GET /api/v1/info`).
 //! - `timeout`: blocking commands' timeouts read as Redis reads them
 //!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
 //! - [`fallback`]: the built-in table of the handful of commands that must
@@ -43,7 +47,8 @@
 //! Who asks: the API's validation (`api::refuse`), the executor's checks
 //! (`exec::validate`, the runner's pooling decision), the pool (which
 //! keeps the [`Cache`]), sweep's key clean-up (`lab::cleanup`, through
-//! `lab::Runner::commands`) and the script kill of a cut batch (`api::busy`). Next:
+//! `lab::Runner::commands`), the script kill of a cut batch (`api::busy`),
+//! the Upstash surface's transaction check and `pipelab doctor`'s tracker. Next:
 //! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), the
 //! sandbox's key rewriting ([`keys()`]), cluster slot routing ([`keys()`],
 //! [`Command::request_policy`], [`Command::response_policy`]).
@@ -51,11 +56,13 @@
 pub mod cache;
 pub mod fallback;
 pub mod keys;
+pub mod refused;
 pub mod rules;
 pub mod table;
 mod timeout;
 
 pub use cache::Cache;
 pub use keys::{from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
-pub use rules::{Access, Allow, Reason, Refusal};
+pub use refused::RefusedCommand;
+pub use rules::{Access, Allow, Reason, Refusal, TransactionStep};
 pub use table::{Command, ServerIdentity, Table};

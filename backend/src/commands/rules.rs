@@ -2,8 +2,10 @@
 //! which commands are refused and why ([`Table::refusal`]), which break
 //! the executor's one-reply-per-command count ([`Table::reply_rule`]),
 //! which change the connection they run on so that it must not be pooled
-//! ([`Table::changes_connection_state`]), and which only read
-//! ([`Table::is_readonly`]).
+//! ([`Table::changes_connection_state`]), which only read
+//! ([`Table::is_readonly`]), and what the doctor watches for: connection
+//! set-up ([`Table::sets_connection_state`]), a transaction's steps
+//! ([`Table::transaction_step`]), scripts ([`Table::runs_script`]).
 //!
 //! Where Redis's flags say it, the rule is the flag: `pubsub` + `noscript`
 //! is a subscribe-style command (SUBSCRIBE … SUNSUBSCRIBE, not PUBLISH or
@@ -15,7 +17,9 @@
 //! connects to another server (flagged only `write`), the admin commands
 //! that merely read (CLIENT LIST, SLOWLOG LEN, LATENCY …) are allowed, the
 //! secret-revealing ones need an operator, and the `@connection` commands
-//! that only answer (PING, ECHO, COMMAND, WAIT) leave the connection as it was.
+//! that only answer (PING, ECHO, COMMAND, WAIT) leave the connection as it was
+//! (and, for the doctor's narrower question, those that read about
+//! connections or act on other clients set nothing on their own).
 
 use super::keys::KeyFlags;
 use super::table::{Command, Table};
@@ -50,8 +54,9 @@ pub struct Refusal {
     pub message: String,
 }
 
-/// The rule a refusal comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The rule a refusal comes from (in JSON: `connection`, `stream`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Changes the connection itself (SELECT, HELLO, AUTH, QUIT, RESET).
     Connection,
@@ -94,8 +99,13 @@ impl Class {
     /// A key spec writes its key (`RW`, `OW`, `RM`, `insert`, `update`,
     /// `delete`): Redis 7.0 marks EVAL and FCALL as writing only there.
     const WRITES_KEYS: u16 = 1 << 12;
-    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY and WRITES_KEYS).
-    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS);
+    /// Sets something on its own connection that later commands see
+    /// ([`Table::sets_connection_state`]); always with STATE.
+    const SETS_STATE: u16 = 1 << 13;
+    /// Runs a script or a function ([`Table::runs_script`]).
+    const SCRIPT: u16 = 1 << 14;
+    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, WRITES_KEYS, SETS_STATE and SCRIPT).
+    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS | Self::SETS_STATE | Self::SCRIPT);
 
     fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
@@ -115,11 +125,12 @@ impl Class {
     }
 
     /// The bits each rule looks at, in `Table::filters` order: refusal,
-    /// the executor's reply rule, connection state.
-    pub(crate) const RULES: [u16; 3] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE];
+    /// the executor's reply rule, connection state, scripts.
+    pub(crate) const RULES: [u16; 4] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE, Self::SCRIPT];
     const FILTER_REFUSAL: usize = 0;
     const FILTER_REPLY: usize = 1;
     const FILTER_STATE: usize = 2;
+    const FILTER_SCRIPT: usize = 3;
 
     /// The class of `cmd` (its subcommands already classed).
     pub(crate) fn of(cmd: &Command) -> Class {
@@ -162,10 +173,20 @@ impl Class {
         if (cmd.in_category("connection") && !only_answers) || c & (Self::TRANSACTION | Self::STREAM | Self::REPLICA | Self::CONNECTION) != 0 {
             c |= Self::STATE;
         }
+        // Narrower (the doctor's connection set-up): within STATE's `@connection` part.
+        if cmd.in_category("connection") && !only_answers && !SETS_NOTHING.contains(&name) {
+            c |= Self::SETS_STATE;
+        }
         // A container (CLIENT, CONFIG…) asked with a subcommand the table
         // lacks may still change the connection: as any of its subcommands.
-        if cmd.subcommands.values().any(|s| s.class.has(Self::STATE)) {
-            c |= Self::STATE;
+        for bit in [Self::STATE, Self::SETS_STATE] {
+            if cmd.subcommands.values().any(|s| s.class.has(bit)) {
+                c |= bit;
+            }
+        }
+        // The SCRIPT and FUNCTION subcommands, also `@scripting`, manage scripts without running one.
+        if !name.contains('|') && cmd.in_category("scripting") {
+            c |= Self::SCRIPT;
         }
         if cmd.has_flag("readonly") {
             c |= Self::READONLY;
@@ -194,6 +215,41 @@ const ADMIN_READS: &[&str] = &[
     "cluster|slaves",
     "cluster|count-failure-reports",
 ];
+
+/// `@connection` commands that set nothing on their own connection, besides
+/// those that only answer (PING, ECHO, WAIT, COMMAND): they read about
+/// connections, act on other clients, or close the connection (QUIT). Their
+/// flags and categories are those of CLIENT SETNAME, so they are named.
+const SETS_NOTHING: &[&str] = &[
+    "quit",
+    "client|id",
+    "client|getname",
+    "client|info",
+    "client|list",
+    "client|trackinginfo",
+    "client|getredir",
+    "client|help",
+    "client|kill",
+    "client|pause",
+    "client|unpause",
+    "client|unblock",
+];
+
+/// What a command does to its connection's transaction state, as Redis's
+/// `src/multi.c` runs it ([`Table::transaction_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStep {
+    /// MULTI: the commands after it are queued.
+    Multi,
+    /// WATCH: EXEC will fail if its keys change.
+    Watch,
+    /// UNWATCH: every WATCH ends (queued, like any command, inside MULTI).
+    Unwatch,
+    /// EXEC or DISCARD: the queue runs or is dropped, and every WATCH ends;
+    /// RESET as well (`resetCommand` discards the transaction and unwatches,
+    /// `src/networking.c`).
+    End,
+}
 
 impl Table {
     /// Why `argv` may not run in `mode` for a caller with `access`, or
@@ -270,20 +326,37 @@ impl Table {
         None
     }
 
-    /// The executor's own rule: `argv` answers with exactly one reply (not
-    /// subscribe-style, MONITOR, SYNC/PSYNC or CLIENT REPLY OFF/SKIP), and in
-    /// transaction mode is not one of the `@transaction` commands pipelab
-    /// sends itself. Errors: a message for a person.
+    /// The executor's own rule: `argv` answers with exactly one reply
+    /// ([`Table::answers_once`]), and in transaction mode is not one of the
+    /// `@transaction` commands pipelab sends itself. Errors: a message for a person.
     pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
-        let Some(name) = argv.name() else {
+        self.answers_once(argv)?;
+        if mode == Mode::Transaction && self.may_concern(Class::FILTER_REPLY, argv) {
+            if let Some(cmd) = self.command(argv).filter(|c| c.class.has(Class::TRANSACTION)) {
+                return Err(format!(
+                    "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (put keys to WATCH in `watch`)",
+                    cmd.display_name()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Does `argv` answer with exactly one reply, so that the replies after
+    /// it can still be matched to their commands in order? Not a
+    /// subscribe-style command (flags `pubsub` + `noscript`), MONITOR,
+    /// SYNC/PSYNC (flagged only `admin`: named) or CLIENT REPLY OFF/SKIP.
+    /// A command the server lacks answers once (with an error). Errors: an
+    /// empty argv, or why not, for a person. Allocation-free unless it errs.
+    pub fn answers_once(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+        if argv.is_empty() {
             return Err("empty command".into());
-        };
-        if !self.filters[Class::FILTER_REPLY].may_match(name) {
+        }
+        if !self.may_concern(Class::FILTER_REPLY, argv) {
             return Ok(());
         }
         let Some(cmd) = self.command(argv) else { return Ok(()) };
-        let class = cmd.class;
-        if class.has(Class::STREAM) {
+        if cmd.class.has(Class::STREAM) {
             return Err(format!(
                 "{} is not supported: it does not answer with exactly one reply, so later replies could not be matched to their commands",
                 cmd.display_name()
@@ -291,12 +364,6 @@ impl Table {
         }
         if cmd.name == "client|reply" && argv.get(2).is_some_and(|a| a.eq_ignore_ascii_case(b"off") || a.eq_ignore_ascii_case(b"skip")) {
             return Err("CLIENT REPLY OFF/SKIP is not supported: commands without a reply could not be matched".into());
-        }
-        if mode == Mode::Transaction && class.has(Class::TRANSACTION) {
-            return Err(format!(
-                "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (put keys to WATCH in `watch`)",
-                cmd.display_name()
-            ));
         }
         Ok(())
     }
@@ -311,6 +378,46 @@ impl Table {
     /// EVAL is script-local since Redis 2.8.12). Allocation-free.
     pub fn changes_connection_state(&self, argv: ArgvRef<'_>) -> bool {
         self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::STATE))
+    }
+
+    /// True if `argv` sets something on its own connection that the commands
+    /// after it see: a database, a protocol, a user, a name, key tracking,
+    /// a reply mode, a cluster flag (SELECT, HELLO, AUTH, RESET, READONLY,
+    /// READWRITE, ASKING, CLIENT SETNAME/TRACKING/CACHING/REPLY/NO-EVICT, and
+    /// CLIENT SETINFO/NO-TOUCH on Redis 7.2). The rule: ACL category
+    /// `@connection`, but those that only answer (PING, ECHO, WAIT, COMMAND)
+    /// and the named few that read about connections, act on other clients
+    /// or close it (CLIENT ID/GETNAME/INFO/LIST/KILL/PAUSE…, QUIT). A
+    /// container asked with a subcommand the table lacks counts (CLIENT
+    /// SETINFO on Redis 7.0, which answers it with an error). Narrower than
+    /// [`Table::changes_connection_state`] (no `@transaction`, no streams):
+    /// what `pipelab doctor` counts as connection set-up. Allocation-free.
+    pub fn sets_connection_state(&self, argv: ArgvRef<'_>) -> bool {
+        self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::SETS_STATE))
+    }
+
+    /// What `argv` does to its connection's MULTI/WATCH state, if anything:
+    /// the five commands of ACL category `@transaction`, told apart by name
+    /// (no flag says which opens and which ends), and RESET. `None` for
+    /// every other command and for commands the server lacks. Allocation-free.
+    pub fn transaction_step(&self, argv: ArgvRef<'_>) -> Option<TransactionStep> {
+        if !self.may_concern(Class::FILTER_STATE, argv) {
+            return None;
+        }
+        let cmd = self.command(argv)?;
+        if cmd.name == "reset" {
+            return Some(TransactionStep::End);
+        }
+        if !cmd.class.has(Class::TRANSACTION) {
+            return None;
+        }
+        match cmd.name.as_str() {
+            "multi" => Some(TransactionStep::Multi),
+            "watch" => Some(TransactionStep::Watch),
+            "unwatch" => Some(TransactionStep::Unwatch),
+            "exec" | "discard" => Some(TransactionStep::End),
+            _ => None,
+        }
     }
 
     /// The pre-filter of rule `i`: false if the rule cannot concern `argv`.
@@ -341,9 +448,9 @@ impl Table {
     /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
     /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
     /// subcommands, also `@scripting`, manage scripts without running one.
-    /// False for commands the server lacks.
+    /// False for commands the server lacks. Allocation-free.
     pub fn runs_script(&self, argv: ArgvRef<'_>) -> bool {
-        self.command(argv).is_some_and(|c| !c.name.contains('|') && c.in_category("scripting"))
+        self.may_concern(Class::FILTER_SCRIPT, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::SCRIPT))
     }
 }
 

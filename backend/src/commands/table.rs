@@ -246,14 +246,14 @@ pub struct Table {
     commands: Names<Command>,
     identity: Option<ServerIdentity>,
     /// Per rule (see `Class::RULES`): the names a rule may concern.
-    pub(crate) filters: [Prefilter; 3],
+    pub(crate) filters: [Prefilter; Class::RULES.len()],
 }
 
 impl Table {
     /// A table from `commands` (top-level entries, subcommands inside).
     pub fn new(commands: impl IntoIterator<Item = Command>, identity: Option<ServerIdentity>) -> Table {
         let commands: Names<Command> = commands.into_iter().map(|c| (c.name.as_bytes().into(), c)).collect();
-        let mut filters: [Prefilter; 3] = Default::default();
+        let mut filters: [Prefilter; Class::RULES.len()] = Default::default();
         for c in commands.values() {
             let class = c.subcommands.values().fold(c.class, |a, s| a.union(s.class));
             for (filter, mask) in filters.iter_mut().zip(Class::RULES) {

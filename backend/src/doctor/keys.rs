@@ -6,7 +6,8 @@
 //! looked at.
 //!
 //! Without the table (the upstream refused `COMMAND`, e.g. an ACL user
-//! without it), commands are grouped by name only.
+//! without it), commands are grouped by name only, and the tracker's rules
+//! ask the built-in fallback table ([`KeyTable::rules`]).
 
 use resp::Value;
 
@@ -28,6 +29,13 @@ impl KeyTable {
     /// True when the table holds no command (no `COMMAND` reply).
     pub fn is_empty(&self) -> bool {
         self.table.as_ref().is_none_or(Table::is_empty)
+    }
+
+    /// The table the tracker's rules ask (which commands end per-command
+    /// replies, start a transaction, run a script, set up the connection):
+    /// the server's, else the built-in fallback of `crate::commands::fallback`.
+    pub fn rules(&self) -> &Table {
+        self.table.as_ref().unwrap_or_else(|| crate::commands::fallback::table_ref())
     }
 
     /// The command's name as shown (`CLIENT KILL` for a subcommand the table

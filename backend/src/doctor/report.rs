@@ -132,9 +132,11 @@ pub struct Summary {
     pub wait_share: f64,
     /// MULTI commands seen.
     pub transactions: u64,
-    /// EVAL/EVALSHA/FCALL (and their `_RO` forms) seen.
+    /// Commands that run a script or a function seen (EVAL, EVALSHA, FCALL
+    /// and their `_RO` forms: the command table's `Table::runs_script`).
     pub scripts: u64,
-    /// Commands that change connection state (SELECT, HELLO, AUTH, CLIENT SETNAME, …) by name.
+    /// Commands that set up their connection (SELECT, HELLO, AUTH, CLIENT
+    /// SETNAME, …: the command table's `Table::sets_connection_state`) by name.
     pub state_changes: BTreeMap<String, u64>,
     pub missed_pipelines: u64,
     /// Commands in missed pipelines.

@@ -11,9 +11,14 @@
 //! It only reads the bytes: it keeps a copy of an incomplete request or
 //! reply at the end of a chunk (at most [`MAX_PENDING_BYTES`]) and nothing
 //! else. When it cannot follow a stream (bytes that are not RESP, a request
-//! or reply over that bound, pub/sub or MONITOR where replies are not one
-//! per command, CLIENT REPLY), it stops for that connection and says why;
-//! forwarding goes on untouched.
+//! or reply over that bound, pub/sub, MONITOR or CLIENT REPLY OFF where
+//! replies are not one per command), it stops for that connection and says
+//! why; forwarding goes on untouched.
+//!
+//! What a command does (ends one reply per command, opens or ends a
+//! transaction, runs a script, sets up the connection) is asked of the
+//! command table ([`KeyTable::rules`]: the server's, else the built-in
+//! fallback), never of a list of names here.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -22,6 +27,8 @@ use std::time::Instant;
 use resp::{Decoded, Decoder, RequestReader, Value};
 
 use super::keys::KeyTable;
+use crate::commands::{Table, TransactionStep};
+use crate::exec::Commands;
 use super::missed::{Detector, FlightFacts, Rule, Run};
 use super::pattern::key_pattern;
 use super::report::{ConnectionReport, Flight, MissedPipeline, Undecoded};
@@ -32,12 +39,9 @@ pub const FLIGHT_RING: usize = 64;
 /// past it the connection is no longer decoded (still forwarded).
 pub const MAX_PENDING_BYTES: usize = 1 << 20;
 
-/// Commands after which replies are no longer one per command.
-const UNTRACKABLE: &[&str] = &["SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "SYNC", "PSYNC", "CLIENT REPLY"];
-/// Commands that change the connection's state (counted in the summary).
-const STATE_CHANGES: &[&str] =
-    &["SELECT", "HELLO", "AUTH", "RESET", "READONLY", "READWRITE", "CLIENT SETNAME", "CLIENT TRACKING", "CLIENT SETINFO", "CLIENT NO-EVICT", "CLIENT NO-TOUCH"];
-const SCRIPTS: &[&str] = &["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"];
+/// Arguments of a command the table's rules read: the name, a subcommand
+/// and one more word (CLIENT REPLY OFF). Only these are copied for them.
+const RULE_ARGS: usize = 3;
 
 /// What happened on a connection, for the doctor's totals.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +100,9 @@ pub struct Tracker {
     keys: Arc<KeyTable>,
     requests: RequestReader,
     request_tail: Vec<u8>,
+    /// The current command's first [`RULE_ARGS`] arguments, for the table
+    /// (one buffer reused: no allocation per command).
+    head: Commands,
     replies: Decoder,
     reply_tail: Vec<u8>,
     stopped: bool,
@@ -115,6 +122,18 @@ pub struct Tracker {
 
 fn us(d: std::time::Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
+}
+
+/// `argv`'s command as written, upper-cased, with its subcommand when the
+/// table's entry is a container: `CLIENT SETINFO` even from a server that
+/// lacks it (Redis 7.0), whose table knows only `CLIENT`.
+fn shown_name(table: &Table, argv: &[Vec<u8>]) -> String {
+    let Some(first) = argv.first() else { return String::new() };
+    let name = super::pattern::command_name(first);
+    match argv.get(1) {
+        Some(sub) if table.get(first).is_some_and(|c| !c.subcommands.is_empty()) => format!("{name} {}", super::pattern::command_name(sub)),
+        _ => name,
+    }
 }
 
 /// Runs `parse` on the bytes held from the last chunk followed by `chunk`
@@ -148,6 +167,7 @@ impl Tracker {
             keys,
             requests: RequestReader::new(),
             request_tail: Vec::new(),
+            head: Commands::new(),
             replies: Decoder::new(),
             reply_tail: Vec::new(),
             stopped: false,
@@ -187,68 +207,78 @@ impl Tracker {
         self.outcomes.push(Outcome::Undecoded(Undecoded { connection: self.id, peer: self.peer.clone(), reason }));
     }
 
-    /// Bytes the client wrote, at `now`, before they are forwarded.
-    pub fn on_requests(&mut self, chunk: &[u8], now: Instant) {
+    /// Feeds `chunk` of one stream through [`feed`], the held bytes in
+    /// `tail_of(self)`; `parse` is given the tracker and the bytes. Stops the
+    /// tracker on an error, and holds nothing once it stopped.
+    fn feed_stream(
+        &mut self,
+        chunk: &[u8],
+        tail_of: fn(&mut Tracker) -> &mut Vec<u8>,
+        (stream, item): (&str, &str),
+        parse: impl FnOnce(&mut Tracker, &[u8]) -> Result<usize, String>,
+    ) {
         if self.stopped {
             return;
         }
-        let mut tail = std::mem::take(&mut self.request_tail);
-        let fed = feed(&mut tail, chunk, "requests", "a command", |buf| {
-            let mut pos = 0;
-            while let Some(req) = self.requests.next(&buf[pos..], false).map_err(|e| e.to_string())? {
-                pos += req.consumed;
-                self.on_command(&req.argv, req.consumed as u64, now);
-                if self.stopped {
-                    break;
-                }
-            }
-            Ok(pos)
-        });
-        match fed {
-            Ok(()) if !self.stopped => self.request_tail = tail,
+        let mut tail = std::mem::take(tail_of(self));
+        match feed(&mut tail, chunk, stream, item, |buf| parse(self, buf)) {
+            Ok(()) if !self.stopped => *tail_of(self) = tail,
             Ok(()) => {}
             Err(reason) => self.stop(reason),
         }
     }
 
+    /// Bytes the client wrote, at `now`, before they are forwarded.
+    pub fn on_requests(&mut self, chunk: &[u8], now: Instant) {
+        self.feed_stream(chunk, |t| &mut t.request_tail, ("requests", "a command"), |t, buf| {
+            let mut pos = 0;
+            while let Some(req) = t.requests.next(&buf[pos..], false).map_err(|e| e.to_string())? {
+                pos += req.consumed;
+                t.on_command(&req.argv, req.consumed as u64, now);
+                if t.stopped {
+                    break;
+                }
+            }
+            Ok(pos)
+        });
+    }
+
     fn on_command(&mut self, argv: &[Vec<u8>], bytes: u64, now: Instant) {
         let starts_flight = !self.accepting || self.open.is_empty();
-        // The table (and its copy of the argv) only for a flight's first
-        // command, the one whose pattern is kept; the others need the name.
-        let (name, key) = if starts_flight { self.keys.name_and_key(argv) } else { (super::pattern::command_name(argv.first().map_or(&[][..], |a| a.as_slice())), None) };
-        let base = name.split(' ').next().unwrap_or("");
-        if UNTRACKABLE.contains(&name.as_str()) || UNTRACKABLE.contains(&base) || (base == "CLIENT" && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"reply"))) {
+        let rules = self.keys.rules();
+        self.head.clear();
+        self.head.push(&argv[..argv.len().min(RULE_ARGS)]);
+        let head = self.head.get(0);
+        let (one_reply, step, script, set_up) =
+            (rules.answers_once(head).is_ok(), rules.transaction_step(head), rules.runs_script(head), rules.sets_connection_state(head));
+        if !one_reply {
+            let name = shown_name(rules, argv);
             return self.stop(format!("{name}: replies are not one per command from here on"));
         }
-        let breaks_runs = self.watching || self.in_multi || matches!(base, "WATCH" | "MULTI" | "EXEC" | "DISCARD" | "UNWATCH");
-        match base {
-            "WATCH" => self.watching = true,
-            "MULTI" => {
+        let breaks_runs = self.watching || self.in_multi || step.is_some();
+        match step {
+            Some(TransactionStep::Watch) => self.watching = true,
+            Some(TransactionStep::Multi) => {
                 self.in_multi = true;
                 self.outcomes.push(Outcome::Transaction);
             }
-            "EXEC" | "DISCARD" | "RESET" => {
+            Some(TransactionStep::End) => {
                 self.in_multi = false;
                 self.watching = false;
             }
-            "UNWATCH" if !self.in_multi => self.watching = false,
+            Some(TransactionStep::Unwatch) if !self.in_multi => self.watching = false,
             _ => {}
         }
-        if SCRIPTS.contains(&base) {
+        if script {
             self.outcomes.push(Outcome::Script);
         }
-        // Named from argv, not the table: a server without CLIENT SETINFO (7.0) still shows it.
-        let state_name = match argv.get(1) {
-            Some(sub) if base == "CLIENT" => Some(format!("CLIENT {}", super::pattern::command_name(sub))),
-            _ => STATE_CHANGES.contains(&base).then(|| base.to_string()),
-        };
-        let state_change = state_name.as_deref().is_some_and(|n| STATE_CHANGES.contains(&n));
-        if let Some(state_name) = state_name.filter(|_| state_change) {
+        if set_up {
+            let state_name = shown_name(self.keys.rules(), argv);
             *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
             self.outcomes.push(Outcome::StateChange(state_name));
         }
         // Connection set-up (HELLO, AUTH, CLIENT SETNAME …) is not the application's loop.
-        let breaks_runs = breaks_runs || state_change;
+        let breaks_runs = breaks_runs || set_up;
         self.counters.commands += 1;
         if self.busy_since.is_none() {
             self.busy_since = Some(now);
@@ -257,12 +287,15 @@ impl Tracker {
             }
         }
         if starts_flight {
+            // The table (and its copy of the argv) only for a flight's first
+            // command: the one whose pattern is kept.
+            let (name, key) = self.keys.name_and_key(argv);
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
             // Only a flight's first command gets a pattern: the rest of a
             // pipeline is never part of a run.
             let pattern = match key {
                 Some(i) => format!("{name} {}", key_pattern(&argv[i])),
-                None => name.clone(),
+                None => name,
             };
             self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
             self.accepting = true;
@@ -275,20 +308,16 @@ impl Tracker {
 
     /// Bytes Redis sent, at `now`, before they are forwarded.
     pub fn on_replies(&mut self, chunk: &[u8], now: Instant) {
-        if self.stopped {
-            return;
-        }
         // The decoder resumes its check where it stopped: the next call
         // gives it the same bytes (the tail) followed by more.
-        let mut tail = std::mem::take(&mut self.reply_tail);
-        let fed = feed(&mut tail, chunk, "replies", "a reply", |buf| {
+        self.feed_stream(chunk, |t| &mut t.reply_tail, ("replies", "a reply"), |t, buf| {
             let mut pos = 0;
             while pos < buf.len() {
-                match self.replies.decode(&buf[pos..]).map_err(|e| e.to_string())? {
+                match t.replies.decode(&buf[pos..]).map_err(|e| e.to_string())? {
                     Decoded::Complete { value, consumed } => {
                         pos += consumed;
                         if !matches!(value, Value::Push(_)) {
-                            self.on_reply(consumed as u64, now);
+                            t.on_reply(consumed as u64, now);
                         }
                     }
                     Decoded::Incomplete { .. } => break,
@@ -296,10 +325,6 @@ impl Tracker {
             }
             Ok(pos)
         });
-        match fed {
-            Ok(()) => self.reply_tail = tail,
-            Err(reason) => self.stop(reason),
-        }
     }
 
     fn on_reply(&mut self, bytes: u64, now: Instant) {
@@ -531,9 +556,17 @@ mod tests {
 
     #[test]
     fn subscribe_stops_tracking() {
+        for cmd in ["SUBSCRIBE a b", "unsubscribe a b", "MONITOR", "CLIENT REPLY OFF"] {
+            let (mut t, o) = tracker();
+            t.on_requests(format!("{cmd}\r\n").as_bytes(), at(o, 0));
+            assert!(t.stopped(), "{cmd}");
+        }
+        // CLIENT REPLY ON answers +OK: still one reply per command.
         let (mut t, o) = tracker();
-        t.on_requests(b"SUBSCRIBE a b\r\n", at(o, 0));
-        assert!(t.stopped());
+        t.on_requests(b"CLIENT REPLY ON\r\nEVAL x 0\r\n", at(o, 0));
+        assert!(!t.stopped());
+        assert!(t.outcomes.contains(&Outcome::Script));
+        assert!(t.outcomes.contains(&Outcome::StateChange("CLIENT REPLY".into())));
     }
 
     #[test]

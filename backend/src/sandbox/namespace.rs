@@ -8,10 +8,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue};
-use axum::middleware::Next;
-use axum::response::Response;
 
 use crate::api::AppState;
 
@@ -83,16 +81,15 @@ pub fn set_cookie(ns: &Namespace, ttl: std::time::Duration) -> HeaderValue {
         .expect("an id of hex digits")
 }
 
-/// The tower middleware (with `--sandbox`): every request gets its
-/// [`Namespace`] in its extensions (the cookie's, else a new one) and
-/// every response the cookie again.
-pub async fn middleware(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let Some(sandbox) = state.sandbox.clone() else { return next.run(req).await };
+/// With `--sandbox` (in `api::gate`): the request gets its [`Namespace`]
+/// in its extensions (the cookie's, else a new one), and the returned
+/// `Set-Cookie` value goes on its response, whatever it is.
+pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue>) {
+    let Some(sandbox) = state.sandbox.as_ref() else { return (req, None) };
     let ns = from_headers(req.headers()).unwrap_or_else(Namespace::random);
-    req.extensions_mut().insert(ns.clone());
-    let mut res = next.run(req).await;
-    res.headers_mut().append(header::SET_COOKIE, set_cookie(&ns, sandbox.config.sandbox_ttl));
-    res
+    let cookie = set_cookie(&ns, sandbox.config.sandbox_ttl);
+    req.extensions_mut().insert(ns);
+    (req, Some(cookie))
 }
 
 #[cfg(test)]

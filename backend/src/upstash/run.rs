@@ -18,6 +18,7 @@ use crate::api::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
 use crate::api::AppState;
+use crate::commands::Table;
 use crate::exec::{ArgvRef, Commands, Mode, Report};
 
 /// Runs `commands` in `mode` for a request with `access`.
@@ -51,7 +52,7 @@ pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mod
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     if mode != Mode::Transaction {
         for (i, argv) in batch.commands.iter().enumerate() {
-            if let Some(name) = spans_requests(argv) {
+            if let Some(name) = spans_requests(table, argv) {
                 return Err(UpstashError::bad_request(format!(
                     "ERR {name} is not supported here (command {i}): a transaction cannot span requests; \
                      send its commands to /multi-exec, which runs them in MULTI/EXEC"
@@ -67,14 +68,13 @@ pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mod
     Ok(report)
 }
 
-/// MULTI, EXEC, DISCARD, WATCH and UNWATCH: connection state that would
-/// have to outlive the request (as Upstash refuses them over REST).
-fn spans_requests(argv: ArgvRef<'_>) -> Option<String> {
-    let name = argv.name()?;
-    ["MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"]
-        .iter()
-        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
-        .map(|n| n.to_string())
+/// The name of `argv` if it is a step of a transaction (MULTI, EXEC,
+/// DISCARD, WATCH, UNWATCH: [`Table::transaction_step`]), connection state
+/// that would have to outlive the request (as Upstash refuses them over
+/// REST). RESET is one too, but refused before, as every request's.
+fn spans_requests(table: &Table, argv: ArgvRef<'_>) -> Option<String> {
+    table.transaction_step(argv)?;
+    Some(String::from_utf8_lossy(argv.name()?).to_uppercase())
 }
 
 /// The `Server-Timing` header of a report: the batch's wall time in Redis
@@ -83,8 +83,9 @@ fn spans_requests(argv: ArgvRef<'_>) -> Option<String> {
 pub fn server_timing(report: &Report) -> HeaderValue {
     let s = &report.summary;
     let trips = if s.round_trips == 1 { "round trip" } else { "round trips" };
+    let commands = if s.commands == 1 { "command" } else { "commands" };
     let text = format!(
-        "redis;dur={:.3};desc=\"{} {trips}, {} commands\"",
+        "redis;dur={:.3};desc=\"{} {trips}, {} {commands}\"",
         s.total_us as f64 / 1000.0,
         s.round_trips,
         s.commands

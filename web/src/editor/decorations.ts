@@ -1,9 +1,11 @@
 // Decorations of an editor view, for its visible lines only (fast at
 // 100,000 commands): each command's size in RESP bytes, CR LF markers in the
-// RESP view, and the lines of the command under the cursor.
+// RESP view, the lines of the command under the cursor and of the commands
+// the server will refuse (refusedMarks.ts).
 import { RangeSetBuilder } from '@codemirror/state';
 import { Decoration, EditorView, ViewPlugin, WidgetType, type DecorationSet, type ViewUpdate } from '@codemirror/view';
 import { activeField, firstCommandAfter, mapField } from './commandMap.js';
+import { refusedField } from './refusedMarks.js';
 
 class TextWidget extends WidgetType {
   constructor(readonly text: string, readonly cls: string, readonly title = '') {
@@ -27,6 +29,7 @@ class TextWidget extends WidgetType {
 
 const CRLF = Decoration.widget({ widget: new TextWidget('\\r\\n', 'cm-crlf', 'CR LF: 2 bytes'), side: 1 });
 const activeLine = Decoration.line({ class: 'cm-activeCommand' });
+const refusedLine = Decoration.line({ class: 'cm-refusedCommand' });
 
 /** Byte counts per command, CR LF markers (`showCrlf`) and the active command. */
 export function decorationsPlugin(showCrlf: boolean) {
@@ -34,6 +37,7 @@ export function decorationsPlugin(showCrlf: boolean) {
     const { doc } = view.state;
     const map = view.state.field(mapField);
     const active = view.state.field(activeField);
+    const refused = view.state.field(refusedField, false);
     const marks: { pos: number; deco: Decoration }[] = [];
     let crlfDone = 0; // last line marked: visible ranges may share a line
     let cmdDone = 0; // first command not yet decorated
@@ -55,9 +59,14 @@ export function decorationsPlugin(showCrlf: boolean) {
             side: 2,
           }),
         });
-        if (k === active) {
+        const why = refused?.get(k);
+        if (why !== undefined) {
+          marks.push({ pos: last.to, deco: Decoration.widget({ widget: new TextWidget('refused', 'cm-refused', `command ${k + 1}: ${why}`), side: 3 }) });
+        }
+        for (const [on, deco] of [[k === active, activeLine], [why !== undefined, refusedLine]] as const) {
+          if (!on) continue;
           const first = doc.lineAt(map.from[k]).number;
-          for (let l = first; l <= last.number; l++) marks.push({ pos: doc.line(l).from, deco: activeLine });
+          for (let l = first; l <= last.number; l++) marks.push({ pos: doc.line(l).from, deco });
         }
       }
     }

@@ -10,6 +10,7 @@ import { setDiagnostics, type Diagnostic } from '@codemirror/lint';
 import { inlineToResp, respToInline, type CommandSpans, type InlineToResp } from '../wasm.js';
 import { activeField, commandAt, mapField, setActive, setMap, type CommandMap } from './commandMap.js';
 import { decorationsPlugin } from './decorations.js';
+import { refusedField, setRefused, type RefusedMarks } from './refusedMarks.js';
 import { replaceText } from './replaceText.js';
 import { bytesToView, viewToBytes } from './respText.js';
 import { renderStatus } from './status.js';
@@ -37,6 +38,8 @@ export interface Editors {
   /** Calls `listener` each time the batch changes (either view edited, or
    * `setInline`), after `snapshot()` reflects the change. */
   onChange(listener: () => void): void;
+  /** Marks the commands (by index) the server will refuse, with why, in both views; an empty map takes the marks away. */
+  markRefused(marks: RefusedMarks): void;
 }
 
 /** Large documents are re-derived after a pause instead of on every key. */
@@ -136,6 +139,7 @@ export function createEditors(opts: {
     opts.extraKeys,
     mapField,
     activeField,
+    refusedField,
     EditorView.contentAttributes.of({ 'aria-label': label }),
   ];
 
@@ -302,6 +306,14 @@ export function createEditors(opts: {
     },
     onChange(listener: () => void) {
       listeners.push(listener);
+    },
+    markRefused(marks: RefusedMarks) {
+      // Only a change is dispatched: every edit asks again.
+      for (const v of [inline, resp]) {
+        const now = v.state.field(refusedField);
+        if (now.size === 0 && marks.size === 0) continue;
+        v.dispatch({ effects: setRefused.of(marks) });
+      }
     },
   };
 }

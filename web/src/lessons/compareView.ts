@@ -6,7 +6,7 @@ import type { PlaygroundState } from './bridge.js';
 import { compare } from '../api/client.js';
 import { batchSizeNote } from './batchSizeNote.js';
 import { syscallTable } from './syscalls.js';
-import { count, el, errorBox, fmtInt, fmtMs, fmtX, prose, table } from './ui.js';
+import { controls, count, el, errorBox, fmtInt, fmtMs, fmtX, table, view } from './ui.js';
 
 export function compareView(state: PlaygroundState): HTMLElement {
   const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', step: 'any', value: '1' });
@@ -14,23 +14,15 @@ export function compareView(state: PlaygroundState): HTMLElement {
   const clients = el('input', { type: 'number', id: 'compare-clients', min: '1', step: '1', value: '10' });
   const run = el('button', { type: 'button', id: 'compare-run', class: 'run' }, 'Run in all four modes');
   const out = el('div', { id: 'compare-out', 'aria-live': 'polite' });
-  const root = el(
-    'section',
-    { id: 'compare-view', class: 'view', 'aria-labelledby': 'compare-title' },
-    el('h2', { id: 'compare-title' }, 'Compare modes'),
-    prose(`<p>Runs the batch in the playground's editor once sequentially, once as a pipeline, once as
+  const root = view(
+    'compare',
+    'Compare modes',
+    `<p>Runs the batch in the playground's editor once sequentially, once as a pipeline, once as
       MULTI/EXEC and once auto-pipelined (that many concurrent callers, each awaiting its replies,
       coalesced into one write per tick), each on its own connection, at the RTT below. The batch really
       runs four times: its side effects happen four times (four INCRs of one key end at 4). Below the
-      charts, both sides' system calls per mode: pipelab's reads and writes, and Redis's.</p>`),
-    el(
-      'div',
-      { class: 'controls' },
-      el('label', { class: 'field' }, 'RTT (ms) ', rtt),
-      el('label', { class: 'field' }, 'Pipeline batch size ', size),
-      el('label', { class: 'field' }, 'Auto clients ', clients),
-      run,
-    ),
+      charts, both sides' system calls per mode: pipelab's reads and writes, and Redis's.</p>`,
+    controls(['RTT (ms) ', rtt], ['Pipeline batch size ', size], ['Auto clients ', clients], run),
     out,
   );
   run.addEventListener('click', async () => {

@@ -4,12 +4,21 @@ import { sweepModelChart } from '../charts/sweepModel.js';
 import { batch, sweep } from '../api/client.js';
 import { departures } from '../api/deeper.js';
 import { modelFacts } from './modelFacts.js';
+import { fastestOf, repeat, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';
-import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, table, verdict } from './ui.js';
+import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, table } from './ui.js';
 
 const SIZES = [1, 10, 100, 1000, 10000];
 const TOTAL = 10000;
 const TEMPLATE = ['SET', 'tut:l3:key:{i}', 'x'];
+/**
+ * A batch size whose run took less than this is measured REPEATS times and
+ * its fastest run kept: a short run is the one another process's CPU time
+ * skews (a batch-size-10 run took 923 ms once and 283 ms the next on a busy
+ * machine). The long runs (batch 1: 10,000 round trips) average it out.
+ */
+const SHORT_US = 1_000_000;
+const REPEATS = 3;
 /** Value size for the reply-memory measurement, bytes. */
 const VALUE = 100;
 
@@ -21,7 +30,11 @@ export const lesson3: Lesson = {
     <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
     <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
     <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
-    which deletes its keys afterwards) and plots commands per second on logarithmic axes.</p>
+    which deletes its keys afterwards) and plots commands per second on logarithmic axes.
+    The short runs (under a second) are swept ${REPEATS} times and the fastest of each kept:
+    on a busy machine one run of the same batch can take three times another; when the repeats
+    differ by more than half and the claim did not hold, the verdict says the machine was too
+    noisy to tell.</p>
     <p>At batch size 1 it is lesson 1: one RTT per command. Each ×10 in batch size divides
     the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
     Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
@@ -56,8 +69,15 @@ export const lesson3: Lesson = {
       example: () => ({ text: Array.from({ length: TOTAL }, (_, i) => `SET tut:l3:key:${i} x`).join('\n'), mode: 'pipeline', batch_size: 100, simulated_rtt_ms: rtt.value(), on_error: 'continue' }),
       async run(out) {
         const ms = rtt.value();
-        const res = await sweep({ command: TEMPLATE, total: TOTAL, batch_sizes: SIZES, simulated_rtt_ms: ms });
-        const pts = res.points;
+        // One run per batch size and sweep (`repeats: 1`): the page repeats the short ones itself,
+        // and the server's own repeats on top would take three times the commands from a
+        // sandbox's rate limit (its burst of 100,000 would refuse the page's second sweep).
+        const res = await sweep({ command: TEMPLATE, total: TOTAL, batch_sizes: SIZES, simulated_rtt_ms: ms, repeats: 1 });
+        // Best of REPEATS for the short runs; the model stays the first sweep's (fitted by the server to all five).
+        const short = res.points.filter((p) => p.total_us < SHORT_US).map((p) => p.batch_size);
+        const again = short.length > 0 ? await repeat(REPEATS - 1, () => sweep({ command: TEMPLATE, total: TOTAL, batch_sizes: short, simulated_rtt_ms: ms, repeats: 1 })) : [];
+        const { best, noise } = fastestOf([res.points, ...again.map((r) => r.points)], (p) => p.batch_size, (p) => p.total_us);
+        const pts = res.points.map((p) => best.get(p.batch_size)!);
         const canvas = el('canvas', { id: 'l3-chart' });
         const cps = (b: number) => pts.find((p) => p.batch_size === b)?.commands_per_sec ?? 0;
         // What one round trip of 10 000 replies weighs: GETs of a VALUE-byte string.
@@ -82,9 +102,14 @@ export const lesson3: Lesson = {
             { key: 'reply_bytes_per_round_trip', label: 'replies per round trip', value: perTrip, text: `${fmtInt(perTrip)} bytes` },
             { key: 'reply_bytes_at_1m', label: 'the same at 1,000,000 per batch', value: perTrip * 100, text: `≈ ${fmtInt((perTrip * 100) / 1e6)} MB` },
           ]),
+          metrics([
+            { key: 'repeated', label: `short runs, best of ${REPEATS}`, value: short.length, text: short.length ? `batch ${short.map(fmtInt).join(', ')}` : 'none' },
+            { key: 'noise', label: 'repeat spread', value: noise, text: `${Math.round(noise * 100)}%` },
+          ]),
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
-          verdict(
+          timedVerdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,
+            noise,
             `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms). ` +
               `Meanwhile the median reply waited ${fmtMs(p50(1))} at batch 1 and ${fmtMs(p50(10000))} at batch 10,000. ` +
               (res.model?.note

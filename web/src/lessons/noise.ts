@@ -41,14 +41,30 @@ export function timedVerdict(holds: boolean, noise: number, text: string): HTMLP
   return v;
 }
 
-/** Repeated `/compare` reports: each mode's fastest run, and the largest spread of any mode's repeats. */
-export function bestRuns<R extends { mode: string; summary: { total_us: number } }>(reps: Array<{ runs: R[] }>, modes: string[]): { best: Record<string, R>; noise: number } {
-  const best: Record<string, R> = {};
+/**
+ * Repeated measurements (`reps[i]`: one repeat's, each keyed by `key`): per
+ * key of the first repeat, the fastest by `us`, and the largest spread of any
+ * key's repeats. A key a later repeat lacks (measured fewer times) counts
+ * with the repeats that have it.
+ */
+export function fastestOf<T, K>(reps: T[][], key: (t: T) => K, us: (t: T) => number): { best: Map<K, T>; noise: number } {
+  const best = new Map<K, T>();
   let noise = 0;
-  for (const m of modes) {
-    const runs = reps.map((r) => r.runs.find((x) => x.mode === m)!);
-    best[m] = runs.reduce((a, b) => (b.summary.total_us < a.summary.total_us ? b : a));
-    noise = Math.max(noise, spread(runs.map((r) => r.summary.total_us)));
+  for (const first of reps[0] ?? []) {
+    const k = key(first);
+    const runs = reps.map((r) => r.find((x) => key(x) === k)).filter((x): x is T => x !== undefined);
+    best.set(k, runs.reduce((a, b) => (us(b) < us(a) ? b : a)));
+    noise = Math.max(noise, spread(runs.map(us)));
   }
   return { best, noise };
+}
+
+/** Repeated `/compare` reports: each mode's fastest run, and the largest spread of any mode's repeats. */
+export function bestRuns<R extends { mode: string; summary: { total_us: number } }>(reps: Array<{ runs: R[] }>, modes: string[]): { best: Record<string, R>; noise: number } {
+  const { best, noise } = fastestOf(
+    reps.map((r) => r.runs.filter((x) => modes.includes(x.mode))),
+    (r) => r.mode,
+    (r) => r.summary.total_us,
+  );
+  return { best: Object.fromEntries(best), noise };
 }

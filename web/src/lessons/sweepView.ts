@@ -5,7 +5,7 @@ import { sweepModelChart, type ModelSeries } from '../charts/sweepModel.js';
 import { modelFacts } from './modelFacts.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
 import { sweep } from '../api/client.js';
-import { el, errorBox, fmtInt, fmtMs, prose, table } from './ui.js';
+import { controls, el, errorBox, fmtInt, fmtMs, table, view } from './ui.js';
 
 /** `"1, 10, 100"` -> [1, 10, 100]; throws naming the bad entry. */
 export function parseSizes(s: string): number[] {
@@ -28,25 +28,15 @@ export function sweepView(): HTMLElement {
   const canvas = el('canvas', { id: 'sweep-chart' });
   const out = el('div', { id: 'sweep-out', 'aria-live': 'polite' });
   const series: ModelSeries[] = [];
-  const root = el(
-    'section',
-    { id: 'sweep-view', class: 'view', 'aria-labelledby': 'sweep-title' },
-    el('h2', { id: 'sweep-title' }, 'Batch-size sweep'),
-    prose(`<p>Sends <i>total</i> copies of one command (<code>{i}</code> becomes 0, 1, 2, …) as a
+  const root = view(
+    'sweep',
+    'Batch-size sweep',
+    `<p>Sends <i>total</i> copies of one command (<code>{i}</code> becomes 0, 1, 2, …) as a
       pipeline, once per batch size, and plots commands per second beside the cost model
       <code>T(b) = ⌈N/b⌉·RTT + N·t_cmd</code> (dashed; <code>t_cmd</code> fitted to the run, ▲ the knee) and
       each batch size's reply latency p50 and p99 (dotted, right axis). The keys it creates are deleted
-      afterwards. Run it at several RTTs: each run adds its lines.</p>`),
-    el(
-      'div',
-      { class: 'controls' },
-      el('label', { class: 'field' }, 'Command ', command),
-      el('label', { class: 'field' }, 'Total ', total),
-      el('label', { class: 'field' }, 'Batch sizes ', sizes),
-      el('label', { class: 'field' }, 'RTT (ms) ', rtt),
-      run,
-      clear,
-    ),
+      afterwards. Run it at several RTTs: each run adds its lines.</p>`,
+    controls(['Command ', command], ['Total ', total], ['Batch sizes ', sizes], ['RTT (ms) ', rtt], run, clear),
     el('div', { class: 'chart-box tall' }, canvas),
     out,
   );

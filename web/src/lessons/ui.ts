@@ -19,6 +19,25 @@ export function prose(html: string): HTMLDivElement {
   return d;
 }
 
+/** One of the page's experiment views (compare, sweep): a `section.view`
+ * with id `{name}-view`, its `h2` title (id `{name}-title`, which labels the
+ * section), its `intro` prose (our own constant HTML) and then `children`. */
+export function view(name: string, title: string, intro: string, ...children: Node[]): HTMLElement {
+  return el(
+    'section',
+    { id: `${name}-view`, class: 'view', 'aria-labelledby': `${name}-title` },
+    el('h2', { id: `${name}-title` }, title),
+    prose(intro),
+    ...children,
+  );
+}
+
+/** A `div.controls` row: each `[label, input]` pair becomes a
+ * `label.field` around its input; buttons and other elements stay as given. */
+export function controls(...items: Array<[string, HTMLElement] | HTMLElement>): HTMLDivElement {
+  return el('div', { class: 'controls' }, ...items.map((i) => (Array.isArray(i) ? el('label', { class: 'field' }, i[0], i[1]) : i)));
+}
+
 export const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
 /** `1 round trip`, `2 round trips`, `1,000 round trips` (English plural in `s`). */
 export const count = (n: number, noun: string) => `${fmtInt(n)} ${noun}${n === 1 ? '' : 's'}`;

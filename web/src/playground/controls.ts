@@ -14,6 +14,7 @@ export const form = $<HTMLFormElement>('controls');
 const batchSize = $<HTMLInputElement>('batch-size');
 const rtt = $<HTMLInputElement>('rtt');
 const clients = $<HTMLInputElement>('clients');
+const batchSizeNote = $<HTMLElement>('batch-size-note');
 
 /**
  * What the page checks before sending, from GET /api/v1/info (`limits`,
@@ -54,6 +55,26 @@ export function syncControls() {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
   }
+}
+
+/**
+ * Until the reader types a batch size (`data-auto` on the field, index.html),
+ * a pipeline is the whole batch in one round trip, as a transaction always
+ * is: a fixed default (1,000) split the 10,000-command sample into 10 round
+ * trips and made the transaction look faster than the pipeline (issue 21).
+ * The field follows the batch's size, up to the server's `max_commands`
+ * (`/info`; a batch larger than that is refused anyway), at least 1. Typing
+ * a value, or a permalink or lesson setting one, makes it the reader's.
+ */
+export function fitBatchSize(l: ServerLimits, commands: number) {
+  if (!('auto' in batchSize.dataset)) return;
+  batchSize.value = String(Math.max(1, Math.min(commands, l.maxCommands ?? Infinity)));
+}
+
+/** The batch size is the reader's from now on: the field no longer follows the batch. */
+function batchSizeChosen() {
+  delete batchSize.dataset.auto;
+  batchSizeNote.textContent = '';
 }
 
 /** A run control whose value cannot be sent, and what to tell the reader. */
@@ -121,16 +142,17 @@ export function clearControlError() {
 }
 
 /**
- * Before running: a batch whose simulated RTT alone exceeds the server's
- * batch timeout is refused by the API; `#run-warning` says so while the
+ * Before running: a batch with a command the server refuses (`refused`,
+ * from playground/refused.ts), or whose simulated RTT alone exceeds the
+ * server's batch timeout, is refused by the API; `#run-warning` says so while the
  * controls change (nothing while the timeout is unknown; `commands` is only
  * asked then: on a large batch it flushes the editors' pending sync).
  */
-export function updateWarning(l: ServerLimits, commands: () => number) {
+export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null) {
   const warning = $<HTMLParagraphElement>('run-warning');
-  const text = l.batchTimeoutMs !== undefined && !controlError(l)
+  const text = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
     ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs, Number(clients.value))
-    : null;
+    : null);
   warning.hidden = !text;
   warning.textContent = text ?? '';
   // The page knows the server would refuse the batch: no Run until the controls change.
@@ -157,6 +179,7 @@ export function wireControls(run: () => void, changed: () => void) {
     });
   }
   rtt.addEventListener('input', syncControls);
+  batchSize.addEventListener('input', batchSizeChosen);
   for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
   form.addEventListener('input', clearControlError);
   form.addEventListener('change', clearControlError);

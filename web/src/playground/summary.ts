@@ -48,7 +48,40 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     div.append(dt, dd);
     dl.append(div);
   }
-  summaryEl().replaceChildren(dl);
+  const note = roundTripNote(res, s.mode ?? mode);
+  const p = document.createElement('p');
+  p.className = 'round-trip-note';
+  p.dataset.note = 'round-trips';
+  p.textContent = note;
+  summaryEl().replaceChildren(...(note ? [dl, p] : [dl]));
+}
+
+/**
+ * Why the batch took the round trips it did, in words (issue 21: a
+ * transaction looked faster than a pipeline split by its batch size, and
+ * nothing said why). Batch size applies to pipelines only; a transaction is
+ * always its commands in one write between MULTI and EXEC.
+ */
+export function roundTripNote(res: BatchResponse, mode: Mode): string {
+  const s = res.summary;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const trips = (x: number) => `${n(x)} round trip${x === 1 ? '' : 's'}`;
+  const cmds = `${n(s.commands)} command${s.commands === 1 ? '' : 's'}`;
+  switch (mode) {
+    case 'pipeline': {
+      const b = s.batch_size ?? 0;
+      if (b >= s.commands) {
+        return `Pipeline: ${cmds} in ${trips(s.round_trips)}, the batch size (${n(b)}) holding the whole batch. Batch size applies to pipelines only; a transaction is always one round trip.`;
+      }
+      return `Pipeline: ${cmds} in ${trips(s.round_trips)} of up to ${n(b)} (the batch size). A transaction is always one round trip whatever the batch size: to compare the two fairly, give the pipeline a batch size of ${n(s.commands)} or more.`;
+    }
+    case 'transaction':
+      return `Transaction: ${cmds} between MULTI and EXEC in one write${s.round_trips > 1 ? ` (${trips(s.round_trips)} in all, WATCH's included)` : ', one round trip'}. Batch size applies to pipelines only: a transaction is always one round trip.`;
+    case 'sequential':
+      return `Sequential: one round trip per command, ${trips(s.round_trips)}.`;
+    default:
+      return '';
+  }
 }
 
 /** A message in place of the summary; `source` tells what it is about (`controls`: a run control's value). */

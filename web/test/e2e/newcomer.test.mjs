@@ -192,6 +192,85 @@ describe('the compare chart (item 4) and the batch size (item 6)', () => {
   });
 });
 
+describe('a fair default batch size (item 6)', () => {
+  test('the 10k sample: a pipeline is one round trip, as a transaction, until a batch size is typed; the summary says why', async () => {
+    await page.goto(lab.serve.base); // a fresh page: no batch size typed yet
+    await page.waitForFunction(() => document.querySelector('#resp-status')?.textContent?.includes('bytes'));
+    await page.selectOption('#sample', 'set10000');
+    await page.check('input[name="mode"][value="pipeline"]');
+    await page.waitForFunction(() => document.querySelector('#batch-size').value === '10000');
+    assert.equal(await page.innerText('#batch-size-note'), 'whole batch');
+    const note = () => page.innerText('#summary [data-note="round-trips"]');
+    await runAndWait();
+    let s = await summary();
+    assert.equal(s.round_trips, '1');
+    assert.equal(s.batch_size, '10,000 per round trip');
+    assert.equal(await note(), 'Pipeline: 10,000 commands in 1 round trip, the batch size (10,000) holding the whole batch. Batch size applies to pipelines only; a transaction is always one round trip.');
+    await shot(page, 'newcomer-round-trip-note');
+
+    await page.check('input[name="mode"][value="transaction"]');
+    await runAndWait();
+    s = await summary();
+    assert.equal(s.round_trips, '1');
+    assert.equal(s.batch_size, undefined, 'no batch size for a transaction');
+    assert.match(await note(), /^Transaction: 10,000 commands between MULTI and EXEC in one write, one round trip\. Batch size applies to pipelines only: a transaction is always one round trip\.$/);
+
+    // A batch size typed is the reader's: it stays, and the summary says how to compare fairly.
+    await page.check('input[name="mode"][value="pipeline"]');
+    await page.fill('#batch-size', '1000');
+    assert.equal(await page.innerText('#batch-size-note'), '');
+    await runAndWait();
+    s = await summary();
+    assert.equal(s.round_trips, '10');
+    assert.match(await note(), /^Pipeline: 10,000 commands in 10 round trips of up to 1,000 \(the batch size\)\. A transaction is always one round trip whatever the batch size: to compare the two fairly, give the pipeline a batch size of 10,000 or more\.$/);
+    await setBatch('PING\nPING');
+    assert.equal(await page.$eval('#batch-size', (e) => e.value), '1000');
+    await page.check('input[name="mode"][value="sequential"]');
+    await runAndWait();
+    assert.equal(await note(), 'Sequential: one round trip per command, 2 round trips.');
+  });
+});
+
+describe('a refused command before Run (item 8)', () => {
+  test("the server's refused list marks SELECT in the editor and keeps Run off with the reason; MULTI only in transaction mode", async () => {
+    const refused = await page.evaluate(async () => (await (await fetch('/api/v1/info')).json()).refused);
+    const select = refused.find((r) => r.command === 'SELECT');
+    await page.check('input[name="mode"][value="pipeline"]');
+    await setBatch('SET a 1\nselect 1\nGET a');
+    await page.waitForSelector('#run-warning:not([hidden])');
+    assert.equal(await page.innerText('#run-warning'), `Command 2 (line 2) will be refused by this server: ${select.message}. Remove it to run the batch.`);
+    assert.equal(await page.$eval('#run', (b) => b.disabled), true);
+    assert.equal(await page.$eval('#run', (b) => b.getAttribute('aria-describedby')), 'run-warning');
+    assert.equal(await page.locator('#inline-editor .cm-refusedCommand').count(), 1);
+    assert.match(await page.getAttribute('#inline-editor .cm-refused', 'title'), /^command 2: SELECT is refused/);
+    assert.equal(await page.locator('#resp-editor .cm-refusedCommand').count() > 0, true, 'the RESP view marks it too');
+    await shot(page, 'newcomer-refused-select');
+    // Ctrl+Enter does not send it either: no server-side error under the warning.
+    await page.keyboard.press('Control+Enter');
+    assert.equal(await page.$('#summary .message.error'), null);
+
+    // A subcommand, quoted and in any case; MULTI is refused in transaction mode only.
+    await setBatch('"client" Kill ID 3');
+    await page.waitForFunction(() => /CLIENT KILL is refused/.test(document.querySelector('#run-warning').textContent));
+    await setBatch('MULTI\nINCR n\nEXEC');
+    await page.waitForSelector('#run-warning', { state: 'hidden' });
+    assert.equal(await page.$eval('#run', (b) => b.disabled), false);
+    await page.check('input[name="mode"][value="transaction"]');
+    await page.waitForFunction(() => /^Command 1 \(line 1\) will be refused by this server: MULTI is refused in transaction mode/.test(document.querySelector('#run-warning').textContent));
+    assert.equal(await page.locator('#inline-editor .cm-refused').count(), 2, 'MULTI and EXEC marked');
+    assert.match(await page.innerText('#run-warning'), /\(2 commands of this batch are refused, marked in the editor\)/);
+    await page.check('input[name="mode"][value="pipeline"]');
+    await page.waitForSelector('#run-warning', { state: 'hidden' });
+    assert.equal(await page.locator('#inline-editor .cm-refused').count(), 0);
+    await setBatch('PING');
+  });
+
+  test('a time past 10 s reads in seconds', async () => {
+    const f = await page.evaluate(() => [812.3456, 9876.5, 40537.586, 125000].map(window.pipelab.fmtDuration));
+    assert.deepEqual(f, ['812.3 ms', '9,876.5 ms', '40.5 s', '2 min 5 s']);
+  });
+});
+
 describe('smaller ones (item 8) and phone width (item 9)', () => {
   test('the Sample menu shows the sample loaded; Run is off while the page knows the batch would be refused', async () => {
     await page.selectOption('#sample', 'incr1000');

@@ -194,9 +194,31 @@ test('lesson 2: the pipeline is one round trip and >= 10x faster at 1 ms RTT', {
 test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_000 }, async () => {
   await setSlider('l3-rtt', 0.2);
   const swept = page.waitForResponse((r) => r.url().endsWith('/api/v1/sweep'), { timeout: 110_000 });
+  const sweeps = [];
+  const onRequest = (r) => r.url().endsWith('/api/v1/sweep') && sweeps.push(r.postDataJSON().batch_sizes);
+  page.on('request', onRequest);
   await runLesson(3, 110_000);
+  page.off('request', onRequest);
   const model = (await (await swept).json()).model;
   const pts = JSON.parse((await metricsOf(3)).points);
+  // Issue 21, item 10: the short runs (under 1 s) were repeated, best of 3; batch 1 (10,000 round trips) once.
+  assert.equal(sweeps.length, 3, JSON.stringify(sweeps));
+  assert.deepEqual(sweeps[0], [1, 10, 100, 1000, 10000]);
+  assert.deepEqual(sweeps[1], sweeps[2]);
+  assert.ok(!sweeps[1].includes(1) && sweeps[1].includes(1000) && sweeps[1].includes(10000), `repeated: ${sweeps[1]}`);
+  assert.equal(Number((await metricsOf(3)).repeated), sweeps[1].length);
+  {
+    // The verdict follows the shown (best) points and the repeats' spread: too noisy to tell, or holds / differs.
+    const c = Object.fromEntries(pts);
+    const holds = c[10] / c[1] > c[10000] / c[1000] && c[1000] > c[1] * 5;
+    const noise = Number((await metricsOf(3)).noise);
+    const v = await verdictOf(3);
+    assert.equal(v.state, expectedVerdict(holds, noise), `verdict ${v.state}, noise ${noise}: ${v.text}`);
+    assert.equal(v.noise, noise);
+    if (v.state === 'noisy') assert.match(v.text, /too noisy to tell/);
+    else if (noise > 0.5) assert.match(v.text, /The machine was noisy: two runs of the same batch differed by \d+%/);
+    assert.match(await page.innerText('#lesson-3 .prose'), /short runs \(under a second\) are swept 3 times and the fastest of each kept/);
+  }
   assert.deepEqual(pts.map(([b]) => b), [1, 10, 100, 1000, 10000]);
   const cps = Object.fromEntries(pts);
   assert.ok(cps[10] > 2 * cps[1], `10: ${cps[10]} vs 1: ${cps[1]}`);

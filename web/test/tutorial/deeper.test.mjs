@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { importTs } from './helpers.mjs';
 
 const { modelUs, modelRate, departures, quantile, latencyOf } = await importTs('api/deeper.ts');
-const { spread, NOISY_SPREAD, bestRuns } = await importTs('lessons/noise.ts');
+const { spread, NOISY_SPREAD, bestRuns, fastestOf } = await importTs('lessons/noise.ts');
 const { keptAll } = await importTs('lessons/optimistic.ts');
 const { nextTxState } = await importTs('interactive/txState.ts');
 
@@ -53,6 +53,19 @@ test('bestRuns: each mode\'s fastest repeat, and the widest spread of any mode',
   assert.equal(best.sequential.summary.total_us, 1000);
   assert.equal(best.pipeline.summary.total_us, 20);
   assert.equal(noise, 0.5, 'the pipeline repeats differ by half the faster one');
+});
+
+test('fastestOf: lesson 3\'s sweeps, the short batch sizes repeated and batch 1 measured once', () => {
+  const pt = (b, us) => ({ batch_size: b, total_us: us });
+  const first = [pt(1, 9_000_000), pt(10, 923_000), pt(100, 60_000)];
+  const again = [[pt(10, 283_000), pt(100, 50_000)], [pt(10, 300_000), pt(100, 55_000)]];
+  const { best, noise } = fastestOf([first, ...again], (p) => p.batch_size, (p) => p.total_us);
+  assert.deepEqual([...best.keys()], [1, 10, 100], 'the first repeat\'s order');
+  assert.equal(best.get(1).total_us, 9_000_000, 'measured once: kept as it is');
+  assert.equal(best.get(10).total_us, 283_000);
+  assert.equal(best.get(100).total_us, 50_000);
+  assert.equal(noise, (923_000 - 283_000) / 283_000, 'the widest spread: batch 10');
+  assert.ok(noise > NOISY_SPREAD);
 });
 
 test('lesson 6: EVAL kept every update when the counter is 2(start+k) + (n−k)', () => {
