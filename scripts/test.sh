@@ -7,7 +7,7 @@
 # - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
 #   the wasm module in Node and the
 #   playground and tutorial in headless Chromium (test-web.sh,
-#   test-tutorial.sh), the build scripts the Dockerfile calls and the built
+#   test-tutorial.sh, the lessons once more in a sandbox), the build scripts the Dockerfile calls and the built
 #   binary started as a user starts it (test-deploy.sh), the official
 #   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh), the
 #   README's API examples run as shown (test-readme.sh).
@@ -35,6 +35,9 @@ part "cargo test" cargo test --workspace --locked
 for name in resp web tutorial deploy upstash readme; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
+# Every lesson again, in the sandbox of a public deployment (issue 15), on
+# the page scripts/test-tutorial.sh built.
+part "scripts/test-tutorial.sh in the sandbox" env PIPELAB_SANDBOX=1 PIPELAB_E2E_EMBEDDED=1 PIPELAB_WEB_BUILT=1 bash scripts/test-tutorial.sh
 echo "=== time per part"
 printf '%s\n' "${timings[@]}"
 echo "all pipelab tests passed in $((SECONDS - started)) s"

@@ -186,3 +186,19 @@ fn the_sandbox_preset_limits_every_kind() {
     assert!(s.requests.is_some() && s.commands.is_some() && s.bytes.is_some());
     assert_eq!(RateLimits::default(), RateLimits::off());
 }
+
+/// A sweep's repeats are taken from the command limit as they run: with
+/// room for one run of each size and not three, the sweep answers 200 with
+/// fewer runs per size (never a 413 or 429 for its repeats).
+#[tokio::test]
+async fn sweep_repeats_fit_the_command_limit() {
+    let redis = RedisServer::start();
+    let limits = RateLimits { commands: Some(Rate::new(1, 450)), ..RateLimits::off() };
+    let app = app(&redis, limits, Auth::none());
+    let body = json!({"command": ["SET", "sw:{i}", "x"], "total": 100, "batch_sizes": [10, 100], "repeats": 3}).to_string();
+    let (status, _, res) = send(&app, A, None, Method::POST, "/api/v1/sweep", body.into()).await;
+    assert_eq!(status, 200, "{res}");
+    let runs: Vec<usize> = res["points"].as_array().unwrap().iter().map(|p| p["runs_us"].as_array().unwrap().len()).collect();
+    // 200 taken up front, then room for 2 repeats of 100 (the 450 burst, 1/s refill).
+    assert_eq!(runs.iter().sum::<usize>(), 4, "{runs:?}");
+}

@@ -260,18 +260,45 @@ async fn sweep_reports_latency_and_a_fitted_cost_model() {
     let rtt = m["rtt_ms"].as_f64().unwrap();
     assert!(rtt > 0.2, "simulated plus loopback: {m}");
     let t_cmd = m["t_cmd_us"].as_f64().unwrap();
-    assert!(t_cmd > 0.0, "{m}");
+    assert!(t_cmd > 0.0 && m.get("note").is_none(), "fitted: {m}");
+    let fitted: Vec<u64> = m["fitted_on"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+    assert!(fitted.contains(&2000), "the one-round-trip run is mostly commands: {m}");
     let knee = m["knee_batch_size"].as_u64().unwrap();
     assert!([10, 100, 2000].contains(&knee), "{m}");
-    // The server's own µs per SET: the model's t_cmd includes it (and the
-    // client's work), so it is not much below it. The "within 3×"
-    // is a bench figure (a debug build's client work dominates here).
+    for p in res["points"].as_array().unwrap() {
+        let runs = p["runs_us"].as_array().unwrap();
+        assert!((1..=3).contains(&runs.len()) && runs.iter().any(|r| r == &p["total_us"]), "the median run of its repeats: {p}");
+    }
+    // Redis's own µs per SET: INFO commandstats read here directly
+    // (cumulative over every run of the sweep) and the model's (the deltas
+    // of the run with the fewest round trips).
     let info = match redis.cmd_str(&["INFO", "commandstats"]) {
         resp::Value::Bulk(b) => String::from_utf8(b).unwrap(),
         other => panic!("{other:?}"),
     };
     let line = info.lines().find(|l| l.starts_with("cmdstat_set:")).unwrap();
     let per_call: f64 = line.split(',').find_map(|kv| kv.strip_prefix("usec_per_call=")).unwrap().parse().unwrap();
-    eprintln!("t_cmd {t_cmd:.2} µs, server usec_per_call {per_call:.2} µs, ratio {:.2}", t_cmd / per_call);
-    assert!(t_cmd >= per_call / 3.0, "t_cmd {t_cmd} vs usec_per_call {per_call}");
+    let server = m["server_us_per_cmd"].as_f64().unwrap();
+    let client = m["client_cpu_us_per_cmd"].as_f64().unwrap();
+    eprintln!(
+        "t_cmd {t_cmd:.2} µs; Redis usec_per_call {per_call:.2} µs (whole sweep), {server:.2} µs (fitted run); pipelab CPU {client:.2} µs; t_cmd / usec_per_call {:.2}",
+        t_cmd / per_call
+    );
+    // The bound from below: t_cmd is wall time, the server's
+    // execution of each command is inside it.
+    assert!(t_cmd >= per_call / 3.0 && t_cmd >= server, "t_cmd {t_cmd} vs usec_per_call {per_call}, {server}");
+    assert!(server > 0.0 && client > 0.0, "{m}");
+    // From above, the "within 3× of usec_per_call" cannot hold for
+    // this binary: pipelab's own CPU per command (a debug build: 3.7–4.3 µs
+    // measured here on a loaded 2-core machine) is alone 13× Redis's
+    // 0.27–0.31 µs in the same pipelined run, and a pipeline's t_cmd is
+    // bounded by its slower side; t_cmd was 2.5–9.4× the cumulative
+    // usec_per_call (0.62–0.87 µs) in 8 runs, within 3× once. Within 3× of
+    // both sides' measured work holds (docs/api.md#sweep).
+    assert!(t_cmd <= 3.0 * (server + client), "t_cmd {t_cmd} vs Redis {server} + pipelab {client}");
+    // Repeats out of range name their field.
+    for bad in [0, 11] {
+        let (status, res) = api.post("/api/v1/sweep", &json!({"command": ["PING"], "total": 1, "batch_sizes": [1], "repeats": bad})).await;
+        assert_eq!((status, res["error"]["field"].as_str()), (400, Some("repeats")), "{res}");
+    }
 }

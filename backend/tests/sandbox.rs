@@ -334,6 +334,37 @@ async fn sweep_and_compare_stay_in_the_namespace() {
     assert!(s == 400 || s == 403, "{r}");
 }
 
+/// `summary.server` in the sandbox (lesson 9, the compare view): the
+/// sandbox user may not run `INFO`, so the readings are taken on the
+/// server's own connection; the counts are there, key names are not.
+#[tokio::test]
+async fn sandbox_batches_get_the_servers_counts() {
+    let (_redis, app, _) = start(100_000, 64 << 20, &[]);
+    let mut a = Visitor::new();
+    let commands: Vec<Json> = (0..100).map(|i| json!(["SET", format!("k:{i}"), "x"])).collect();
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"commands": commands, "mode": "sequential", "server_stats": true, "results": "none"})).await;
+    assert_eq!(s, 200, "{r}");
+    let server = &r["summary"]["server"];
+    assert!(server["reads"].as_u64().is_some_and(|n| n >= 100), "{server}");
+    assert!(server["calls"].as_u64().is_some_and(|n| n >= 100), "{server}");
+    let (s, r) = a.post(&app, "/api/v1/compare", &json!({"text": "INCR c\nINCR c"})).await;
+    assert_eq!(s, 200, "{r}");
+    for run in r["runs"].as_array().unwrap() {
+        assert!(run["summary"]["server"]["calls"].as_u64().is_some_and(|n| n >= 2), "{run}");
+    }
+}
+
+/// The same for a read-only token's batch (the read-only user may not run `INFO` either).
+#[tokio::test]
+async fn readonly_batches_get_the_servers_counts() {
+    let (_redis, app) = readonly_app();
+    let body = json!({"text": "GET k\nGET k", "server_stats": true}).to_string();
+    let (status, _, body) = app.respond(readonly_request("/api/v1/batch", body)).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let body: Json = serde_json::from_slice(&body).unwrap();
+    assert!(body["summary"]["server"]["calls"].as_u64().is_some_and(|n| n >= 2), "{}", body["summary"]);
+}
+
 #[tokio::test]
 async fn info_says_the_sandbox_is_on() {
     let (_redis, app, _) = start(7, 1 << 20, &[]);

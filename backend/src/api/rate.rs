@@ -455,6 +455,14 @@ pub fn take_commands(state: &AppState, client: Option<&Client>, n: usize) -> Res
     })
 }
 
+/// Takes `n` commands from `client` if its buckets have room now, without
+/// refusing the request: for work a handler may leave out (a sweep's
+/// repeats). `true` when limits are off.
+pub fn take_commands_if_room(state: &AppState, client: Option<&Client>, n: usize) -> bool {
+    let (Some(client), Some(buckets)) = (client, state.rate.buckets(Kind::Commands)) else { return true };
+    buckets.take(Kind::Commands, client, n as u64).is_ok()
+}
+
 /// A request admitted under the limits, to settle once answered: its
 /// [`Client`] and path, `None` when limits are off or the path is exempt.
 pub struct Admitted(Option<(Client, String)>);

@@ -39,12 +39,19 @@ pub struct SweepRequest {
     /// Extra delay per round trip in ms, 0 to 1000. Default 0.
     #[schema(minimum = 0, maximum = 1000)]
     pub simulated_rtt_ms: Option<f64>,
+    /// Runs per batch size, 1 to 10 (default 3); each point is its size's
+    /// median run. A size stops repeating once its runs took 1 s together,
+    /// or when the client's command rate limit has no room for another run
+    /// (only the first run of each size is counted before the sweep starts).
+    #[schema(minimum = 1, maximum = 10, example = 3)]
+    pub repeats: Option<i64>,
 }
 
 /// Run a command template at several pipeline batch sizes.
 ///
-/// Each batch size is one pipeline-mode run of `total` commands on its own
-/// connection, in the order given. The keys the sweep created are deleted
+/// Each batch size is up to `repeats` pipeline-mode runs of `total`
+/// commands, in the order given; its point is the median run. The model
+/// beside them is fitted on the runs that were not mostly round trips. The keys the sweep created are deleted
 /// afterwards, even when a run failed.
 #[utoipa::path(post, path = "/api/v1/sweep", tag = "batches", request_body = SweepRequest, responses(
     (status = 200, description = "Throughput per batch size", body = SweepReport),
@@ -64,6 +71,9 @@ pub async fn sweep(
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
     let mut spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
+    if let Some(r) = req.repeats {
+        spec = spec.with_repeats(r)?;
+    }
     let rules = Rules::for_request(&state, caller.ns).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
@@ -109,10 +119,47 @@ pub async fn sweep(
             ));
         }
     }
-    // Each batch size runs `total` commands.
+    // Each batch size runs `total` commands once; its repeats are taken
+    // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
     super::rate::take_commands(&state, caller.client.as_ref(), commands)?;
     // If the client leaves mid-sweep, this handler is dropped with the
     // sweep in it, whose clean-up then deletes the keys in a task of its own.
-    Ok(Json(crate::lab::sweep::sweep(&state, &spec).await?))
+    let runner = Metered { state, client: caller.client };
+    Ok(Json(crate::lab::sweep::sweep(&runner, &spec).await?))
+}
+
+/// The API as the sweep's runner: [`AppState`]'s, with each repeat of a
+/// batch size taken from the client's command rate limit if it has room
+/// (the sandbox's burst of 100,000 covers lesson 3's five sizes of 10,000
+/// twice, not three times): a repeat left out leaves fewer `runs_us`,
+/// never a refused sweep.
+#[derive(Clone)]
+struct Metered {
+    state: AppState,
+    client: Option<super::rate::Client>,
+}
+
+impl crate::lab::Runner for Metered {
+    type Error = ApiError;
+
+    fn run(&self, batch: &crate::exec::Batch) -> impl std::future::Future<Output = Result<crate::exec::Report, ApiError>> + Send {
+        self.state.run(batch)
+    }
+
+    async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
+        self.state.command(argv).await
+    }
+
+    fn batch_timeout(&self) -> std::time::Duration {
+        self.state.batch_timeout()
+    }
+
+    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+        self.state.commands().await
+    }
+
+    fn may_repeat(&self, commands: u64) -> bool {
+        super::rate::take_commands_if_room(&self.state, self.client.as_ref(), commands as usize)
+    }
 }

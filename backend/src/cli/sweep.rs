@@ -38,6 +38,10 @@ pub struct Args {
     /// Simulated round-trip time to add, in ms (0 to 1000, fractional; API: `simulated_rtt_ms`).
     #[arg(long, default_value_t = 0.0, value_parser = rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
+    /// Runs per batch size, 1 to 10; each row is its size's median run, and
+    /// a size stops repeating once its runs took 1 s together (API: `repeats`).
+    #[arg(long, default_value_t = pipelab::lab::sweep::DEFAULT_REPEATS as u64, value_parser = at_least_one)]
+    repeats: u64,
     #[command(flatten)]
     lab: LabArgs,
 }
@@ -51,7 +55,9 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     })?;
     let sizes: Vec<i64> = args.batch_sizes.iter().map(|&b| i64::try_from(b).unwrap_or(i64::MAX)).collect();
     let total = i64::try_from(args.count).unwrap_or(i64::MAX);
-    let spec = SweepSpec::new(template, total, &sizes, args.rtt).map_err(|e| input_error(NAME, &e, &[]))?;
+    let spec = SweepSpec::new(template, total, &sizes, args.rtt)
+        .and_then(|s| s.with_repeats(i64::try_from(args.repeats).unwrap_or(i64::MAX)))
+        .map_err(|e| input_error(NAME, &e, &[]))?;
     // Refused before anything runs, as the API refuses it.
     exec::check_command(&*runner.commands().await, Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
         .map_err(|m| fail(NAME, Exit::BadInput, format_args!("--command: {m}")))?;
@@ -95,8 +101,16 @@ fn print_table(report: &SweepReport, command: &str, target: &pipelab::conn::Redi
         );
     }
     println!(
-        "model: T(b) = ceil(N/b) × RTT + N × t_cmd, RTT {:.3} ms (simulated + loopback), t_cmd {:.2} µs (least squares); knee at batch size {}",
-        m.rtt_ms, m.t_cmd_us, m.knee_batch_size
+        "model: T(b) = ceil(N/b) × RTT + N × t_cmd, RTT {:.3} ms (simulated + loopback {:.3}), t_cmd {:.2} µs (least squares on batch sizes {:?}); knee at batch size {}",
+        m.rtt_ms, m.loopback_rtt_ms, m.t_cmd_us, m.fitted_on, m.knee_batch_size
+    );
+    if let Some(note) = &m.note {
+        println!("model: {note}");
+    }
+    let per = |v: Option<f64>| v.map_or("unknown".to_string(), |us| format!("{us:.2} µs"));
+    println!(
+        "per command: t_cmd {:.2} µs (wall time: client, kernel and Redis, overlapping in a pipeline); Redis {} (INFO commandstats: the command's execution only); pipelab {} (its CPU: encoding, system calls, parsing replies)",
+        m.t_cmd_us, per(m.server_us_per_cmd), per(m.client_cpu_us_per_cmd)
     );
     let c = &report.cleanup;
     println!(

@@ -483,6 +483,20 @@ pub async fn execute_pooled_into<K: ResultSink>(
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
+    execute_pooled_probed_into(pool, pool, batch, opts, sink).await
+}
+
+/// [`execute_pooled_into`] with `summary.server`'s `INFO` readings taken
+/// on a connection from `probe_pool`: a batch that runs as a Redis ACL
+/// user who may not run `INFO` (the sandbox's, the read-only token's) is
+/// measured on the server's own connection (counts only; no key names).
+pub async fn execute_pooled_probed_into<K: ResultSink>(
+    pool: &Pool,
+    probe_pool: &Pool,
+    batch: &Batch,
+    opts: &ExecOptions,
+    sink: &mut K,
+) -> Result<StreamReport<Infallible>, ExecError> {
     validate(batch, &opts.table(Some(pool)))?;
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
@@ -492,11 +506,11 @@ pub async fn execute_pooled_into<K: ResultSink>(
     }
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
-    let probe = server::Probe::pooled(pool, plan, &settings).await;
+    let probe = server::Probe::pooled(probe_pool, plan, &settings).await;
     // The table as the new connection may just have refreshed it.
     let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, opts.table(Some(pool))).await;
     let mut out = ran.report;
-    server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
+    server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {
         out.reconnect_failed = ran.reconnect_failed;
     }

@@ -11,6 +11,7 @@
 
 pub mod cleanup;
 pub mod compare;
+pub mod cpu;
 pub mod error;
 pub mod runner;
 pub mod sweep;

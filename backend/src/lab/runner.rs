@@ -39,6 +39,14 @@ pub trait Runner: Clone + Send + Sync + 'static {
     /// Longest a batch may run: the sweep's clean-up waits this plus 1 s.
     fn batch_timeout(&self) -> Duration;
 
+    /// Whether an optional run of `commands` more may go ahead (a sweep's
+    /// repeats of a batch size): the API asks the client's rate limit,
+    /// taking them if there is room (a repeat is skipped, never refused).
+    fn may_repeat(&self, commands: u64) -> bool {
+        let _ = commands;
+        true
+    }
+
     /// The target's command table (`crate::commands`): where the sweep's
     /// clean-up finds the keys its commands write.
     fn commands(&self) -> impl Future<Output = Arc<Table>> + Send;

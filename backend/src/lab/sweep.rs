@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use super::cleanup::{self, Cleanup};
 use super::error::{InputError, LabError, Problem};
 use super::runner::{pipeline, Runner};
+use crate::exec::server::ServerWork;
 use crate::exec::{Argv, Batch, Commands, Mode, Plan, Report};
 
 /// A sweep to run, checked by [`SweepSpec::new`].
@@ -26,7 +27,22 @@ pub struct SweepSpec {
     pub batch_sizes: Vec<usize>,
     /// Extra delay per round trip in ms (0 to 1000; the executor checks it).
     pub simulated_rtt_ms: f64,
+    /// Runs per batch size, 1 to [`MAX_REPEATS`] (default [`DEFAULT_REPEATS`]);
+    /// a batch size stops repeating once its runs took [`REPEAT_BUDGET_US`]
+    /// together. Its point is its median run.
+    pub repeats: u32,
 }
+
+/// Runs per batch size unless asked otherwise: one stall of a loaded
+/// machine is a large share of a run of a few ms, and the median of three
+/// runs leaves it out.
+pub const DEFAULT_REPEATS: u32 = 3;
+/// Most runs per batch size a sweep may ask for.
+pub const MAX_REPEATS: u32 = 10;
+/// A batch size whose runs have taken this long together (µs) is not run
+/// again: a run of a second has averaged over its thousands of round trips
+/// already, and repeating it would only make the sweep slower.
+pub const REPEAT_BUDGET_US: u64 = 1_000_000;
 
 impl SweepSpec {
     /// Checks what any sweep needs: a command name, `total` ≥ 1, at least
@@ -58,7 +74,19 @@ impl SweepSpec {
                 )),
             })
             .collect::<Result<_, _>>()?;
-        Ok(SweepSpec { template, total: total as u64, batch_sizes, simulated_rtt_ms })
+        Ok(SweepSpec { template, total: total as u64, batch_sizes, simulated_rtt_ms, repeats: DEFAULT_REPEATS })
+    }
+
+    /// `self` with `repeats` runs per batch size (API field `repeats`):
+    /// 1 to [`MAX_REPEATS`], else an error naming the field.
+    pub fn with_repeats(mut self, repeats: i64) -> Result<Self, InputError> {
+        match u32::try_from(repeats) {
+            Ok(r) if (1..=MAX_REPEATS).contains(&r) => {
+                self.repeats = r;
+                Ok(self)
+            }
+            _ => Err(InputError::new(Problem::InvalidField, "repeats", format!("must be 1 to {MAX_REPEATS}, got {repeats}"))),
+        }
     }
 
     /// The `total` commands: the template with `{i}` = 0, 1, …
@@ -75,12 +103,17 @@ impl SweepSpec {
     "total": 10000, "simulated_rtt_ms": 0.2,
     "points": [
         {"batch_size": 1, "total_us": 2412000, "commands_per_sec": 4146.0, "round_trips": 10000, "ok": 10000, "errors": 0, "incomplete": 0,
-            "latency_us": {"p50": 231, "p99": 402, "max": 1210}},
+            "latency_us": {"p50": 231, "p99": 402, "max": 1210}, "runs_us": [2412000],
+            "server": {"reads": 10000, "writes": 10000, "net_input_bytes": 330000, "net_output_bytes": 50000, "usec": 9100, "calls": 10000, "approximate": false},
+            "client_cpu_us": 610000},
         {"batch_size": 100, "total_us": 61000, "commands_per_sec": 163934.0, "round_trips": 100, "ok": 10000, "errors": 0, "incomplete": 0,
-            "latency_us": {"p50": 498, "p99": 700, "max": 905}}
+            "latency_us": {"p50": 498, "p99": 700, "max": 905}, "runs_us": [64000, 61000, 60500],
+            "server": {"reads": 100, "writes": 100, "net_input_bytes": 330000, "net_output_bytes": 50000, "usec": 2900, "calls": 10000, "approximate": false},
+            "client_cpu_us": 38000}
     ],
     "cleanup": {"keys": 10000, "preexisting": 0, "deleted": 10000},
-    "model": {"rtt_ms": 0.231, "t_cmd_us": 3.8, "knee_batch_size": 100}
+    "model": {"rtt_ms": 0.231, "loopback_rtt_ms": 0.031, "t_cmd_us": 3.8, "fitted_on": [100],
+        "server_us_per_cmd": 0.29, "client_cpu_us_per_cmd": 3.8, "knee_batch_size": 100}
 }))]
 pub struct SweepReport {
     pub total: u64,
@@ -93,17 +126,49 @@ pub struct SweepReport {
 
 /// The cost model `T(b) = ⌈N/b⌉·RTT + N·t_cmd` beside the measurement: a
 /// run of N commands in chunks of b pays one RTT per round trip and
-/// `t_cmd` per command (client and server work together).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// `t_cmd` per command. `t_cmd` is wall time: the client's work, the
+/// kernel's and the server's together; the two figures beside it say what
+/// each side's share is ([`CostModel::server_us_per_cmd`],
+/// [`CostModel::client_cpu_us_per_cmd`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CostModel {
-    /// The RTT of the model, in ms: the simulated one plus the loopback one
-    /// measured before the runs (the median of 20 sequential PINGs' reply
-    /// latency).
+    /// The RTT of the model, in ms: the simulated one plus
+    /// [`CostModel::loopback_rtt_ms`].
     pub rtt_ms: f64,
-    /// µs per command, the least-squares fit of the model to the complete
-    /// runs, on relative errors so that each run counts alike
-    /// (`Σ (T_i − round_trips_i·RTT)/T_i² / (N·Σ 1/T_i²)`); 0 without a complete run.
+    /// The round trip to Redis without simulated delay, in ms, measured
+    /// before the runs: the fastest of [`RTT_PINGS`] sequential PINGs'
+    /// reply latency (write to reply). The fastest, not the median: a
+    /// stall of a loaded machine only adds time (medians of 4 and 16 ms
+    /// were seen where the runs' round trips took 0.4 ms).
+    pub loopback_rtt_ms: f64,
+    /// µs per command, at least 0: the least-squares fit of the model to
+    /// the median runs of [`CostModel::fitted_on`], on relative errors so
+    /// that each run counts alike (`Σ (T_i − round_trips_i·RTT)/T_i² /
+    /// (N·Σ 1/T_i²)`); 0 when no run supports a fit ([`CostModel::note`]).
     pub t_cmd_us: f64,
+    /// The batch sizes the fit used: those whose complete runs spent at
+    /// most half their time in round trips at the model's RTT
+    /// (`round_trips·RTT ≤ T/2`). Where round trips take most of a run,
+    /// its per-command share is lost in the RTT's own error (a loopback
+    /// RTT off by 10 µs is 20 ms over 2,000 round trips); there the model
+    /// is drawn, not fitted. Empty: no fit.
+    pub fitted_on: Vec<u64>,
+    /// Why `t_cmd_us` is 0: the data do not support a fit (no complete
+    /// run, or every run was mostly round trips). Absent when fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Redis's own µs per command in the fitted run with the fewest round
+    /// trips (the complete one without a fit): `INFO commandstats` `usec` /
+    /// `calls` deltas (`summary.server`). Only the commands'
+    /// execution: not reading or parsing the request, nor writing the
+    /// reply, nor the system calls. `null` when the server could not be asked.
+    pub server_us_per_cmd: Option<f64>,
+    /// pipelab's own CPU time per command in that run (user plus system,
+    /// `getrusage` of the pipelab process, connection checkout included): encoding argv as RESP,
+    /// the write and read system calls, parsing the replies, the report.
+    /// Approximate when the process serves other requests at the same
+    /// time (`pipelab serve`); `null` if it could not be read.
+    pub client_cpu_us_per_cmd: Option<f64>,
     /// The smallest batch size whose commands/s is within 10% of the
     /// plateau (the highest commands/s of the runs).
     pub knee_batch_size: u64,
@@ -130,21 +195,42 @@ impl Latency {
 }
 
 impl CostModel {
-    /// The model for `points` of `total` commands each at `rtt_ms`.
-    pub fn fit(points: &[SweepPoint], total: u64, rtt_ms: f64) -> CostModel {
+    /// The model for `points` of `total` commands each, at the simulated
+    /// RTT plus the loopback one (ms).
+    pub fn fit(points: &[SweepPoint], total: u64, simulated_rtt_ms: f64, loopback_rtt_ms: f64) -> CostModel {
+        let rtt_ms = simulated_rtt_ms + loopback_rtt_ms;
         let rtt_us = rtt_ms * 1000.0;
-        let complete: Vec<&SweepPoint> = points.iter().filter(|p| p.incomplete == 0 && p.errors == 0).collect();
+        let complete: Vec<&SweepPoint> =
+            points.iter().filter(|p| p.incomplete == 0 && p.errors == 0 && p.total_us > 0).collect();
+        let usable: Vec<&SweepPoint> =
+            complete.iter().copied().filter(|p| p.round_trips as f64 * rtt_us <= p.total_us as f64 / 2.0).collect();
         // Least squares of the relative error of T_i ≈ k_i·RTT + N·t over t,
         // so that each run weighs the same however long it took (a plain
         // fit is all the slowest run's: its per-round-trip overhead beyond
         // the RTT, not the per-command cost): minimise Σ ((r_i − N·t)/T_i)²,
         // r_i = T_i − k_i·RTT, hence t = Σ r_i/T_i² / (N · Σ 1/T_i²).
-        let weighted = complete.iter().filter(|p| p.total_us > 0).map(|p| {
+        // Each r_i ≥ T_i/2 > 0 (how `usable` is chosen): t is positive.
+        let (num, den) = usable.iter().fold((0.0, 0.0), |(a, b), p| {
             let t = p.total_us as f64;
-            ((t - p.round_trips as f64 * rtt_us) / (t * t), 1.0 / (t * t))
+            (a + (t - p.round_trips as f64 * rtt_us) / (t * t), b + 1.0 / (t * t))
         });
-        let (num, den) = weighted.fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-        let t_cmd_us = if den == 0.0 || total == 0 { 0.0 } else { num / (den * total as f64) };
+        let t_cmd_us = if den == 0.0 || total == 0 { 0.0 } else { (num / (den * total as f64)).max(0.0) };
+        let note = match (complete.is_empty(), usable.is_empty()) {
+            (true, _) => Some("no complete run (every run had errors or was cut): t_cmd not fitted".to_string()),
+            (false, true) => Some(format!(
+                "every run spent more than half its time in round trips at the model's RTT ({rtt_ms:.3} ms): \
+                 t_cmd cannot be told apart from the RTT's own error, so it is not fitted (add a larger batch size, \
+                 e.g. {total})"
+            )),
+            _ => None,
+        };
+        // The sides' shares from the run that is most per-command work: the
+        // fewest round trips of those fitted (of the complete ones without a
+        // fit). Summed over every run, a run of one round trip per command
+        // would make them per-round-trip costs (timers, wake-ups).
+        let basis = usable.iter().chain(if usable.is_empty() { &complete[..] } else { &[] }).min_by_key(|p| p.round_trips);
+        let server_us_per_cmd = basis.and_then(|p| p.server).filter(|w| w.calls > 0).map(|w| w.usec as f64 / w.calls as f64);
+        let client_cpu_us_per_cmd = basis.and_then(|p| p.client_cpu_us).filter(|_| total > 0).map(|us| us as f64 / total as f64);
         let plateau = points.iter().map(|p| p.commands_per_sec).fold(0.0, f64::max);
         let knee_batch_size = points
             .iter()
@@ -152,7 +238,16 @@ impl CostModel {
             .map(|p| p.batch_size)
             .min()
             .unwrap_or(0);
-        CostModel { rtt_ms, t_cmd_us, knee_batch_size }
+        CostModel {
+            rtt_ms,
+            loopback_rtt_ms,
+            t_cmd_us,
+            fitted_on: usable.iter().map(|p| p.batch_size).collect(),
+            note,
+            server_us_per_cmd,
+            client_cpu_us_per_cmd,
+            knee_batch_size,
+        }
     }
 
     /// The model's time for `total` commands in chunks of `batch_size`, in µs.
@@ -161,18 +256,19 @@ impl CostModel {
     }
 }
 
-/// PINGs whose median reply latency is the loopback RTT of the model.
-const RTT_PINGS: usize = 20;
+/// Sequential PINGs whose fastest reply latency is the loopback RTT of the model.
+pub const RTT_PINGS: usize = 32;
 
-/// The round trip to Redis without simulated delay, in ms: the median
+/// The round trip to Redis without simulated delay, in ms: the fastest
 /// reply latency of [`RTT_PINGS`] sequential PINGs.
 async fn loopback_rtt_ms<R: Runner>(runner: &R) -> Result<f64, R::Error> {
     let pings = Commands::from_iter((0..RTT_PINGS).map(|_| vec!["PING"]));
     let report = runner.run(&Batch::new(pings, Plan { batch_size: 1, ..Plan::new(Mode::Sequential) })).await?;
-    Ok(Latency::of(&report).p50 as f64 / 1000.0)
+    let fastest = report.results.iter().filter_map(|r| Some(r.reply_us?.saturating_sub(r.sent_us?))).min();
+    Ok(fastest.unwrap_or(0) as f64 / 1000.0)
 }
 
-/// One run (pipeline mode, one batch size).
+/// One batch size's median run (pipeline mode).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SweepPoint {
     pub batch_size: u64,
@@ -186,9 +282,40 @@ pub struct SweepPoint {
     pub incomplete: u64,
     /// Reply latency: each reply's time from its command's write.
     pub latency_us: Latency,
+    /// Wall time of every run of this batch size in µs, in the order run
+    /// (up to `repeats`; see [`REPEAT_BUDGET_US`]); the point's other
+    /// figures are those of the median run (nearest rank).
+    pub runs_us: Vec<u64>,
+    /// The server's work during that run (`summary.server`); `null` when
+    /// the server could not be asked.
+    pub server: Option<ServerWork>,
+    /// pipelab's CPU time during that run, in µs (user plus system, the
+    /// whole process: [`super::cpu::process_cpu_us`]).
+    pub client_cpu_us: Option<u64>,
 }
 
-/// Run `spec`: one pipeline run per batch size, then the clean-up.
+impl SweepPoint {
+    /// The point of one run of `batch_size`.
+    fn of(batch_size: usize, report: &Report, client_cpu_us: Option<u64>) -> SweepPoint {
+        let s = &report.summary;
+        SweepPoint {
+            batch_size: batch_size as u64,
+            total_us: s.total_us,
+            commands_per_sec: s.commands_per_sec,
+            round_trips: s.round_trips,
+            ok: s.ok as u64,
+            errors: s.errors as u64,
+            incomplete: (s.not_sent + s.unknown) as u64,
+            latency_us: Latency::of(report),
+            runs_us: vec![s.total_us],
+            server: s.server.flatten(),
+            client_cpu_us,
+        }
+    }
+}
+
+/// Run `spec`: the loopback RTT, up to `spec.repeats` pipeline runs per
+/// batch size, then the clean-up.
 ///
 /// Errors: those of [`cleanup::prepare`] before any run; a run's error
 /// after the clean-up (which happens all the same); the clean-up's own.
@@ -228,7 +355,7 @@ pub async fn sweep_until<R: Runner>(
         Some(Stopped::Failed(e)) => Err(LabError::Run(e)),
         Some(Stopped::Interrupted) => Err(LabError::Interrupted(cleanup?)),
         None => {
-            let model = CostModel::fit(&points, spec.total, spec.simulated_rtt_ms + loopback_ms);
+            let model = CostModel::fit(&points, spec.total, spec.simulated_rtt_ms, loopback_ms);
             Ok(SweepReport { total: spec.total, simulated_rtt_ms: spec.simulated_rtt_ms, points, cleanup: cleanup?, model })
         }
     }
@@ -240,8 +367,11 @@ enum Stopped<E> {
     Interrupted,
 }
 
-/// One pipeline run of `commands` per batch size, each measured into
-/// `points`; the error of the run that failed, which ends them.
+/// Up to `spec.repeats` pipeline runs of `commands` per batch size, each
+/// size's median run measured into `points`; the error of the run that
+/// failed, which ends them. A size stops repeating once its runs took
+/// [`REPEAT_BUDGET_US`] together, after a run with errors or cut short, or
+/// when the runner has no room for more ([`Runner::may_repeat`]).
 async fn run_points<R: Runner>(
     runner: &R,
     spec: &SweepSpec,
@@ -249,23 +379,42 @@ async fn run_points<R: Runner>(
     points: &mut Vec<SweepPoint>,
 ) -> Option<R::Error> {
     for &b in &spec.batch_sizes {
-        let report = match runner.run(&pipeline(commands.clone(), b, spec.simulated_rtt_ms)).await {
-            Ok(report) => report,
-            Err(e) => return Some(e),
-        };
-        let s = &report.summary;
-        points.push(SweepPoint {
-            batch_size: b as u64,
-            total_us: s.total_us,
-            commands_per_sec: s.commands_per_sec,
-            round_trips: s.round_trips,
-            ok: s.ok as u64,
-            errors: s.errors as u64,
-            incomplete: (s.not_sent + s.unknown) as u64,
-            latency_us: Latency::of(&report),
-        });
+        let mut batch = pipeline(commands.clone(), b, spec.simulated_rtt_ms);
+        batch.plan.server_stats = true;
+        let mut runs: Vec<SweepPoint> = Vec::new();
+        let mut spent = 0u64;
+        while runs.len() < spec.repeats.max(1) as usize && spent < REPEAT_BUDGET_US {
+            if !runs.is_empty() && !runner.may_repeat(spec.total) {
+                break;
+            }
+            let cpu_before = super::cpu::process_cpu_us();
+            let report = match runner.run(&batch).await {
+                Ok(report) => report,
+                Err(e) => return Some(e),
+            };
+            let cpu = super::cpu::process_cpu_us().zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
+            let run = SweepPoint::of(b, &report, cpu);
+            spent += run.total_us.max(1);
+            let clean = run.errors + run.incomplete == 0;
+            runs.push(run);
+            if !clean {
+                break;
+            }
+        }
+        points.push(median_run(runs));
     }
     None
+}
+
+/// The median run of one batch size (nearest rank by wall time), with
+/// every run's wall time in `runs_us`, in the order run.
+fn median_run(mut runs: Vec<SweepPoint>) -> SweepPoint {
+    let runs_us: Vec<u64> = runs.iter().map(|p| p.total_us).collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| runs[i].total_us);
+    let mut median = runs.swap_remove(order[order.len().div_ceil(2) - 1]);
+    median.runs_us = runs_us;
+    median
 }
 
 /// `template` with every `{i}` replaced by `i`.
@@ -306,21 +455,87 @@ mod tests {
             errors: 0,
             incomplete: 0,
             latency_us: Latency::default(),
+            runs_us: vec![total_us],
+            server: None,
+            client_cpu_us: None,
+        }
+    }
+
+    fn truth(rtt_ms: f64, t_cmd_us: f64) -> CostModel {
+        CostModel::fit(&[], 1, rtt_ms, 0.0).with_t_cmd(t_cmd_us)
+    }
+
+    impl CostModel {
+        fn with_t_cmd(mut self, t_cmd_us: f64) -> CostModel {
+            self.t_cmd_us = t_cmd_us;
+            self
         }
     }
 
     /// Points made by the model itself give its parameters back.
     #[test]
     fn model_fits_its_own_curve() {
-        let truth = CostModel { rtt_ms: 0.5, t_cmd_us: 4.0, knee_batch_size: 0 };
+        let truth = truth(0.5, 4.0);
         let points: Vec<SweepPoint> =
             [1u64, 10, 100, 1000].iter().map(|&b| point(b, truth.total_us(1000, b) as u64, 1000u64.div_ceil(b))).collect();
-        let m = CostModel::fit(&points, 1000, 0.5);
+        let m = CostModel::fit(&points, 1000, 0.45, 0.05);
         assert!((m.t_cmd_us - 4.0).abs() < 0.01, "{m:?}");
+        assert_eq!((m.rtt_ms, m.loopback_rtt_ms), (0.5, 0.05));
+        // 1000: 4.5 ms (0.5 ms of round trips), 100: 9 ms (5 ms: more than
+        // half), 10: 54 ms, 1: 504 ms.
+        assert_eq!(m.fitted_on, [1000]);
+        assert_eq!(m.note, None);
         // 1000: 4.5 ms, 100: 9 ms (50% of the plateau), 10: 54 ms.
         assert_eq!(m.knee_batch_size, 1000);
         let flat = [point(1, 2_000_000, 1000), point(100, 10_000, 10), point(1000, 9_500, 1)];
-        assert_eq!(CostModel::fit(&flat, 1000, 0.0).knee_batch_size, 100, "within 10% of the plateau");
+        assert_eq!(CostModel::fit(&flat, 1000, 0.0, 0.0).knee_batch_size, 100, "within 10% of the plateau");
+    }
+
+    /// A loopback RTT measured high (a loaded machine) made the old fit
+    /// negative: runs mostly of round trips are left out, and what is
+    /// fitted stays positive; the sides' shares come from the same runs.
+    #[test]
+    fn rtt_dominated_runs_are_not_fitted() {
+        // Measured: 2,000 SETs at 0.2 ms simulated; loopback measured 4 ms.
+        let mut points = vec![point(1, 2_706_869, 2000), point(10, 64_930, 200), point(100, 11_189, 20), point(2000, 4_089, 1)];
+        for p in &mut points {
+            p.server = Some(ServerWork { usec: 2_000 * p.round_trips.min(2), calls: 2_000, ..ServerWork::default() });
+            p.client_cpu_us = Some(3_000 * p.round_trips);
+        }
+        // The old fit gave −5.4 µs here; now no run supports a fit, and it says so.
+        let m = CostModel::fit(&points, 2000, 0.2, 4.0);
+        assert_eq!((m.t_cmd_us, m.fitted_on.len()), (0.0, 0), "{m:?}");
+        assert!(m.note.as_deref().is_some_and(|n| n.contains("more than half its time in round trips")), "{m:?}");
+        assert_eq!(m.server_us_per_cmd, Some(1.0), "from the complete run with the fewest round trips");
+        // At 0.05 ms: 100 and 2,000 are fitted, and 1 (that run took 1.35 ms
+        // per round trip: the machine's stalls, not the RTT), with little weight.
+        let m = CostModel::fit(&points, 2000, 0.2, 0.05);
+        assert_eq!(m.fitted_on, [1, 100, 2000], "{m:?}");
+        assert!(m.t_cmd_us > 1.0 && m.t_cmd_us < 3.5, "{m:?}");
+        assert_eq!((m.server_us_per_cmd, m.client_cpu_us_per_cmd), (Some(1.0), Some(1.5)), "from batch 2,000's run");
+        assert_eq!(m.note, None);
+        let m = CostModel::fit(&[], 2000, 0.2, 0.05);
+        assert!(m.note.as_deref().is_some_and(|n| n.contains("no complete run")), "{m:?}");
+    }
+
+    #[test]
+    fn the_median_run_stands_for_its_batch_size() {
+        let runs = vec![point(10, 900, 100), point(10, 300, 100), point(10, 500, 100)];
+        let p = median_run(runs);
+        assert_eq!((p.total_us, p.runs_us.clone()), (500, vec![900, 300, 500]));
+        let p = median_run(vec![point(10, 900, 100), point(10, 300, 100)]);
+        assert_eq!(p.total_us, 300, "nearest rank: the lower of two");
+    }
+
+    #[test]
+    fn repeats_are_checked() {
+        let set: Argv = vec![b"SET".to_vec(), b"k{i}".to_vec(), b"x".to_vec()];
+        let spec = SweepSpec::new(set, 3, &[1], 0.0).unwrap();
+        assert_eq!(spec.repeats, DEFAULT_REPEATS);
+        assert_eq!(spec.clone().with_repeats(5).unwrap().repeats, 5);
+        for bad in [0, -1, MAX_REPEATS as i64 + 1] {
+            assert_eq!(spec.clone().with_repeats(bad).unwrap_err().field, "repeats");
+        }
     }
 
     #[test]

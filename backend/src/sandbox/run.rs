@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::api::AppState;
 use crate::commands::Table;
 use crate::conn::{Conn, RedisTarget};
-use crate::exec::{execute_on_into, execute_pooled_into, Batch, CommandResult, Commands, ExecError, ExecOptions, Pool, PoolConfig, ResultSink, RunsAs, StreamReport, Summary};
+use crate::exec::{execute_on_into, execute_pooled_into, execute_pooled_probed_into, Batch, CommandResult, Commands, ExecError, ExecOptions, Pool, PoolConfig, ResultSink, RunsAs, StreamReport, Summary};
 
 use super::acl::Users;
 use super::reply::Unprefix;
@@ -55,7 +55,9 @@ pub async fn execute_into<K: ResultSink>(state: &AppState, batch: &Batch, opts: 
         (RunsAs::Sandbox(prefix), on) => Box::pin(sandboxed(state, prefix, batch, opts, sink, on)).await,
         (_, On::Session(conn)) => execute_on_into(conn, &state.pool, batch, opts, sink).await,
         (RunsAs::Server, On::Pool) => execute_pooled_into(&state.pool, batch, opts, sink).await,
-        (RunsAs::ReadOnly, On::Pool) => execute_pooled_into(state.pools.as_ref().map_or(&state.pool, |p| &p.readonly), batch, opts, sink).await,
+        // summary.server's INFO readings on the server's own connection: the
+        // read-only user may not run INFO.
+        (RunsAs::ReadOnly, On::Pool) => execute_pooled_probed_into(state.pools.as_ref().map_or(&state.pool, |p| &p.readonly), &state.pool, batch, opts, sink).await,
     }
 }
 
@@ -145,7 +147,10 @@ async fn sandboxed<K: ResultSink>(state: &AppState, prefix: &Arc<str>, batch: &B
                 (_, Some(pools)) => &pools.sandbox,
                 _ => &state.pool,
             };
-            execute_pooled_into(pool, &run, opts, &mut queued).await?
+            // summary.server's INFO readings on the server's own connection
+            // (the sandbox user may not run INFO): counts only, `approximate`
+            // when other visitors share the server.
+            execute_pooled_probed_into(pool, &state.pool, &run, opts, &mut queued).await?
         }
     };
     let queued = queued.indices;

@@ -28,7 +28,8 @@ function logSpaced(lo: number, hi: number, per = 12): number[] {
 
 /** The model's line, in words, for captions and the chart's aria-label. */
 export function modelText(m: SweepModel, total: number): string {
-  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs (t_cmd fitted by least squares), knee at batch ${fmt(m.knee_batch_size)}`;
+  const fit = m.fitted_on.length ? `t_cmd fitted by least squares on batch ${m.fitted_on.map(fmt).join(', ')}` : 't_cmd not fitted';
+  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
 }
 
 export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]) {

@@ -50,7 +50,7 @@ export const fmtX = (x: number) => `${x.toLocaleString('en-US', { maximumFractio
 export interface Metric {
   key: string;
   label: string;
-  value: number;
+  value: number | string;
   text: string;
 }
 
