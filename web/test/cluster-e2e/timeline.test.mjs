@@ -94,6 +94,7 @@ test('a pipeline on a cluster: one timeline lane per master, each command in its
 
   // What is drawn: hovering each lane's first and last row shows that command and its node.
   const box = await page.$eval('#timeline', (c) => {
+    c.scrollIntoView({ block: 'center' });
     const r = c.getBoundingClientRect();
     return { x: r.x, y: r.y, w: r.width };
   });
@@ -109,7 +110,6 @@ test('a pipeline on a cluster: one timeline lane per master, each command in its
   const aria = await page.$eval('#timeline', (c) => c.getAttribute('aria-label'));
   for (const lane of lanes) assert.ok(aria.includes(`${lane.node} (${lane.rows.length})`), aria);
   await page.mouse.move(0, 0);
-  await page.$eval('#timeline', (c) => c.scrollIntoView());
   await shot(page, 'cluster-timeline-lanes');
   assert.deepEqual(pageErrors, []);
 });
