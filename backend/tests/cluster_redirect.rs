@@ -219,3 +219,56 @@ async fn a_master_killed_mid_batch_leaves_true_statuses() {
         }
     }
 }
+
+/// Pipeline mode writes the next window before reading the current one's
+/// replies: a master killed while both are in flight leaves the commands
+/// written to it `unknown` (two windows at most), never `not_sent` or
+/// retried, its later commands `not_sent`, and every other master's
+/// commands run exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_killed_with_two_windows_in_flight_leaves_true_statuses() {
+    let mut c = TestCluster::start_with_timeout(15000);
+    let d = Direct { target: RedisTarget::parse(&c.url).unwrap(), opts: ExecOptions::default() }.with_commands().await;
+    let keys: Vec<String> = (0..600).map(|i| format!("kill2:{i}")).collect();
+    let owners: Vec<usize> = keys.iter().map(|k| c.owner(k)).collect();
+    let victim = 1;
+    let commands = Commands::from_iter(keys.iter().map(|k| vec!["INCR".to_string(), k.clone()]));
+    let plan = Plan { batch_size: 20, ..Plan::new(Mode::Pipeline) };
+    let mut sink = KillAt { results: Vec::new(), cluster: &mut c, victim, at: 100 };
+    let mut source = BatchSource::new(&commands);
+    let report = execute_stream(&d.target, &plan, &mut source, &mut sink, &d.opts).await.expect("runs");
+    let results = sink.results;
+    assert_eq!(results.len(), keys.len());
+    let victim_addr = format!("127.0.0.1:{}", c.nodes[victim].port);
+    assert!(report.connection_error.as_deref().is_some_and(|e| e.contains(&victim_addr)), "{:?}", report.connection_error);
+    let (mut unknown, mut not_sent, mut lost_seen) = (0, 0, false);
+    for ((k, r), &owner) in keys.iter().zip(&results).zip(&owners) {
+        if owner != victim {
+            assert_eq!(r.status, Status::Ok, "{k}: {r:?}");
+            assert_eq!(int(&r.reply), 1, "{k}");
+            assert_eq!(c.get(k), Value::Bulk(b"1".to_vec()), "{k} ran exactly once");
+            continue;
+        }
+        match r.status {
+            Status::Ok => {
+                assert!(!lost_seen, "{k}: ok after the victim's first lost command: {r:?}");
+                assert_eq!(int(&r.reply), 1, "{k}");
+            }
+            Status::Unknown => {
+                assert!(r.sent_us.is_some(), "{k}: unknown means written: {r:?}");
+                assert_eq!(not_sent, 0, "{k}: unknown after a not_sent: {r:?}");
+                lost_seen = true;
+                unknown += 1;
+            }
+            Status::NotSent => {
+                assert!(r.sent_us.is_none(), "{k}: {r:?}");
+                lost_seen = true;
+                not_sent += 1;
+            }
+            Status::Error => panic!("{k}: {r:?}"),
+        }
+    }
+    assert!(not_sent > 0, "the victim's later commands are not sent");
+    assert!(unknown <= 40, "unknown only for the two windows in flight on the victim (≤ 2 × 20): {unknown}");
+    assert!(report.summary.nodes.iter().all(|n| n.redirections == 0), "nothing redirected or re-sent");
+}

@@ -493,10 +493,17 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         if !futures.is_empty() {
             self.summary.round_trips += 1;
         }
+        let issued = Instant::now();
         for (k, r) in join_all(futures).await {
             match r {
                 Ok(t) => out[k].sent_at = Some(t),
-                Err(f) => out[k].failed = Some(f),
+                Err(f) => {
+                    // Some bytes may have gone out: its commands are unknown, sent from here.
+                    if !f.1 {
+                        out[k].sent_at = Some(issued);
+                    }
+                    out[k].failed = Some(f);
+                }
             }
         }
         for w in &out {
