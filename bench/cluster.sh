@@ -8,6 +8,7 @@
 # a copy of the figures).
 #
 #   bench/cluster.sh [RUNS]      # RUNS alternations, default 3
+#   PIPELAB_BIN=path bench/cluster.sh   # that binary instead of building target/release/pipelab
 #
 # The batch: 1M SETs over random keys (key:0..999999), as RESP.
 # redis-benchmark: -t set -P 100 -n 1000000 -r 1000000 (50 clients, its
@@ -19,8 +20,12 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 N=1000000
 
-cargo build --release -q -p pipelab --bin pipelab
-BIN=target/release/pipelab
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  BIN=$PIPELAB_BIN
+else
+  cargo build --release -q -p pipelab --bin pipelab
+  BIN=target/release/pipelab
+fi
 WORK=$(mktemp -d)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
