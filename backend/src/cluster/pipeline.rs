@@ -9,12 +9,14 @@
 //! however many masters it spans. Replies are put back in request order
 //! and emitted as the window ends.
 //!
-//! In pipeline mode the next window is pulled, encoded and written before
-//! the current one's replies are read, so every master always has the next
-//! window queued while pipelab reads, emits and parses input: at most two
-//! windows in flight per connection. Redirection rounds (below) need the
-//! connections idle: before one, the window written ahead is read first
-//! (its replies settled, its own redirections kept for its turn). Not with
+//! In pipeline mode the next windows are pulled, encoded and written before
+//! the current one's replies are read, so every master always has work
+//! queued while pipelab reads, emits and parses input, and a master that
+//! the scheduler delays does not leave the others idle: up to
+//! [`super::in_flight_windows`] windows in flight per connection. Redirection
+//! rounds (below) need the connections idle: before one, the windows written
+//! ahead are read first (their replies settled, their own redirections kept
+//! for their turn). Not with
 //! `on_error: stop` (nothing is written past a window that may hold the
 //! error) nor in sequential mode (one round trip per command).
 //!
@@ -27,6 +29,7 @@
 //! written, in this window and later ones, `not_sent`; the other masters'
 //! results are kept and they go on.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -202,11 +205,11 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, sett
     b.t0 = Instant::now();
     b.last_io = b.t0;
     let stop = plan.on_error == OnError::Stop;
-    let ahead_allowed = plan.mode == Mode::Pipeline && !stop;
-    // The window written ahead of the current one (pipeline mode).
-    let mut ahead: Option<Window> = None;
+    // Windows in flight at once (pipeline mode): the current one and those written ahead of it.
+    let depth = if plan.mode == Mode::Pipeline && !stop { super::in_flight_windows(size) } else { 1 };
+    let mut ahead: VecDeque<Window> = VecDeque::new();
     loop {
-        let mut cur = match ahead.take() {
+        let mut cur = match ahead.pop_front() {
             Some(w) => w,
             None => match b.fill(size) {
                 Some(mut w) => {
@@ -216,25 +219,24 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, sett
                 None => break,
             },
         };
-        if ahead_allowed && !b.cut {
-            if let Some(mut w) = b.fill(size) {
-                b.write_fresh(&mut w).await;
-                ahead = Some(w);
-            }
+        while ahead.len() + 1 < depth && !b.cut {
+            let Some(mut w) = b.fill(size) else { break };
+            b.write_fresh(&mut w).await;
+            ahead.push_back(w);
         }
         b.read_fresh(&mut cur).await;
         if cur.pending() {
             // Redirection rounds read their own replies: nothing else in flight.
-            if let Some(w) = ahead.as_mut() {
+            for w in ahead.iter_mut() {
                 b.read_fresh(w).await;
             }
             b.finish_window(&mut cur).await;
         }
         let had_error = b.emit_window(&mut cur);
         if b.cut || (had_error && stop) {
-            // The window written ahead ran, or may have: its results as they are
-            // (after a cut, unknown), never `not_sent`.
-            if let Some(mut w) = ahead.take() {
+            // The windows written ahead ran, or may have: their results as they
+            // are (after a cut, unknown), never `not_sent`.
+            for mut w in ahead.drain(..) {
                 b.read_fresh(&mut w).await;
                 b.emit_window(&mut w);
             }
