@@ -274,3 +274,42 @@ async fn a_master_killed_with_windows_in_flight_leaves_true_statuses() {
     assert!(unknown <= depth * 20, "unknown only for the windows in flight on the victim (≤ {depth} × 20): {unknown}");
     assert!(report.summary.nodes.iter().all(|n| n.redirections == 0), "nothing redirected or re-sent");
 }
+
+/// A stale map under many windows in flight: every window written ahead
+/// sends its commands of the moved slot to the old master, all get MOVED,
+/// and each is re-sent once (after the windows in flight are read), in
+/// its place; every INCR runs exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moved_under_windows_in_flight_runs_each_command_once() {
+    let c = TestCluster::start();
+    let pool = Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default());
+    let opts = ExecOptions::default();
+    let r = execute_pooled(&pool, &batch(Mode::Pipeline, &["INCR {w}k0"]), &opts).await.unwrap();
+    assert_eq!(int(&r.results[0].reply), 1, "the pool learns the slot map");
+    let a = c.owner("{w}k0");
+    let b = (a + 1) % 3;
+    move_slot(&c, c.slot("{w}k0"), a, b, &["{w}k0"], true);
+
+    // 120 moved-slot INCRs interleaved with 120 elsewhere, 5 per master per window: many windows in flight.
+    let mut lines = Vec::new();
+    for i in 0..120 {
+        lines.push(format!("INCR {{w}}k{i}"));
+        lines.push(format!("INCR other:{i}"));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut b1 = batch(Mode::Pipeline, &refs);
+    b1.plan.batch_size = 5;
+    let r = execute_pooled(&pool, &b1, &opts).await.unwrap();
+    assert!(pipelab::cluster::in_flight_windows(5) > 2, "test premise: windows written ahead");
+    assert_eq!(r.summary.ok, 240, "{:?}", r.connection_error);
+    for i in 0..120 {
+        let want = if i == 0 { 2 } else { 1 };
+        assert_eq!(int(&r.results[2 * i].reply), want, "{{w}}k{i} ran exactly once (in its place)");
+        assert_eq!(r.results[2 * i].node.as_deref(), Some(format!("127.0.0.1:{}", c.nodes[b].port).as_str()));
+        assert_eq!(int(&r.results[2 * i + 1].reply), 1, "other:{i}");
+        assert_eq!(c.nodes[b].cmd_str(&["GET", &format!("{{w}}k{i}")]), Value::Bulk(want.to_string().into_bytes()));
+    }
+    // 24 windows (5 moved-slot commands each): those written before the first MOVED was read all got MOVED.
+    let ahead = pipelab::cluster::in_flight_windows(5).min(24) as u64;
+    assert!((5 * ahead..=120).contains(&r.summary.redirections), "MOVED only for moved-slot commands, each once: {}", r.summary.redirections);
+}
