@@ -140,6 +140,13 @@ struct Written {
 /// A future of the batch's, boxed so that one per master can be polled together.
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Why a master's write or read failed, and whether not one byte of the write was accepted.
+type Failure = (String, bool);
+
+/// A master's replies read in a round (each with the instant its read
+/// returned), and the failure that ended the reading early.
+type ReadOut = (Vec<(resp::Value, Instant)>, Option<Failure>);
+
 /// What a master answered in one round.
 struct RoundOut {
     sent_at: Option<Instant>,
@@ -485,7 +492,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
             out.push(Written { node, items, expect, sent_at: None, failed });
         }
         let settings = self.settings;
-        let mut futures: Vec<Boxed<'_, (usize, Result<Instant, (String, bool)>)>> = Vec::new();
+        let mut futures: Vec<Boxed<'_, (usize, Result<Instant, Failure>)>> = Vec::new();
         for (n, state) in self.nodes.iter_mut().enumerate() {
             if let Some(k) = out.iter().position(|w| w.node == n && w.failed.is_none()) {
                 let buf = bufs[k];
@@ -529,7 +536,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     /// Reads the replies of a round [`Self::write_phase`] wrote, all masters concurrently.
     async fn read_phase(&mut self, written: Vec<Written>) -> Vec<(usize, Vec<Item>, RoundOut)> {
         let mut outs: Vec<RoundOut> = written.iter().map(|w| RoundOut { sent_at: w.sent_at, replies: Vec::new(), failed: w.failed.clone() }).collect();
-        let mut futures: Vec<Boxed<'_, (usize, (Vec<(resp::Value, Instant)>, Option<(String, bool)>))>> = Vec::new();
+        let mut futures: Vec<Boxed<'_, (usize, ReadOut)>> = Vec::new();
         for (n, state) in self.nodes.iter_mut().enumerate() {
             if let Some(k) = written.iter().position(|w| w.node == n && w.failed.is_none()) {
                 let expect = written[k].expect;
@@ -723,7 +730,7 @@ async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeStat
 /// issued, or why it failed and whether not one byte was accepted. A
 /// connection from the pool whose write fails with not one byte accepted
 /// (it died idle) is replaced by a fresh one and the write made there.
-async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings) -> Result<Instant, (String, bool)> {
+async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings) -> Result<Instant, Failure> {
     let Some(conn) = node.conn.as_mut() else { return Err(("not connected".into(), true)) };
     let written = match conn.write(bytes).await {
         Ok(t) => Ok(t),
@@ -745,7 +752,7 @@ async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings)
 
 /// Reads `expect` replies from the master's connection (each with the
 /// instant its read returned); the error that ended the reading early, if any.
-async fn node_read(node: &mut NodeState, expect: usize) -> (Vec<(resp::Value, Instant)>, Option<(String, bool)>) {
+async fn node_read(node: &mut NodeState, expect: usize) -> ReadOut {
     let mut replies = Vec::with_capacity(expect);
     // Dropped meanwhile (a later write to it failed, or the batch was cut): what was written may have run.
     let Some(conn) = node.conn.as_mut() else { return (replies, Some(("connection closed".into(), false))) };
