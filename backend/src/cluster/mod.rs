@@ -113,11 +113,13 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
 }
 
 /// Most commands a master has in flight in pipeline mode (written, replies
-/// not read yet), when the batch size allows more than two windows:
-/// `bench/cluster.sh` on 2 loaded cores went from about 180k to 300k SETs/s
-/// between 2 and 16 windows of 1000 in flight (a join across masters per
-/// window, so a master the scheduler delays would otherwise leave the
-/// others idle). `redis-benchmark --cluster -P 100` keeps 50 × 100 in flight.
+/// not read yet), when the batch size allows more than two windows. Why
+/// more than two: each window is read from every master before the next is
+/// written, so a master the scheduler delays leaves the others idle unless
+/// they have windows queued. A sweep of 1M SETs on 2 loaded cores gave
+/// 114k/177k SETs/s with 2 windows of 1000 in flight and 299k/396k with 16
+/// (two rounds; bench/README.md has the paired figures, noisier).
+/// `redis-benchmark --cluster -P 100` keeps 50 × 100 in flight.
 pub const MAX_IN_FLIGHT_COMMANDS: usize = 16_384;
 
 /// Windows a pipeline keeps in flight on a cluster for `batch_size`
