@@ -3,11 +3,12 @@
 # redis-benchmark --cluster, and pipelab's cluster throughput against a
 # single redis-server on the same machine. Starts its own cluster (three
 # `redis-server --cluster-enabled yes` on free ports, joined by
-# `redis-cli --cluster create`) and its own single node, alternates the
+# `redis-cli --cluster create`: scripts/lib/cluster.sh) and its own single node, alternates the
 # contenders run by run, and prints a markdown table (bench/README.md holds
 # a copy of the figures).
 #
 #   bench/cluster.sh [RUNS]      # RUNS alternations, default 3
+#   PIPELAB_BIN=path bench/cluster.sh   # that binary instead of building target/release/pipelab
 #
 # The batch: 1M SETs over random keys (key:0..999999), as RESP.
 # redis-benchmark: -t set -P 100 -n 1000000 -r 1000000 (50 clients, its
@@ -19,46 +20,21 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 N=1000000
 
-cargo build --release -q -p pipelab --bin pipelab
-BIN=target/release/pipelab
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  BIN=$PIPELAB_BIN
+else
+  cargo build --release -q -p pipelab --bin pipelab
+  BIN=target/release/pipelab
+fi
 WORK=$(mktemp -d)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 
-free_port() { # a port below 55000 whose cluster bus port (+10000) is free too
-  python3 -c '
-import socket
-while True:
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
-    if p < 55000:
-        b = socket.socket()
-        try:
-            b.bind(("127.0.0.1", p + 10000)); print(p); break
-        except OSError:
-            pass
-'
-}
-start() { # dir port args...
-  local dir=$1 port=$2; shift 2
-  mkdir -p "$dir"
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" "$@" >/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "redis-server on $port did not start" >&2; exit 1
-}
-
-PORTS=()
-for i in 1 2 3; do
-  p=$(free_port); PORTS+=("$p")
-  start "$WORK/n$i" "$p" --cluster-enabled yes --cluster-config-file nodes.conf
-done
-redis-cli --cluster create "127.0.0.1:${PORTS[0]}" "127.0.0.1:${PORTS[1]}" "127.0.0.1:${PORTS[2]}" \
-  --cluster-replicas 0 --cluster-yes >/dev/null
-for p in "${PORTS[@]}"; do
-  until redis-cli -p "$p" cluster info | grep -q cluster_state:ok; do sleep 0.2; done
-done
-SINGLE=$(free_port)
-start "$WORK/single" "$SINGLE"
+source scripts/lib/cluster.sh
+cluster_start "$WORK/cluster"
+PORTS=("${CLUSTER_PORTS[@]}")
+SINGLE=$(cluster_free_port)
+cluster_node "$WORK/single" "$SINGLE"
 CLUSTER_URL="redis://127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}"
 
 python3 - "$WORK/sets.resp" "$N" <<'PY'

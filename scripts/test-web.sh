@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the playground: the wasm module in Node (acceptance vectors, round
 # trips, errors) and the page end to end in headless Debian Chromium against
-# `pipelab serve` with a real redis-server (each started on a free port).
+# `pipelab serve` with a real redis-server (each started on a free port), and
+# the timeline's lanes on a real 3-master Redis Cluster (scripts/lib/cluster.sh).
 # Screenshots land in artifacts/ (git-ignored). Run from anywhere.
 #
 # Needs: what scripts/setup.sh installs (wasm32 target, wasm-bindgen-cli,
@@ -24,4 +25,4 @@ if [ -z "${PIPELAB_BIN:-}" ]; then
 fi
 mkdir -p artifacts
 cd web
-node --test --test-concurrency=1 test/wasm/ test/e2e/ test/doctor-e2e/
+node --test --test-concurrency=1 test/wasm/ test/e2e/ test/doctor-e2e/ test/cluster-e2e/

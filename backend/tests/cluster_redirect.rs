@@ -219,3 +219,97 @@ async fn a_master_killed_mid_batch_leaves_true_statuses() {
         }
     }
 }
+
+/// Pipeline mode writes the next windows before reading the current one's
+/// replies: a master killed while several are in flight leaves the commands
+/// written to it `unknown` (`in_flight_windows` windows at most), never
+/// `not_sent` or retried, its later commands `not_sent`, and every other
+/// master's commands run exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_killed_with_windows_in_flight_leaves_true_statuses() {
+    let mut c = TestCluster::start_with_timeout(15000);
+    let d = Direct { target: RedisTarget::parse(&c.url).unwrap(), opts: ExecOptions::default() }.with_commands().await;
+    // 20 per master per window: 16 windows in flight, about 960 commands; 2400 outlast them.
+    let depth = pipelab::cluster::in_flight_windows(20);
+    let keys: Vec<String> = (0..2400).map(|i| format!("kill2:{i}")).collect();
+    let owners: Vec<usize> = keys.iter().map(|k| c.owner(k)).collect();
+    let victim = 1;
+    let commands = Commands::from_iter(keys.iter().map(|k| vec!["INCR".to_string(), k.clone()]));
+    let plan = Plan { batch_size: 20, ..Plan::new(Mode::Pipeline) };
+    let mut sink = KillAt { results: Vec::new(), cluster: &mut c, victim, at: 100 };
+    let mut source = BatchSource::new(&commands);
+    let report = execute_stream(&d.target, &plan, &mut source, &mut sink, &d.opts).await.expect("runs");
+    let results = sink.results;
+    assert_eq!(results.len(), keys.len());
+    let victim_addr = format!("127.0.0.1:{}", c.nodes[victim].port);
+    assert!(report.connection_error.as_deref().is_some_and(|e| e.contains(&victim_addr)), "{:?}", report.connection_error);
+    let (mut unknown, mut not_sent, mut lost_seen) = (0, 0, false);
+    for ((k, r), &owner) in keys.iter().zip(&results).zip(&owners) {
+        if owner != victim {
+            assert_eq!(r.status, Status::Ok, "{k}: {r:?}");
+            assert_eq!(int(&r.reply), 1, "{k}");
+            assert_eq!(c.get(k), Value::Bulk(b"1".to_vec()), "{k} ran exactly once");
+            continue;
+        }
+        match r.status {
+            Status::Ok => {
+                assert!(!lost_seen, "{k}: ok after the victim's first lost command: {r:?}");
+                assert_eq!(int(&r.reply), 1, "{k}");
+            }
+            Status::Unknown => {
+                assert!(r.sent_us.is_some(), "{k}: unknown means written: {r:?}");
+                assert_eq!(not_sent, 0, "{k}: unknown after a not_sent: {r:?}");
+                lost_seen = true;
+                unknown += 1;
+            }
+            Status::NotSent => {
+                assert!(r.sent_us.is_none(), "{k}: {r:?}");
+                lost_seen = true;
+                not_sent += 1;
+            }
+            Status::Error => panic!("{k}: {r:?}"),
+        }
+    }
+    assert!(not_sent > 0, "the victim's later commands are not sent");
+    assert!(unknown <= depth * 20, "unknown only for the windows in flight on the victim (≤ {depth} × 20): {unknown}");
+    assert!(report.summary.nodes.iter().all(|n| n.redirections == 0), "nothing redirected or re-sent");
+}
+
+/// A stale map under many windows in flight: every window written ahead
+/// sends its commands of the moved slot to the old master, all get MOVED,
+/// and each is re-sent once (after the windows in flight are read), in
+/// its place; every INCR runs exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moved_under_windows_in_flight_runs_each_command_once() {
+    let c = TestCluster::start();
+    let pool = Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default());
+    let opts = ExecOptions::default();
+    let r = execute_pooled(&pool, &batch(Mode::Pipeline, &["INCR {w}k0"]), &opts).await.unwrap();
+    assert_eq!(int(&r.results[0].reply), 1, "the pool learns the slot map");
+    let a = c.owner("{w}k0");
+    let b = (a + 1) % 3;
+    move_slot(&c, c.slot("{w}k0"), a, b, &["{w}k0"], true);
+
+    // 120 moved-slot INCRs interleaved with 120 elsewhere, 5 per master per window: many windows in flight.
+    let mut lines = Vec::new();
+    for i in 0..120 {
+        lines.push(format!("INCR {{w}}k{i}"));
+        lines.push(format!("INCR other:{i}"));
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut b1 = batch(Mode::Pipeline, &refs);
+    b1.plan.batch_size = 5;
+    let r = execute_pooled(&pool, &b1, &opts).await.unwrap();
+    assert!(pipelab::cluster::in_flight_windows(5) > 2, "test premise: windows written ahead");
+    assert_eq!(r.summary.ok, 240, "{:?}", r.connection_error);
+    for i in 0..120 {
+        let want = if i == 0 { 2 } else { 1 };
+        assert_eq!(int(&r.results[2 * i].reply), want, "{{w}}k{i} ran exactly once (in its place)");
+        assert_eq!(r.results[2 * i].node.as_deref(), Some(format!("127.0.0.1:{}", c.nodes[b].port).as_str()));
+        assert_eq!(int(&r.results[2 * i + 1].reply), 1, "other:{i}");
+        assert_eq!(c.nodes[b].cmd_str(&["GET", &format!("{{w}}k{i}")]), Value::Bulk(want.to_string().into_bytes()));
+    }
+    // 24 windows (5 moved-slot commands each): those written before the first MOVED was read all got MOVED.
+    let ahead = pipelab::cluster::in_flight_windows(5).min(24) as u64;
+    assert!((5 * ahead..=120).contains(&r.summary.redirections), "MOVED only for moved-slot commands, each once: {}", r.summary.redirections);
+}

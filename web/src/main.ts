@@ -45,7 +45,7 @@ async function main() {
   const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
-  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration };
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration, timeline };
 
   // The commands this server refuses whatever their arguments (/info's `refused`).
   let refusedList: RefusedList = [];

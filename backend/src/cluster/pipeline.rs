@@ -2,10 +2,23 @@
 //!
 //! Commands are pulled into a window until one master's share reaches the
 //! batch size (1 in sequential mode: one command per window, one round
-//! trip each). Each master's share is written as one pipeline on its own
-//! connection, all masters at once, and their replies read; a window is
-//! one round trip however many masters it spans. Replies are put back in
-//! request order and emitted as the window ends.
+//! trip each). Each command is routed once (one hash slot, one owner) and
+//! encoded straight into its master's share, never copied before; each
+//! share is written as one pipeline on that master's connection, all
+//! masters at once, and their replies read; a window is one round trip
+//! however many masters it spans. Replies are put back in request order
+//! and emitted as the window ends.
+//!
+//! In pipeline mode the next windows are pulled, encoded and written before
+//! the current one's replies are read, so every master always has work
+//! queued while pipelab reads, emits and parses input, and a master that
+//! the scheduler delays does not leave the others idle: up to
+//! [`super::in_flight_windows`] windows in flight per connection. Redirection
+//! rounds (below) need the connections idle: before one, the windows written
+//! ahead are read first (their replies settled, their own redirections kept
+//! for their turn). Not with
+//! `on_error: stop` (nothing is written past a window that may hold the
+//! error) nor in sequential mode (one round trip per command).
 //!
 //! Redirections (see `redirect`): the commands that got MOVED (after the
 //! slot map is read again) or ASK (with `ASKING` before each) are sent again
@@ -16,6 +29,7 @@
 //! written, in this window and later ones, `not_sent`; the other masters'
 //! results are kept and they go on.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,7 +38,7 @@ use std::time::Instant;
 
 use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget};
-use crate::exec::{check_command, CommandResult, CommandSource, Commands, InputError, InputErrorKind, Mode, OnError, Plan, ResultSink, Status, StreamReport, Summary};
+use crate::exec::{check_command, CommandResult, CommandSource, InputError, InputErrorKind, Mode, OnError, Plan, ResultSink, Status, StreamReport, Summary};
 
 use super::redirect::{self, Redirect};
 use super::route::{route, Route};
@@ -67,6 +81,8 @@ enum Outcome {
 /// One command of the window.
 struct Entry {
     route: Route,
+    /// Its encoded bytes: `window.encoded[.0][.1..(.2)]` (a fan-out's first copy).
+    bytes: (usize, usize, usize),
     /// Where a MOVED or ASK said to send it next, and whether with `ASKING`.
     redirect: Option<(String, bool)>,
     redirections: u8,
@@ -86,11 +102,50 @@ struct Item {
     part: Option<usize>,
 }
 
-/// One master's round under way: its index in the round and what it answered.
-type NodeFuture<'a> = Boxed<'a, (usize, RoundOut)>;
+/// A window: the commands pulled together, their fresh round (one share per
+/// master of the map it was pulled under) and their outcomes so far.
+struct Window {
+    /// Batch index of its first command.
+    base: usize,
+    entries: Vec<Entry>,
+    /// Each master's share of the fresh round, encoded (kept: a redirected
+    /// or retried command is re-sent from these bytes).
+    encoded: Vec<Vec<u8>>,
+    /// The fresh round's items per master (batch node index, items), until written.
+    fresh: Vec<(usize, Vec<Item>)>,
+    /// Written, replies not read yet.
+    in_flight: Option<Vec<Written>>,
+    /// The last round asked for the slot map to be read again / a back-off.
+    refresh: bool,
+    wait: Option<u8>,
+}
+
+impl Window {
+    fn pending(&self) -> bool {
+        self.entries.iter().any(|e| e.outcome.is_none())
+    }
+}
+
+/// One master's part of a round, written (or not: `failed`).
+struct Written {
+    node: usize,
+    items: Vec<Item>,
+    /// Replies to read: the items and their `ASKING`s.
+    expect: usize,
+    sent_at: Option<Instant>,
+    /// The write failed: why, and whether not one byte of it was accepted.
+    failed: Option<(String, bool)>,
+}
 
 /// A future of the batch's, boxed so that one per master can be polled together.
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a master's write or read failed, and whether not one byte of the write was accepted.
+type Failure = (String, bool);
+
+/// A master's replies read in a round (each with the instant its read
+/// returned), and the failure that ended the reading early.
+type ReadOut = (Vec<(resp::Value, Instant)>, Option<Failure>);
 
 /// What a master answered in one round.
 struct RoundOut {
@@ -109,8 +164,6 @@ struct Batcher<'a, S: CommandSource, K: ResultSink> {
     check: bool,
     mode: Mode,
     nodes: Vec<NodeState>,
-    window: Commands,
-    entries: Vec<Entry>,
     t0: Instant,
     last_io: Instant,
     summary: Summary,
@@ -140,8 +193,6 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, sett
         check,
         mode: plan.mode,
         nodes: Vec::new(),
-        window: Commands::new(),
-        entries: Vec::new(),
         t0,
         last_io: t0,
         summary: Summary { mode: Some(plan.mode), simulated_rtt_ms: plan.simulated_rtt_ms, resp3: plan.resp3, batch_size: size, ..Summary::default() },
@@ -160,14 +211,42 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(cluster: &Cluster, sett
     b.connect_masters().await;
     b.t0 = Instant::now();
     b.last_io = b.t0;
+    let stop = plan.on_error == OnError::Stop;
+    // Windows in flight at once (pipeline mode): the current one and those written ahead of it.
+    let depth = if plan.mode == Mode::Pipeline && !stop { super::in_flight_windows(size) } else { 1 };
+    let mut ahead: VecDeque<Window> = VecDeque::new();
     loop {
-        b.fill(size);
-        if b.entries.is_empty() {
-            break;
+        let mut cur = match ahead.pop_front() {
+            Some(w) => w,
+            None => match b.fill(size) {
+                Some(mut w) => {
+                    b.write_fresh(&mut w).await;
+                    w
+                }
+                None => break,
+            },
+        };
+        while ahead.len() + 1 < depth && !b.cut {
+            let Some(mut w) = b.fill(size) else { break };
+            b.write_fresh(&mut w).await;
+            ahead.push_back(w);
         }
-        b.run_window().await;
-        let had_error = b.emit_window();
-        if b.cut || (had_error && plan.on_error == OnError::Stop) {
+        b.read_fresh(&mut cur).await;
+        if cur.pending() {
+            // Redirection rounds read their own replies: nothing else in flight.
+            for w in ahead.iter_mut() {
+                b.read_fresh(w).await;
+            }
+            b.finish_window(&mut cur).await;
+        }
+        let had_error = b.emit_window(&mut cur);
+        if b.cut || (had_error && stop) {
+            // The windows written ahead ran, or may have: their results as they
+            // are (after a cut, unknown), never `not_sent`.
+            for mut w in ahead.drain(..) {
+                b.read_fresh(&mut w).await;
+                b.emit_window(&mut w);
+            }
             b.rest_not_sent();
             break;
         }
@@ -198,13 +277,22 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         Some(self.nodes.len() - 1)
     }
 
-    /// Pulls commands into the window until a master's share reaches `size`
-    /// (a fanned-out command counts on each), or the input ends.
-    fn fill(&mut self, size: usize) {
-        self.window.clear();
-        self.entries.clear();
+    /// The batch's node index of each master of the current map.
+    fn masters(&mut self, topology: &super::Topology) -> Vec<usize> {
+        topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect()
+    }
+
+    /// Pulls commands into a new window until a master's share reaches
+    /// `size` (a fanned-out command counts on each), or the input ends;
+    /// `None` if nothing was left. Each command is routed once and encoded
+    /// into its master's share (a fan-out into every master's).
+    fn fill(&mut self, size: usize) -> Option<Window> {
         let topology = self.cluster.topology();
-        let mut shares = vec![0usize; topology.nodes.len()];
+        let masters = self.masters(&topology);
+        let mut encoded: Vec<Vec<u8>> = masters.iter().map(|_| Vec::new()).collect();
+        let mut items: Vec<Vec<Item>> = masters.iter().map(|_| Vec::new()).collect();
+        let mut entries = Vec::new();
+        let base = self.pulled;
         while !self.source_done {
             let argv = match self.source.next_command() {
                 Ok(Some(argv)) => argv,
@@ -229,67 +317,111 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 self.state_changed = true;
             }
             let r = route(&self.table, argv);
-            for arg in argv.iter() {
-                self.window.push_arg(arg);
-            }
-            self.window.end_command();
             self.pulled += 1;
-            let full = match r {
+            let entry = entries.len();
+            let mut put = |m: usize, part: Option<usize>| {
+                let from = encoded[m].len();
+                resp::encode_command(argv, &mut encoded[m]);
+                items[m].push(Item { entry, asking: false, part });
+                (m, from, encoded[m].len())
+            };
+            let (bytes, full) = match r {
                 Route::Slot(s) => {
-                    let o = topology.owner(s).unwrap_or(0);
-                    shares[o] += 1;
-                    shares[o] >= size
+                    let at = put(topology.owner(s).unwrap_or(0), None);
+                    (at, items[at.0].len() >= size)
                 }
                 Route::Any => {
-                    shares[0] += 1;
-                    shares[0] >= size
+                    let at = put(0, None);
+                    (at, items[0].len() >= size)
                 }
-                Route::All(_) => shares.iter_mut().fold(false, |full, s| {
-                    *s += 1;
-                    full || *s >= size
-                }),
+                Route::All(_) => {
+                    let first = put(0, Some(0));
+                    for m in 1..masters.len() {
+                        put(m, Some(m));
+                    }
+                    (first, items.iter().any(|i| i.len() >= size))
+                }
             };
-            self.entries.push(Entry { route: r, redirect: None, redirections: 0, retries: 0, outcome: None, parts: Vec::new(), first_sent_us: None });
+            entries.push(Entry { route: r, bytes, redirect: None, redirections: 0, retries: 0, outcome: None, parts: Vec::new(), first_sent_us: None });
+            if let Route::All(_) = r {
+                entries[entry].parts = vec![None; masters.len()];
+            }
             if full {
                 break;
             }
         }
+        if entries.is_empty() {
+            return None;
+        }
+        let fresh = masters.into_iter().zip(items).filter(|(_, items)| !items.is_empty()).collect();
+        Some(Window { base, entries, encoded, fresh, in_flight: None, refresh: false, wait: None })
     }
 
-    /// Rounds until every command of the window has an outcome.
-    async fn run_window(&mut self) {
+    /// Writes `w`'s fresh round (every master's share at once); its replies are read by [`Self::read_fresh`].
+    async fn write_fresh(&mut self, w: &mut Window) {
+        let plan = std::mem::take(&mut w.fresh);
+        // The shares of masters with items, in plan order (a share's index is its master's in the map).
+        let bufs: Vec<&[u8]> = w.encoded.iter().filter(|b| !b.is_empty()).map(Vec::as_slice).collect();
+        w.in_flight = Some(self.write_phase(plan, bufs).await);
+    }
+
+    /// Reads the replies of `w`'s round in flight, if any, and settles them.
+    async fn read_fresh(&mut self, w: &mut Window) {
+        if let Some(written) = w.in_flight.take() {
+            let round = self.read_phase(written).await;
+            (w.refresh, w.wait) = self.settle(w, round);
+        }
+    }
+
+    /// Rounds until every command of `w` has an outcome (after its fresh
+    /// round: redirections and retries), each written and read whole.
+    async fn finish_window(&mut self, w: &mut Window) {
         loop {
-            let pending: Vec<usize> = (0..self.entries.len()).filter(|&i| self.entries[i].outcome.is_none()).collect();
-            if pending.is_empty() {
-                return;
-            }
-            let plan = self.plan_round(&pending);
-            let written = self.write_round(plan).await;
-            let (refresh, wait) = self.settle(written);
-            if refresh {
+            if std::mem::take(&mut w.refresh) {
                 // The MOVED address is used either way: a failed refresh only delays the map.
                 if let Err(e) = self.cluster.refresh(self.settings).await {
                     tracing::warn!(error = %e, "reading the cluster slot map again failed");
                 }
             }
-            if let Some(n) = wait {
+            if let Some(n) = w.wait.take() {
                 tokio::time::sleep(redirect::back_off(n)).await;
             }
+            let pending: Vec<usize> = (0..w.entries.len()).filter(|&i| w.entries[i].outcome.is_none()).collect();
+            if pending.is_empty() {
+                return;
+            }
+            let plan = self.plan_round(w, &pending);
+            let bufs: Vec<Vec<u8>> = plan
+                .iter()
+                .map(|(_, items)| {
+                    let mut buf = Vec::new();
+                    for it in items {
+                        if it.asking {
+                            resp::encode_command([b"ASKING".as_slice()], &mut buf);
+                        }
+                        let (m, from, to) = w.entries[it.entry].bytes;
+                        buf.extend_from_slice(&w.encoded[m][from..to]);
+                    }
+                    buf
+                })
+                .collect();
+            let written = self.write_phase(plan, bufs.iter().map(Vec::as_slice).collect()).await;
+            let round = self.read_phase(written).await;
+            (w.refresh, w.wait) = self.settle(w, round);
         }
     }
 
-    /// Which master each pending command goes to this round.
-    fn plan_round(&mut self, pending: &[usize]) -> Vec<(usize, Vec<Item>)> {
+    /// Which master each pending command of `w` goes to this round.
+    fn plan_round(&mut self, w: &mut Window, pending: &[usize]) -> Vec<(usize, Vec<Item>)> {
         let topology = self.cluster.topology();
-        // The batch's node index of each master of the current map.
-        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
+        let masters = self.masters(&topology);
         let mut per_node: Vec<(usize, Vec<Item>)> = Vec::new();
         let mut add = |node: usize, item: Item| match per_node.iter_mut().find(|(n, _)| *n == node) {
             Some((_, items)) => items.push(item),
             None => per_node.push((node, vec![item])),
         };
         for &e in pending {
-            let entry = &mut self.entries[e];
+            let entry = &mut w.entries[e];
             let node = match (entry.route, entry.redirect.take()) {
                 (Route::All(_), _) => {
                     if entry.parts.is_empty() {
@@ -308,7 +440,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                         Some(node) => (node, asking),
                         // Redirected to an address that is not host:port: it never ran.
                         None => {
-                            self.entries[e].outcome = Some(Outcome::NotSent);
+                            w.entries[e].outcome = Some(Outcome::NotSent);
                             continue;
                         }
                     }
@@ -324,7 +456,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     /// Connects to every master of the current map (concurrently).
     async fn connect_masters(&mut self) {
         let topology = self.cluster.topology();
-        let masters: Vec<usize> = topology.nodes.iter().map(|n| self.node(&n.address, || Some(n.target.clone())).expect("a master")).collect();
+        let masters = self.masters(&topology);
         let (cluster, settings) = (self.cluster, self.settings);
         let futures: Vec<Boxed<'_, Option<String>>> = self
             .nodes
@@ -338,66 +470,97 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         }
     }
 
-    /// Writes each master's share at once and reads its replies; all masters concurrently.
-    async fn write_round(&mut self, plan: Vec<(usize, Vec<Item>)>) -> Vec<(usize, Vec<Item>, RoundOut)> {
-        // Connect where needed (a master that failed, or cannot be reached, gets nothing).
-        let mut live = Vec::new();
+    /// Writes each master's share of a round (`bufs[k]`: the bytes of
+    /// `plan[k]`), all masters concurrently; the replies are left to
+    /// [`Self::read_phase`]. A master that cannot be reached gets nothing; one
+    /// whose write fails is failed at once (nothing more is written to it).
+    async fn write_phase(&mut self, plan: Vec<(usize, Vec<Item>)>, bufs: Vec<&[u8]>) -> Vec<Written> {
+        let mut out = Vec::with_capacity(plan.len());
         for (node, items) in plan {
             if let Some(e) = connect(self.cluster, self.settings, &mut self.nodes[node]).await {
                 self.connection_error.get_or_insert(e);
             }
-            if self.nodes[node].failed {
-                let failed = RoundOut { sent_at: None, replies: Vec::new(), failed: Some(("master unavailable".into(), true)) };
-                live.push((node, items, Some(failed)));
+            let expect = items.iter().map(|it| 1 + it.asking as usize).sum();
+            let failed = if self.nodes[node].failed {
+                Some(("master unavailable".into(), true))
             } else {
-                live.push((node, items, None));
-            }
-        }
-        let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(live.len());
-        for (node, items, done) in &live {
-            let mut buf = Vec::new();
-            if done.is_none() {
-                for it in items {
-                    if it.asking {
-                        resp::encode_command([b"ASKING".as_slice()], &mut buf);
-                    }
-                    resp::encode_command(self.window.get(it.entry), &mut buf);
-                }
-                let s = &mut self.nodes[*node].summary;
+                let s = &mut self.nodes[node].summary;
                 s.commands += items.len();
                 s.round_trips += 1;
-            }
-            bufs.push(buf);
+                None
+            };
+            out.push(Written { node, items, expect, sent_at: None, failed });
         }
         let settings = self.settings;
-        let mut futures: Vec<NodeFuture<'_>> = Vec::new();
+        let mut futures: Vec<Boxed<'_, (usize, Result<Instant, Failure>)>> = Vec::new();
         for (n, state) in self.nodes.iter_mut().enumerate() {
-            if let Some(k) = live.iter().position(|(node, _, done)| *node == n && done.is_none()) {
-                let expect = live[k].1.iter().map(|it| 1 + it.asking as usize).sum();
-                let buf = &bufs[k];
-                futures.push(Box::pin(async move { (k, node_round(state, buf, expect, settings).await) }));
+            if let Some(k) = out.iter().position(|w| w.node == n && w.failed.is_none()) {
+                let buf = bufs[k];
+                futures.push(Box::pin(async move { (k, node_write(state, buf, settings).await) }));
             }
         }
         if !futures.is_empty() {
             self.summary.round_trips += 1;
         }
-        for (k, out) in join_all(futures).await {
-            live[k].2 = Some(out);
+        let issued = Instant::now();
+        for (k, r) in join_all(futures).await {
+            match r {
+                Ok(t) => out[k].sent_at = Some(t),
+                Err(f) => {
+                    // Some bytes may have gone out: its commands are unknown, sent from here.
+                    if !f.1 {
+                        out[k].sent_at = Some(issued);
+                    }
+                    out[k].failed = Some(f);
+                }
+            }
         }
-        live.into_iter().map(|(node, items, out)| (node, items, out.expect("every master's round ran"))).collect()
+        for w in &out {
+            if let (Some((why, _)), false) = (&w.failed, self.nodes[w.node].failed) {
+                self.fail(w.node, why);
+            }
+        }
+        out
+    }
+
+    /// Master `node` failed (`why`): its connection dropped, nothing more written to it.
+    fn fail(&mut self, node: usize, why: &str) {
+        let n = &mut self.nodes[node];
+        if !n.failed {
+            n.failed = true;
+            n.drop_conn();
+            self.connection_error.get_or_insert(format!("{}: {why}", n.address));
+        }
+    }
+
+    /// Reads the replies of a round [`Self::write_phase`] wrote, all masters concurrently.
+    async fn read_phase(&mut self, written: Vec<Written>) -> Vec<(usize, Vec<Item>, RoundOut)> {
+        let mut outs: Vec<RoundOut> = written.iter().map(|w| RoundOut { sent_at: w.sent_at, replies: Vec::new(), failed: w.failed.clone() }).collect();
+        let mut futures: Vec<Boxed<'_, (usize, ReadOut)>> = Vec::new();
+        for (n, state) in self.nodes.iter_mut().enumerate() {
+            if let Some(k) = written.iter().position(|w| w.node == n && w.failed.is_none()) {
+                let expect = written[k].expect;
+                futures.push(Box::pin(async move { (k, node_read(state, expect).await) }));
+            }
+        }
+        for (k, (replies, failed)) in join_all(futures).await {
+            outs[k].replies = replies;
+            outs[k].failed = failed;
+        }
+        written.into_iter().zip(outs).map(|(w, out)| (w.node, w.items, out)).collect()
     }
 
     /// Turns each master's replies into outcomes or redirections. Returns
     /// whether the slot map must be read again (a MOVED) and the longest
     /// back-off asked for (a TRYAGAIN / CLUSTERDOWN retry number).
-    fn settle(&mut self, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (bool, Option<u8>) {
+    fn settle(&mut self, w: &mut Window, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (bool, Option<u8>) {
         let mut refresh = false;
         let mut wait = None;
         for (node, items, out) in written {
             let sent_us = out.sent_at.map(|t| self.us(t));
             if let Some(t) = out.sent_at {
                 self.last_io = self.last_io.max(t);
-                self.sent = self.sent.max(items.iter().map(|it| it.entry + self.emitted + 1).max().unwrap_or(0));
+                self.sent = self.sent.max(items.iter().map(|it| w.base + it.entry + 1).max().unwrap_or(0));
             }
             let mut replies = out.replies.into_iter();
             for it in &items {
@@ -408,7 +571,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                     // No reply: unknown if written, else not sent.
                     // (A command written before got a redirection, so it did not run then.)
                     let nothing = out.failed.as_ref().is_some_and(|(_, nothing)| *nothing);
-                    let entry = &mut self.entries[it.entry];
+                    let entry = &mut w.entries[it.entry];
                     if nothing && it.part.is_none() {
                         entry.outcome = Some(Outcome::NotSent);
                     } else if nothing {
@@ -420,7 +583,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 };
                 self.last_io = self.last_io.max(at);
                 let reply_us = self.us(at);
-                let entry = &mut self.entries[it.entry];
+                let entry = &mut w.entries[it.entry];
                 let sent = *entry.first_sent_us.get_or_insert(sent_us.unwrap_or(0));
                 if let Some(p) = it.part {
                     entry.parts[p] = Some(reply);
@@ -451,16 +614,11 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 }
             }
             if let Some((why, _)) = out.failed {
-                let n = &mut self.nodes[node];
-                if !n.failed {
-                    n.failed = true;
-                    n.drop_conn();
-                    self.connection_error.get_or_insert(format!("{}: {why}", n.address));
-                }
+                self.fail(node, &why);
             }
         }
         // A fan-out with a failed master: unknown (some masters may have run it).
-        for entry in &mut self.entries {
+        for entry in &mut w.entries {
             if entry.outcome.is_none() && !entry.parts.is_empty() {
                 let topology_failed = entry.parts.iter().any(Option::is_none) && self.nodes.iter().any(|n| n.failed);
                 if topology_failed {
@@ -472,10 +630,10 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     }
 
     /// Emits the window's results in order; true if any is an error reply.
-    fn emit_window(&mut self) -> bool {
+    fn emit_window(&mut self, w: &mut Window) -> bool {
         let mut had_error = false;
-        for k in 0..self.entries.len() {
-            let outcome = self.entries[k].outcome.take().unwrap_or(Outcome::NotSent);
+        for entry in &mut w.entries {
+            let outcome = entry.outcome.take().unwrap_or(Outcome::NotSent);
             let (status, reply, sent_us, reply_us, node) = match outcome {
                 Outcome::Reply { reply, sent_us, reply_us, node } if !self.cut => match self.sink.admit(&reply) {
                     Ok(()) => {
@@ -513,12 +671,8 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
 
     /// Every command still in the source is `not_sent` (read to its end or first bad command).
     fn rest_not_sent(&mut self) {
-        loop {
-            self.fill(1024);
-            if self.entries.is_empty() {
-                return;
-            }
-            for _ in 0..self.entries.len() {
+        while let Some(w) = self.fill(1024) {
+            for _ in 0..w.entries.len() {
                 self.push(Status::NotSent, None, None, None, None);
             }
         }
@@ -572,12 +726,12 @@ async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeStat
     }
 }
 
-/// Writes `bytes` to the master's connection and reads `expect` replies.
-/// A connection from the pool whose write fails with not one byte accepted
+/// Writes `bytes` to the master's connection: the instant the write was
+/// issued, or why it failed and whether not one byte was accepted. A
+/// connection from the pool whose write fails with not one byte accepted
 /// (it died idle) is replaced by a fresh one and the write made there.
-async fn node_round(node: &mut NodeState, bytes: &[u8], expect: usize, settings: &ConnSettings) -> RoundOut {
-    let mut out = RoundOut { sent_at: None, replies: Vec::with_capacity(expect), failed: None };
-    let conn = node.conn.as_mut().expect("connected before the round");
+async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings) -> Result<Instant, Failure> {
+    let Some(conn) = node.conn.as_mut() else { return Err(("not connected".into(), true)) };
     let written = match conn.write(bytes).await {
         Ok(t) => Ok(t),
         Err(_) if node.reused && conn.nothing_sent() => {
@@ -593,24 +747,22 @@ async fn node_round(node: &mut NodeState, bytes: &[u8], expect: usize, settings:
         Err(e) => Err((e.to_string(), conn.nothing_sent())),
     };
     node.reused = false;
-    match written {
-        Ok(t) => out.sent_at = Some(t),
-        Err(f) => {
-            out.failed = Some(f);
-            return out;
-        }
-    }
-    let conn = node.conn.as_mut().expect("connected");
+    written
+}
+
+/// Reads `expect` replies from the master's connection (each with the
+/// instant its read returned); the error that ended the reading early, if any.
+async fn node_read(node: &mut NodeState, expect: usize) -> ReadOut {
+    let mut replies = Vec::with_capacity(expect);
+    // Dropped meanwhile (a later write to it failed, or the batch was cut): what was written may have run.
+    let Some(conn) = node.conn.as_mut() else { return (replies, Some(("connection closed".into(), false))) };
     for _ in 0..expect {
         match conn.read_reply().await {
-            Ok(r) => out.replies.push(r),
-            Err(e) => {
-                out.failed = Some((e.to_string(), false));
-                break;
-            }
+            Ok(r) => replies.push(r),
+            Err(e) => return (replies, Some((e.to_string(), false))),
         }
     }
-    out
+    (replies, None)
 }
 
 /// Polls every future until all are done; their outputs in order.

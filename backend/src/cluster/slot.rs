@@ -12,17 +12,28 @@
 /// Number of hash slots in a Redis Cluster (`CLUSTER_SLOTS` in `src/cluster.h`).
 pub const SLOTS: u16 = 16384;
 
-/// CRC16-XMODEM of `bytes`, bit by bit (Redis uses a table; same values).
+/// CRC16-XMODEM of `bytes`, a byte at a time from a 256-entry table (as
+/// Redis's `crc16tab` in `src/crc16.c`, computed here at compile time).
 pub fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
+    bytes.iter().fold(0u16, |crc, &b| (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize])
 }
+
+/// `CRC16_TABLE[i]`: the CRC of byte `i` alone, bit by bit (polynomial 0x1021).
+const CRC16_TABLE: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            bit += 1;
+        }
+        table[i] = crc;
+        i += 1;
+    }
+    table
+};
 
 /// The part of `key` that is hashed: its hash tag if it has a non-empty
 /// one, else the whole key (`keyHashSlot`).
@@ -50,6 +61,13 @@ mod tests {
     fn crc16_check_value() {
         // The XMODEM check value, also in Redis `src/crc16.c`'s comment.
         assert_eq!(crc16(b"123456789"), 0x31c3);
+    }
+
+    #[test]
+    fn table_matches_redis() {
+        // The first entries of `crc16tab` in Redis `src/crc16.c`, and its last.
+        assert_eq!(&CRC16_TABLE[..4], &[0x0000, 0x1021, 0x2042, 0x3063]);
+        assert_eq!(CRC16_TABLE[255], 0x1ef0);
     }
 
     #[test]

@@ -69,6 +69,36 @@ export async function startRedis() {
   return { port, url: `redis://127.0.0.1:${port}`, stop: () => stop(child) };
 }
 
+/**
+ * A real 3-master Redis Cluster (scripts/lib/cluster.sh: `redis-server
+ * --cluster-enabled yes` ×3 on free ports, `redis-cli --cluster create …
+ * --cluster-replicas 0 --cluster-yes`). `addresses`: the masters'
+ * `127.0.0.1:PORT`; `url`: `redis://` naming all three; `stop()` ends it
+ * (the script stops its nodes when its stdin closes).
+ */
+export async function startCluster() {
+  const child = spawn('bash', [join(repoRoot, 'scripts/lib/cluster.sh')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`the cluster did not start within 90 s: ${out}`)), 90000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/^ready (.*)$/m);
+      if (m) clearTimeout(timer), res(m[1]);
+    });
+    child.once('exit', (code) => rej(new Error(`scripts/lib/cluster.sh exited (${code}): ${out}`)));
+  });
+  const addresses = line.trim().split(/\s+/);
+  const done = new Promise((r) => child.once('exit', r));
+  const stopCluster = async () => {
+    if (exited(child)) return;
+    child.stdin.end();
+    await Promise.race([done, sleep(10000)]);
+    if (!exited(child)) child.kill('SIGTERM');
+  };
+  return { addresses, url: `redis://${addresses.join(',')}`, stop: stopCluster };
+}
+
 export function pipelabBin() {
   if (process.env.PIPELAB_BIN) return process.env.PIPELAB_BIN;
   for (const p of ['target/debug/pipelab', 'target/release/pipelab']) {

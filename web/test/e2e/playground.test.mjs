@@ -207,6 +207,9 @@ describe('runs against a real Redis', () => {
     const sent = new Set(r.map((x) => x.cells[4]));
     assert.equal(sent.size, 1, 'all commands sent in one write');
     assert.ok(await barPixels() > 0);
+    // A single Redis: one unlabelled lane, every row in it (lanes are for cluster nodes).
+    const lanes = await page.evaluate(() => window.pipelab.timeline.lanes().map((l) => ({ node: l.node, rows: l.rows })));
+    assert.deepEqual(lanes, [{ node: null, rows: [0, 1, 2, 3, 4] }]);
     // The reply in redis-cli format, and its raw RESP on demand.
     await page.click('#results .rows .row[data-index="1"]');
     assert.equal(await page.textContent('#detail .reply-cli'), '"pipelab"');
