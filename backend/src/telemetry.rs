@@ -29,6 +29,10 @@ static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
 /// Batch durations in seconds: 100 µs (loopback, one command) to 60 s.
 const DURATION_BUCKETS: &[f64] = &[0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0];
 
+/// How often histogram samples are folded into their buckets (the
+/// exporter's own default upkeep period).
+const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Installs the process-wide metrics recorder (idempotent: tests build many routers).
 pub fn install_metrics() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
@@ -39,6 +43,18 @@ pub fn install_metrics() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Another recorder may already be installed (a test binary): keep rendering ours.
         let _ = metrics::set_global_recorder(recorder);
+        // A histogram keeps every sample until upkeep folds it into the
+        // buckets; `build_recorder` (unlike `install`) leaves upkeep to the
+        // caller. Without it, a server nobody scraped grew by 16 bytes per
+        // batch: +29 MB of RSS over 1.5M batches in `bench/load.sh`.
+        let upkeep = handle.clone();
+        let spawned = std::thread::Builder::new().name("pipelab-metrics-upkeep".into()).spawn(move || loop {
+            std::thread::sleep(METRICS_UPKEEP);
+            upkeep.run_upkeep();
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the metrics upkeep thread; histogram samples accumulate until /metrics is read");
+        }
         // Listed from the start at 0, as the README shows it: a failure
         // counter that appears only with the first failure cannot be
         // alerted on by its rate.
