@@ -472,6 +472,8 @@ pub struct Admitted(Option<(Client, String)>);
 /// whose `Content-Length` is past the byte limit, is refused (`Err`, the
 /// 429 or 413) before its body is read; the request's [`Client`] is left
 /// in its extensions.
+// The refusal is the answer, sent as it is: boxing it would only move it.
+#[allow(clippy::result_large_err)]
 pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), Response> {
     if state.rate.is_off() {
         return Ok((req, Admitted(None)));
