@@ -24,12 +24,7 @@ source bench/lib.sh
 SMALL=${SMALL:-1000}
 LARGE=${LARGE:-3000}
 ROUTE=${PATH_:-/api/v1/batch}
-if ! command -v valgrind >/dev/null; then
-  echo "[bench] apt-get install valgrind" >&2
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-fi
+ensure_pkg valgrind
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
   cargo build -q --release -p pipelab

@@ -1,16 +1,20 @@
-# Sourced by bench/token_overhead.sh and bench/load.sh: a work directory
+# Sourced by bench/token_overhead.sh, bench/load.sh and bench/api_instructions.sh: a work directory
 # and the processes started, both cleaned up on exit; free ports; medians;
 # and the load generator wrk. Not used by CI (scripts/test.sh).
 
-# wrk (Debian package `wrk`), installed with apt-get when missing.
-ensure_wrk() {
-  command -v wrk >/dev/null && return 0
-  echo "[bench] apt-get install wrk" >&2
+# ensure_pkg COMMAND [PACKAGE]: the Debian package (default: COMMAND's
+# name) installed with apt-get when COMMAND is missing.
+ensure_pkg() {
+  command -v "$1" >/dev/null && return 0
+  echo "[bench] apt-get install ${2:-$1}" >&2
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${2:-$1}" >/dev/null
 }
+
+# wrk (Debian package `wrk`), installed with apt-get when missing.
+ensure_wrk() { ensure_pkg wrk; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -6,17 +6,16 @@
 //! headers ([`super::headers`]) on whatever the answer is.
 //!
 //! One `from_fn` layer rather than a layer per rule: the router's layers
-//! wrap every route, and each layer is cloned, and axum's `from_fn` also
-//! boxes its future, on every request; five of them were a measurable
-//! share of a one-command request's instructions (callgrind over 2000
+//! wrap every route, each layer is cloned on every request, and axum's
+//! `from_fn` also boxes its future; three `from_fn` layers, the guard's
+//! and three header layers were a measurable share of a one-command
+//! request's instructions (callgrind over 2000
 //! one-SET requests, `bench/README-api.md`).
 
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
-use axum::response::Response;
-
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 
 use super::{auth, headers, rate, AppState};
 
