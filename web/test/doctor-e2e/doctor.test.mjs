@@ -101,7 +101,10 @@ test('the --ui page lists the loop as a missed pipeline and draws its flights', 
   assert.ok(href.startsWith(`${serve.base}#s=`), href);
   const pg = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await pg.goto(href);
-  await pg.waitForFunction(() => window.pipelab?.editors?.inline?.state.doc.lines > 1);
+  // The page opens with its demo batch and restores the permalink after
+  // (decodePermalink is async): wait for the restored text, or the error.
+  await pg.waitForFunction(() => window.pipelab?.editors?.inline?.state.doc.toString().startsWith('SET user:') || document.getElementById('permalink-error')?.textContent);
+  assert.equal(await pg.locator('#permalink-error').count(), 0, 'the permalink opens');
   const text = await pg.evaluate(() => window.pipelab.editors.inline.state.doc.toString());
   const lines = text.split('\n');
   assert.equal(lines[0], 'SET user:0 1');
