@@ -7,7 +7,8 @@
 #   binary and the web bundle;
 # - that binary, started as a user starts it (no --redis: its own
 #   redis-server), serves the bundle, a batch, /healthz, /readyz and /metrics,
-#   and on SIGTERM exits 0 with its redis-server and socket gone.
+#   its sweep's cost model within 3x of Redis's usec_per_call, and on SIGTERM
+#   exits 0 with its redis-server and socket gone.
 set -euo pipefail
 # shellcheck source=scripts/lib/wait-ready.sh
 source "$(dirname "$0")/lib/wait-ready.sh"
@@ -66,6 +67,9 @@ metrics = urllib.request.urlopen(base + "/metrics").read().decode()
 assert 'pipelab_batches_total{mode="pipeline",outcome="ok"} 1' in metrics, metrics
 print("deploy smoke: page, batch and metrics ok")
 PY
+# Issue #18's bound, which only the release build meets: the sweep's fitted
+# t_cmd within 3x of INFO commandstats usec_per_call.
+python3 scripts/lib/cost_model_check.py "$port"
 socket=$(sed -n 's/.*(Redis: unix:\/\/\(.*\))$/\1/p' "$log" | head -1)
 [ -S "$socket" ] || { echo "deploy: no embedded redis socket in: $(cat "$log")" >&2; exit 1; }
 kill -TERM "$pid"
