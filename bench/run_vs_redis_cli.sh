@@ -5,6 +5,8 @@
 # prints markdown tables (bench/README.md holds a copy of the figures).
 #
 #   bench/run_vs_redis_cli.sh [RUNS]      # RUNS alternations, default 5
+#   PIPELAB_BIN=path bench/run_vs_redis_cli.sh   # that binary (another build, e.g. an
+#                                             # older round's) instead of building target/release/pipelab
 #
 # Needs: redis-server, redis-cli, python3, /usr/bin/time (GNU time).
 set -euo pipefail
@@ -13,8 +15,12 @@ RUNS=${1:-5}
 N=1000000
 
 command -v /usr/bin/time >/dev/null || { echo "needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 2; }
-cargo build --release -q -p pipelab
-BIN=target/release/pipelab
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  BIN=$PIPELAB_BIN
+else
+  cargo build --release -q -p pipelab
+  BIN=target/release/pipelab
+fi
 WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no >/dev/null &
@@ -38,6 +44,7 @@ with open(path, "wb") as f:
 PY
 echo "# pipelab vs redis-cli --pipe: $N SETs ($(du -h "$WORK/sets.resp" | cut -f1) of RESP), $RUNS alternating runs"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# pipelab: $BIN ($("$BIN" --version))"
 measure() { # name cmd... ; appends "name seconds maxrss_kb" to $WORK/runs
   local name=$1; shift
   redis-cli -p "$PORT" flushall >/dev/null

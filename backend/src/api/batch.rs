@@ -1,7 +1,7 @@
 //! `POST /api/v1/batch`: run one batch, answer with the executor's report
 //! (docs/api.md#batch).
 
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -123,9 +123,7 @@ impl FromRequest<AppState> for PreparedBatch {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let (mut parts, body) = req.into_parts();
-        let Ok(caller) = Caller::from_request_parts(&mut parts, state).await;
-        let CommandsJson(req) = CommandsJson::from_request(Request::from_parts(parts, body), state).await?;
+        let (caller, CommandsJson(req)) = Caller::with_body(req, state).await?;
         prepare(state, caller, req).await
     }
 }

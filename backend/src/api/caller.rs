@@ -6,11 +6,13 @@
 
 use std::convert::Infallible;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 
 use super::auth::Access;
+use super::error::ApiError;
 use super::rate::Client;
+use super::AppState;
 use crate::sandbox::Namespace;
 
 /// The caller of a request: `access` is [`Access::Open`] when no token is
@@ -33,5 +35,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             ns: ext.get::<Namespace>().cloned(),
             client: ext.get::<Client>().cloned(),
         })
+    }
+}
+
+impl Caller {
+    /// The caller of `req` and its body as `B` (`B`'s rejection if it is
+    /// not one): for the extractors that check a body against its caller
+    /// (`batch::PreparedBatch`, `sweep::PreparedSweep`).
+    pub async fn with_body<B: FromRequest<AppState, Rejection = ApiError>>(req: Request, state: &AppState) -> Result<(Caller, B), ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(caller) = Caller::from_request_parts(&mut parts, state).await;
+        Ok((caller, B::from_request(Request::from_parts(parts, body), state).await?))
     }
 }

@@ -10,11 +10,10 @@ use utoipa::ToSchema;
 
 use super::caller::Caller;
 use super::run::command;
-use super::validate::DEFAULT_BATCH_SIZE;
+use super::validate::{Defaults, DEFAULTS};
 use super::{AppState, RedisSource};
 use crate::commands::RefusedCommand;
-use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{Mode, OnError};
+use crate::config::Limits;
 
 /// Server facts.
 #[derive(Debug, Serialize, ToSchema)]
@@ -100,18 +99,6 @@ pub struct RedisInfo {
     pub nodes: Vec<crate::cluster::NodeInfo>,
 }
 
-/// What a batch request gets for the fields it leaves out.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Defaults {
-    pub mode: Mode,
-    pub batch_size: u64,
-    pub on_error: OnError,
-    pub simulated_rtt_ms: f64,
-    pub resp3: bool,
-    /// The largest simulated_rtt_ms accepted.
-    pub max_simulated_rtt_ms: f64,
-}
-
 /// Redis version and mode, the server's limits and defaults.
 #[utoipa::path(
     get,
@@ -156,14 +143,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoRes
             nodes: state.pool.cluster_nodes().unwrap_or_default(),
         },
         limits: state.limits.clone(),
-        defaults: Defaults {
-            mode: super::validate::DEFAULT_MODE,
-            batch_size: DEFAULT_BATCH_SIZE as u64,
-            on_error: OnError::default(),
-            simulated_rtt_ms: 0.0,
-            resp3: false,
-            max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
-        },
+        defaults: DEFAULTS,
         refused,
         sandbox: state.sandbox.as_ref().map(|s| SandboxInfo {
             ttl_s: s.config.sandbox_ttl.as_secs(),

@@ -6,12 +6,13 @@
 //! report and the clean-up of the keys the sweep created are
 //! [`crate::lab::sweep`]'s (`pipelab sweep` runs the same).
 
-use axum::extract::State;
+use axum::extract::{FromRequest, Request};
 use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::ArgBytes;
+use super::caller::Caller;
 use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
 use super::refuse::Rules;
@@ -57,11 +58,32 @@ pub struct SweepRequest {
     (status = 200, description = "Throughput per batch size", body = SweepReport),
     BatchErrors,
 ))]
-pub async fn sweep(
-    State(state): State<AppState>,
-    caller: super::caller::Caller,
-    ApiJson(req): ApiJson<SweepRequest>,
-) -> Result<Json<SweepReport>, ApiError> {
+pub async fn sweep(PreparedSweep { spec, runner }: PreparedSweep) -> Result<Json<SweepReport>, ApiError> {
+    // If the client leaves mid-sweep, this handler is dropped with the
+    // sweep in it, whose clean-up then deletes the keys in a task of its own.
+    Ok(Json(crate::lab::sweep::sweep(&runner, &spec).await?))
+}
+
+/// A [`SweepRequest`] checked against the server's limits and the
+/// caller's rules, its first run of each batch size taken from the rate
+/// limit: the extractor of `POST /sweep`.
+pub struct PreparedSweep {
+    spec: SweepSpec,
+    runner: Metered,
+}
+
+/// Rejections: the body's ([`ApiJson`]), then the 4xx of a bad field or a
+/// refused command, or the rate limit's 429.
+impl FromRequest<AppState> for PreparedSweep {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let (caller, ApiJson(req)) = Caller::with_body(req, state).await?;
+        prepare(state, caller, req).await
+    }
+}
+
+async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<PreparedSweep, ApiError> {
     let limits = &state.limits;
     let template = req
         .command
@@ -74,7 +96,7 @@ pub async fn sweep(
     if let Some(r) = req.repeats {
         spec = spec.with_repeats(r)?;
     }
-    let rules = Rules::for_request(&state, caller.ns).await;
+    let rules = Rules::for_request(state, caller.ns).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
     }
@@ -122,12 +144,10 @@ pub async fn sweep(
     // Each batch size runs `total` commands once; its repeats are taken
     // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
-    super::rate::take_commands(&state, caller.client.as_ref(), commands)?;
-    // If the client leaves mid-sweep, this handler is dropped with the
-    // sweep in it, whose clean-up then deletes the keys in a task of its own.
-    let runner = Metered { state, client: caller.client };
-    Ok(Json(crate::lab::sweep::sweep(&runner, &spec).await?))
+    super::rate::take_commands(state, caller.client.as_ref(), commands)?;
+    Ok(PreparedSweep { spec, runner: Metered { state: state.clone(), client: caller.client } })
 }
+
 
 /// The API as the sweep's runner: [`AppState`]'s, with each repeat of a
 /// batch size taken from the client's command rate limit if it has room

@@ -5,6 +5,9 @@
 //! RESP, split by `resp::RequestReader` exactly as the Redis server splits
 //! its input: the API never splits arguments itself).
 
+use serde::Serialize;
+use utoipa::ToSchema;
+
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiCode, ApiError};
 use super::refuse::Rules;
@@ -15,6 +18,29 @@ use crate::exec::{Batch, Commands, Mode, OnError, Plan, RunsAs};
 pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
+
+// `GET /api/v1/info`'s `defaults`, stated here where they are applied.
+/// What a batch request gets for the fields it leaves out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Defaults {
+    pub mode: Mode,
+    pub batch_size: u64,
+    pub on_error: OnError,
+    pub simulated_rtt_ms: f64,
+    pub resp3: bool,
+    /// The largest simulated_rtt_ms accepted.
+    pub max_simulated_rtt_ms: f64,
+}
+
+/// The defaults of every batch-running request.
+pub const DEFAULTS: Defaults = Defaults {
+    mode: DEFAULT_MODE,
+    batch_size: DEFAULT_BATCH_SIZE as u64,
+    on_error: OnError::Continue,
+    simulated_rtt_ms: 0.0,
+    resp3: false,
+    max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
+};
 
 /// The fields every batch-running request shares, as received.
 #[derive(Debug, Default)]
@@ -109,7 +135,7 @@ impl BatchFields {
             batch_size: batch_size(self.batch_size)?,
             on_error: on_error(self.on_error.as_deref())?,
             simulated_rtt_ms: rtt(self.simulated_rtt_ms)?,
-            resp3: self.resp3.unwrap_or(false),
+            resp3: self.resp3.unwrap_or(DEFAULTS.resp3),
             watch: watch_keys(self.watch.unwrap_or_default(), limits)?,
             ..Plan::new(DEFAULT_MODE)
         };
@@ -266,7 +292,7 @@ pub fn batch_size(value: Option<i64>) -> Result<usize, ApiError> {
 }
 
 fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
-    value.map_or(Ok(OnError::default()), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
+    value.map_or(Ok(DEFAULTS.on_error), |v| one_of(ApiCode::InvalidField, "on_error", "value", v))
 }
 
 /// Auto mode's `clients` (1 to 1000, default 10) and `window_us` (0 to
@@ -290,8 +316,8 @@ pub fn auto_fields(plan: &mut Plan, clients: Option<i64>, window_us: Option<i64>
 
 /// `simulated_rtt_ms`: finite, 0 to 1000 ms (docs/api.md#limits).
 pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
-    let v = value.unwrap_or(0.0);
-    if !(0.0..=MAX_SIMULATED_RTT_MS).contains(&v) {
+    let v = value.unwrap_or(DEFAULTS.simulated_rtt_ms);
+    if !(0.0..=DEFAULTS.max_simulated_rtt_ms).contains(&v) {
         return Err(ApiError::field(
             ApiCode::InvalidRtt,
             "simulated_rtt_ms",

@@ -52,9 +52,9 @@ pub fn summary_text(s: &Summary) -> String {
     let _ = writeln!(
         out,
         "missed pipelines: {} ({} commands), a pipeline would save {:.1} ms at {} ms RTT",
-        s.missed_pipelines, s.missed_commands, s.saving_ms, s.rtt_ms
+        s.missed.missed_pipelines, s.missed.missed_commands, s.missed.saving_ms, s.rtt_ms
     );
-    for m in &s.top_missed {
+    for m in &s.missed.top_missed {
         let _ = writeln!(out, "  connection {} ({}): {}, saving {:.1} ms", m.connection, m.peer, m.description, m.saving_ms);
     }
     for u in &s.undecoded {

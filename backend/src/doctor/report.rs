@@ -138,17 +138,37 @@ pub struct Summary {
     /// Commands that set up their connection (SELECT, HELLO, AUTH, CLIENT
     /// SETNAME, …: the command table's `Table::sets_connection_state`) by name.
     pub state_changes: BTreeMap<String, u64>,
+    /// The missed pipelines' totals, their fields at this level of the JSON.
+    #[serde(flatten)]
+    pub missed: MissedTotals,
+    /// Connections no longer decoded (at most 100 listed).
+    pub undecoded: Vec<Undecoded>,
+    /// The last connections (at most 20), with their recent flights.
+    pub recent_connections: Vec<ConnectionReport>,
+}
+
+/// The missed pipelines of a run, counted as each one ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MissedTotals {
     pub missed_pipelines: u64,
     /// Commands in missed pipelines.
     pub missed_commands: u64,
     /// Sum of the missed pipelines' `saving_ms`.
     pub saving_ms: f64,
-    /// The largest missed pipelines by saving (at most 10).
+    /// The largest missed pipelines by saving (at most `top` of [`MissedTotals::add`]).
     pub top_missed: Vec<MissedPipeline>,
-    /// Connections no longer decoded (at most 100 listed).
-    pub undecoded: Vec<Undecoded>,
-    /// The last connections (at most 20), with their recent flights.
-    pub recent_connections: Vec<ConnectionReport>,
+}
+
+impl MissedTotals {
+    /// Counts `m`, and keeps it if its saving is among the `top` largest.
+    pub fn add(&mut self, m: MissedPipeline, top: usize) {
+        self.missed_pipelines += 1;
+        self.missed_commands += m.commands;
+        self.saving_ms += m.saving_ms;
+        self.top_missed.push(m);
+        self.top_missed.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
+        self.top_missed.truncate(top);
+    }
 }
 
 /// One line of `--json` output.

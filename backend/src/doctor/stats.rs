@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::keys::KeyTable;
 use super::missed::Rule;
-use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, Summary, Undecoded};
+use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, MissedTotals, Summary, Undecoded};
 use super::tracker::{ConnCounters, Outcome, Tracker, DEPTH_BOUNDS};
 
 const TOP_MISSED: usize = 10;
@@ -31,10 +31,7 @@ struct Totals {
     closed: ConnCounters,
     transactions: u64,
     scripts: u64,
-    missed: u64,
-    missed_commands: u64,
-    saving_ms: f64,
-    top_missed: Vec<MissedPipeline>,
+    missed: MissedTotals,
     undecoded: Vec<Undecoded>,
     recent: VecDeque<ConnectionReport>,
 }
@@ -137,13 +134,8 @@ impl Doctor {
         for o in outcomes.drain(..) {
             match o {
                 Outcome::Missed(m) => {
-                    t.missed += 1;
-                    t.missed_commands += m.commands;
-                    t.saving_ms += m.saving_ms;
                     events.push(Event::MissedPipeline(m.clone()));
-                    t.top_missed.push(m);
-                    t.top_missed.sort_by(|a, b| b.saving_ms.total_cmp(&a.saving_ms));
-                    t.top_missed.truncate(TOP_MISSED);
+                    t.missed.add(m, TOP_MISSED);
                 }
                 Outcome::Undecoded(u) => {
                     events.push(Event::Undecoded(u.clone()));
@@ -202,7 +194,7 @@ impl Doctor {
         let t = self.totals.lock().unwrap();
         add_counters(&mut c, &t.closed);
         let (flights, commands) = flight_totals(&c);
-        Live { open: t.open, connections: t.connections, commands, flights, missed: t.missed, saving_ms: t.saving_ms }
+        Live { open: t.open, connections: t.connections, commands, flights, missed: t.missed.missed_pipelines, saving_ms: t.missed.saving_ms }
     }
 
     /// The summary; ends the runs of the connections still open (call it once, at the end).
@@ -290,10 +282,7 @@ impl Doctor {
             transactions: t.transactions,
             scripts: t.scripts,
             state_changes: counters.state_changes.into_iter().collect::<BTreeMap<_, _>>(),
-            missed_pipelines: t.missed,
-            missed_commands: t.missed_commands,
-            saving_ms: t.saving_ms,
-            top_missed: t.top_missed.clone(),
+            missed: t.missed.clone(),
             undecoded: t.undecoded.clone(),
             recent_connections: recent.into_iter().skip(skip).collect(),
         };

@@ -100,7 +100,7 @@ pub fn example_batch(doctor: &Doctor, m: &MissedPipeline) -> String {
 
 async fn summary(State(s): State<UiState>) -> Json<UiSummary> {
     let (mut summary, going_on) = s.doctor.live_summary();
-    let ended = std::mem::take(&mut summary.top_missed);
+    let ended = std::mem::take(&mut summary.missed.top_missed);
     for c in &mut summary.recent_connections {
         c.recent_flights = Vec::new();
     }

@@ -105,29 +105,28 @@ pub enum Status {
     Unknown,
 }
 
+// A `None` field is left out of the JSON (`skip_serializing_none`), here,
+// in `TransactionOutcome` and in `Report`.
 /// One command's result. Times are µs from the batch start.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CommandResult {
     pub index: usize,
     pub status: Status,
     /// The reply as reply JSON (docs/reply-json.md); absent for `not_sent` / `unknown`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<reply_schema::Reply>)]
     pub reply: Option<resp::Value>,
     /// When the write that carried this command was issued (µs from batch start).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_us: Option<u64>,
     /// When this command's reply was fully read (µs from batch start).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_us: Option<u64>,
     /// Auto mode only: µs from its simulated caller's call (the command
     /// became pending, waiting for the next coalesced write) to its reply,
     /// what the caller's `await` took.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
     /// Redis Cluster only: `host:port` of the master that answered (absent
     /// for a single Redis, and for a command fanned out to every master).
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "node_name")]
+    #[serde(serialize_with = "node_name")]
     #[schema(value_type = Option<String>, example = "127.0.0.1:7000")]
     pub node: Option<std::sync::Arc<str>>,
 }
@@ -227,15 +226,14 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Outcome of a transaction as a whole (transaction mode only).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TransactionOutcome {
     pub status: TransactionStatus,
     /// For `aborted`: the index of the (first) command rejected at queue time.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected_index: Option<usize>,
     /// Why: Redis's queue-time error for `rejected_index`, EXEC's error, or
     /// what happened to the connection (`unknown`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Every command rejected at queue time (wrong arity, unknown command…), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -264,6 +262,7 @@ pub enum TransactionStatus {
 }
 
 /// The executor's answer for a batch (`POST /api/v1/batch`'s 200 body).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = BatchResponse, example = json!({
     "summary": {"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
@@ -279,10 +278,8 @@ pub enum TransactionStatus {
 pub struct Report {
     pub summary: Summary,
     pub results: Vec<CommandResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub transaction: Option<TransactionOutcome>,
     /// Why the connection was dropped mid-batch (then results hold `unknown` / `not_sent`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub connection_error: Option<String>,
 }
 
