@@ -9,7 +9,7 @@
 //! every `POST` or `PUT` is a path-style command.
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::response::{self, write_entry, write_resp2, Format, Outcome, UpstashError};
@@ -219,6 +219,6 @@ fn transaction(report: &Report, format: Format) -> Result<Response, UpstashError
 
 /// Adds the report's `Server-Timing`.
 fn timed(mut res: Response, report: &Report) -> Response {
-    res.headers_mut().insert(header::HeaderName::from_static("server-timing"), server_timing(report));
+    res.headers_mut().insert(super::SERVER_TIMING, server_timing(report));
     res
 }
