@@ -158,7 +158,7 @@ fn single(report: &Report, format: Format) -> Response {
         Status::Error => StatusCode::BAD_REQUEST,
         Status::NotSent | Status::Unknown => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64);
     let mut res = if format.resp2 {
         write_resp2(&mut out, &outcome);
         response::octets(out)
