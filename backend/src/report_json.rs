@@ -317,7 +317,7 @@ mod tests {
             bytes_received: 40,
             pushes: 2,
             total_us: 812,
-            commands_per_sec: 2463.0541871921184,
+            commands_per_sec: 2463.054187192118,
             simulated_rtt_ms: 0.25,
             batch_size: 1000,
             resp3: true,
