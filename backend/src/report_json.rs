@@ -26,16 +26,6 @@ pub struct ReportJson {
     any: bool,
 }
 
-/// The report's members after `results`.
-#[derive(Serialize)]
-struct Tail<'a> {
-    summary: &'a Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    transaction: Option<&'a TransactionOutcome>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    connection_error: Option<&'a str>,
-}
-
 impl ReportJson {
     /// Appends `result`, after `{"results":[` (the first) or a comma.
     pub fn result(&mut self, out: &mut Vec<u8>, result: &CommandResult) {
@@ -56,13 +46,84 @@ impl ReportJson {
     ) {
         out.extend_from_slice(if self.any { b"]," } else { b"{\"results\":[]," });
         self.any = true;
-        // `{"summary":...}` without its braces continues the object.
-        let start = out.len();
-        serde_json::to_writer(&mut *out, &Tail { summary, transaction, connection_error })
-            .expect("a summary serializes to JSON");
-        out.remove(start);
-        out.pop();
+        out.extend_from_slice(b"\"summary\":");
+        write_summary(out, summary);
+        if let Some(t) = transaction {
+            out.extend_from_slice(b",\"transaction\":");
+            serde_json::to_writer(&mut *out, t).expect("a transaction outcome serializes to JSON");
+        }
+        if let Some(e) = connection_error {
+            out.extend_from_slice(b",\"connection_error\":");
+            serde_json::to_writer(&mut *out, e).expect("a string serializes to JSON");
+        }
     }
+}
+
+/// Appends `summary` as the JSON object serde_json writes for it (its
+/// `Serialize`: members in declaration order, those skipped when empty
+/// left out), member names as constants: through serde_json, the
+/// summary's 20-odd escaped names were a tenth of a one-command
+/// request's instructions (callgrind, `bench/api_instructions.sh`).
+/// The nested members that only some batches have (`auto`, `server`,
+/// `nodes`) still go through serde. A test checks the bytes against
+/// serde_json's.
+pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
+    let mut num = itoa::Buffer::new();
+    let mut member = |out: &mut Vec<u8>, name: &[u8], n: u64| {
+        out.extend_from_slice(name);
+        out.extend_from_slice(num.format(n).as_bytes());
+    };
+    out.extend_from_slice(match s.mode {
+        None => b"{\"mode\":null".as_slice(),
+        Some(m) => match m {
+            crate::exec::Mode::Sequential => b"{\"mode\":\"sequential\"",
+            crate::exec::Mode::Pipeline => b"{\"mode\":\"pipeline\"",
+            crate::exec::Mode::Transaction => b"{\"mode\":\"transaction\"",
+            crate::exec::Mode::Auto => b"{\"mode\":\"auto\"",
+        },
+    });
+    member(out, b",\"commands\":", s.commands as u64);
+    member(out, b",\"ok\":", s.ok as u64);
+    member(out, b",\"errors\":", s.errors as u64);
+    member(out, b",\"not_sent\":", s.not_sent as u64);
+    member(out, b",\"unknown\":", s.unknown as u64);
+    member(out, b",\"round_trips\":", s.round_trips);
+    member(out, b",\"write_calls\":", s.write_calls);
+    member(out, b",\"write_syscalls\":", s.write_syscalls);
+    member(out, b",\"read_syscalls\":", s.read_syscalls);
+    member(out, b",\"bytes_sent\":", s.bytes_sent);
+    member(out, b",\"bytes_received\":", s.bytes_received);
+    if s.pushes != 0 {
+        member(out, b",\"pushes\":", s.pushes);
+    }
+    member(out, b",\"total_us\":", s.total_us);
+    out.extend_from_slice(b",\"commands_per_sec\":");
+    write_f64(out, s.commands_per_sec);
+    out.extend_from_slice(b",\"simulated_rtt_ms\":");
+    write_f64(out, s.simulated_rtt_ms);
+    member(out, b",\"batch_size\":", s.batch_size as u64);
+    out.extend_from_slice(if s.resp3 { b",\"resp3\":true" } else { b",\"resp3\":false" });
+    if let Some(auto) = &s.auto {
+        out.extend_from_slice(b",\"auto\":");
+        serialize(out, auto);
+    }
+    if let Some(server) = &s.server {
+        out.extend_from_slice(b",\"server\":");
+        serialize(out, server);
+    }
+    if s.redirections != 0 {
+        member(out, b",\"redirections\":", s.redirections);
+    }
+    if !s.nodes.is_empty() {
+        out.extend_from_slice(b",\"nodes\":");
+        serialize(out, &s.nodes);
+    }
+    out.push(b'}');
+}
+
+/// A float as serde_json writes it (shortest round-trip form, `null` if not finite).
+fn write_f64(out: &mut Vec<u8>, x: f64) {
+    serialize(out, &x);
 }
 
 /// Appends `result` as `{"index":…,"status":…,"reply":…,"sent_us":…,"reply_us":…,"latency_us":…,"node":…}`
@@ -168,8 +229,8 @@ fn string_json_len(bytes: &[u8]) -> u64 {
     2 + bytes.len() as u64 + escapes
 }
 
-fn serialize(out: &mut Vec<u8>, reply: &Value) {
-    serde_json::to_writer(out, reply).expect("a reply serializes to JSON");
+fn serialize<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("serializes to JSON");
 }
 
 #[cfg(test)]
@@ -224,6 +285,62 @@ mod tests {
                 let real = serde_json::to_vec(reply).unwrap().len() as u64;
                 let counted = reply_json_len(reply);
                 assert!(counted >= real && counted <= real + 120, "{reply:?}: counted {counted}, real {real}");
+            }
+        }
+    }
+
+    /// The summary and the members after it, as serde_json writes the
+    /// report's tail (a `Serialize` struct of the three).
+    #[test]
+    fn the_tail_as_serde_json() {
+        use crate::exec::{Mode, TransactionOutcome, TransactionStatus};
+        #[derive(Serialize)]
+        struct Tail<'a> {
+            summary: &'a Summary,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            transaction: Option<&'a TransactionOutcome>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            connection_error: Option<&'a str>,
+        }
+        let full = Summary {
+            mode: Some(Mode::Auto),
+            commands: usize::MAX,
+            ok: 3,
+            errors: 1,
+            not_sent: 2,
+            unknown: 7,
+            round_trips: u64::MAX,
+            write_calls: 5,
+            write_syscalls: 6,
+            read_syscalls: 8,
+            bytes_sent: 54,
+            bytes_received: 40,
+            pushes: 2,
+            total_us: 812,
+            commands_per_sec: 2463.054187192118,
+            simulated_rtt_ms: 0.25,
+            batch_size: 1000,
+            resp3: true,
+            auto: Some(Default::default()),
+            server: Some(Some(Default::default())),
+            redirections: 4,
+            nodes: vec![Default::default()],
+        };
+        let summaries = [
+            Summary::default(),
+            Summary { mode: Some(Mode::Pipeline), commands_per_sec: 1e21, ..Summary::default() },
+            Summary { mode: Some(Mode::Sequential), commands_per_sec: f64::NAN, simulated_rtt_ms: 1e-7, ..Summary::default() },
+            Summary { mode: Some(Mode::Transaction), server: Some(None), ..Summary::default() },
+            full,
+        ];
+        let outcome = TransactionOutcome { status: TransactionStatus::Aborted, rejected_index: Some(1), message: Some("EXECABORT \"x\"".into()), rejected: Vec::new() };
+        for summary in &summaries {
+            for (transaction, connection_error) in [(None, None), (Some(&outcome), Some("lost \u{7}"))] {
+                let mut fast = Vec::new();
+                ReportJson { any: true }.tail(&mut fast, summary, transaction, connection_error);
+                let serde = serde_json::to_string(&Tail { summary, transaction, connection_error }).unwrap();
+                // `tail` continues the object after `results`: `],` then the members, unclosed.
+                assert_eq!(format!("{{{}}}", String::from_utf8_lossy(&fast[2..])), serde);
             }
         }
     }

@@ -35,7 +35,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, HeaderMap, HeaderName, Method};
 
 use super::error::{ApiCode, ApiError};
 
@@ -146,10 +146,13 @@ impl Policy {
             return true;
         }
         let (name, _) = host_name(value);
-        let name = name.to_ascii_lowercase();
-        if name.parse::<IpAddr>().is_ok() || name == "localhost" || name.ends_with(".localhost") {
+        // The usual cases first, without copying the name: an address or
+        // localhost (asked on every request).
+        let localhost = |n: &str| n.len() >= 9 && n[n.len() - 9..].eq_ignore_ascii_case("localhost") && (n.len() == 9 || n.as_bytes()[n.len() - 10] == b'.');
+        if name.parse::<IpAddr>().is_ok() || (name.is_ascii() && localhost(name)) {
             return true;
         }
+        let name = name.to_ascii_lowercase();
         let value = value.to_ascii_lowercase();
         self.hosts.iter().any(|h| *h == name || *h == value || (h.starts_with('.') && (name.ends_with(h.as_str()) || name == h[1..])))
     }
@@ -172,7 +175,8 @@ impl Policy {
                 )));
             }
         }
-        let cross_site = headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"));
+        const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+        let cross_site = headers.get(SEC_FETCH_SITE).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"));
         let configured = origin.as_ref().is_some_and(|o| self.any_origin || self.configured_origins.contains(o));
         if cross_site && !configured {
             return Err(forbidden_origin(
@@ -250,10 +254,10 @@ mod tests {
     #[test]
     fn host_names() {
         let p = policy(&[], &["pipelab.example", ".team.example"]);
-        for ok in ["127.0.0.1:8080", "localhost:9000", "[::1]:8080", "10.1.2.3", "app.localhost:8080", "PIPELAB.example", "a.team.example:1", "team.example"] {
+        for ok in ["127.0.0.1:8080", "localhost:9000", "[::1]:8080", "10.1.2.3", "app.localhost:8080", "LocalHost", "a.LOCALHOST:1", "PIPELAB.example", "a.team.example:1", "team.example"] {
             assert!(p.host_allowed(ok), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:8080", "localhost.evil.example", "xteam.example", "pipelab.example.evil"] {
+        for bad in ["evil.example", "evil.example:8080", "xlocalhost", "localhost.evil.example", "xteam.example", "pipelab.example.evil"] {
             assert!(!p.host_allowed(bad), "{bad}");
         }
         assert!(policy(&[], &["*"]).host_allowed("anything.example"));

@@ -123,18 +123,23 @@ async fn run_limited_on<K: ResultSink>(
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
-    let _slot = timeout_at(deadline, state.slots.acquire())
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                ApiCode::Busy,
-                format!(
-                    "all {} batch slots stayed busy for {} ms; try again later",
-                    limits.max_concurrent_batches, limits.batch_timeout_ms
-                ),
-            )
-        })?
-        .expect("the semaphore is never closed");
+    // A free slot is taken without arming a timer (the usual case; a
+    // free permit means no one waits before us).
+    let _slot = match state.slots.try_acquire() {
+        Ok(slot) => slot,
+        Err(_) => timeout_at(deadline, state.slots.acquire())
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    ApiCode::Busy,
+                    format!(
+                        "all {} batch slots stayed busy for {} ms; try again later",
+                        limits.max_concurrent_batches, limits.batch_timeout_ms
+                    ),
+                )
+            })?
+            .expect("the semaphore is never closed"),
+    };
     let opts = ExecOptions {
         connect_timeout: limits.connect_timeout(),
         read_timeout: limits.batch_timeout(),

@@ -138,7 +138,9 @@ async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<R
 /// The report of a batch that ran, its results all collected in `kept`,
 /// as one ordinary response.
 pub(super) fn report_response(kept: &Kept, out: &StreamReport<Infallible>) -> Response {
-    let mut report = ReportWriter::default();
+    // Room for the summary and a few results, so the buffer does not grow
+    // step by step from empty.
+    let mut report = ReportWriter { buf: Vec::with_capacity(640 + 160 * kept.results.len()), json: ReportJson::default() };
     report.write(&kept.results);
     json(Body::from(report.finish(out)))
 }
@@ -248,7 +250,9 @@ impl ReportWriter {
     fn finish(&mut self, out: &StreamReport<Infallible>) -> Bytes {
         self.json.tail(&mut self.buf, &out.summary, out.transaction.as_ref(), out.connection_error.as_deref());
         self.buf.push(b'}');
-        self.take()
+        // The last chunk: no fresh CHUNK-sized buffer after it (one per
+        // request for a one-command batch, freed unused).
+        std::mem::take(&mut self.buf).into()
     }
 }
 

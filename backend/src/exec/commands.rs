@@ -112,6 +112,19 @@ impl Commands {
         self.cmds.push(self.bounds.len() - 1);
     }
 
+    /// Keeps the first `n` commands (and drops any arguments of a command
+    /// not ended): a parse that declined takes back what it appended.
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            self.abandon_command();
+            return;
+        }
+        self.cmds.truncate(n + 1);
+        let args = self.cmds[n];
+        self.bounds.truncate(args + 1);
+        self.bytes.truncate(self.bounds[args]);
+    }
+
     /// Removes every command, keeping the allocations (a source that
     /// reads one command at a time reuses one `Commands`).
     pub fn clear(&mut self) {

@@ -157,6 +157,13 @@ impl Pool {
         }
         // Behind the delay line the check would cost the batch a simulated
         // RTT: such connections leave it to the next one without.
+        // Boxed: connecting is the rare path, and its state inline would
+        // make every batch's future larger (each is moved whole when made).
+        Box::pin(self.connect(settings)).await
+    }
+
+    /// A new connection for [`Pool::checkout`].
+    async fn connect(&self, settings: &ConnSettings) -> Result<Lease, String> {
         if settings.simulated_rtt_ms > 0.0 {
             return Ok(Lease { conn: Conn::connect(&self.target, settings).await?, reused: false });
         }
@@ -196,22 +203,28 @@ impl Pool {
     /// (the batch will then fail to connect too).
     pub async fn commands_loaded(&self, wait: std::time::Duration) -> std::sync::Arc<Table> {
         if !self.commands.was_checked() {
-            let settings = ConnSettings {
-                connect_timeout: wait,
-                read_timeout: wait,
-                resp3: false,
-                simulated_rtt_ms: 0.0,
-                max_reply_bytes: None,
-                deadline: None,
-                cancel: None,
-            };
-            if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
-                if let Err(e) = self.commands.refresh(&mut conn).await {
-                    tracing::warn!(error = %e, "reading the command table failed");
-                }
-            }
+            // Boxed: once per server, and every request's future awaits this one.
+            Box::pin(self.load_commands(wait)).await;
         }
         self.commands()
+    }
+
+    /// Reads the table for [`Pool::commands_loaded`].
+    async fn load_commands(&self, wait: std::time::Duration) {
+        let settings = ConnSettings {
+            connect_timeout: wait,
+            read_timeout: wait,
+            resp3: false,
+            simulated_rtt_ms: 0.0,
+            max_reply_bytes: None,
+            deadline: None,
+            cancel: None,
+        };
+        if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
+            if let Err(e) = self.commands.refresh(&mut conn).await {
+                tracing::warn!(error = %e, "reading the command table failed");
+            }
+        }
     }
 
     /// Removes and returns the most recently returned idle connection

@@ -263,7 +263,8 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         };
         let nothing_sent = conn.nothing_sent();
         match self.fallback.take() {
-            Some((target, settings)) if nothing_sent => match Conn::connect(target, settings).await {
+            // Boxed: the rare path, kept out of every write's future.
+            Some((target, settings)) if nothing_sent => match Box::pin(Conn::connect(target, settings)).await {
                 Ok(fresh) => {
                     let conn = self.conn.insert(fresh);
                     self.t0 = Instant::now();

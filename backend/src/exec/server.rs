@@ -49,7 +49,8 @@ impl Probe {
         if !plan.server_stats {
             return None;
         }
-        Some(Probe::start(pool.checkout(&side_settings(batch)).await.map(|l| l.conn)).await)
+        // Boxed: the batch's future must not carry a connect's state inline.
+        Some(Box::pin(async { Probe::start(pool.checkout(&side_settings(batch)).await.map(|l| l.conn)).await }).await)
     }
 
     /// [`Probe::finish`] into `summary.server`, the side connection given
@@ -57,7 +58,7 @@ impl Probe {
     /// batch's and the pool's idle ones.
     pub(crate) async fn finish_pooled(probe: Option<Probe>, pool: &super::Pool, summary: &mut super::Summary) {
         let Some(probe) = probe else { return };
-        let (work, side) = probe.finish(2 + pool.idle_count() as u64).await;
+        let (work, side) = Box::pin(probe.finish(2 + pool.idle_count() as u64)).await;
         summary.server = Some(work);
         if let Some(side) = side {
             pool.checkin(side);

@@ -15,7 +15,7 @@
 //!   the other, as `application/octet-stream`.
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -34,10 +34,13 @@ pub struct Format {
 impl Format {
     /// The request's format; `resp2` with base64 is refused (400).
     pub fn of(headers: &HeaderMap) -> Result<Format, UpstashError> {
-        let is = |name: &str, value: &str| {
+        // Names made once: looked up by `&str`, each was parsed and hashed per request.
+        const ENCODING: HeaderName = HeaderName::from_static("upstash-encoding");
+        const RESPONSE_FORMAT: HeaderName = HeaderName::from_static("upstash-response-format");
+        let is = |name: &HeaderName, value: &str| {
             headers.get(name).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
         };
-        let format = Format { base64: is("upstash-encoding", "base64"), resp2: is("upstash-response-format", "resp2") };
+        let format = Format { base64: is(&ENCODING, "base64"), resp2: is(&RESPONSE_FORMAT, "resp2") };
         if format.base64 && format.resp2 {
             return Err(UpstashError::bad_request(
                 "ERR Upstash-Response-Format: resp2 cannot be combined with Upstash-Encoding: base64 (RESP2 bytes need no encoding)",

@@ -9,7 +9,7 @@
 //! every `POST` or `PUT` is a path-style command.
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::response::{self, write_entry, write_resp2, Format, Outcome, UpstashError};
@@ -158,7 +158,7 @@ fn single(report: &Report, format: Format) -> Response {
         Status::Error => StatusCode::BAD_REQUEST,
         Status::NotSent | Status::Unknown => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64);
     let mut res = if format.resp2 {
         write_resp2(&mut out, &outcome);
         response::octets(out)
@@ -219,6 +219,6 @@ fn transaction(report: &Report, format: Format) -> Result<Response, UpstashError
 
 /// Adds the report's `Server-Timing`.
 fn timed(mut res: Response, report: &Report) -> Response {
-    res.headers_mut().insert(header::HeaderName::from_static("server-timing"), server_timing(report));
+    res.headers_mut().insert(super::SERVER_TIMING, server_timing(report));
     res
 }

@@ -79,16 +79,44 @@ fn spans_requests(table: &Table, argv: ArgvRef<'_>) -> Option<String> {
 
 /// The `Server-Timing` header of a report: the batch's wall time in Redis
 /// (ms, connection excluded) and its round trips, so that a browser's
-/// devtools show what pipelab measured.
+/// devtools show what pipelab measured:
+/// `redis;dur=0.123;desc="1 round trip, 1 command"`. Written digit by
+/// digit (µs as ms with three decimals, exactly): `format!` with a float
+/// was a twentieth of a one-command request's instructions.
 pub fn server_timing(report: &Report) -> HeaderValue {
     let s = &report.summary;
-    let trips = if s.round_trips == 1 { "round trip" } else { "round trips" };
-    let commands = if s.commands == 1 { "command" } else { "commands" };
-    let text = format!(
-        "redis;dur={:.3};desc=\"{} {trips}, {} {commands}\"",
-        s.total_us as f64 / 1000.0,
-        s.round_trips,
-        s.commands
-    );
-    HeaderValue::from_str(&text).expect("ASCII")
+    let mut num = itoa::Buffer::new();
+    let mut text = Vec::with_capacity(64);
+    text.extend_from_slice(b"redis;dur=");
+    text.extend_from_slice(num.format(s.total_us / 1000).as_bytes());
+    let frac = s.total_us % 1000;
+    text.extend_from_slice(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8]);
+    text.extend_from_slice(b";desc=\"");
+    text.extend_from_slice(num.format(s.round_trips).as_bytes());
+    text.extend_from_slice(if s.round_trips == 1 { b" round trip, " } else { b" round trips, " });
+    text.extend_from_slice(num.format(s.commands).as_bytes());
+    text.extend_from_slice(if s.commands == 1 { b" command\"" } else { b" commands\"" });
+    HeaderValue::from_maybe_shared(axum::body::Bytes::from(text)).expect("ASCII")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same text as `format!("{:.3}", total_us as f64 / 1000.0)` would give.
+    #[test]
+    fn server_timing_in_ms_with_three_decimals() {
+        for (us, trips, commands) in [(0, 0, 0), (7, 1, 1), (1000, 2, 10), (123_456_789, 1, 1), (999, 3, 1)] {
+            let report = Report {
+                summary: crate::exec::Summary { total_us: us, round_trips: trips, commands, ..Default::default() },
+                results: Vec::new(),
+                transaction: None,
+                connection_error: None,
+            };
+            let trips_word = if trips == 1 { "round trip" } else { "round trips" };
+            let commands_word = if commands == 1 { "command" } else { "commands" };
+            let expected = format!("redis;dur={:.3};desc=\"{trips} {trips_word}, {commands} {commands_word}\"", us as f64 / 1000.0);
+            assert_eq!(server_timing(&report).to_str().unwrap(), expected);
+        }
+    }
 }

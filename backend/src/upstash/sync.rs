@@ -20,6 +20,9 @@ use axum::http::HeaderValue;
 /// The header's name, as the SDKs send and read it.
 pub const HEADER: &str = "upstash-sync-token";
 
+/// [`HEADER`] as a header name.
+pub const HEADER_NAME: axum::http::HeaderName = axum::http::HeaderName::from_static(HEADER);
+
 /// The server's write counter.
 #[derive(Debug)]
 pub struct SyncToken {
@@ -44,8 +47,12 @@ impl SyncToken {
 
     /// The current token, as a header value.
     pub fn header(&self) -> HeaderValue {
-        let text = format!("{}-{}", self.epoch, self.writes.load(Ordering::Relaxed));
-        HeaderValue::from_str(&text).expect("digits and a dash")
+        let mut num = itoa::Buffer::new();
+        let mut text = Vec::with_capacity(41);
+        text.extend_from_slice(num.format(self.epoch).as_bytes());
+        text.push(b'-');
+        text.extend_from_slice(num.format(self.writes.load(Ordering::Relaxed)).as_bytes());
+        HeaderValue::from_maybe_shared(axum::body::Bytes::from(text)).expect("digits and a dash")
     }
 }
 
@@ -57,6 +64,7 @@ mod tests {
     fn changes_after_a_write_only() {
         let t = SyncToken::default();
         let a = t.header();
+        assert_eq!(a.to_str().unwrap(), format!("{}-0", t.epoch));
         assert_eq!(t.header(), a);
         t.wrote();
         assert_ne!(t.header(), a);
