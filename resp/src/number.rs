@@ -37,6 +37,16 @@ pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// Writes `v` in decimal into `out` (no allocation; faster than `core::fmt`).
 pub(crate) fn write_i64(out: &mut alloc::vec::Vec<u8>, v: i64) {
+    // One or two digits (argument counts, short lengths: most of a
+    // pipeline's headers) without the copy of a digit buffer.
+    if (0..100).contains(&v) {
+        let v = v as u8;
+        if v >= 10 {
+            out.push(b'0' + v / 10);
+        }
+        out.push(b'0' + v % 10);
+        return;
+    }
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     let neg = v < 0;
@@ -80,7 +90,7 @@ mod tests {
     }
     #[test]
     fn writes_integers() {
-        for v in [0i64, 1, -1, 42, i64::MAX, i64::MIN] {
+        for v in [0i64, 1, -1, 9, 10, 42, 99, 100, -99, i64::MAX, i64::MIN] {
             let mut out = alloc::vec::Vec::new();
             write_i64(&mut out, v);
             assert_eq!(parse_i64(&out), Some(v));

@@ -225,8 +225,10 @@ impl RequestReader {
         if n as u64 > PROTO_MAX_MULTIBULK_LEN {
             return Err(self.err_at(buf, start, format!("multibulk length {} exceeds {}", n, PROTO_MAX_MULTIBULK_LEN)));
         }
-        // No allocation from the header: argv grows as arguments arrive.
-        let mut argv = Vec::new();
+        // Room for a usual command at once, but never more than 16 from the
+        // header alone (a `*2147483647` must not allocate): argv grows as
+        // further arguments arrive.
+        let mut argv = Vec::with_capacity((n as usize).min(16));
         for _ in 0..n {
             if pos >= buf.len() {
                 return self.cut(buf, start, eof, "multibulk");

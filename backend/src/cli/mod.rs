@@ -12,6 +12,7 @@ pub mod progress;
 pub mod proxy;
 pub mod resp;
 pub mod run;
+mod run_source;
 pub mod serve;
 pub mod sweep;
 

@@ -9,7 +9,6 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
@@ -18,12 +17,13 @@ use std::rc::Rc;
 use pipelab::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
-    self, ArgvRef, CommandResult, CommandSource, Commands, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
+    self, CommandResult, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
 };
 use pipelab::lab::Direct;
 
 use super::options::{PlanArgs, RedisArgs};
 use super::progress::Progress;
+use super::run_source::{FileSource, SourceError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -51,8 +51,6 @@ pub struct Args {
 
 /// Error replies shown on stderr before the rest are only counted.
 const SHOWN_ERRORS: usize = 20;
-/// Bytes read from the file per read call.
-const READ_BYTES: usize = 256 * 1024;
 
 pub async fn main(args: Args) -> ExitCode {
     let usage = |m: String| {
@@ -64,7 +62,7 @@ pub async fn main(args: Args) -> ExitCode {
         Err(m) => return usage(m),
     };
     let mut size = None;
-    let input: Box<dyn Read> = if args.file == "-" {
+    let input: Box<dyn Read + Send> = if args.file == "-" {
         Box::new(io::stdin())
     } else {
         match File::open(&args.file) {
@@ -102,106 +100,6 @@ pub async fn main(args: Args) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-/// Why the file cannot be read on.
-#[derive(Debug)]
-enum SourceError {
-    Parse(resp::RequestError),
-    Io(io::Error),
-}
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SourceError::Parse(e) => write!(f, "{e}"),
-            SourceError::Io(e) => write!(f, "reading the input: {e}"),
-        }
-    }
-}
-
-/// The file, read in blocks and split into commands as the server would;
-/// holds at most one block plus one command.
-struct FileSource {
-    input: Box<dyn Read>,
-    buf: Vec<u8>,
-    /// `buf[pos..filled]` is not consumed yet; `base` is the stream offset of `buf[0]`.
-    pos: usize,
-    filled: usize,
-    base: usize,
-    eof: bool,
-    reader: resp::RequestReader,
-    /// Line and end offset of each command handed out whose result has not arrived yet.
-    lines: Rc<RefCell<VecDeque<(usize, usize)>>>,
-    /// The command handed out last (the executor borrows it until the next).
-    current: Commands,
-}
-
-impl FileSource {
-    fn new(input: Box<dyn Read>, lines: Rc<RefCell<VecDeque<(usize, usize)>>>) -> Self {
-        FileSource {
-            input,
-            buf: vec![0; READ_BYTES],
-            pos: 0,
-            filled: 0,
-            base: 0,
-            eof: false,
-            reader: resp::RequestReader::new(),
-            lines,
-            current: Commands::new(),
-        }
-    }
-
-    fn read_more(&mut self) -> io::Result<()> {
-        if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.filled, 0);
-            self.filled -= self.pos;
-            self.base += self.pos;
-            self.pos = 0;
-        }
-        if self.buf.len() - self.filled < READ_BYTES / 2 {
-            let len = self.buf.len() * 2;
-            self.buf.resize(len, 0);
-        }
-        loop {
-            match self.input.read(&mut self.buf[self.filled..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(());
-                }
-                Ok(n) => {
-                    self.filled += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-impl CommandSource for FileSource {
-    type Error = SourceError;
-
-    fn next_command(&mut self) -> Result<Option<ArgvRef<'_>>, SourceError> {
-        loop {
-            let res = self.reader.next(&self.buf[self.pos..self.filled], self.eof);
-            // The reader also skips blank lines without returning them: follow its offset.
-            self.pos = self.reader.offset() - self.base;
-            match res {
-                Ok(Some(req)) => {
-                    let end = self.reader.offset();
-                    self.lines.borrow_mut().push_back((req.line, end));
-                    self.current.clear();
-                    self.current.push(&req.argv);
-                    return Ok(Some(self.current.get(0)));
-                }
-                Ok(None) if self.eof => return Ok(None),
-                Ok(None) => self.read_more().map_err(SourceError::Io)?,
-                Err(e) => return Err(SourceError::Parse(e)),
-            }
-        }
     }
 }
 

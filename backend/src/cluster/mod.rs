@@ -57,18 +57,22 @@ pub(crate) struct Io<'a, S, K> {
     pub table: Arc<Table>,
 }
 
-/// `plan` on `cluster`: transaction mode on one master, the others split
+/// One run's cluster, connection settings and plan: what every mode's
+/// runner is handed along with its [`Io`].
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub cluster: &'a Cluster,
+    pub settings: &'a ConnSettings,
+    pub plan: &'a Plan,
+}
+
+/// `run.plan` on `run.cluster`: transaction mode on one master, the others split
 /// by node. Errors: [`ExecError::CrossSlot`] for a cross-slot transaction,
 /// [`ExecError::Connect`] if its master cannot be reached.
-pub(crate) async fn run<S: CommandSource, K: ResultSink>(
-    cluster: &Cluster,
-    settings: &ConnSettings,
-    plan: &Plan,
-    io: Io<'_, S, K>,
-) -> Result<StreamReport<S::Error>, ExecError> {
-    match plan.mode {
-        Mode::Transaction => transaction::run(cluster, settings, plan, io).await,
-        Mode::Pipeline | Mode::Sequential => Ok(pipeline::run(cluster, settings, plan, io).await),
+pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_, S, K>) -> Result<StreamReport<S::Error>, ExecError> {
+    match run.plan.mode {
+        Mode::Transaction => transaction::run(run, io).await,
+        Mode::Pipeline | Mode::Sequential => Ok(pipeline::run(run, io).await),
         // Simulated callers coalesced on one connection have no meaning
         // across masters yet: say so rather than run another mode.
         Mode::Auto => Err(ExecError::Invalid(crate::exec::BatchError {
@@ -90,7 +94,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     let settings = crate::exec::runner::settings(plan, opts);
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
     let cluster = Cluster::connect(target, &settings, config).await.map_err(ExecError::Connect)?;
-    run(&cluster, &settings, plan, io).await
+    run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
 /// `exec::execute_pooled_into` on a cluster: `conn` (just checked out of
@@ -109,7 +113,7 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
         pool.checkin(conn);
     }
     let mut source = BatchSource::new(&batch.commands);
-    run(&cluster, settings, &batch.plan, Io { source: &mut source, sink, check: false, table }).await
+    run(Run { cluster: &cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
 }
 
 /// Most commands a master has in flight in pipeline mode (written, replies

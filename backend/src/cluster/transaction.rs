@@ -14,13 +14,12 @@
 use std::sync::Arc;
 
 use crate::commands::Table;
-use crate::conn::ConnSettings;
 use crate::exec::runner::run_on;
-use crate::exec::{check_command, BatchError, BatchSource, CommandResult, CommandSource, Commands, ExecError, InputError, InputErrorKind, Plan, ResultSink, Status, StreamReport, TransactionStatus};
+use crate::exec::{check_command, BatchError, BatchSource, CommandResult, CommandSource, Commands, ExecError, InputError, InputErrorKind, ResultSink, Status, StreamReport, TransactionStatus};
 
 use super::redirect::{self, Redirect};
 use super::route::slots;
-use super::{Cluster, Io, NodeSummary};
+use super::{Io, NodeSummary, Run};
 
 /// The one hash slot of every key of `commands` and `watch` (`None`: no
 /// keys). Errors (`cross_slot`): two keys in different slots, naming the
@@ -52,12 +51,8 @@ pub(crate) fn check_one_slot(table: &Table, commands: &Commands, watch: &[Vec<u8
 /// Runs a transaction-mode `plan` on the master of its slot. Errors:
 /// [`ExecError::CrossSlot`] (nothing sent), or [`ExecError::Connect`] if
 /// that master cannot be reached.
-pub(crate) async fn run<S: CommandSource, K: ResultSink>(
-    cluster: &Cluster,
-    settings: &ConnSettings,
-    plan: &Plan,
-    io: Io<'_, S, K>,
-) -> Result<StreamReport<S::Error>, ExecError> {
+pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_, S, K>) -> Result<StreamReport<S::Error>, ExecError> {
+    let Run { cluster, settings, plan } = run;
     let Io { source, sink, check, table } = io;
     // MULTI…EXEC is one write: the whole batch is held, as in `exec::transaction`.
     let mut commands = Commands::new();
