@@ -26,11 +26,13 @@ fn argv(line: &str) -> Commands {
     Commands::from_iter([resp::split_args(line.as_bytes()).unwrap()])
 }
 
-/// Key indexes of `line` from the table's key specs, and whether complete.
+/// Key indexes of `line` from the table's key specs, and whether complete;
+/// checks on the way that `first_key` (cluster routing's) is their first.
 fn keys(table: &Table, line: &str) -> (Vec<usize>, bool) {
     let c = argv(line);
     let cmd = table.command(c.get(0)).unwrap_or_else(|| panic!("{line}: not in the table"));
     let k = commands::keys(cmd, c.get(0));
+    assert_eq!(commands::first_key(cmd, c.get(0)), k.positions.first().copied(), "{line}");
     (k.indexes(), k.complete)
 }
 

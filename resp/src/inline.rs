@@ -114,7 +114,13 @@ pub fn split_args(line: &[u8]) -> Result<Vec<Vec<u8>>, SplitError> {
                 None => match c {
                     b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
                     b'"' | b'\'' => quote = Some((c, p)),
-                    _ => current.push(c),
+                    _ => {
+                        // A run of plain bytes at once: most arguments have no quotes.
+                        let end = line[p..].iter().position(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t' | b'"' | b'\'')).map_or(line.len(), |n| p + n);
+                        current.extend_from_slice(&line[p..end]);
+                        p = end;
+                        continue;
+                    }
                 },
             }
             p += 1;

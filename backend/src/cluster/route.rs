@@ -27,8 +27,7 @@ pub enum Route {
 /// not know goes to any node (Redis answers `unknown command` there).
 pub fn route(table: &Table, argv: ArgvRef<'_>) -> Route {
     let Some(cmd) = table.command(argv) else { return Route::Any };
-    let keys = crate::commands::keys(cmd, argv);
-    if let Some(first) = keys.positions.first().and_then(|p| argv.get(p.index)) {
+    if let Some(first) = crate::commands::first_key(cmd, argv).and_then(|p| argv.get(p.index)) {
         return Route::Slot(slot(first));
     }
     match cmd.request_policy() {

@@ -201,14 +201,34 @@ impl Keys {
 /// flagged `movablekeys` or has legacy key positions (a Redis 6 table,
 /// which has no key specs at all: ask `COMMAND GETKEYS`).
 pub fn keys(cmd: &Command, argv: ArgvRef<'_>) -> Keys {
+    let mut positions = Vec::new();
+    let complete = visit_keys(cmd, argv, |p| {
+        positions.push(p);
+        true
+    });
+    Keys { positions, complete: complete && !(cmd.key_specs.is_empty() && (cmd.has_flag("movablekeys") || cmd.legacy_keys.0 != 0)) }
+}
+
+/// The first key [`keys()`] finds, without collecting the others: cluster
+/// routing asks it for every command of a batch, so it allocates nothing.
+pub fn first_key(cmd: &Command, argv: ArgvRef<'_>) -> Option<KeyPosition> {
+    let mut first = None;
+    visit_keys(cmd, argv, |p| {
+        first = Some(p);
+        false
+    });
+    first
+}
+
+/// Calls `found` with each key position in [`keys()`]'s order until it
+/// returns false. Returns false if a spec visited is `incomplete`
+/// (the command may reach keys not listed).
+fn visit_keys(cmd: &Command, argv: ArgvRef<'_>, mut found: impl FnMut(KeyPosition) -> bool) -> bool {
     let argc = argv.len() as i64;
-    let mut out = Keys { positions: Vec::new(), complete: true };
-    if cmd.key_specs.is_empty() && (cmd.has_flag("movablekeys") || cmd.legacy_keys.0 != 0) {
-        out.complete = false;
-    }
+    let mut complete = true;
     for spec in &cmd.key_specs {
         if spec.is_incomplete() {
-            out.complete = false;
+            complete = false;
         }
         let first = match &spec.begin_search {
             BeginSearch::Index(i) => *i as i64,
@@ -265,11 +285,13 @@ pub fn keys(cmd: &Command, argv: ArgvRef<'_>) -> Keys {
         }
         let mut i = first;
         while i <= last {
-            out.positions.push(KeyPosition { index: i as usize, flags: spec.flags });
+            if !found(KeyPosition { index: i as usize, flags: spec.flags }) {
+                return complete;
+            }
             i += step;
         }
     }
-    out
+    complete
 }
 
 impl Table {

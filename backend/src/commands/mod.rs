@@ -62,7 +62,7 @@ pub mod table;
 mod timeout;
 
 pub use cache::Cache;
-pub use keys::{from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
+pub use keys::{first_key, from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
 pub use refused::RefusedCommand;
 pub use rules::{Access, Allow, Reason, Refusal, TransactionStep};
 pub use table::{Command, ServerIdentity, Table};
