@@ -118,6 +118,11 @@ pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
         out.extend_from_slice(b",\"nodes\":");
         serialize(out, &s.nodes);
     }
+    if let Some(w) = &s.shared {
+        member(out, b",\"shared\":{\"batches\":", w.batches as u64);
+        member(out, b",\"commands\":", w.commands as u64);
+        out.push(b'}');
+    }
     out.push(b'}');
 }
 
@@ -325,6 +330,7 @@ mod tests {
             server: Some(Some(Default::default())),
             redirections: 4,
             nodes: vec![Default::default()],
+            shared: Some(crate::exec::SharedWrite { batches: 3, commands: 9 }),
         };
         let summaries = [
             Summary::default(),

@@ -15,8 +15,10 @@ use pipelab::conn::RedisTarget;
 use pipelab::exec::{execute_pooled, ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
 use resp::Value;
 
+/// A pool whose every batch has a connection to itself: these are the
+/// rules of such connections (shared ones: `shared_conn.rs`).
 fn pool_for(server: &RedisServer, config: PoolConfig) -> Arc<Pool> {
-    Pool::new(RedisTarget::parse(&server.url).unwrap(), config)
+    Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share: false, ..config })
 }
 
 async fn run(pool: &Pool, mode: Mode, lines: &[&str]) -> Report {
@@ -222,7 +224,7 @@ async fn a_redis_restart_costs_no_batch() {
 #[tokio::test]
 async fn idle_connections_are_bounded_and_time_out() {
     let server = RedisServer::start();
-    let pool = pool_for(&server, PoolConfig { max_idle: 3, idle_timeout: Duration::from_millis(1500) });
+    let pool = pool_for(&server, PoolConfig { max_idle: 3, idle_timeout: Duration::from_millis(1500), ..PoolConfig::default() });
     let mut tasks = Vec::new();
     for t in 0..20 {
         let pool = pool.clone();

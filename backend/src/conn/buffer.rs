@@ -18,16 +18,23 @@ pub(super) const READ_CHUNK: usize = 64 * 1024;
 pub(super) struct ReadBuffer {
     /// Received bytes, all undecoded.
     buf: BytesMut,
+    /// Bytes decoded into replies so far: a reply's size on the wire.
+    decoded: u64,
 }
 
 impl ReadBuffer {
     pub fn new() -> ReadBuffer {
-        ReadBuffer { buf: BytesMut::with_capacity(READ_CHUNK) }
+        ReadBuffer { buf: BytesMut::with_capacity(READ_CHUNK), decoded: 0 }
     }
 
     /// No received byte waits undecoded.
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    /// Bytes decoded into replies since the buffer was made.
+    pub fn decoded(&self) -> u64 {
+        self.decoded
     }
 
     /// Forgets the undecoded bytes (a connection readied for a new batch).
@@ -52,6 +59,7 @@ impl ReadBuffer {
         match decoder.decode(&self.buf)? {
             resp::Decoded::Complete { value, consumed } => {
                 self.buf.advance(consumed);
+                self.decoded += consumed as u64;
                 Ok(Some(value))
             }
             resp::Decoded::Incomplete { needed } => {

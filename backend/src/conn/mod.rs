@@ -284,6 +284,20 @@ impl Conn {
         true
     }
 
+    /// Bytes of the replies decoded so far on this connection (each
+    /// reply's size on the wire is the difference across its read).
+    pub fn bytes_decoded(&self) -> u64 {
+        self.buffer.decoded()
+    }
+
+    /// Lets the next replies take up to `limit` more bytes from now on
+    /// (`None`: no limit), whatever the earlier ones took: a shared
+    /// connection applies each batch's reply limit to its own replies
+    /// (`crate::exec::shared`).
+    pub fn allow_reply_bytes(&mut self, limit: Option<u64>) {
+        self.max_reply_bytes = limit.map(|l| self.stats.bytes_received.saturating_add(l));
+    }
+
     /// Gives back read-buffer memory a large reply made it grow (up to the
     /// reply-size limit): an idle connection keeps only the usual 64 KiB.
     /// Does nothing unless the buffer is empty.

@@ -21,6 +21,7 @@ pub mod reply_schema;
 pub mod pool;
 pub(crate) mod runner;
 mod sequential;
+pub mod shared;
 pub mod server;
 mod source;
 mod transaction;
@@ -197,6 +198,19 @@ pub struct Summary {
     /// Redis Cluster only: each master's share (omitted for a single Redis).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<crate::cluster::NodeSummary>,
+    /// The batch went on a shared connection, in one write with other
+    /// requests' batches ([`shared`]): what that write carried. Omitted
+    /// when the batch had a connection to itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedWrite>,
+}
+
+/// One write on a shared connection ([`shared`]): the batches of
+/// concurrent requests it carried (this one included) and their commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+pub struct SharedWrite {
+    pub batches: usize,
+    pub commands: usize,
 }
 
 impl Summary {
@@ -494,7 +508,11 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    validate(batch, &opts.table(Some(pool)))?;
+    let table = opts.table(Some(pool));
+    validate(batch, &table)?;
+    if pool.shares() && shared::shareable(batch, opts, &table) {
+        return Ok(shared::run(pool, batch, opts, sink).await);
+    }
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;

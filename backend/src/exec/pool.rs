@@ -49,12 +49,16 @@ pub struct PoolConfig {
     pub max_idle: usize,
     /// An idle connection unused this long is closed.
     pub idle_timeout: Duration,
+    /// Small batches of concurrent requests may share a connection
+    /// (`super::shared`); only with `max_idle` > 0.
+    pub share: bool,
 }
 
 impl Default for PoolConfig {
-    /// 64 idle connections (Webdis's default pool size), 30 s idle timeout.
+    /// 64 idle connections (Webdis's default pool size), 30 s idle timeout,
+    /// shared connections on.
     fn default() -> Self {
-        PoolConfig { max_idle: 64, idle_timeout: Duration::from_secs(30) }
+        PoolConfig { max_idle: 64, idle_timeout: Duration::from_secs(30), share: true }
     }
 }
 
@@ -82,6 +86,10 @@ pub struct Pool {
     /// A Redis Cluster target's slot map and per-master pools, made by the
     /// first batch that finds the target is one (`crate::cluster`).
     cluster: tokio::sync::OnceCell<Arc<crate::cluster::Cluster>>,
+    /// The shared connections of this pool, one per runtime (`super::shared`).
+    lanes: super::shared::Lanes,
+    /// This pool, for its shared connections' tasks (which must not keep it alive).
+    me: Weak<Pool>,
 }
 
 /// A connection taken from a [`Pool`] for one batch.
@@ -99,7 +107,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, cluster: tokio::sync::OnceCell::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(metrics::gauge!(super::shared::SHARED_GAUGE)), me: Weak::new() })
     }
 
     /// A pool of connections to the same server as another user (`target`
@@ -109,15 +117,16 @@ impl Pool {
     pub fn sibling(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
         // Its own series of the gauge, by user (the server pool's stays
         // unlabelled); a pool that keeps nothing never sets one.
-        let gauge = match config.max_idle {
-            0 => metrics::gauge!(IDLE_GAUGE),
-            _ => metrics::gauge!(IDLE_GAUGE, "user" => target.username.clone().unwrap_or_default()),
+        let user = target.username.clone().unwrap_or_default();
+        let (gauge, shared) = match config.max_idle {
+            0 => (metrics::gauge!(IDLE_GAUGE), metrics::gauge!(super::shared::SHARED_GAUGE)),
+            _ => (metrics::gauge!(IDLE_GAUGE, "user" => user.clone()), metrics::gauge!(super::shared::SHARED_GAUGE, "user" => user)),
         };
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
     fn spawn(pool: Pool) -> Arc<Pool> {
-        let pool = Arc::new(pool);
+        let pool = Arc::new_cyclic(|me| Pool { me: me.clone(), ..pool });
         if pool.config.max_idle > 0 {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 let weak = Arc::downgrade(&pool);
@@ -131,6 +140,31 @@ impl Pool {
     /// The target every connection of this pool talks to.
     pub fn target(&self) -> &RedisTarget {
         &self.target
+    }
+
+    /// Small batches may share a connection here (`super::shared`).
+    pub fn shares(&self) -> bool {
+        self.config.share && self.config.max_idle > 0
+    }
+
+    /// Connections the shared lanes hold now (`super::shared`).
+    pub fn shared_connections(&self) -> usize {
+        self.lanes.connections()
+    }
+
+    /// The shared connections (`super::shared`).
+    pub(super) fn lanes(&self) -> &super::shared::Lanes {
+        &self.lanes
+    }
+
+    /// This pool, not kept alive by the holder.
+    pub(super) fn weak(&self) -> Weak<Pool> {
+        self.me.clone()
+    }
+
+    /// How long an unused connection is kept.
+    pub(super) fn idle_timeout(&self) -> Duration {
+        self.config.idle_timeout
     }
 
     /// Idle connections now.

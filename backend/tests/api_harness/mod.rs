@@ -186,12 +186,17 @@ pub fn unsafe_kill(pid: u32, signal: i32) {
         .status();
 }
 
-/// The `pipelab_redis_pool_idle` gauge of `/metrics`: idle pooled connections.
+/// The `pipelab_redis_pool_idle` gauge of `/metrics` (idle pooled
+/// connections) plus `pipelab_redis_shared_connections` (those the shared
+/// lanes hold between writes, as idle in Redis as the pooled ones).
 pub async fn pool_idle(api: &Pipelab) -> usize {
     let (_, _, text) = api.get_text("/metrics").await;
-    text.lines()
-        .find_map(|l| l.strip_prefix("pipelab_redis_pool_idle "))
-        .map_or(0, |v| v.trim().parse::<f64>().expect("gauge value") as usize)
+    let gauge = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map_or(0, |v| v.trim().parse::<f64>().expect("gauge value") as usize)
+    };
+    gauge("pipelab_redis_pool_idle ") + gauge("pipelab_redis_shared_connections ")
 }
 
 /// [`crate::common::assert_only_idle_pooled`] with the idle count of `/metrics`.
