@@ -179,6 +179,13 @@ pub struct Limits {
     /// it `POST /api/v1/sessions` gets 503 `too_many_sessions`.
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SESSIONS", default_value_t = 100)]
     pub max_sessions: usize,
+
+    /// Small batches of concurrent requests (one pipeline chunk of up to
+    /// 64 data commands, no RTT, no WATCH…) share one Redis connection per
+    /// serving thread and go out together in one write (docs/api.md#shared-connections);
+    /// `false`: every batch has a connection to itself.
+    #[arg(long, env = "PIPELAB_SHARED_CONNECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub shared_connections: bool,
 }
 
 /// A limit's parser: a whole number, at least 1.

@@ -25,7 +25,7 @@ use crate::config::Limits;
     "limits": {"max_body_bytes": 33554432, "max_commands": 200000, "max_arg_bytes": 8388608,
         "max_reply_bytes": 67108864, "batch_timeout_ms": 30000, "connect_timeout_ms": 2000,
         "max_concurrent_batches": 256, "max_watch_keys": 1000, "max_sweep_points": 16,
-        "session_idle_ms": 60000, "max_sessions": 100},
+        "session_idle_ms": 60000, "max_sessions": 100, "shared_connections": true},
     "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
         "resp3": false, "max_simulated_rtt_ms": 1000.0},
     "refused": [{"command": "SELECT", "reason": "connection", "modes": ["sequential", "pipeline", "transaction", "auto"],

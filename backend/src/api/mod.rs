@@ -114,6 +114,7 @@ impl AppState {
             target.clone(),
             PoolConfig {
                 max_idle: limits.max_concurrent_batches.clamp(1, 64),
+                share: limits.shared_connections,
                 ..PoolConfig::default()
             },
         );
@@ -177,7 +178,7 @@ impl AppState {
     /// called once, before the state is shared.
     pub fn with_sandbox(mut self, sandbox: Option<crate::sandbox::Sandbox>, users: Option<&crate::sandbox::acl::Users>) -> Self {
         let inner = Arc::get_mut(&mut self.0).expect("with_sandbox before the state is shared");
-        let config = PoolConfig { max_idle: inner.limits.max_concurrent_batches.clamp(1, 64), ..PoolConfig::default() };
+        let config = PoolConfig { max_idle: inner.limits.max_concurrent_batches.clamp(1, 64), share: inner.limits.shared_connections, ..PoolConfig::default() };
         inner.pools = users.map(|u| crate::sandbox::run::Pools::new(&inner.pool, u, config));
         inner.sandbox = sandbox.map(Arc::new);
         self
