@@ -290,12 +290,14 @@ impl Conn {
         self.buffer.decoded()
     }
 
-    /// Lets the next replies take up to `limit` more bytes from now on
-    /// (`None`: no limit), whatever the earlier ones took: a shared
-    /// connection applies each batch's reply limit to its own replies
+    /// The next replies' limits: each read waits at most `read_timeout`,
+    /// and they may take up to `max_reply_bytes` more bytes from now on
+    /// (`None`: no limit), whatever the earlier ones took. A shared
+    /// connection applies each batch's own limits to its replies
     /// (`crate::exec::shared`).
-    pub fn allow_reply_bytes(&mut self, limit: Option<u64>) {
-        self.max_reply_bytes = limit.map(|l| self.stats.bytes_received.saturating_add(l));
+    pub fn limit_replies(&mut self, read_timeout: Duration, max_reply_bytes: Option<u64>) {
+        self.read_timeout = read_timeout;
+        self.max_reply_bytes = max_reply_bytes.map(|l| self.stats.bytes_received.saturating_add(l));
     }
 
     /// Gives back read-buffer memory a large reply made it grow (up to the

@@ -28,8 +28,9 @@
 //! Timings: `total_us`, `sent_us` and `reply_us` start when the batch was
 //! queued, so they include the wait for the previous shared write's
 //! replies; `summary.shared` says how many batches and commands the write
-//! carried. The reply limit (`max_reply_bytes`) applies to each batch's own
-//! replies.
+//! carried. The reply limit (`max_reply_bytes`) and the read timeout are
+//! each batch's own, applied to its replies; the lane's connection is
+//! opened with the settings of the batch that started the lane.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Weak};
@@ -109,10 +110,13 @@ struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
 }
 
-/// One batch's commands, encoded, waiting for a shared write.
+/// One batch's commands, encoded, waiting for a shared write, with its
+/// caller's limits on reading their replies (`ExecOptions`).
 struct Job {
     bytes: Vec<u8>,
     commands: usize,
+    read_timeout: Duration,
+    max_reply_bytes: Option<u64>,
     answer: oneshot::Sender<Answer>,
 }
 
@@ -180,12 +184,12 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     let bytes_sent = bytes.len() as u64;
     let (tx, rx) = oneshot::channel();
     let settings = super::runner::settings(&batch.plan, opts);
-    let job = Job { bytes, commands: n, answer: tx };
+    let job = Job { bytes, commands: n, read_timeout: opts.read_timeout, max_reply_bytes: opts.max_reply_bytes, answer: tx };
     let answer = match pool.lanes().sender(pool, &settings).send(job) {
-        Ok(()) => wait(rx, opts.deadline).await,
-        Err(_) => Err("the shared connection's task has ended".to_string()),
+        // Given up on, the batch may have been written: its outcome is unknown.
+        Ok(()) => wait(rx, opts.deadline).await.unwrap_or_else(|why| Answer { sent: Some(t0), failure: Some(why), ..Answer::default() }),
+        Err(_) => Answer { failure: Some("the shared connection's task has ended".into()), ..Answer::default() },
     };
-    let answer = answer.unwrap_or_else(|why| Answer { sent: Some(t0), failure: Some(why), ..Answer::default() });
     let us = |t: Instant| t.saturating_duration_since(t0).as_micros() as u64;
     let plan = &batch.plan;
     let mut summary = Summary {
@@ -348,7 +352,7 @@ async fn write_and_read(pool: &Pool, conn: Option<Conn>, settings: &ConnSettings
             answer.failure = Some(why.clone());
         } else {
             let reads = c.stats().read_syscalls;
-            c.allow_reply_bytes(settings.max_reply_bytes);
+            c.limit_replies(job.read_timeout, job.max_reply_bytes);
             answer.replies.reserve(job.commands);
             while answer.replies.len() < job.commands {
                 let before = c.bytes_decoded();
