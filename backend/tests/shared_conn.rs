@@ -104,6 +104,7 @@ async fn what_could_tell_gets_a_connection_of_its_own() {
         &["MULTI", "SET a 1", "EXEC"][..],
         &["WATCH a"],
         &["BLPOP l 1"],
+        &["XREAD BLOCK 0 STREAMS s $"],
         &["CLIENT SETNAME x"],
         &["SELECT 1"],
         &["EVAL \"return 1\" 0"],
@@ -216,6 +217,23 @@ async fn a_batch_timeout_cuts_only_its_batch() {
     let r = run(&pool, &["INCR n"], &ExecOptions::default()).await;
     assert_eq!(statuses(&r), [Status::Ok]);
     assert_eq!(r.results[0].reply, Some(Value::Integer(2)));
+
+    // A batch whose deadline passes while it waits behind another's write
+    // is never written: `not_sent`, not `unknown`.
+    server.cmd_str(&["CLIENT", "PAUSE", "700", "WRITE"]);
+    let defaults = ExecOptions::default();
+    let first = run(&pool, &["INCR n"], &defaults);
+    let queued = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let short = ExecOptions { deadline: Some(Instant::now() + Duration::from_millis(200)), ..ExecOptions::default() };
+        run(&pool, &["INCR n"], &short).await
+    };
+    let (first, queued) = tokio::join!(first, queued);
+    assert_eq!(statuses(&first), [Status::Ok]);
+    assert_eq!(first.results[0].reply, Some(Value::Integer(3)));
+    assert_eq!(statuses(&queued), [Status::NotSent], "{:?}", queued.connection_error);
+    assert_eq!((queued.summary.write_calls, queued.summary.bytes_sent, queued.summary.not_sent), (0, 0, 1));
+    assert_eq!(server.cmd_str(&["GET", "n"]), Value::Bulk(b"3".to_vec()), "the abandoned INCR never ran");
 }
 
 /// The reply limit applies to each batch's own replies: a small batch

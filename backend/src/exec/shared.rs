@@ -11,19 +11,21 @@
 //! Only a batch that cannot tell it shared the connection is eligible
 //! ([`shareable`]): one pipeline chunk (or one command) of at most
 //! [`MAX_COMMANDS`] data commands, no simulated RTT, RESP2, no WATCH, no
-//! server stats, no cancel handle, a single Redis (not a cluster), and no
-//! command that blocks, changes the connection's state (MULTI, SELECT,
-//! CLIENT …), runs a script, is `admin`, `pubsub` or `noscript` (those
-//! could hold the connection or leave something on it for the next).
+//! server stats, no cancel handle, a single Redis (not a cluster, by the
+//! server's own table), and no command that blocks (flag or `@blocking`),
+//! changes the connection's state (MULTI, SELECT, CLIENT …), runs a
+//! script, is `admin`, `pubsub` or `noscript` (those could hold the
+//! connection or leave something on it for the next).
 //! Replies come back in the order the commands were written, so each
 //! batch's replies are the next ones after the batch before it.
 //!
 //! Outcomes stay honest. A batch whose write failed with not one byte
-//! accepted is `not_sent` (after one try on a fresh connection); once
+//! accepted is `not_sent` (after one try on another connection); once
 //! written, commands without a reply are `unknown` when the connection
-//! fails, and never re-sent. A batch whose request gave up before its write
-//! (the client went away, the batch timeout) is skipped, not written;
-//! one that gives up after it reports `unknown` for what had no reply.
+//! fails, and never re-sent. A batch whose request gave up (the batch
+//! timeout) before the lane took it for a write is never written and is
+//! `not_sent` ([`ABANDONED`]); one that gives up after reports `unknown`.
+//! A request that is gone with its client is not written either.
 //!
 //! Timings: `total_us`, `sent_us` and `reply_us` start when the batch was
 //! queued, so they include the wait for the previous shared write's
@@ -32,8 +34,8 @@
 //! each batch's own, applied to its replies; the lane's connection is
 //! opened with the settings of the batch that started the lane.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -84,8 +86,12 @@ pub fn shareable(batch: &Batch, opts: &ExecOptions, table: &Table) -> bool {
         && !crate::cluster::is_cluster(table)
         && batch.commands.arg_bytes() <= MAX_BYTES
         && batch.commands.iter().map(resp::encoded_command_len).sum::<usize>() <= MAX_BYTES
+        // Decided on the server's table: before Redis first answered, the
+        // built-in one cannot tell a cluster.
+        && table.identity().is_some()
         && batch.commands.iter().all(|argv| {
-            table.command(argv).is_some_and(|c| !BARRED_FLAGS.iter().any(|f| c.has_flag(f)))
+            // Redis 6 flags XREAD BLOCK only by its ACL category.
+            table.command(argv).is_some_and(|c| !BARRED_FLAGS.iter().any(|f| c.has_flag(f)) && !c.in_category("blocking"))
                 && !table.changes_connection_state(argv)
                 && !table.runs_script(argv)
         })
@@ -118,7 +124,14 @@ struct Job {
     read_timeout: Duration,
     max_reply_bytes: Option<u64>,
     answer: oneshot::Sender<Answer>,
+    /// [`QUEUED`] until the lane takes it for a write ([`CLAIMED`]) or its
+    /// request gives up on it first ([`ABANDONED`]: it is never written).
+    state: Arc<AtomicU8>,
 }
+
+const QUEUED: u8 = 0;
+const CLAIMED: u8 = 1;
+const ABANDONED: u8 = 2;
 
 /// What happened to a [`Job`].
 #[derive(Default)]
@@ -150,8 +163,13 @@ impl Lanes {
 
     /// A lane took (`true`) or let go of (`false`) its connection.
     fn hold(&self, taken: bool) {
-        let n = if taken { self.held.fetch_add(1, Ordering::Relaxed) + 1 } else { self.held.fetch_sub(1, Ordering::Relaxed) - 1 };
-        self.gauge.set(n as f64);
+        if taken {
+            self.held.fetch_add(1, Ordering::Relaxed);
+            self.gauge.increment(1.0);
+        } else {
+            self.held.fetch_sub(1, Ordering::Relaxed);
+            self.gauge.decrement(1.0);
+        }
     }
 
     /// The lane of the caller's runtime, started on it the first time.
@@ -170,6 +188,13 @@ impl Lanes {
     }
 }
 
+/// A pool dropped with lanes holding connections: they close with it.
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        self.gauge.decrement(self.held.load(Ordering::Relaxed) as f64);
+    }
+}
+
 /// Runs `batch` (which must be [`shareable`]) on `pool`'s shared
 /// connection of this runtime, handing each result to `sink`. Errors as
 /// `execute_pooled_into`: the connection could not be opened (nothing sent)
@@ -184,10 +209,20 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     let bytes_sent = bytes.len() as u64;
     let (tx, rx) = oneshot::channel();
     let settings = super::runner::settings(&batch.plan, opts);
-    let job = Job { bytes, commands: n, read_timeout: opts.read_timeout, max_reply_bytes: opts.max_reply_bytes, answer: tx };
+    let state = Arc::new(AtomicU8::new(QUEUED));
+    let job = Job { bytes, commands: n, read_timeout: opts.read_timeout, max_reply_bytes: opts.max_reply_bytes, answer: tx, state: state.clone() };
+    // Given up on (the deadline passed): never written if the lane had not
+    // taken it yet, else its outcome is unknown. Not a connection failure.
+    let mut gave_up = false;
     let answer = match pool.lanes().sender(pool, &settings).send(job) {
-        // Given up on, the batch may have been written: its outcome is unknown.
-        Ok(()) => wait(rx, opts.deadline).await.unwrap_or_else(|why| Answer { sent: Some(t0), failure: Some(why), ..Answer::default() }),
+        Ok(()) => match wait(rx, opts.deadline).await {
+            Ok(answer) => answer,
+            Err(why) => {
+                gave_up = true;
+                let taken = state.compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_err();
+                Answer { sent: taken.then_some(t0), failure: Some(why), ..Answer::default() }
+            }
+        },
         Err(_) => Answer { failure: Some("the shared connection's task has ended".into()), ..Answer::default() },
     };
     let us = |t: Instant| t.saturating_duration_since(t0).as_micros() as u64;
@@ -243,7 +278,7 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     let answered = (summary.ok + summary.errors) as f64;
     summary.commands_per_sec = if summary.total_us == 0 { 0.0 } else { answered * 1e6 / summary.total_us as f64 };
     let reconnect_failed = match (answer.sent, &connection_error) {
-        (None, Some(why)) => Some(why.clone()),
+        (None, Some(why)) if !gave_up => Some(why.clone()),
         _ => None,
     };
     StreamReport { summary, transaction: None, connection_error, input_error: None, reconnect_failed }
@@ -298,7 +333,8 @@ async fn drive(pool: Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Job>, settings:
             jobs.push(job);
         }
         // A request that gave up before its write is not written.
-        jobs.retain(|j| !j.answer.is_closed());
+        // (A request that is gone, its client with it, is not written either.)
+        jobs.retain(|j| !j.answer.is_closed() && j.state.compare_exchange(QUEUED, CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_ok());
         if jobs.is_empty() {
             continue;
         }
@@ -335,7 +371,7 @@ async fn write_and_read(pool: &Pool, conn: Option<Conn>, settings: &ConnSettings
         c.prepare_reuse(settings);
         match c.write(out).await {
             Ok(at) => break (c, at),
-            // A connection that died idle: once more on a fresh one.
+            // A connection that died idle: once more on another (probed or new).
             Err(_) if c.nothing_sent() && !tried_fresh => tried_fresh = true,
             Err(e) => {
                 let sent = if c.nothing_sent() { None } else { Some(Instant::now()) };
