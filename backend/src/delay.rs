@@ -128,15 +128,23 @@ async fn uplink<W: AsyncWrite + Unpin>(
 ) {
     loop {
         let chunk = tokio::select! {
+            biased;
+            _ = errors.closed() => return,
             chunk = rx.recv() => match chunk {
                 Some(chunk) => chunk,
                 None => return,
             },
-            _ = errors.closed() => return,
         };
+        // Biased, and asked again once due: a stream dropped just as its
+        // chunk fell due must not have the chunk written after it (a
+        // plain select! picks either branch when both are ready).
         tokio::select! {
-            () = timer.wait_until(chunk.deadline) => {}
+            biased;
             _ = errors.closed() => return,
+            () = timer.wait_until(chunk.deadline) => {}
+        }
+        if errors.is_closed() {
+            return;
         }
         match chunk.data {
             Data::Bytes(bytes) => {
