@@ -213,6 +213,7 @@ async fn a_batch_timeout_cuts_only_its_batch() {
     assert!(start.elapsed() < Duration::from_millis(650), "answered at its deadline: {:?}", start.elapsed());
     assert_eq!(statuses(&r), [Status::Unknown]);
     assert!(r.connection_error.as_deref().unwrap().contains("batch timeout"), "{:?}", r.connection_error);
+    assert_eq!(r.summary.shared, None, "no write answered it");
     // The INCR was written and runs after the pause; the next batch's reply is its own.
     let r = run(&pool, &["INCR n"], &ExecOptions::default()).await;
     assert_eq!(statuses(&r), [Status::Ok]);

@@ -706,9 +706,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         let s = &mut self.summary;
         s.set_io(io);
         s.commands = self.emitted;
-        s.total_us = self.last_io.saturating_duration_since(self.t0).as_micros() as u64;
-        let answered = (s.ok + s.errors) as f64;
-        s.commands_per_sec = if s.total_us == 0 { 0.0 } else { answered * 1e6 / s.total_us as f64 };
+        s.set_total_us(self.last_io.saturating_duration_since(self.t0).as_micros() as u64);
         s.nodes = self.nodes.iter().filter(|n| n.summary.commands > 0).map(|n| n.summary.clone()).collect();
         if let Some(e) = &mut self.input_error {
             e.sent = self.sent;

@@ -224,6 +224,14 @@ impl Summary {
         self.pushes = io.pushes;
     }
 
+    /// Sets `total_us` (µs) and `commands_per_sec` from it: answered
+    /// commands (`ok` + `errors`) per second, 0 when `total_us` is 0.
+    pub fn set_total_us(&mut self, total_us: u64) {
+        self.total_us = total_us;
+        let answered = (self.ok + self.errors) as f64;
+        self.commands_per_sec = if total_us == 0 { 0.0 } else { answered * 1e6 / total_us as f64 };
+    }
+
     /// Counts one result by its status.
     pub fn count(&mut self, status: Status) {
         match status {

@@ -315,10 +315,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
             self.summary.set_io(io);
         }
         self.summary.commands = self.emitted;
-        self.summary.total_us = self.us(self.last_io);
-        let answered = (self.summary.ok + self.summary.errors) as f64;
-        self.summary.commands_per_sec =
-            if self.summary.total_us == 0 { 0.0 } else { answered * 1e6 / self.summary.total_us as f64 };
+        self.summary.set_total_us(self.us(self.last_io));
         if let Some(e) = &mut self.input_error {
             e.sent = self.sent;
         }

@@ -173,7 +173,8 @@ impl Lanes {
     }
 
     /// The lane of the caller's runtime, started on it the first time.
-    fn sender(&self, pool: &Pool, settings: &ConnSettings) -> mpsc::UnboundedSender<Job> {
+    /// A new lane connects with `batch`'s and `opts`' settings.
+    fn sender(&self, pool: &Pool, batch: &Batch, opts: &ExecOptions) -> mpsc::UnboundedSender<Job> {
         let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         let mut lanes = self.lanes.lock().expect("lanes lock");
         if let Some(lane) = lanes.iter().find(|l| l.runtime == here && !l.jobs.is_closed()) {
@@ -181,7 +182,7 @@ impl Lanes {
         }
         lanes.retain(|l| !l.jobs.is_closed());
         let (tx, rx) = mpsc::unbounded_channel();
-        let settings = ConnSettings { deadline: None, cancel: None, ..settings.clone() };
+        let settings = ConnSettings { deadline: None, cancel: None, ..super::runner::settings(&batch.plan, opts) };
         tokio::spawn(drive(pool.weak(), rx, settings, pool.idle_timeout()));
         lanes.push(Lane { runtime: here, jobs: tx.clone() });
         tx
@@ -208,13 +209,12 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     let n = batch.commands.len();
     let bytes_sent = bytes.len() as u64;
     let (tx, rx) = oneshot::channel();
-    let settings = super::runner::settings(&batch.plan, opts);
     let state = Arc::new(AtomicU8::new(QUEUED));
     let job = Job { bytes, commands: n, read_timeout: opts.read_timeout, max_reply_bytes: opts.max_reply_bytes, answer: tx, state: state.clone() };
     // Given up on (the deadline passed): never written if the lane had not
     // taken it yet, else its outcome is unknown. Not a connection failure.
     let mut gave_up = false;
-    let answer = match pool.lanes().sender(pool, &settings).send(job) {
+    let answer = match pool.lanes().sender(pool, batch, opts).send(job) {
         Ok(()) => match wait(rx, opts.deadline).await {
             Ok(answer) => answer,
             Err(why) => {
@@ -269,14 +269,13 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
         summary.write_syscalls = answer.write_syscalls;
         summary.read_syscalls = answer.read_syscalls;
         summary.bytes_sent = bytes_sent;
-        summary.shared = Some(answer.shared);
+        // None for a batch given up on mid-write: no write answered it.
+        summary.shared = (answer.shared.batches > 0).then_some(answer.shared);
     }
     if connection_error.is_some() {
         last = last.max(Instant::now());
     }
-    summary.total_us = us(last);
-    let answered = (summary.ok + summary.errors) as f64;
-    summary.commands_per_sec = if summary.total_us == 0 { 0.0 } else { answered * 1e6 / summary.total_us as f64 };
+    summary.set_total_us(us(last));
     let reconnect_failed = match (answer.sent, &connection_error) {
         (None, Some(why)) if !gave_up => Some(why.clone()),
         _ => None,
