@@ -145,7 +145,15 @@ fn request() -> impl Strategy<Value = (String, String, Option<String>, Option<St
         1 => prop::sample::select(vec!["/api/v1/info", "/api/v1/openapi.json", "/healthz", "/readyz", "/api/v1/batch?x=1", "/api/v1//batch", "/api/v1/", "/api/v1/batch/"]).prop_map(str::to_string),
         1 => "/api/v1/[a-z%0-9./]{0,12}",
     ];
-    let ctype = prop::option::of(prop::sample::select(vec!["application/json", "application/json; charset=utf-8", "text/plain", "", "application/x-www-form-urlencoded"]).prop_map(str::to_string));
+    // Mostly JSON, so that enough cases get past the content-type check to
+    // reach the batch itself (an earlier mix, half without a content type,
+    // let about 1 case in 100 through, and a 300-case run now and then saw
+    // no 200 at all).
+    let ctype = prop_oneof![
+        8 => prop::sample::select(vec!["application/json", "application/json; charset=utf-8"]).prop_map(|c| Some(c.to_string())),
+        1 => Just(None),
+        1 => prop::sample::select(vec!["text/plain", "", "application/x-www-form-urlencoded"]).prop_map(|c| Some(c.to_string())),
+    ];
     let length = prop::option::weighted(0.1, prop_oneof![(0u32..100_000).prop_map(|n| n.to_string()), Just("x".to_string())]);
     (method, path, ctype, length).prop_flat_map(|(m, p, c, l)| {
         let b = body(&p);
