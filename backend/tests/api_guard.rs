@@ -236,14 +236,16 @@ async fn http_layer_errors_have_the_api_error_shape() {
 async fn responses_carry_the_security_headers() {
     let redis = RedisServer::start();
     let app = app(&redis, &[], GuardConfig::default());
-    for req in [
-        Request::get("/").body(Body::empty()).unwrap(),
-        Request::get("/api/v1/info").body(Body::empty()).unwrap(),
-        post("/api/v1/batch", &[("content-type", "text/plain")], &json!({})),
+    // The page gets its own policy; a JSON answer (refusals included) one
+    // that loads nothing.
+    for (req, policy) in [
+        (Request::get("/").body(Body::empty()).unwrap(), "script-src 'self' 'wasm-unsafe-eval'"),
+        (Request::get("/api/v1/info").body(Body::empty()).unwrap(), "default-src 'none'"),
+        (post("/api/v1/batch", &[("content-type", "text/plain")], &json!({})), "default-src 'none'"),
     ] {
         let res = send(&app, req).await;
         let csp = res.headers.get("content-security-policy").expect("CSP").to_str().unwrap();
-        assert!(csp.contains("script-src 'self' 'wasm-unsafe-eval'"), "{csp}");
+        assert!(csp.contains(policy), "{csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
         assert_eq!(res.headers["x-content-type-options"], "nosniff");
         assert_eq!(res.headers["x-frame-options"], "DENY");

@@ -116,8 +116,9 @@ impl Policy {
     /// Every guard, in order: head size, `Host`, `Origin` / `Sec-Fetch-Site`, `Content-Type`.
     pub fn check(&self, method: &Method, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
         check_head_size(uri, headers)?;
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        if let Some(h) = headers.get(header::HOST) {
+        let host_header = headers.get(header::HOST);
+        let host = host_header.and_then(|h| h.to_str().ok());
+        if let Some(h) = host_header {
             if !host.is_some_and(|h| self.host_allowed(h)) {
                 return Err(ApiError::new(
                     ApiCode::ForbiddenHost,

@@ -1,6 +1,7 @@
 //! Security headers on every response: a `Content-Security-Policy` that
 //! lets the page run only its own scripts and its wasm module (so that an
-//! injected script cannot call the API with the page's origin),
+//! injected script cannot call the API with the page's origin), and on a
+//! JSON answer (the API's, Upstash's) one that lets it load nothing at all,
 //! `X-Content-Type-Options: nosniff` (a reply served as JSON or text is
 //! never run as script or HTML), and no framing by other sites
 //! (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for older
@@ -17,18 +18,28 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; \
     connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// The policy of a JSON answer, which is data, never a document: nothing
+/// may load from it and nothing may frame it (as OWASP's REST Security
+/// Cheat Sheet advises for APIs). Stricter than the page's, and 230 bytes
+/// shorter on every API response.
+pub const JSON_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
+
 /// Adds the three headers to `res` (in `super::gate`, on every response,
-/// refusals included); a header a handler set itself is kept.
+/// refusals included): the JSON policy on an `application/json` answer, the
+/// page's on any other; a header a handler set itself is kept.
 pub fn set(res: &mut Response) {
     let headers = res.headers_mut();
     // Values made once: `from_static` outside a const checks every byte
     // (the policy's 250) on each call.
-    const ALL: [(HeaderName, HeaderValue); 3] = [
-        (header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY)),
+    const PAGE: HeaderValue = HeaderValue::from_static(CONTENT_SECURITY_POLICY);
+    const JSON: HeaderValue = HeaderValue::from_static(JSON_CONTENT_SECURITY_POLICY);
+    const OTHERS: [(HeaderName, HeaderValue); 2] = [
         (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
         (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
     ];
-    for (name, value) in ALL {
+    let json = headers.get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(if json { JSON } else { PAGE });
+    for (name, value) in OTHERS {
         headers.entry(name).or_insert(value);
     }
 }
