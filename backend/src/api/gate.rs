@@ -1,49 +1,92 @@
-//! Every per-request rule, as one middleware, in this order: the request
-//! guards ([`super::guard`]: a cross-site or foreign-Host request is
-//! refused before its token is looked at), rate limits ([`super::rate`]:
-//! guessing tokens is limited too), tokens ([`super::auth`]), the
-//! sandbox's namespace ([`crate::sandbox::namespace`]); then the security
-//! headers ([`super::headers`]) on whatever the answer is.
+//! Every per-request rule, as one tower service around the whole router, in
+//! this order: the request guards ([`super::guard`]: a cross-site or
+//! foreign-Host request is refused before its token is looked at), rate
+//! limits ([`super::rate`]: guessing tokens is limited too), tokens
+//! ([`super::auth`]), the sandbox's namespace
+//! ([`crate::sandbox::namespace`]); then the security headers
+//! ([`super::headers`]) on whatever the answer is.
 //!
-//! One `from_fn` layer rather than a layer per rule: the router's layers
-//! wrap every route, each layer is cloned on every request, and axum's
-//! `from_fn` also boxes its future; three `from_fn` layers, the guard's
-//! and three header layers were a measurable share of a one-command
-//! request's instructions (callgrind over 2000
-//! one-SET requests, `bench/README-api.md`).
+//! A service of its own around the router rather than `Router::layer` with
+//! `axum::middleware::from_fn`: `Router::layer` wraps every route, and each
+//! wrapped route is cloned (a boxed service) on every request, and `from_fn`
+//! boxes the inner service once more; those layers were a measurable share
+//! of a one-command request's instructions (callgrind over 2000 one-SET
+//! requests, `bench/api_instructions.sh`).
 
-use axum::extract::{Request, State};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{auth, headers, rate, AppState};
 
-/// The middleware: answers a refused request itself, else runs it and
-/// settles what the rules add to its response (a rate-limit refusal found
-/// while it ran, the sandbox's cookie); either way with the security headers.
-pub async fn gate(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let mut res = admit_and_run(&state, req, next).await;
-    headers::set(&mut res);
-    res
+/// The rules in front of `inner` (the router).
+#[derive(Clone)]
+pub struct Gate<S> {
+    state: AppState,
+    inner: S,
 }
 
-async fn admit_and_run(state: &AppState, req: Request, next: Next) -> Response {
-    if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
-        return refused.into_response();
+impl<S> Gate<S> {
+    pub fn new(state: AppState, inner: S) -> Gate<S> {
+        Gate { state, inner }
     }
-    let (req, admitted) = match rate::admit(state, req) {
-        Ok(admitted) => admitted,
-        Err(refused) => return refused,
-    };
+}
+
+impl<S, B> tower::Service<axum::http::Request<B>> for Gate<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    /// A refused request is answered here; an admitted one runs, and what
+    /// the rules add to its response (a rate-limit refusal found while it
+    /// ran, the sandbox's cookie) is settled after; either way with the
+    /// security headers.
+    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
+        let running = admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie));
+        Box::pin(async move {
+            let mut res = match running {
+                Err(refused) => refused,
+                Ok((running, admitted, cookie)) => {
+                    let Ok(mut res) = running.await;
+                    if let Some(cookie) = cookie {
+                        res.headers_mut().append(header::SET_COOKIE, cookie);
+                    }
+                    rate::settle(admitted, res)
+                }
+            };
+            headers::set(&mut res);
+            Ok(res)
+        })
+    }
+}
+
+/// The request as the router should see it, its place under the rate
+/// limits and the sandbox's cookie to set; or the refusal.
+fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Option<axum::http::HeaderValue>), Response> {
+    if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
+        return Err(refused.into_response());
+    }
+    let (req, admitted) = rate::admit(state, req)?;
     let req = match auth::admit(state, req) {
         Ok(req) => req,
-        Err(refused) => return rate::settle(admitted, refused),
+        Err(refused) => return Err(rate::settle(admitted, refused)),
     };
     let (req, cookie) = crate::sandbox::namespace::admit(state, req);
-    let mut res = next.run(req).await;
-    if let Some(cookie) = cookie {
-        res.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    rate::settle(admitted, res)
+    Ok((req, admitted, cookie))
 }

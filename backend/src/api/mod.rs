@@ -42,6 +42,7 @@ use axum::extract::Request;
 use axum::routing::{any, delete, get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
+use tower::Layer as _;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
@@ -205,8 +206,31 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// The whole HTTP surface: /api/v1/*, /healthz, /readyz, and the web files at /.
-pub fn router(state: AppState) -> Router {
+/// What `pipelab serve` serves (and the in-process tests drive with
+/// tower's `oneshot`): the routes behind the rules ([`gate::Gate`]) and a
+/// trace span per request. A tower service rather than a `Router`: see
+/// [`gate`] for why the rules are not `Router::layer`s.
+pub type App = tower_http::trace::Trace<gate::Gate<Router>, tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>, RequestSpan>;
+
+/// The whole HTTP surface: /api/v1/*, /healthz, /readyz, /metrics, the
+/// Upstash surface, and the web files at /; every request through the gate.
+pub fn router(state: AppState) -> App {
+    let routes = routes(&state).with_state(state.clone());
+    TraceLayer::new_for_http().make_span_with(RequestSpan).layer(gate::Gate::new(state, routes))
+}
+
+/// A request's span: its method and path only, since a query may hold a
+/// token (`?_token=`).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestSpan;
+
+impl<B> tower_http::trace::MakeSpan<B> for RequestSpan {
+    fn make_span(&mut self, req: &axum::http::Request<B>) -> tracing::Span {
+        tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+    }
+}
+
+fn routes(state: &AppState) -> Router<AppState> {
     // Full paths and a catch-all rather than `nest("/api/v1", ...)`: a nest
     // rewrites every request's URI and routes it twice, and the router's
     // layers were a measurable share of a one-command request's CPU.
@@ -231,16 +255,8 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         // The Upstash surface is for applications, not the public sandbox.
-        .merge(if state.sandbox.is_none() { crate::upstash::router(&state) } else { Router::new() })
+        .merge(if state.sandbox.is_none() { crate::upstash::router(state) } else { Router::new() })
         .fallback(web::serve)
-        // The guards, rate limits, tokens, the sandbox's namespace and the
-        // security headers, as one layer (`gate`).
-        .layer(axum::middleware::from_fn_with_state(state.clone(), gate::gate))
-        // Spans name the path only: a query may hold a token (`?_token=`).
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-        }))
-        .with_state(state)
 }
 
 async fn api_not_found(req: Request) -> ApiError {

@@ -264,7 +264,7 @@ async fn accept(
 /// feature.
 async fn serve_connections(
     mut listener: Dealt,
-    app: axum::Router,
+    app: api::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
     grace: Duration,
     (header_timeout, write_timeout): (Duration, Duration),

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
-use axum::Router;
 use clap::{Args, FromArgMatches};
 use pipelab::api::guard::{GuardConfig, Policy};
 use pipelab::api::{router, AppState, RedisSource};
@@ -25,7 +24,7 @@ pub use crate::common::RedisServer;
 /// The app and its state (for the pool's idle count).
 pub struct App {
     pub state: AppState,
-    router: Router,
+    router: pipelab::api::App,
 }
 
 impl App {
@@ -69,7 +68,7 @@ impl App {
     /// The raw response of `req` (headers and a body still to read: an
     /// event stream never ends).
     pub async fn respond_raw(&self, req: Request<Body>) -> axum::response::Response {
-        self.router.clone().oneshot(req).await.expect("the router is infallible")
+        self.router.clone().oneshot(req).await.expect("the router is infallible").map(axum::body::Body::new)
     }
 
     /// Sends `req` through the router; status, headers and body.
