@@ -17,7 +17,8 @@ use pipelab::exec::{execute_pooled, Batch, ExecOptions, Mode, Plan, Pool, PoolCo
 use resp::Value;
 
 fn pool_for(server: &RedisServer) -> Arc<Pool> {
-    Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default())
+    // Every shareable batch on the lane, alone or not.
+    Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share_alone: true, ..PoolConfig::default() })
 }
 
 async fn run(pool: &Pool, lines: &[&str], opts: &ExecOptions) -> Report {
@@ -86,6 +87,28 @@ async fn concurrent_batches_share_one_connection_and_get_their_own_replies() {
     assert_eq!(pipelab_connections(&server), 1, "one shared connection (the table's was closed)");
     assert_eq!(pool.shared_connections(), 1);
     assert_eq!(pool.idle_count(), 0);
+}
+
+/// With the pool's default settings, a batch with no other running beside
+/// it takes a pooled connection of its own (no lane is started); batches
+/// that run together share.
+#[tokio::test]
+async fn a_lone_batch_takes_a_connection_of_its_own() {
+    let server = RedisServer::start();
+    let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
+    let opts = ExecOptions::default();
+    for _ in 0..3 {
+        let r = run(&pool, &["INCR n"], &opts).await;
+        assert_eq!(statuses(&r), [Status::Ok]);
+        assert_eq!(r.summary.shared, None, "a lone batch went on the shared connection");
+    }
+    assert_eq!(pool.shared_connections(), 0, "no lane for lone batches");
+    assert_eq!(pool.idle_count(), 1, "the one pooled connection, reused");
+    let reports = futures_util::future::join_all((0..20).map(|_| run(&pool, &["INCR n"], &opts))).await;
+    assert!(reports.iter().all(|r| statuses(r) == [Status::Ok]));
+    let shared = reports.iter().filter(|r| r.summary.shared.is_some()).count();
+    assert!(shared >= 19, "only the first of 20 batches at once may go alone: {shared} shared");
+    assert_eq!(server.cmd_str(&["GET", "n"]), Value::Bulk(b"23".to_vec()));
 }
 
 /// What could tell it shared a connection is not shareable; a batch that

@@ -223,13 +223,14 @@ fn at_most(bytes: usize, max: usize, code: ApiCode, what: &str) -> Result<(), Ap
 
 /// `Content-Type` is `application/json`, with or without parameters.
 fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let value = headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()));
-    let is_json = value
-        .as_deref()
-        .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"));
+    let raw = headers.get(header::CONTENT_TYPE);
+    // The media type before any parameter (`; charset=utf-8`), on the bytes:
+    // asked on every batch.
+    let is_json = raw.is_some_and(|v| v.as_bytes().split(|&b| b == b';').next().unwrap_or_default().trim_ascii().eq_ignore_ascii_case(b"application/json"));
     if is_json {
         return Ok(());
     }
+    let value = raw.map(|v| String::from_utf8_lossy(v.as_bytes()));
     Err(ApiError::new(
         ApiCode::UnsupportedMediaType,
         match value {

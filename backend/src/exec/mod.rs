@@ -518,9 +518,16 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
 ) -> Result<StreamReport<Infallible>, ExecError> {
     let table = opts.table(Some(pool));
     validate(batch, &table)?;
-    if pool.shares() && shared::shareable(batch, opts, &table) {
-        return Ok(shared::run(pool, batch, opts, sink).await);
-    }
+    // Held to the end: a batch that comes while this one runs shares.
+    let _running = if pool.shares() && shared::shareable(batch, opts, &table) {
+        let (running, beside_another) = pool.lanes().enter();
+        if beside_another || pool.shares_alone() {
+            return Ok(shared::run(pool, batch, opts, sink).await);
+        }
+        Some(running)
+    } else {
+        None
+    };
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;

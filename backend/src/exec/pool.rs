@@ -52,13 +52,18 @@ pub struct PoolConfig {
     /// Small batches of concurrent requests may share a connection
     /// (`super::shared`); only with `max_idle` > 0.
     pub share: bool,
+    /// A shareable batch goes through the shared connection even when no
+    /// other is running beside it (by default it then takes a pooled
+    /// connection of its own: there is nothing to share a write with, and
+    /// the lane's task is one more hop). For the shared connection's tests.
+    pub share_alone: bool,
 }
 
 impl Default for PoolConfig {
     /// 64 idle connections (Webdis's default pool size), 30 s idle timeout,
     /// shared connections on.
     fn default() -> Self {
-        PoolConfig { max_idle: 64, idle_timeout: Duration::from_secs(30), share: true }
+        PoolConfig { max_idle: 64, idle_timeout: Duration::from_secs(30), share: true, share_alone: false }
     }
 }
 
@@ -150,6 +155,11 @@ impl Pool {
     /// Connections the shared lanes hold now (`super::shared`).
     pub fn shared_connections(&self) -> usize {
         self.lanes.connections()
+    }
+
+    /// A lone shareable batch uses the shared connection too ([`PoolConfig::share_alone`]).
+    pub(super) fn shares_alone(&self) -> bool {
+        self.config.share_alone
     }
 
     /// The shared connections (`super::shared`).

@@ -19,6 +19,12 @@
 //! Replies come back in the order the commands were written, so each
 //! batch's replies are the next ones after the batch before it.
 //!
+//! A shareable batch with no other running beside it on the pool
+//! ([`Lanes::enter`]) takes a pooled connection of its own instead: it
+//! has no one to share a write with, and the lane's task would be one more
+//! hop on its way (one client sending one request at a time: 1.3k more
+//! instructions per one-SET request, `bench/api_instructions.sh`).
+//!
 //! Outcomes stay honest. A batch whose write failed with not one byte
 //! accepted is `not_sent` (after one try on another connection); once
 //! written, commands without a reply are `unknown` when the connection
@@ -102,6 +108,8 @@ pub fn shareable(batch: &Batch, opts: &ExecOptions, table: &Table) -> bool {
 /// requests wait for them (as the pool's own rule, `pool::Pool::take_idle`).
 pub struct Lanes {
     lanes: Mutex<Vec<Lane>>,
+    /// Shareable batches running on the pool now, shared or not.
+    running: AtomicUsize,
     /// Connections the lanes hold now, and their gauge on `/metrics`
     /// ([`SHARED_GAUGE`]).
     held: AtomicUsize,
@@ -153,12 +161,19 @@ struct Answer {
 impl Lanes {
     /// No lanes yet; `gauge` counts their connections.
     pub fn new(gauge: metrics::Gauge) -> Lanes {
-        Lanes { lanes: Mutex::new(Vec::new()), held: AtomicUsize::new(0), gauge }
+        Lanes { lanes: Mutex::new(Vec::new()), running: AtomicUsize::new(0), held: AtomicUsize::new(0), gauge }
     }
 
     /// Connections the lanes hold now (open, between or during writes).
     pub fn connections(&self) -> usize {
         self.held.load(Ordering::Relaxed)
+    }
+
+    /// A shareable batch starts running; whether another was running
+    /// already (then it shares). It counts until the guard is dropped.
+    pub fn enter(&self) -> (Running<'_>, bool) {
+        let before = self.running.fetch_add(1, Ordering::AcqRel);
+        (Running(&self.running), before > 0)
     }
 
     /// A lane took (`true`) or let go of (`false`) its connection.
@@ -186,6 +201,15 @@ impl Lanes {
         tokio::spawn(drive(pool.weak(), rx, settings, pool.idle_timeout()));
         lanes.push(Lane { runtime: here, jobs: tx.clone() });
         tx
+    }
+}
+
+/// A shareable batch counted as running ([`Lanes::enter`]) until dropped.
+pub struct Running<'a>(&'a AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
