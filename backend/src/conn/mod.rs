@@ -139,7 +139,16 @@ pub enum WriteError {
 /// An open, handshaken connection to Redis. Used for one batch, then
 /// dropped, or, if the batch ended cleanly, kept idle in a
 /// [`crate::exec::Pool`] for the next one.
+///
+/// Boxed: a connection moves on every batch, into and out of the pool, its
+/// lease and the runner's futures; its 300 bytes were copied by `memcpy`
+/// at each move (a dozen per one-command request, callgrind), a pointer is not.
 pub struct Conn {
+    s: Box<State>,
+}
+
+/// An open connection's socket, buffers and limits.
+struct State {
     stream: Counted,
     /// The socket under `stream`, to probe it while idle.
     raw: RawSock,
@@ -182,7 +191,7 @@ impl Conn {
         let one_way = delay::one_way(settings.simulated_rtt_ms)?;
         let connect_until = tokio::time::Instant::now() + settings.connect_timeout;
         let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
-        let mut conn = Conn {
+        let mut conn = Conn { s: Box::new(State {
             stream: Counted { inner: raw, syscalls: 0, reads: 0, accepted: 0 },
             raw: fd,
             delayed: !one_way.is_zero(),
@@ -196,7 +205,7 @@ impl Conn {
             deadline: None,
             cancel: None,
             last_read_at: Instant::now(),
-        };
+        }) };
         match tokio::time::timeout_at(connect_until, conn.handshake(target, settings)).await {
             Ok(r) => r?,
             Err(_) => {
@@ -205,42 +214,42 @@ impl Conn {
             }
         }
         if !one_way.is_zero() {
-            let raw = std::mem::replace(&mut conn.stream.inner, Box::new(tokio::io::duplex(1).0));
-            conn.stream.inner = Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?);
+            let raw = std::mem::replace(&mut conn.s.stream.inner, Box::new(tokio::io::duplex(1).0));
+            conn.s.stream.inner = Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?);
         }
         conn.reset_stats();
-        conn.max_reply_bytes = settings.max_reply_bytes;
-        conn.deadline = settings.deadline;
-        conn.cancel = settings.cancel.clone();
+        conn.s.max_reply_bytes = settings.max_reply_bytes;
+        conn.s.deadline = settings.deadline;
+        conn.s.cancel = settings.cancel.clone();
         Ok(conn)
     }
 
     /// Byte and call counts since the handshake.
     pub fn stats(&self) -> IoStats {
-        IoStats { write_syscalls: self.stream.syscalls, read_syscalls: self.stream.reads, bytes_sent: self.stream.accepted, ..self.stats }
+        IoStats { write_syscalls: self.s.stream.syscalls, read_syscalls: self.s.stream.reads, bytes_sent: self.s.stream.accepted, ..self.s.stats }
     }
 
     fn reset_stats(&mut self) {
-        self.stats = IoStats::default();
-        self.stream.syscalls = 0;
-        self.stream.reads = 0;
-        self.stream.accepted = 0;
+        self.s.stats = IoStats::default();
+        self.s.stream.syscalls = 0;
+        self.s.stream.reads = 0;
+        self.s.stream.accepted = 0;
     }
 
     /// True if the socket has accepted no byte since the handshake or the
     /// last [`Conn::prepare_reuse`]: nothing of the batch can have reached Redis.
     pub fn nothing_sent(&self) -> bool {
-        self.stream.accepted == 0
+        self.s.stream.accepted == 0
     }
 
     /// Behind the delay line (simulated RTT).
     pub fn is_delayed(&self) -> bool {
-        self.delayed
+        self.s.delayed
     }
 
     /// Speaks RESP3 (`HELLO 3` in the handshake).
     pub fn is_resp3(&self) -> bool {
-        self.resp3
+        self.s.resp3
     }
 
     /// The runtime the socket was opened on, whose I/O driver tells when it
@@ -248,13 +257,13 @@ impl Conn {
     /// each readiness event crosses threads (a wake-up of the runtime that
     /// polls the task), so a pool hands it preferably to the same runtime.
     pub fn runtime(&self) -> Option<tokio::runtime::Id> {
-        self.runtime
+        self.s.runtime
     }
 
     /// True if no received byte waits undecoded in the read buffer: every
     /// reply that arrived was read.
     pub fn buffer_empty(&self) -> bool {
-        self.buffer.is_empty()
+        self.s.buffer.is_empty()
     }
 
     /// Whether an idle connection is still fit for a new batch: the read
@@ -268,9 +277,9 @@ impl Conn {
             return false;
         }
         #[cfg(unix)]
-        if let Some(fd) = self.raw {
+        if let Some(fd) = self.s.raw {
             let mut byte = 0u8;
-            // SAFETY: `fd` is the open socket owned by `self.stream` (alive as
+            // SAFETY: `fd` is the open socket owned by `self.s.stream` (alive as
             // long as `self`); MSG_PEEK leaves its data in place.
             let n = unsafe {
                 libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
@@ -287,7 +296,7 @@ impl Conn {
     /// Bytes of the replies decoded so far on this connection (each
     /// reply's size on the wire is the difference across its read).
     pub fn bytes_decoded(&self) -> u64 {
-        self.buffer.decoded()
+        self.s.buffer.decoded()
     }
 
     /// The next replies' limits: each read waits at most `read_timeout`,
@@ -296,34 +305,34 @@ impl Conn {
     /// connection applies each batch's own limits to its replies
     /// (`crate::exec::shared`).
     pub fn limit_replies(&mut self, read_timeout: Duration, max_reply_bytes: Option<u64>) {
-        self.read_timeout = read_timeout;
-        self.max_reply_bytes = max_reply_bytes.map(|l| self.stats.bytes_received.saturating_add(l));
+        self.s.read_timeout = read_timeout;
+        self.s.max_reply_bytes = max_reply_bytes.map(|l| self.s.stats.bytes_received.saturating_add(l));
     }
 
     /// Gives back read-buffer memory a large reply made it grow (up to the
     /// reply-size limit): an idle connection keeps only the usual 64 KiB.
     /// Does nothing unless the buffer is empty.
     pub fn shrink_buffer(&mut self) {
-        self.buffer.shrink();
+        self.s.buffer.shrink();
     }
 
     /// Readies an idle connection for the next batch: zero stats, a fresh
     /// decoder, that batch's read timeout, reply-size limit and deadline.
     pub fn prepare_reuse(&mut self, settings: &ConnSettings) {
         self.reset_stats();
-        self.decoder = resp::Decoder::new();
-        self.buffer.clear();
-        self.read_timeout = settings.read_timeout;
-        self.max_reply_bytes = settings.max_reply_bytes;
-        self.deadline = settings.deadline;
-        self.cancel = settings.cancel.clone();
+        self.s.decoder = resp::Decoder::new();
+        self.s.buffer.clear();
+        self.s.read_timeout = settings.read_timeout;
+        self.s.max_reply_bytes = settings.max_reply_bytes;
+        self.s.deadline = settings.deadline;
+        self.s.cancel = settings.cancel.clone();
     }
 
     /// Until when the next read or write may wait: the read timeout from
     /// now, or the batch's deadline if that comes first (`true`).
     fn wait_until(&self) -> (tokio::time::Instant, bool) {
-        let timeout = Instant::now() + self.read_timeout;
-        match self.deadline {
+        let timeout = Instant::now() + self.s.read_timeout;
+        match self.s.deadline {
             Some(d) if d <= timeout => (d.into(), true),
             _ => (timeout.into(), false),
         }
@@ -337,7 +346,7 @@ impl Conn {
     /// thread can be preempted by the very server it just woke, and then
     /// "completed" comes after the reply.)
     pub async fn write(&mut self, bytes: &[u8]) -> Result<Instant, WriteError> {
-        self.stats.write_calls += 1;
+        self.s.stats.write_calls += 1;
         self.write_continued(bytes).await
     }
 
@@ -348,11 +357,11 @@ impl Conn {
         let issued = Instant::now();
         let (until, is_deadline) = self.wait_until();
         let fut = async {
-            self.stream.write_all(bytes).await?;
-            self.stream.flush().await
+            self.s.stream.write_all(bytes).await?;
+            self.s.stream.flush().await
         };
-        let read_timeout = self.read_timeout;
-        let cancel = self.cancel.clone();
+        let read_timeout = self.s.read_timeout;
+        let cancel = self.s.cancel.clone();
         let Some(out) = Cancel::or_cancel(cancel.as_ref(), tokio::time::timeout_at(until, fut)).await else {
             return Err(WriteError::Cancelled);
         };
@@ -386,35 +395,35 @@ impl Conn {
     /// [`Conn::read_reply`]; without `wait`, `None` instead of waiting for the socket.
     async fn next_reply(&mut self, wait: bool) -> Result<Option<(resp::Value, Instant)>, ReadError> {
         loop {
-            match self.buffer.decode(&mut self.decoder) {
+            match self.s.buffer.decode(&mut self.s.decoder) {
                 Ok(Some(resp::Value::Push(_))) => {
-                    self.stats.pushes += 1;
+                    self.s.stats.pushes += 1;
                     continue;
                 }
-                Ok(Some(value)) => return Ok(Some((value, self.last_read_at))),
+                Ok(Some(value)) => return Ok(Some((value, self.s.last_read_at))),
                 Ok(None) => {}
                 Err(e) => return Err(ReadError::Protocol(e.to_string())),
             }
-            if let Some(limit) = self.max_reply_bytes {
-                if self.stats.bytes_received > limit {
+            if let Some(limit) = self.s.max_reply_bytes {
+                if self.s.stats.bytes_received > limit {
                     return Err(ReadError::Limit(limit));
                 }
             }
             let read = if wait {
                 let (until, is_deadline) = self.wait_until();
-                let read = tokio::time::timeout_at(until, self.buffer.read_from(&mut self.stream));
-                let Some(read) = Cancel::or_cancel(self.cancel.as_ref(), read).await else {
+                let read = tokio::time::timeout_at(until, self.s.buffer.read_from(&mut self.s.stream));
+                let Some(read) = Cancel::or_cancel(self.s.cancel.as_ref(), read).await else {
                     return Err(ReadError::Cancelled);
                 };
                 match read {
                     Ok(r) => r,
                     Err(_) if is_deadline => return Err(ReadError::Deadline),
-                    Err(_) => return Err(ReadError::Timeout(self.read_timeout.as_millis())),
+                    Err(_) => return Err(ReadError::Timeout(self.s.read_timeout.as_millis())),
                 }
             } else {
                 // One poll of the read: its result if the socket had bytes
                 // (or EOF, or an error), else `None` (a read is cancel-safe).
-                let mut read = std::pin::pin!(self.buffer.read_from(&mut self.stream));
+                let mut read = std::pin::pin!(self.s.buffer.read_from(&mut self.s.stream));
                 let ready = std::future::poll_fn(|cx| Poll::Ready(match read.as_mut().poll(cx) {
                     Poll::Ready(r) => Some(r),
                     Poll::Pending => None,
@@ -430,8 +439,8 @@ impl Conn {
                 Ok(n) => n,
                 Err(e) => return Err(ReadError::Io(e)),
             };
-            self.last_read_at = Instant::now();
-            self.stats.bytes_received += n as u64;
+            self.s.last_read_at = Instant::now();
+            self.s.stats.bytes_received += n as u64;
         }
     }
 }
