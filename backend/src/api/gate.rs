@@ -4,7 +4,9 @@
 //! limits ([`super::rate`]: guessing tokens is limited too), tokens
 //! ([`super::auth`]), the sandbox's namespace
 //! ([`crate::sandbox::namespace`]); then the security headers
-//! ([`super::headers`]) on whatever the answer is.
+//! ([`super::headers`]) on whatever the answer is; each request in a
+//! `request` span (method and path) with its status logged, a 5xx as an
+//! error (what tower-http's `TraceLayer` logged, without its own layer).
 //!
 //! A service of its own around the router rather than `Router::layer` with
 //! `axum::middleware::from_fn`: `Router::layer` wraps every route, and each
@@ -58,8 +60,10 @@ where
     /// ran, the sandbox's cookie) is settled after; either way with the
     /// security headers.
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
-        let running = admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie));
-        Box::pin(async move {
+        // The request's span names the path only: a query may hold a token (`?_token=`).
+        let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
+        let running = span.in_scope(|| admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie)));
+        let answered = async move {
             let mut res = match running {
                 Err(refused) => refused,
                 Ok((running, admitted, cookie)) => {
@@ -71,8 +75,15 @@ where
                 }
             };
             headers::set(&mut res);
+            let status = res.status().as_u16();
+            if res.status().is_server_error() {
+                tracing::error!(status, "request failed");
+            } else {
+                tracing::debug!(status, "answered");
+            }
             Ok(res)
-        })
+        };
+        Box::pin(tracing::Instrument::instrument(answered, span))
     }
 }
 

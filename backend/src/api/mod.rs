@@ -42,8 +42,6 @@ use axum::extract::Request;
 use axum::routing::{any, delete, get, post};
 use axum::Router;
 use tokio::sync::Semaphore;
-use tower::Layer as _;
-use tower_http::trace::TraceLayer;
 
 use crate::config::Limits;
 use error::{ApiCode, ApiError};
@@ -207,27 +205,16 @@ impl std::ops::Deref for AppState {
 }
 
 /// What `pipelab serve` serves (and the in-process tests drive with
-/// tower's `oneshot`): the routes behind the rules ([`gate::Gate`]) and a
-/// trace span per request. A tower service rather than a `Router`: see
-/// [`gate`] for why the rules are not `Router::layer`s.
-pub type App = tower_http::trace::Trace<gate::Gate<Router>, tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>, RequestSpan>;
+/// tower's `oneshot`): the routes behind the rules and the request's span
+/// ([`gate::Gate`]). A tower service rather than a `Router`: see [`gate`]
+/// for why the rules are not `Router::layer`s.
+pub type App = gate::Gate<Router>;
 
 /// The whole HTTP surface: /api/v1/*, /healthz, /readyz, /metrics, the
 /// Upstash surface, and the web files at /; every request through the gate.
 pub fn router(state: AppState) -> App {
     let routes = routes(&state).with_state(state.clone());
-    TraceLayer::new_for_http().make_span_with(RequestSpan).layer(gate::Gate::new(state, routes))
-}
-
-/// A request's span: its method and path only, since a query may hold a
-/// token (`?_token=`).
-#[derive(Clone, Copy, Debug)]
-pub struct RequestSpan;
-
-impl<B> tower_http::trace::MakeSpan<B> for RequestSpan {
-    fn make_span(&mut self, req: &axum::http::Request<B>) -> tracing::Span {
-        tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-    }
+    gate::Gate::new(state, routes)
 }
 
 fn routes(state: &AppState) -> Router<AppState> {
