@@ -236,14 +236,17 @@ async fn http_layer_errors_have_the_api_error_shape() {
 async fn responses_carry_the_security_headers() {
     let redis = RedisServer::start();
     let app = app(&redis, &[], GuardConfig::default());
-    // The page gets its own policy; a JSON answer (refusals included) one
-    // that loads nothing.
-    for (req, policy) in [
-        (Request::get("/").body(Body::empty()).unwrap(), "script-src 'self' 'wasm-unsafe-eval'"),
-        (Request::get("/api/v1/info").body(Body::empty()).unwrap(), "default-src 'none'"),
-        (post("/api/v1/batch", &[("content-type", "text/plain")], &json!({})), "default-src 'none'"),
+    // The page gets its own policy; a data answer (JSON, refusals
+    // included, or a live batch's NDJSON) one that loads nothing.
+    for (req, ctype, policy) in [
+        (Request::get("/").body(Body::empty()).unwrap(), "text/", "script-src 'self' 'wasm-unsafe-eval'"),
+        (Request::get("/api/v1/info").body(Body::empty()).unwrap(), "application/json", "default-src 'none'"),
+        (post("/api/v1/batch", &[("content-type", "text/plain")], &json!({})), "application/json", "default-src 'none'"),
+        (post("/api/v1/batches", &[("content-type", "application/json")], &json!({"commands": [["PING"]]})), "application/x-ndjson", "default-src 'none'"),
     ] {
         let res = send(&app, req).await;
+        let got = res.headers.get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        assert!(got.starts_with(ctype), "content type {got:?}, expected {ctype}");
         let csp = res.headers.get("content-security-policy").expect("CSP").to_str().unwrap();
         assert!(csp.contains(policy), "{csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
