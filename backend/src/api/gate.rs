@@ -35,6 +35,8 @@ pub struct Gate<S> {
 }
 
 impl<S> Gate<S> {
+    /// `inner` (the router, its state given) behind the rules of `state`
+    /// (its guard policy, rate limits, tokens and sandbox).
     pub fn new(state: AppState, inner: S) -> Gate<S> {
         Gate { state, inner }
     }

@@ -23,7 +23,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 /// may load from it and nothing may frame it (as OWASP's REST Security
 /// Cheat Sheet advises for APIs). Stricter than the page's, and 230 bytes
 /// shorter on every API response.
-pub const JSON_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
+pub const DATA_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
 
 /// The media types the API and the Upstash surface answer with (a
 /// `Content-Type` starting with one of them): the API's JSON and live
@@ -41,13 +41,13 @@ pub fn set(res: &mut Response) {
     // Values made once: `from_static` outside a const checks every byte
     // (the policy's 250) on each call.
     const PAGE: HeaderValue = HeaderValue::from_static(CONTENT_SECURITY_POLICY);
-    const JSON: HeaderValue = HeaderValue::from_static(JSON_CONTENT_SECURITY_POLICY);
+    const DATA: HeaderValue = HeaderValue::from_static(DATA_CONTENT_SECURITY_POLICY);
     const OTHERS: [(HeaderName, HeaderValue); 2] = [
         (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
         (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
     ];
     let data = headers.get(header::CONTENT_TYPE).is_some_and(|t| DATA_TYPES.iter().any(|d| t.as_bytes().starts_with(d)));
-    headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(if data { JSON } else { PAGE });
+    headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(if data { DATA } else { PAGE });
     for (name, value) in OTHERS {
         headers.entry(name).or_insert(value);
     }
