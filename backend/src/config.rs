@@ -58,7 +58,8 @@ pub struct ServeConfig {
     pub threads: usize,
 
     /// Let MIGRATE run: it makes Redis connect to whatever host:port the
-    /// request names (refused by default: issue 15, defect 5).
+    /// request names (refused by default: a request could make Redis reach any
+    /// host and port pipelab's machine can).
     #[arg(long, env = "PIPELAB_ALLOW_MIGRATE")]
     pub allow_migrate: bool,
     /// Most HTTP connections open at once; past it a new connection is
@@ -97,7 +98,7 @@ pub struct ServeConfig {
     /// `--sandbox` and its limits (rate limits on by default in the sandbox
     /// read `sandbox.sandbox`).
     #[command(flatten)]
-    pub sandbox: crate::sandbox::SandboxConfig,
+    pub sandbox: SandboxConfig,
 
     /// Serve on a non-loopback address without a token and without
     /// `--sandbox` (protected mode refuses to start otherwise: anyone who
@@ -107,6 +108,96 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub rate: crate::api::rate::RateConfig,
+}
+
+/// `pipelab serve --sandbox` and its limits (`crate::sandbox`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SandboxConfig {
+    /// A public playground: each visitor (a cookie) gets a redis-server of
+    /// their own, started by pipelab, that only they can reach; commands
+    /// that administer a server are refused. Needs redis-server (not --redis).
+    #[arg(long, env = "PIPELAB_SANDBOX", value_parser = clap::builder::BoolishValueParser::new())]
+    pub sandbox: bool,
+
+    /// A visitor's Redis's memory (`maxmemory`, noeviction; Redis's units:
+    /// `16mb`); its longest string is no longer.
+    #[arg(long, env = "PIPELAB_SANDBOX_MAX_BYTES", value_parser = crate::embedded::parse_memory, default_value = "16mb")]
+    pub sandbox_max_bytes: u64,
+
+    /// A visitor idle this long loses their Redis and its keys (and their
+    /// cookie lapses): `3600`, `90s`, `30m`, `1h`.
+    #[arg(long, env = "PIPELAB_SANDBOX_IDLE", value_parser = parse_duration, default_value = "1h")]
+    pub sandbox_idle: Duration,
+
+    /// Redis children started ahead, so that a new visitor's first answer
+    /// does not wait for one to start.
+    #[arg(long, env = "PIPELAB_SANDBOX_SPARES", default_value_t = 4)]
+    pub sandbox_spares: usize,
+
+    /// Most visitors with a Redis at once; past it a new visitor gets 503
+    /// `sandbox_full` with `Retry-After`. 0: as many as half the machine's
+    /// memory holds at `--sandbox-max-bytes` + 8 MiB each, at most 1,000.
+    #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", default_value_t = 0)]
+    pub sandbox_max_visitors: usize,
+
+    /// Most batches one visitor runs at once (more: 429 `too_many_batches`).
+    #[arg(long, env = "PIPELAB_SANDBOX_VISITOR_BATCHES", value_parser = at_least_one::<usize>(), default_value_t = 4)]
+    pub sandbox_visitor_batches: usize,
+
+    /// Most sessions one visitor keeps open (more: 503 `too_many_sessions`).
+    #[arg(long, env = "PIPELAB_SANDBOX_VISITOR_SESSIONS", value_parser = at_least_one::<usize>(), default_value_t = 2)]
+    pub sandbox_visitor_sessions: usize,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        let s = crate::sandbox::Settings::default();
+        SandboxConfig {
+            sandbox: false,
+            sandbox_max_bytes: s.max_bytes,
+            sandbox_idle: s.idle,
+            sandbox_spares: s.spares,
+            sandbox_max_visitors: 0,
+            sandbox_visitor_batches: s.visitor_batches,
+            sandbox_visitor_sessions: s.visitor_sessions,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The supervisor's settings, its children started from `redis_server`.
+    pub fn settings(&self, redis_server: &str) -> crate::sandbox::Settings {
+        crate::sandbox::Settings {
+            redis_server: redis_server.to_string(),
+            max_bytes: self.sandbox_max_bytes,
+            idle: self.sandbox_idle,
+            spares: self.sandbox_spares,
+            max_visitors: match self.sandbox_max_visitors {
+                0 => crate::sandbox::default_max_visitors(self.sandbox_max_bytes),
+                n => n,
+            },
+            visitor_batches: self.sandbox_visitor_batches,
+            visitor_sessions: self.sandbox_visitor_sessions,
+        }
+    }
+}
+
+/// A duration as `--sandbox-idle` takes it: whole seconds, or a number with
+/// `s`, `m` or `h`; at least 1 s.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits.parse().map_err(|_| format!("{s:?} is not a duration such as 3600, 90s, 30m or 1h"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        other => return Err(format!("unknown unit {other:?} (use s, m or h)")),
+    };
+    if secs == 0 {
+        return Err("must be at least 1 s".into());
+    }
+    Ok(Duration::from_secs(secs))
 }
 
 impl ServeConfig {
@@ -239,5 +330,21 @@ mod tests {
             assert!(err.contains(flag), "{flag}: {err}");
             assert!(parse(&["x", flag, "1"]).is_ok(), "{flag} 1");
         }
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("1d").is_err());
+        assert!(parse_duration("h").is_err());
     }
 }

@@ -43,9 +43,9 @@ pub struct EmbeddedConfig {
     pub embedded_busy_reply_threshold_ms: u64,
 
     /// ACL users made at start (`pipelab serve` generates them: the
-    /// sandbox's and the read-only tokens'; passwords only as hashes).
+    /// read-only tokens'; passwords only as hashes).
     #[arg(skip)]
-    pub users: Option<crate::sandbox::acl::Users>,
+    pub users: Option<crate::acl::Users>,
 }
 
 impl Default for EmbeddedConfig {

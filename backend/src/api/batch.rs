@@ -96,10 +96,10 @@ batch_request!(BatchRequest);
         BatchErrors,
     )
 )]
-pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, session }: PreparedBatch) -> Result<Response, ApiError> {
+pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, session, backend }: PreparedBatch) -> Result<Response, ApiError> {
     match session {
-        Some((id, s)) => super::session::run(state, &id, s, batch, keep).await,
-        None => stream::respond(state, batch, keep).await,
+        Some((id, s)) => super::session::run(state, &backend, &id, s, batch, keep).await,
+        None => stream::respond(state, backend, batch, keep).await,
     }
 }
 
@@ -111,6 +111,8 @@ pub(super) type OnSession = Option<(String, std::sync::Arc<super::session::Sessi
 /// same caller.
 pub struct PreparedBatch {
     pub(super) batch: Batch,
+    /// The Redis it runs on (chosen from the caller).
+    pub(super) backend: super::backend::Backend,
     /// The results the request asks for (`results`).
     pub(super) keep: Keep,
     /// The session it runs on (`session`), if any.
@@ -137,10 +139,11 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
         None => Keep::default(),
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
-    let Caller { access, ns, client } = caller;
+    let backend = state.backend(&caller).await?;
+    let Caller { access, visitor, client } = caller;
     let session = match req.session.take() {
         Some(id) => {
-            let s = state.sessions.get(&id, access, ns.as_ref())?;
+            let s = state.sessions.get(&id, access, visitor.as_ref())?;
             s.check_settings(req.resp3, req.simulated_rtt_ms)?;
             (req.resp3, req.simulated_rtt_ms) = (Some(s.resp3), Some(s.simulated_rtt_ms));
             Some((id, s))
@@ -148,13 +151,12 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
         None => None,
     };
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
-    let mut rules = super::refuse::Rules::for_request(state, ns).await;
-    rules.access = access.rules();
+    let rules = super::refuse::Rules::of(state, &backend).await;
     let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
     super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
-    Ok(PreparedBatch { batch, keep, session })
+    Ok(PreparedBatch { batch, keep, session, backend })
 }

@@ -16,11 +16,10 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
+use super::backend::Backend;
 use super::AppState;
 use crate::commands::Table;
-use crate::conn::{connect_stream, RedisTarget};
+use crate::conn::{side, RedisTarget};
 use crate::exec::Batch;
 
 /// How long the side connection waits for the kills' answers: Redis reads
@@ -34,33 +33,37 @@ pub fn runs_scripts(batch: &Batch, table: &Table) -> bool {
 
 /// Sends the script kills while it is alive and armed: dropped before
 /// [`KillOnCut::disarm`] (the batch was cut, or its request's future
-/// dropped with the client), it spawns the kills on the current runtime.
+/// dropped with the client), it spawns the kills on the current runtime
+/// (in the sandbox, the supervisor stops the visitor's script, or their
+/// Redis, before their next batch).
 pub struct KillOnCut {
-    state: Option<AppState>,
+    armed: Option<(AppState, Backend)>,
 }
 
 impl KillOnCut {
-    /// Armed if `batch` runs scripts, by the pool's command table (the
-    /// server's: the handlers read it before checking the request).
-    pub fn new(state: &AppState, batch: &Batch) -> KillOnCut {
-        KillOnCut { state: runs_scripts(batch, &state.pool.commands()).then(|| state.clone()) }
+    /// Armed if `batch` runs scripts, by the command table of the Redis it runs on.
+    pub fn new(state: &AppState, on: &Backend, batch: &Batch) -> KillOnCut {
+        KillOnCut { armed: runs_scripts(batch, &on.pool.commands()).then(|| (state.clone(), on.clone())) }
     }
 
     /// The batch ended on its own: nothing to kill.
     pub fn disarm(mut self) {
-        self.state = None;
+        self.armed = None;
     }
 }
 
 impl Drop for KillOnCut {
     fn drop(&mut self) {
-        if let Some(state) = self.state.take() {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    let answers = kill_scripts(&state.target, state.limits.connect_timeout()).await;
-                    tracing::warn!(?answers, "a batch running a script was cut: sent SCRIPT KILL and FUNCTION KILL");
-                });
-            }
+        let Some((state, on)) = self.armed.take() else { return };
+        if let (Some(sandbox), Some(lease)) = (state.sandbox(), on.visitor) {
+            sandbox.stop_scripts(lease, state.limits.connect_timeout());
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let answers = kill_scripts(on.pool.target(), state.limits.connect_timeout()).await;
+                tracing::warn!(?answers, "a batch running a script was cut: sent SCRIPT KILL and FUNCTION KILL");
+            });
         }
     }
 }
@@ -69,8 +72,7 @@ impl Drop for KillOnCut {
 /// bounded by `connect_timeout`, answers by [`KILL_WAIT`]); their answers
 /// as text (`OK`, `NOTBUSY …`, `UNKILLABLE …`), or why there are none.
 pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Result<Vec<String>, String> {
-    let replies = side_commands(target, connect_timeout, KILL_WAIT, &[&[b"SCRIPT", b"KILL"], &[b"FUNCTION", b"KILL"]]).await?;
-    Ok(replies.iter().map(|r| r.display().trim_end().to_string()).collect())
+    side::kill_scripts(target, connect_timeout, KILL_WAIT).await.map_err(|e| e.to_string())
 }
 
 /// Whether Redis is stuck: PING on a side connection answered `-BUSY`, or
@@ -78,95 +80,21 @@ pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Re
 /// nothing). `false` when Redis cannot be reached at all (that is
 /// `/readyz`'s to report) or answers.
 pub async fn redis_busy(target: &RedisTarget, connect_timeout: Duration, wait: Duration) -> bool {
-    match side_commands(target, connect_timeout, wait, &[&[b"PING"]]).await {
-        Ok(replies) => replies.first().is_some_and(|r| r.is_error() && r.display().contains("BUSY")),
-        Err(SideError::NoAnswer) => true,
-        Err(SideError::Connect(_)) => false,
-    }
+    side::is_busy(target, connect_timeout, wait).await
 }
 
 /// For `/healthz`: how long Redis has stayed stuck (`None`: it is not),
 /// as seen by this probe and the previous ones.
 pub async fn busy_for(state: &AppState) -> Option<Duration> {
+    // A sandbox visitor's busy Redis stalls only that visitor.
+    let shared = state.shared()?;
     // At most 2 s in all, within the Docker health check's 3 s.
     let wait = Duration::from_secs(1);
-    let busy = redis_busy(&state.target, state.limits.connect_timeout().min(wait), wait).await;
+    let busy = redis_busy(&shared.target, state.limits.connect_timeout().min(wait), wait).await;
     let mut since = state.busy_since.lock().expect("busy_since lock");
     if !busy {
         *since = None;
         return None;
     }
     Some(since.get_or_insert_with(Instant::now).elapsed())
-}
-
-/// Why a side connection got no answers.
-#[derive(Debug)]
-enum SideError {
-    Connect(String),
-    NoAnswer,
-}
-
-impl From<SideError> for String {
-    fn from(e: SideError) -> String {
-        match e {
-            SideError::Connect(m) => m,
-            SideError::NoAnswer => "no answer in time".into(),
-        }
-    }
-}
-
-/// Sends `commands` (after AUTH, if the target has a password) on a fresh
-/// connection and reads their replies (AUTH's left out).
-async fn side_commands(
-    target: &RedisTarget,
-    connect_timeout: Duration,
-    wait: Duration,
-    commands: &[&[&[u8]]],
-) -> Result<Vec<resp::Value>, SideError> {
-    let mut stream = connect_stream(target, connect_timeout).await.map_err(SideError::Connect)?;
-    let mut out = Vec::new();
-    let auth = target.password.as_ref().map(|pass| match &target.username {
-        Some(user) => vec![b"AUTH".to_vec(), user.clone().into_bytes(), pass.clone().into_bytes()],
-        None => vec![b"AUTH".to_vec(), pass.clone().into_bytes()],
-    });
-    if let Some(argv) = &auth {
-        resp::encode_command(argv, &mut out);
-    }
-    for argv in commands {
-        resp::encode_command(argv.iter(), &mut out);
-    }
-    let expected = commands.len() + usize::from(auth.is_some());
-    let io = async {
-        stream.write_all(&out).await?;
-        let (mut buf, mut start, mut replies) = (Vec::new(), 0, Vec::new());
-        let mut decoder = resp::Decoder::new();
-        while replies.len() < expected {
-            match decoder.decode(&buf[start..]) {
-                Ok(resp::Decoded::Complete { value, consumed }) => {
-                    start += consumed;
-                    replies.push(value);
-                    continue;
-                }
-                Ok(resp::Decoded::Incomplete { .. }) => {}
-                Err(e) => return Err(std::io::Error::other(e.to_string())),
-            }
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        Ok(replies)
-    };
-    match tokio::time::timeout(wait, io).await {
-        Ok(Ok(mut replies)) => {
-            if auth.is_some() {
-                replies.remove(0);
-            }
-            Ok(replies)
-        }
-        Ok(Err(e)) => Err(SideError::Connect(e.to_string())),
-        Err(_) => Err(SideError::NoAnswer),
-    }
 }

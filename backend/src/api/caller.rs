@@ -1,6 +1,6 @@
 //! Who sent a request, as the layers in front of the handlers found it:
-//! the token's [`Access`] (`auth`), the sandbox visitor's [`Namespace`]
-//! (`sandbox`) and the rate-limit [`Client`] (`rate`), each left in the
+//! the token's [`Access`] (`auth`), the sandbox visitor's [`VisitorId`]
+//! (`visitor`) and the rate-limit [`Client`] (`rate`), each left in the
 //! request's extensions. One extractor, so that a handler takes one
 //! argument for them instead of three optional extensions.
 
@@ -13,15 +13,15 @@ use super::auth::Access;
 use super::error::ApiError;
 use super::rate::Client;
 use super::AppState;
-use crate::sandbox::Namespace;
+use crate::sandbox::VisitorId;
 
 /// The caller of a request: `access` is [`Access::Open`] when no token is
-/// configured; `ns` is set only with `--sandbox`; `client` only when rate
+/// configured; `visitor` is set only with `--sandbox`; `client` only when rate
 /// limits are on.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub access: Access,
-    pub ns: Option<Namespace>,
+    pub visitor: Option<VisitorId>,
     pub client: Option<Client>,
 }
 
@@ -32,7 +32,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
         let ext = &parts.extensions;
         Ok(Caller {
             access: ext.get::<Access>().copied().unwrap_or(Access::Open),
-            ns: ext.get::<Namespace>().cloned(),
+            visitor: ext.get::<VisitorId>().cloned(),
             client: ext.get::<Client>().cloned(),
         })
     }

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
-use super::run::WithResults;
+use super::run::{OnBackend, WithResults};
 use super::schema;
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
@@ -97,16 +97,17 @@ pub async fn compare(
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
-    let mut rules = super::refuse::Rules::for_request(&state, caller.ns).await;
-    rules.access = caller.access.rules();
+    let on = state.backend(&caller).await?;
+    let rules = super::refuse::Rules::of(&state, &on).await;
     // Each mode runs the batch once.
     super::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
+    let runner = OnBackend { state, on };
     let report = if include_results {
-        lab::compare::compare(&WithResults(state), &batches, true).await?
+        lab::compare::compare(&WithResults(runner), &batches, true).await?
     } else {
-        lab::compare::compare(&state, &batches, false).await?
+        lab::compare::compare(&runner, &batches, false).await?
     };
     Ok(Json(report))
 }

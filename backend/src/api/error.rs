@@ -65,10 +65,6 @@ pub enum ApiCode {
     /// 403: `/api/v1/batch` with a read-only token and a command that may
     /// write (the message names its index and name; nothing was sent).
     ReadonlyToken,
-    /// 403: with `--sandbox`, a command that could reach keys outside the
-    /// visitor's namespace or the server (the message names it and why;
-    /// nothing was sent): see `crate::sandbox::rules`.
-    SandboxRefused,
     /// 404: no such endpoint.
     NotFound,
     /// 405: the endpoint does not take this method.
@@ -114,23 +110,30 @@ pub enum ApiCode {
     SessionLost,
     /// 409: another batch is running on the session.
     SessionBusy,
-    /// 503: `--max-sessions` sessions are open.
+    /// 503: `--max-sessions` sessions are open (in the sandbox: the
+    /// visitor's own `--sandbox-visitor-sessions`).
     TooManySessions,
+    /// 429: in the sandbox, the visitor already runs
+    /// `--sandbox-visitor-batches` batches; `Retry-After` says when to retry.
+    TooManyBatches,
+    /// 503: in the sandbox, `--sandbox-max-visitors` visitors have a Redis
+    /// of their own; `Retry-After` says when one frees up.
+    SandboxFull,
 }
 
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 43] = {
+    pub const ALL: [ApiCode; 44] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
             EmptyArgv, UnknownMode, InvalidBase64, InvalidArgument, ParseError, InvalidBatchSize,
             InvalidRtt, RefusedCommand, InvalidBatch, InvalidCommand, TooManyWatchKeys, CrossSlot,
-            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, SandboxRefused, NotFound, MethodNotAllowed, BodyTimeout,
+            ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
-            SessionNotFound, SessionLost, SessionBusy, TooManySessions,
+            SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, SandboxFull,
         ]
     };
 
@@ -144,7 +147,7 @@ impl ApiCode {
                 StatusCode::BAD_REQUEST
             }
             Unauthorized => StatusCode::UNAUTHORIZED,
-            Forbidden | ReadonlyToken | SandboxRefused | ForbiddenOrigin => StatusCode::FORBIDDEN,
+            Forbidden | ReadonlyToken | ForbiddenOrigin => StatusCode::FORBIDDEN,
             NotFound | SessionNotFound => StatusCode::NOT_FOUND,
             SessionLost | SessionBusy => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -154,8 +157,8 @@ impl ApiCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
             HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
+            RateLimited | TooManyBatches => StatusCode::TOO_MANY_REQUESTS,
+            RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions | SandboxFull => StatusCode::SERVICE_UNAVAILABLE,
             BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -180,6 +183,8 @@ impl ApiCode {
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub body: ErrorDetail,
+    /// Seconds for the `Retry-After` header, when waiting helps.
+    pub retry_after: Option<u64>,
 }
 
 /// `{"error": ...}`: the body of every non-2xx response of /api/v1.
@@ -206,14 +211,14 @@ pub struct ErrorDetail {
 
 impl ApiError {
     pub fn new(code: ApiCode, message: impl Into<String>) -> Self {
-        ApiError { body: ErrorDetail { code, message: message.into(), field: None } }
+        ApiError { body: ErrorDetail { code, message: message.into(), field: None }, retry_after: None }
     }
 
     /// An error about one field; the message is prefixed with the field's name.
     pub fn field(code: ApiCode, field: impl Into<String>, message: impl AsRef<str>) -> Self {
         let field = field.into();
         let message = format!("{field}: {}", message.as_ref());
-        ApiError { body: ErrorDetail { code, message, field: Some(field) } }
+        ApiError { body: ErrorDetail { code, message, field: Some(field) }, retry_after: None }
     }
 
     /// The stable machine-readable code (`busy`, `redis_unavailable`, ...).
@@ -225,6 +230,12 @@ impl ApiError {
     /// message is left as it is.
     pub fn at(mut self, field: &str) -> Self {
         self.body.field = Some(field.to_string());
+        self
+    }
+
+    /// The same error, telling the client to retry after `wait` (at least 1 s).
+    pub fn retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait.as_secs_f64().ceil().max(1.0) as u64);
         self
     }
 
@@ -240,7 +251,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), Json(ErrorBody { error: self.body })).into_response()
+        let mut res = (self.status(), Json(ErrorBody { error: self.body })).into_response();
+        if let Some(secs) = self.retry_after {
+            res.headers_mut().insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        res
     }
 }
 

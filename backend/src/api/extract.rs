@@ -268,7 +268,6 @@ mod timing {
                 table: crate::commands::fallback::table(),
                 access: Default::default(),
                 allow: Default::default(),
-                sandbox: None,
             };
             let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits, &rules).unwrap();
             let into_batch = t.elapsed();

@@ -2,8 +2,8 @@
 //! this order: the request guards ([`super::guard`]: a cross-site or
 //! foreign-Host request is refused before its token is looked at), rate
 //! limits ([`super::rate`]: guessing tokens is limited too), tokens
-//! ([`super::auth`]), the sandbox's namespace
-//! ([`crate::sandbox::namespace`]); then the security headers
+//! ([`super::auth`]), the sandbox visitor's cookie
+//! ([`super::visitor`]); then the security headers
 //! ([`super::headers`]) on whatever the answer is; each request in a
 //! `request` span (method and path) with its status logged, a 5xx as an
 //! error (what tower-http's `TraceLayer` logged, without its own layer).
@@ -100,6 +100,6 @@ fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Opt
         Ok(req) => req,
         Err(refused) => return Err(rate::settle(admitted, refused)),
     };
-    let (req, cookie) = crate::sandbox::namespace::admit(state, req);
+    let (req, cookie) = super::visitor::admit(state, req);
     Ok((req, admitted, cookie))
 }

@@ -34,9 +34,18 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
     }
 }
 
-/// 200 if Redis answers PING within a second, else 503 with the API's error shape.
+/// 200 if Redis answers PING within a second, else 503 with the API's
+/// error shape. In the sandbox: if a visitor's Redis can be had (a spare
+/// is ready, or a new one starts).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
-    match command(&state, &[b"PING"], Duration::from_secs(1)).await {
+    let pool = match &state.redis {
+        super::Redis::Shared(shared) => shared.pool.clone(),
+        super::Redis::Sandbox(sandbox) => match sandbox.ready().await {
+            Ok(()) => return Json(json!({"status": "ready"})).into_response(),
+            Err(e) => return ApiError::unavailable(e.to_string()).into_response(),
+        },
+    };
+    match command(&pool, &[b"PING"], Duration::from_secs(1)).await {
         Ok(reply) if !reply.is_error() => Json(json!({"status": "ready"})).into_response(),
         Ok(reply) => ApiError::new(
             ApiCode::RedisUnavailable,

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::caller::Caller;
 use super::run::command;
 use super::validate::{Defaults, DEFAULTS};
+use super::error::ApiError;
 use super::{AppState, RedisSource};
 use crate::commands::RefusedCommand;
 use crate::config::Limits;
@@ -42,30 +43,27 @@ pub struct InfoResponse {
     /// arguments (400 `refused_command`), sorted by name, as the server's
     /// command table and the caller's token decide (`Table::refused_commands`):
     /// a client can flag them before sending. Refusals that depend on the
-    /// arguments (a blocking command with timeout 0) or on the sandbox's
-    /// key rules are not listed; the batch endpoints still check them.
+    /// arguments (a blocking command with timeout 0) are not listed; the
+    /// batch endpoints still check them. In the sandbox: the visitor's.
     pub refused: Vec<RefusedCommand>,
     /// Present with `--sandbox`: each visitor's keys are private and expire.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
 }
 
-/// The sandbox's limits (`pipelab serve --sandbox`, README "Deploying publicly").
+/// The sandbox's limits (`pipelab serve --sandbox`, docs/sandbox.md).
 #[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({"ttl_s": 3600, "max_keys": 100000, "max_bytes": 16777216, "scripts": true, "acl_users": true}))]
+#[schema(example = json!({"idle_s": 3600, "max_bytes": 16777216, "visitor_batches": 4, "visitor_sessions": 2}))]
 pub struct SandboxInfo {
-    /// Seconds a key lives after the batch that last wrote it (`--sandbox-ttl`).
-    pub ttl_s: u64,
-    /// Most keys in one visitor's namespace (`--sandbox-max-keys`).
-    pub max_keys: u64,
-    /// Most bytes in one visitor's namespace (`--sandbox-max-bytes`).
+    /// Seconds without a request after which a visitor's Redis, and its
+    /// keys, are gone (`--sandbox-idle`).
+    pub idle_s: u64,
+    /// The visitor's Redis's `maxmemory` (`--sandbox-max-bytes`).
     pub max_bytes: u64,
-    /// Scripts (EVAL, EVALSHA) may run: each visitor's run as a Redis ACL
-    /// user of their own. False with `--redis`: refused (403 `sandbox_refused`).
-    pub scripts: bool,
-    /// Sandbox batches run as a Redis ACL user limited to `sbx:*` keys (the
-    /// embedded Redis only).
-    pub acl_users: bool,
+    /// Most batches a visitor runs at once (`--sandbox-visitor-batches`).
+    pub visitor_batches: usize,
+    /// Most sessions a visitor keeps open (`--sandbox-visitor-sessions`).
+    pub visitor_sessions: usize,
 }
 
 /// The Redis server behind the API. `reachable: false` with `error` when it
@@ -74,7 +72,8 @@ pub struct SandboxInfo {
 pub struct RedisInfo {
     /// The target, password never shown, e.g. `redis://127.0.0.1:6379` or `unix:///tmp/…/redis.sock`.
     pub target: String,
-    /// `embedded`: a redis-server started by `pipelab serve`; `configured`: --redis / REDIS_URL.
+    /// `embedded`: a redis-server started by `pipelab serve`; `configured`:
+    /// --redis / REDIS_URL; `sandbox`: the visitor's own redis-server.
     #[schema(example = "embedded")]
     pub source: &'static str,
     pub reachable: bool,
@@ -104,16 +103,20 @@ pub struct RedisInfo {
     get,
     path = "/api/v1/info",
     tag = "server",
-    responses((status = 200, description = "Server facts", body = InfoResponse))
+    responses(
+        (status = 200, description = "Server facts", body = InfoResponse),
+        (status = 503, description = "In the sandbox: `sandbox_full` (with `Retry-After`), or no Redis could be started for the visitor", body = super::error::ErrorBody),
+    )
 )]
-pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoResponse> {
+pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
+    let on = state.backend(&caller).await?;
     // INFO's default sections (server and memory among them): one round
     // trip, and a Redis older than 7.0 takes no list of sections. The
     // command table at the same time, within the same wait (read once per
     // server; the built-in table while Redis does not answer).
-    let (reply, table) = tokio::join!(command(&state, &[b"INFO"], wait), state.pool.commands_loaded(wait));
-    let refused = table.refused_commands(caller.access.rules(), state.allow);
+    let (reply, table) = tokio::join!(command(&on.probe, &[b"INFO"], wait), on.pool.commands_loaded(wait));
+    let refused = table.refused_commands(on.access, state.allow);
     let (reachable, text, error) = match reply {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
             (true, String::from_utf8_lossy(&text).into_owned(), None)
@@ -126,33 +129,39 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoRes
         Ok(other) => (true, String::new(), Some(format!("INFO: {}", other.display()))),
         Err(e) => (false, String::new(), Some(e.body.message)),
     };
-    Json(InfoResponse {
-        version: env!("CARGO_PKG_VERSION"),
-        redis: RedisInfo {
-            target: state.target.to_string(),
-            source: match state.source {
+    let (target, source) = match state.shared() {
+        Some(shared) => (
+            shared.target.to_string(),
+            match shared.source {
                 RedisSource::Embedded => "embedded",
                 RedisSource::Configured => "configured",
             },
+        ),
+        None => ("a redis-server of your own".to_string(), "sandbox"),
+    };
+    Ok(Json(InfoResponse {
+        version: env!("CARGO_PKG_VERSION"),
+        redis: RedisInfo {
+            target,
+            source,
             reachable,
             version: info_field(&text, "redis_version"),
             mode: info_field(&text, "redis_mode"),
             maxmemory: info_field(&text, "maxmemory").and_then(|v| v.parse().ok()),
             maxmemory_policy: info_field(&text, "maxmemory_policy"),
             error,
-            nodes: state.pool.cluster_nodes().unwrap_or_default(),
+            nodes: on.pool.cluster_nodes().unwrap_or_default(),
         },
         limits: state.limits.clone(),
         defaults: DEFAULTS,
         refused,
-        sandbox: state.sandbox.as_ref().map(|s| SandboxInfo {
-            ttl_s: s.config.sandbox_ttl.as_secs(),
-            max_keys: s.config.sandbox_max_keys,
-            max_bytes: s.config.sandbox_max_bytes,
-            scripts: s.scripts_isolated(),
-            acl_users: state.pools.is_some(),
+        sandbox: state.sandbox().map(|s| SandboxInfo {
+            idle_s: s.settings().idle.as_secs(),
+            max_bytes: s.settings().max_bytes,
+            visitor_batches: s.settings().visitor_batches,
+            visitor_sessions: s.settings().visitor_sessions,
         }),
-    })
+    }))
 }
 
 /// The value of `name:value` in INFO output.

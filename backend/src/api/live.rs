@@ -42,7 +42,7 @@ use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
 use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody};
-use super::run::run_batch_cancellable;
+use super::run::run_batch_into;
 use super::stream::{Kept, GROUP};
 use super::AppState;
 use crate::conn::Cancel;
@@ -125,7 +125,7 @@ pub struct CancelResponse {
         BatchErrors,
     )
 )]
-pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, session }: PreparedBatch) -> Result<Response, ApiError> {
+pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, session, backend }: PreparedBatch) -> Result<Response, ApiError> {
     if session.is_some() {
         return Err(ApiError::field(ApiCode::InvalidField, "session", "a session's batches run through POST /api/v1/batch"));
     }
@@ -144,7 +144,7 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let task_cancel = cancel.clone();
     state.other_runtime().spawn(async move {
         let mut sink = FlushSink { kept: Kept::new(keep, 64, task_state.limits.max_reply_bytes), tx: tx.clone(), last: Instant::now() };
-        let out = run_batch_cancellable(&task_state, &batch, &mut sink, Some(task_cancel)).await;
+        let out = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel)).await;
         sink.send();
         task_state.live.remove(&id);
         let _ = tx.send(Msg::End(Box::new(out)));

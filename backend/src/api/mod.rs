@@ -10,6 +10,7 @@
 
 pub mod arg;
 pub mod auth;
+pub mod backend;
 pub mod batch;
 pub mod busy;
 pub mod caller;
@@ -33,6 +34,7 @@ pub mod session;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
+pub mod visitor;
 pub mod web;
 
 use std::path::PathBuf;
@@ -57,19 +59,34 @@ pub enum RedisSource {
     Embedded,
 }
 
+/// The Redis behind the API: one for everyone, or one per sandbox visitor
+/// (each request's is chosen by [`AppState::backend`]).
+pub enum Redis {
+    Shared(Shared),
+    Sandbox(Arc<crate::sandbox::Supervisor>),
+}
+
+/// The one Redis (or cluster) every caller shares.
+pub struct Shared {
+    pub target: RedisTarget,
+    pub source: RedisSource,
+    /// Idle Redis connections reused between batches (see `crate::exec::pool`).
+    pub pool: Arc<Pool>,
+    /// The read-only ACL user's pool, where pipelab manages the Redis
+    /// (`crate::acl`): read-only tokens' batches run there.
+    pub readonly: Option<Arc<Pool>>,
+}
+
 /// Shared by every request; cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
-    pub target: RedisTarget,
-    pub source: RedisSource,
+    pub redis: Redis,
     pub limits: Limits,
     pub web_dir: PathBuf,
     /// One permit per running batch (`limits.max_concurrent_batches`).
     pub slots: Semaphore,
-    /// Idle Redis connections reused between batches (see `crate::exec::pool`).
-    pub pool: Arc<Pool>,
     /// The serving threads' runtimes: a big batch runs on another thread
     /// than its request's (`stream`). Empty: the current runtime only.
     pub runtimes: Vec<tokio::runtime::Handle>,
@@ -85,11 +102,6 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
     pub upstash: crate::upstash::Settings,
-    /// `--sandbox`: each visitor's keys in a namespace of their own ([`crate::sandbox`]).
-    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
-    /// A pool per Redis ACL user, where pipelab manages the Redis
-    /// (`crate::sandbox::acl`); `None`: every batch on [`Inner::pool`].
-    pub pools: Option<crate::sandbox::run::Pools>,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -99,7 +111,14 @@ pub struct Inner {
     pub rate: rate::Limiter,
 }
 
+/// The pool settings of the shared Redis: as many idle connections as
+/// batches may run at once, up to 64.
+fn pool_config(limits: &Limits) -> PoolConfig {
+    PoolConfig { max_idle: limits.max_concurrent_batches.clamp(1, 64), share: limits.shared_connections, ..PoolConfig::default() }
+}
+
 impl AppState {
+    /// The API on one Redis (or cluster) shared by every caller.
     pub fn new(
         target: RedisTarget,
         source: RedisSource,
@@ -107,25 +126,24 @@ impl AppState {
         web_dir: PathBuf,
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
+        let pool = Pool::new(target.clone(), pool_config(&limits));
+        AppState::with_redis(Redis::Shared(Shared { target, source, pool, readonly: None }), limits, web_dir, runtimes)
+    }
+
+    /// The API in the sandbox: each visitor on a redis-server of their own.
+    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+        AppState::with_redis(Redis::Sandbox(supervisor), limits, web_dir, runtimes)
+    }
+
+    fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        // As many idle connections as batches may run at once, up to 64.
-        let pool = Pool::new(
-            target.clone(),
-            PoolConfig {
-                max_idle: limits.max_concurrent_batches.clamp(1, 64),
-                share: limits.shared_connections,
-                ..PoolConfig::default()
-            },
-        );
         let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions);
         AppState(Arc::new(Inner {
+            redis,
             sessions,
-            target,
-            source,
             limits,
             web_dir,
             slots,
-            pool,
             runtimes,
             next_runtime: Default::default(),
             guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
@@ -133,11 +151,25 @@ impl AppState {
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),
-            sandbox: None,
-            pools: None,
             live: Default::default(),
             rate: Default::default(),
         }))
+    }
+
+    /// The shared Redis (`None` in the sandbox).
+    pub fn shared(&self) -> Option<&Shared> {
+        match &self.redis {
+            Redis::Shared(s) => Some(s),
+            Redis::Sandbox(_) => None,
+        }
+    }
+
+    /// The sandbox's supervisor (`None` outside the sandbox).
+    pub fn sandbox(&self) -> Option<&Arc<crate::sandbox::Supervisor>> {
+        match &self.redis {
+            Redis::Sandbox(s) => Some(s),
+            Redis::Shared(_) => None,
+        }
     }
 
     /// This state with the request guards of `policy` (at start-up, before
@@ -172,14 +204,14 @@ impl AppState {
         self
     }
 
-    /// The sandbox (with `--sandbox`) and the embedded Redis's ACL users
-    /// (their pools: read-only tokens' and sandbox batches run as them);
-    /// called once, before the state is shared.
-    pub fn with_sandbox(mut self, sandbox: Option<crate::sandbox::Sandbox>, users: Option<&crate::sandbox::acl::Users>) -> Self {
-        let inner = Arc::get_mut(&mut self.0).expect("with_sandbox before the state is shared");
-        let config = PoolConfig { max_idle: inner.limits.max_concurrent_batches.clamp(1, 64), share: inner.limits.shared_connections, ..PoolConfig::default() };
-        inner.pools = users.map(|u| crate::sandbox::run::Pools::new(&inner.pool, u, config));
-        inner.sandbox = sandbox.map(Arc::new);
+    /// The embedded Redis's ACL users: read-only tokens' batches run as
+    /// theirs (a pool of its own); called once, before the state is shared.
+    pub fn with_users(mut self, users: Option<&crate::acl::Users>) -> Self {
+        let inner = Arc::get_mut(&mut self.0).expect("with_users before the state is shared");
+        let config = pool_config(&inner.limits);
+        if let (Redis::Shared(shared), Some(users)) = (&mut inner.redis, users) {
+            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config));
+        }
         self
     }
 
@@ -241,8 +273,7 @@ fn routes(state: &AppState) -> Router<AppState> {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        // The Upstash surface is for applications, not the public sandbox.
-        .merge(if state.sandbox.is_none() { crate::upstash::router(state) } else { Router::new() })
+        .merge(crate::upstash::router(state))
         .fallback(web::serve)
 }
 

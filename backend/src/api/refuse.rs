@@ -21,45 +21,26 @@
 
 use std::sync::Arc;
 
+use super::backend::Backend;
 use super::AppState;
 use crate::commands::{Access, Allow, Table};
 use crate::exec::{ArgvRef, Mode};
 
-/// The rules one request is checked with: the target's table, the
-/// caller's access and what the operator allows.
+/// The rules one request is checked with: the table of the Redis it runs
+/// on, the caller's access and what the operator allows.
 #[derive(Clone)]
 pub struct Rules {
     pub table: Arc<Table>,
     pub access: Access,
     pub allow: Allow,
-    /// With `--sandbox`: the visitor's namespace, and whether scripts can
-    /// be isolated per visitor (`crate::sandbox`).
-    pub sandbox: Option<(crate::sandbox::Namespace, bool)>,
 }
 
 impl Rules {
-    /// The rules for a request to `state`: the server's table (read first
-    /// if it was not yet; the fallback if Redis is unreachable), full access.
-    pub async fn of(state: &AppState) -> Rules {
-        let table = state.pool.commands_loaded(state.limits.connect_timeout()).await;
-        Rules { table, access: Access::Full, allow: state.allow, sandbox: None }
-    }
-
-    /// [`Rules::of`] for a request that may carry a sandbox namespace
-    /// (its extension, set by `crate::sandbox::namespace::admit`).
-    pub async fn for_request(state: &AppState, ns: Option<crate::sandbox::Namespace>) -> Rules {
-        let mut rules = Rules::of(state).await;
-        rules.sandbox = ns.zip(state.sandbox.as_ref().map(|s| s.scripts_isolated()));
-        rules
-    }
-
-    /// `argv` rewritten into the sandbox namespace, or why it is refused
-    /// there; unchanged outside the sandbox.
-    pub fn sandboxed(&self, argv: ArgvRef<'_>) -> Result<Option<crate::exec::Argv>, String> {
-        match &self.sandbox {
-            None => Ok(None),
-            Some((ns, scripts)) => crate::sandbox::keys::rewrite(&self.table, argv, ns.prefix(), *scripts).map(Some),
-        }
+    /// The rules for a request on `backend`: its Redis's table (read first
+    /// if it was not yet; the fallback if Redis is unreachable) and access.
+    pub async fn of(state: &AppState, backend: &Backend) -> Rules {
+        let table = backend.pool.commands_loaded(state.limits.connect_timeout()).await;
+        Rules { table, access: backend.access, allow: state.allow }
     }
 
     /// Why `argv` may not run in `mode`, or `None` if it may.
@@ -74,7 +55,7 @@ mod tests {
 
     /// The built-in table's rules: no server needed.
     fn rules() -> Rules {
-        Rules { table: crate::commands::fallback::table(), access: Access::Full, allow: Allow::default(), sandbox: None }
+        Rules { table: crate::commands::fallback::table(), access: Access::Full, allow: Allow::default() }
     }
 
     fn refusal(s: &str, mode: Mode) -> Option<String> {

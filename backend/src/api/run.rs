@@ -19,59 +19,54 @@ use super::error::{ApiCode, ApiError};
 use super::stream::{Keep, Kept};
 use super::AppState;
 use crate::telemetry::BatchSpan;
-use crate::exec::{execute_pooled, ExecError, ExecOptions, ResultSink, StreamReport};
+use super::backend::Backend;
+use crate::exec::{execute_on_into, execute_pooled, execute_pooled_probed_into, ExecError, ExecOptions, Pool, ResultSink, StreamReport};
 use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 
-/// Run `batch` within the server's limits and collect its report.
+/// Run `batch` on `on` within the server's limits and collect its report.
 ///
 /// A batch that reaches `limits.batch_timeout_ms` is cut like a lost
 /// connection: commands awaiting replies are `unknown`, the rest
 /// `not_sent`, and `connection_error` says it was the batch timeout.
 ///
 /// Errors: 503 `busy` (no free slot before the timeout), 503
-/// `redis_unavailable` (could not connect: nothing was written), 400 for a
-/// batch the executor refuses.
-pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+/// `redis_unavailable` (could not connect: nothing was written), 429
+/// `too_many_batches` (a sandbox visitor's own cap), 400 for a batch the
+/// executor refuses.
+pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
     let mut results = Vec::with_capacity(batch.commands.len());
-    let out = run_batch_into(state, batch, &mut results).await?;
+    let out = run_batch_into(state, on, batch, &mut results, None).await?;
     out.into_report(results).map_err(ApiError::unavailable)
 }
 
 /// [`run_batch`], each reply's JSON counted against the reply limit as
 /// `/batch` counts it (`stream::Kept`): for runs whose every result goes
 /// into the response. Past the limit the run is cut, as at the reply limit.
-pub async fn run_batch_counted(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
+pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
     let mut kept = Kept::new(Keep::All, batch.commands.len(), state.limits.max_reply_bytes);
-    let out = run_batch_into(state, batch, &mut kept).await?;
+    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     out.into_report(kept.results).map_err(ApiError::unavailable)
 }
 
-/// [`run_batch`], handing each result to `sink` as it comes. A dead pooled
+/// [`run_batch`], handing each result to `sink` as it comes; `cancel`
+/// can cut it short (then as at the batch timeout, `connection_error`
+/// saying it was cancelled: `crate::conn::Cancel`). A dead pooled
 /// connection that could not be replaced is not an error here (the sink
 /// has its `not_sent` results): see [`StreamReport::reconnect_failed`].
 pub async fn run_batch_into<K: ResultSink>(
     state: &AppState,
-    batch: &Batch,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ApiError> {
-    run_batch_cancellable(state, batch, sink, None).await
-}
-
-/// [`run_batch_into`] that `cancel` can cut short: then as at the batch
-/// timeout, `connection_error` saying it was cancelled (`crate::conn::Cancel`).
-pub async fn run_batch_cancellable<K: ResultSink>(
-    state: &AppState,
+    on: &Backend,
     batch: &Batch,
     sink: &mut K,
     cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
-    let result = run_limited(state, batch, sink, cancel).await;
+    let result = run_limited_on(state, on, batch, sink, None, cancel).await;
     match &result {
         Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
         Err(e) => span.fail(match e.code() {
-            ApiCode::Busy => "busy",
+            ApiCode::Busy | ApiCode::TooManyBatches => "busy",
             ApiCode::BatchTimeout => "timeout",
             ApiCode::RedisUnavailable => "redis_unavailable",
             _ => "invalid",
@@ -90,12 +85,13 @@ const WIND_UP: Duration = Duration::from_secs(2);
 /// `None` (the session is lost).
 pub async fn run_session_batch<K: ResultSink>(
     state: &AppState,
+    on: &Backend,
     batch: &Batch,
     conn: &mut Option<crate::conn::Conn>,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
-    let result = run_limited_on(state, batch, sink, Some(conn), None).await;
+    let result = run_limited_on(state, on, batch, sink, Some(conn), None).await;
     match &result {
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
         Err(_) => span.fail("invalid"),
@@ -103,25 +99,29 @@ pub async fn run_session_batch<K: ResultSink>(
     result
 }
 
-async fn run_limited<K: ResultSink>(
-    state: &AppState,
-    batch: &Batch,
-    sink: &mut K,
-    cancel: Option<crate::conn::Cancel>,
-) -> Result<StreamReport<Infallible>, ApiError> {
-    run_limited_on(state, batch, sink, None, cancel).await
-}
-
-/// The batch on a pooled connection, or on `session`'s; `cancel` ends it
-/// early, as the batch timeout does (`POST /api/v1/batches/{id}/cancel`).
+/// The batch on a pooled connection of `on`, or on `session`'s; `cancel`
+/// ends it early, as the batch timeout does (`POST /api/v1/batches/{id}/cancel`).
 async fn run_limited_on<K: ResultSink>(
     state: &AppState,
+    on: &Backend,
     batch: &Batch,
     sink: &mut K,
     session: Option<&mut Option<crate::conn::Conn>>,
     cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
+    // A sandbox visitor's own share of the batch slots, taken first: one
+    // visitor cannot hold everyone's.
+    let _visitor_slot = match &on.visitor {
+        Some(lease) => Some(lease.visitor.batches.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                ApiCode::TooManyBatches,
+                format!("you already run {} batches at once, the most one visitor may; retry when one ends", state.sandbox().map_or(0, |s| s.settings().visitor_batches)),
+            )
+            .retry_after(Duration::from_secs(1))
+        })?),
+        None => None,
+    };
     let deadline = Instant::now() + limits.batch_timeout();
     // A free slot is taken without arming a timer (the usual case; a
     // free permit means no one waits before us).
@@ -152,14 +152,18 @@ async fn run_limited_on<K: ResultSink>(
     // guards against a wait the executor does not bound.
     // A script still running when the batch is cut (here, or by the
     // request's future being dropped) is killed: see `busy`.
-    let kill = KillOnCut::new(state, batch);
-    let on = session.map_or(crate::sandbox::run::On::Pool, crate::sandbox::run::On::Session);
-    // Boxed: the executor's future is large (every mode, the sandbox's
-    // path), and `timeout_at` and the polls that follow would otherwise
-    // copy it whole; a one-command request spent more time in memcpy than
-    // anywhere else (callgrind, 2000 one-SET requests).
-    let run = Box::pin(crate::sandbox::run::execute_into(state, batch, &opts, sink, on));
-    match timeout_at(deadline + WIND_UP, run).await {
+    let kill = KillOnCut::new(state, on, batch);
+    // Boxed: the executor's future is large (every mode), and `timeout_at`
+    // and the polls that follow would otherwise copy it whole; a
+    // one-command request spent more time in memcpy than anywhere else
+    // (callgrind, 2000 one-SET requests).
+    let run = Box::pin(async {
+        match session {
+            Some(conn) => execute_on_into(conn, &on.probe, batch, &opts, sink).await,
+            None => execute_pooled_probed_into(&on.pool, &on.probe, batch, &opts, sink).await,
+        }
+    });
+    let result = match timeout_at(deadline + WIND_UP, run).await {
         Ok(Ok(out)) => {
             if out.connection_error.is_none() {
                 kill.disarm();
@@ -186,17 +190,20 @@ async fn run_limited_on<K: ResultSink>(
                 limits.batch_timeout_ms
             ),
         )),
+    };
+    match (result, &on.visitor) {
+        (Ok(mut out), Some(lease)) if out.connection_error.is_some() => {
+            out.connection_error = Some(super::backend::explain_lost(lease, out.connection_error.take().unwrap_or_default()).await);
+            Ok(out)
+        }
+        (result, _) => result,
     }
 }
 
 /// Run one command (on a pooled connection) with short timeouts (info,
 /// readiness, sweep bookkeeping). Returns the reply, which may be an error
 /// reply; 503 if Redis cannot be reached or did not answer.
-pub async fn command(
-    state: &AppState,
-    argv: &[&[u8]],
-    wait: Duration,
-) -> Result<resp::Value, ApiError> {
+pub async fn command(pool: &Pool, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, ApiError> {
     let batch = Batch::new(Commands::from_iter([argv.to_vec()]), Plan { batch_size: 1, ..Plan::new(Mode::Sequential) });
     let opts = ExecOptions {
         connect_timeout: wait,
@@ -207,7 +214,7 @@ pub async fn command(
         cancel: None,
     };
     let report =
-        match tokio::time::timeout(wait * 2, execute_pooled(&state.pool, &batch, &opts)).await {
+        match tokio::time::timeout(wait * 2, execute_pooled(pool, &batch, &opts)).await {
             Ok(Ok(report)) => report,
             Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
             Ok(Err(ExecError::Invalid(e))) => {
@@ -227,44 +234,51 @@ pub async fn command(
     }
 }
 
-/// The experiments (`crate::lab`) run their batches as any request does:
-/// [`run_batch`] within the server's limits, [`command`] with the connect
-/// timeout, and ask the pool's command table.
-impl crate::lab::Runner for AppState {
+/// The API as the experiments' runner (`crate::lab`): each batch runs as
+/// any request's does, on the Redis the request was given ([`Backend`]),
+/// [`run_batch`] within the server's limits and [`command`] with the
+/// connect timeout, checked with that Redis's table.
+#[derive(Clone)]
+pub struct OnBackend {
+    pub state: AppState,
+    pub on: Backend,
+}
+
+impl crate::lab::Runner for OnBackend {
     type Error = ApiError;
 
-    fn run(&self, batch: &Batch) -> impl std::future::Future<Output = Result<Report, ApiError>> + Send {
-        run_batch(self, batch)
+    async fn run(&self, batch: &Batch) -> Result<Report, ApiError> {
+        run_batch(&self.state, &self.on, batch).await
     }
 
     async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
-        command(self, argv, self.limits.connect_timeout()).await.map(Some)
+        command(&self.on.pool, argv, self.state.limits.connect_timeout()).await.map(Some)
     }
 
     fn batch_timeout(&self) -> Duration {
-        self.limits.batch_timeout()
+        self.state.limits.batch_timeout()
     }
 
     /// The table the API's rules check with ([`super::refuse::Rules::of`]).
     async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
-        super::refuse::Rules::of(self).await.table
+        super::refuse::Rules::of(&self.state, &self.on).await.table
     }
 }
 
-/// The API as a runner for experiments whose per-command results go into
-/// the response (`/compare` with `include_results`): [`AppState`]'s, with
-/// each run's reply JSON counted against the reply limit
-/// ([`run_batch_counted`]), so that each run's results are no larger than
-/// a `/batch` response could be. `/sweep` returns no results: it runs on
-/// [`AppState`], whose replies only the executor's RESP count limits.
+/// [`OnBackend`] for experiments whose per-command results go into the
+/// response (`/compare` with `include_results`): each run's reply JSON
+/// counted against the reply limit ([`run_batch_counted`]), so that each
+/// run's results are no larger than a `/batch` response could be.
+/// `/sweep` returns no results: it runs on [`OnBackend`], whose replies
+/// only the executor's RESP count limits.
 #[derive(Clone)]
-pub struct WithResults(pub AppState);
+pub struct WithResults(pub OnBackend);
 
 impl crate::lab::Runner for WithResults {
     type Error = ApiError;
 
-    fn run(&self, batch: &Batch) -> impl std::future::Future<Output = Result<Report, ApiError>> + Send {
-        run_batch_counted(&self.0, batch)
+    async fn run(&self, batch: &Batch) -> Result<Report, ApiError> {
+        run_batch_counted(&self.0.state, &self.0.on, batch).await
     }
 
     async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {

@@ -18,14 +18,10 @@
 //! batch's commands are checked as any batch's; a read-only token's
 //! session runs as the read-only Redis user where pipelab has one.
 //!
-//! In the sandbox (`crate::sandbox`) a session belongs to the visitor's
-//! namespace too (a batch with another cookie, or none, does not find it)
-//! and its connection is the visitor's own Redis ACL user (`~sbx:{id}:*`,
-//! `sandbox::run::session_target`), so a script on it reaches only the
-//! visitor's keys. Its batches are sandbox batches like any other: keys
-//! rewritten, quotas, replies with the visitor's names, TTLs
-//! (`sandbox::run::execute_into`). Without ACL users (`--redis`) sessions
-//! are refused in the sandbox (403 `sandbox_refused`).
+//! In the sandbox (`crate::sandbox`) a session belongs to the visitor too
+//! (a batch with another cookie, or none, does not find it), its
+//! connection is to the visitor's own Redis, and a visitor keeps at most
+//! `--sandbox-visitor-sessions` open.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -42,9 +38,10 @@ use utoipa::ToSchema;
 use super::auth::Access;
 use super::error::{ApiCode, ApiError};
 use super::stream::{self, Keep, Kept};
+use super::backend::Backend;
 use super::AppState;
-use crate::conn::{Conn, ConnSettings, RedisTarget};
-use crate::sandbox::Namespace;
+use crate::conn::{Conn, ConnSettings};
+use crate::sandbox::VisitorId;
 use crate::exec::Batch;
 
 /// `POST /api/v1/sessions`'s body (optional: an empty body takes the defaults).
@@ -77,7 +74,9 @@ pub struct SessionResponse {
 pub struct Session {
     access: Access,
     /// The sandbox visitor it belongs to (`None` outside the sandbox).
-    namespace: Option<Namespace>,
+    visitor: Option<VisitorId>,
+    /// Their share of sessions, given back when it closes.
+    _visitor_slot: Option<tokio::sync::OwnedSemaphorePermit>,
     /// The settings its connection was opened with: a batch on it must not ask for others.
     pub resp3: bool,
     pub simulated_rtt_ms: f64,
@@ -112,13 +111,13 @@ impl Sessions {
     }
 
     /// The session `id` if it exists, has not expired and belongs to
-    /// `access` and to the sandbox namespace `ns` (the request's cookie;
+    /// `access` and to the sandbox visitor `visitor` (the request's cookie;
     /// `None` outside the sandbox). Errors: 404 `session_not_found`, as if
     /// another's session did not exist.
-    pub fn get(&self, id: &str, access: Access, ns: Option<&Namespace>) -> Result<Arc<Session>, ApiError> {
+    pub fn get(&self, id: &str, access: Access, visitor: Option<&VisitorId>) -> Result<Arc<Session>, ApiError> {
         self.expire();
         match self.open.lock().expect("sessions lock").get(id) {
-            Some(s) if s.access == access && s.namespace.as_ref() == ns => Ok(s.clone()),
+            Some(s) if s.access == access && s.visitor.as_ref() == visitor => Ok(s.clone()),
             _ => Err(not_found(id)),
         }
     }
@@ -194,8 +193,7 @@ fn unix_ms(at: SystemTime) -> u64 {
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
         (status = 400, description = "A bad field", body = super::error::ErrorBody),
-        (status = 403, description = "`sandbox_refused`: sessions in the sandbox need pipelab's own Redis (its ACL users); this server uses --redis", body = super::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open) or `redis_unavailable`", body = super::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open; in the sandbox, the visitor's own cap), `sandbox_full` or `redis_unavailable`", body = super::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
@@ -207,7 +205,8 @@ pub async fn create(
     } else {
         super::extract::parse_json(&body)?
     };
-    let super::caller::Caller { access, ns: namespace, .. } = caller;
+    let backend = state.backend(&caller).await?;
+    let super::caller::Caller { access, visitor, .. } = caller;
     let simulated_rtt_ms = super::validate::rtt(req.simulated_rtt_ms)?;
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
@@ -221,6 +220,16 @@ pub async fn create(
     if sessions.len() >= sessions.max {
         return Err(full());
     }
+    // A sandbox visitor's own cap, so that one visitor cannot hold them all.
+    let visitor_slot = match &backend.visitor {
+        Some(lease) => Some(lease.visitor.sessions.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                ApiCode::TooManySessions,
+                format!("you have {} sessions open, the most one visitor may; close one (DELETE /api/v1/sessions/ID) or wait for one to expire", state.sandbox().map_or(0, |s| s.settings().visitor_sessions)),
+            )
+        })?),
+        None => None,
+    };
     let limits = &state.limits;
     let settings = ConnSettings {
         connect_timeout: limits.connect_timeout(),
@@ -231,12 +240,12 @@ pub async fn create(
         deadline: None,
         cancel: None,
     };
-    let target = target(&state, access, namespace.as_ref()).await?;
-    let conn = Conn::connect(&target, &settings).await.map_err(ApiError::unavailable)?;
+    let conn = Conn::connect(backend.pool.target(), &settings).await.map_err(ApiError::unavailable)?;
     let id = new_id()?;
     let session = Arc::new(Session {
         access,
-        namespace,
+        visitor,
+        _visitor_slot: visitor_slot,
         resp3,
         simulated_rtt_ms,
         conn: Arc::new(tokio::sync::Mutex::new(Ok(conn))),
@@ -260,27 +269,6 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-/// The Redis user a session's connection runs as: in the sandbox the
-/// visitor's own (made now), for a read-only token the read-only user
-/// where pipelab has one (`sandbox::run::Pools`), else the server's.
-/// Errors: 403 `sandbox_refused` (the sandbox without ACL users).
-async fn target(state: &AppState, access: Access, ns: Option<&Namespace>) -> Result<RedisTarget, ApiError> {
-    match (&state.sandbox, ns, &state.pools) {
-        (Some(_), Some(ns), _) => crate::sandbox::run::session_target(state, ns)
-            .await
-            .ok_or_else(|| {
-                ApiError::new(
-                    ApiCode::SandboxRefused,
-                    "sessions are refused in the sandbox on this server: a session's connection must run as the visitor's own \
-                     Redis ACL user, which only the Redis that pipelab starts itself has (this server uses --redis)",
-                )
-            }),
-        (Some(_), None, _) => Err(ApiError::new(ApiCode::SandboxRefused, "a sandbox session needs the visitor's namespace (its cookie)")),
-        (None, _, Some(pools)) if access.read_only() => Ok(pools.readonly.target().clone()),
-        (None, _, _) => Ok(state.target.clone()),
-    }
-}
-
 /// Close a session and its connection.
 ///
 /// A batch running on it finishes first, its connection then closed.
@@ -295,7 +283,7 @@ pub async fn delete(
     caller: super::caller::Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.sessions.get(&id, caller.access, caller.ns.as_ref())?;
+    state.sessions.get(&id, caller.access, caller.visitor.as_ref())?;
     let removed = state.sessions.open.lock().expect("sessions lock").remove(&id);
     crate::telemetry::sessions_open(state.sessions.len());
     drop(removed);
@@ -328,7 +316,7 @@ impl Session {
 ///
 /// Errors: 409 `session_busy` (a batch runs on it), 409 `session_lost`
 /// (its connection failed: the session is closed), and those of any batch.
-pub async fn run(state: AppState, id: &str, session: Arc<Session>, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
+pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
     let Ok(mut slot) = session.conn.clone().try_lock_owned() else {
         return Err(ApiError::new(
             ApiCode::SessionBusy,
@@ -358,7 +346,7 @@ pub async fn run(state: AppState, id: &str, session: Arc<Session>, batch: Batch,
         return Err(lost(&why));
     }
     let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
-    let out = super::run::run_session_batch(&state, &batch, &mut conn, &mut kept).await;
+    let out = super::run::run_session_batch(&state, on, &batch, &mut conn, &mut kept).await;
     *slot = match conn {
         Some(c) => Ok(c),
         None => Err(match &out {

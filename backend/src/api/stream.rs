@@ -38,6 +38,7 @@ use tokio::task::AbortHandle;
 
 use super::error::{ApiCode, ApiError};
 use crate::report_json::{reply_json_len, ReportJson};
+use super::backend::Backend;
 use super::run::run_batch_into;
 use super::AppState;
 use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
@@ -86,12 +87,12 @@ enum Msg {
 /// Runs `batch` and answers with its report, streamed if it is large.
 ///
 /// Errors (before anything was sent): as [`super::run::run_batch`].
-pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
+pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
     if batch.commands.len() <= GROUP {
-        return respond_inline(&state, &batch, keep).await;
+        return respond_inline(&state, &on, &batch, keep).await;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = state.other_runtime().spawn(run(state.clone(), batch, keep, tx));
+    let task = state.other_runtime().spawn(run(state.clone(), on, batch, keep, tx));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
     loop {
@@ -126,9 +127,9 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
 
 /// A small batch runs in the request's own task: a task of its own and a
 /// channel would cost more than its report's serialization saves.
-async fn respond_inline(state: &AppState, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
+async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
     let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
-    let out = run_batch_into(state, batch, &mut kept).await?;
+    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     if let Some(msg) = out.reconnect_failed {
         return Err(ApiError::unavailable(msg));
     }
@@ -191,9 +192,9 @@ fn json(body: Body) -> Response {
     res
 }
 
-async fn run(state: AppState, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
+async fn run(state: AppState, on: Backend, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
     let mut sink = GroupSink { group: Kept::new(keep, GROUP, state.limits.max_reply_bytes), tx: tx.clone() };
-    let out = run_batch_into(&state, &batch, &mut sink).await;
+    let out = run_batch_into(&state, &on, &batch, &mut sink, None).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
     let _ = tx.send(Msg::End(Box::new(out)));

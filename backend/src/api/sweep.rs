@@ -16,6 +16,7 @@ use super::caller::Caller;
 use super::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
 use super::refuse::Rules;
+use super::run::OnBackend;
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
@@ -96,14 +97,10 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
     if let Some(r) = req.repeats {
         spec = spec.with_repeats(r)?;
     }
-    let rules = Rules::for_request(state, caller.ns).await;
+    let on = state.backend(&caller).await?;
+    let rules = Rules::of(state, &on).await;
     if let Some(reason) = rules.refusal(Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline) {
         return Err(ApiError::field(ApiCode::RefusedCommand, "command", reason));
-    }
-    // In the sandbox the template's keys are the visitor's (the sweep
-    // deletes them after, as always).
-    if let Some(argv) = rules.sandboxed(Commands::from(vec![spec.template.clone()]).get(0)).map_err(|why| ApiError::field(ApiCode::SandboxRefused, "command", why))? {
-        spec.template = argv;
     }
     if spec.total > limits.max_commands as u64 {
         return Err(ApiError::field(
@@ -145,18 +142,18 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
     // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
     super::rate::take_commands(state, caller.client.as_ref(), commands)?;
-    Ok(PreparedSweep { spec, runner: Metered { state: state.clone(), client: caller.client } })
+    Ok(PreparedSweep { spec, runner: Metered { on: OnBackend { state: state.clone(), on }, client: caller.client } })
 }
 
 
-/// The API as the sweep's runner: [`AppState`]'s, with each repeat of a
+/// The API as the sweep's runner: [`OnBackend`], with each repeat of a
 /// batch size taken from the client's command rate limit if it has room
 /// (the sandbox's burst of 100,000 covers lesson 3's five sizes of 10,000
 /// twice, not three times): a repeat left out leaves fewer `runs_us`,
 /// never a refused sweep.
 #[derive(Clone)]
 struct Metered {
-    state: AppState,
+    on: OnBackend,
     client: Option<super::rate::Client>,
 }
 
@@ -164,22 +161,22 @@ impl crate::lab::Runner for Metered {
     type Error = ApiError;
 
     fn run(&self, batch: &crate::exec::Batch) -> impl std::future::Future<Output = Result<crate::exec::Report, ApiError>> + Send {
-        self.state.run(batch)
+        self.on.run(batch)
     }
 
     async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
-        self.state.command(argv).await
+        self.on.command(argv).await
     }
 
     fn batch_timeout(&self) -> std::time::Duration {
-        self.state.batch_timeout()
+        self.on.batch_timeout()
     }
 
     async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
-        self.state.commands().await
+        self.on.commands().await
     }
 
     fn may_repeat(&self, commands: u64) -> bool {
-        super::rate::take_commands_if_room(&self.state, self.client.as_ref(), commands as usize)
+        super::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
     }
 }

@@ -12,7 +12,7 @@ use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiCode, ApiError};
 use super::refuse::Rules;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{Batch, Commands, Mode, OnError, Plan, RunsAs};
+use crate::exec::{Batch, Commands, Mode, OnError, Plan};
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
@@ -178,25 +178,11 @@ impl Prepared {
     }
 
     /// [`Prepared::batch`] without copying the commands.
-    pub fn into_batch(mut self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
+    pub fn into_batch(self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
         for (i, argv) in self.commands.iter().enumerate() {
             if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
-        }
-        let mut runs_as = match rules.access {
-            crate::commands::Access::ReadOnly => RunsAs::ReadOnly,
-            _ => RunsAs::Server,
-        };
-        if let Some((ns, _)) = &rules.sandbox {
-            // Every key into the visitor's namespace (`crate::sandbox`).
-            let mut rewritten = Commands::with_capacity(self.commands.arg_bytes() + self.commands.len() * 40, 0, self.commands.len());
-            for (i, argv) in self.commands.iter().enumerate() {
-                let argv = rules.sandboxed(argv).map_err(|why| ApiError::field(ApiCode::SandboxRefused, self.origins.field(i), why))?.expect("in the sandbox");
-                rewritten.push(&argv);
-            }
-            self.commands = rewritten;
-            runs_as = RunsAs::Sandbox(ns.prefix().clone());
         }
         if !self.plan.watch.is_empty() && mode != Mode::Transaction {
             return Err(ApiError::field(
@@ -208,7 +194,7 @@ impl Prepared {
         // The executor checks its own rules again (one reply per command,
         // ...) before sending anything; every command they forbid is
         // refused above with a reason (a test in `refuse` keeps it so).
-        let batch = Batch::new(self.commands, Plan { mode, runs_as, ..self.plan });
+        let batch = Batch::new(self.commands, Plan { mode, ..self.plan });
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }

@@ -37,27 +37,41 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         eprintln!("pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    // The embedded Redis gets ACL users (the sandbox's, the read-only
-    // tokens'): a second wall behind pipelab's own rules.
+    if cfg.sandbox.sandbox && cfg.redis.is_some() {
+        eprintln!(
+            "pipelab serve: --sandbox gives every visitor a redis-server of their own, which pipelab starts itself: \
+             it cannot run on --redis / REDIS_URL (leave it out; --redis-server names the binary)"
+        );
+        return ExitCode::from(2);
+    }
+    // The embedded Redis gets an ACL user for read-only tokens: a second
+    // wall behind pipelab's own rules.
     let mut embedded_cfg = cfg.embedded.clone();
-    if cfg.redis.is_none() {
-        embedded_cfg.users = Some(pipelab::sandbox::acl::Users::generate());
+    if cfg.redis.is_none() && !cfg.sandbox.sandbox {
+        embedded_cfg.users = Some(pipelab::acl::Users::generate());
     }
 
     // Its own supervisor thread starts it, and restarts it should it die.
-    let (target, source, embedded) = match &cfg.redis {
-        Some(url) => match RedisTarget::parse(url) {
-            Ok(t) => (t, RedisSource::Configured, None),
+    let (redis, embedded) = match (&cfg.redis, cfg.sandbox.sandbox) {
+        (Some(url), _) => match RedisTarget::parse(url) {
+            Ok(t) => (Backing::Shared(t, RedisSource::Configured), None),
             Err(e) => {
                 eprintln!("pipelab serve: --redis / REDIS_URL: {e}");
                 return ExitCode::from(2);
             }
         },
-        None => match Supervised::start(&cfg.redis_server, &embedded_cfg) {
+        (None, true) => match pipelab::sandbox::Supervisor::start(cfg.sandbox.settings(&cfg.redis_server)) {
+            Ok(sup) => (Backing::Sandbox(sup), None),
+            Err(e) => {
+                eprintln!("pipelab serve: --sandbox: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        (None, false) => match Supervised::start(&cfg.redis_server, &embedded_cfg) {
             Ok(child) => {
                 let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
-                (target, RedisSource::Embedded, Some(child))
+                (Backing::Shared(target, RedisSource::Embedded), Some(child))
             }
             Err(e) => {
                 eprintln!("pipelab serve: {e}");
@@ -70,7 +84,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, target, source, threads, access, embedded_cfg.users.as_ref());
+    let code = serve_on_threads(&cfg, redis, threads, access, embedded_cfg.users.as_ref());
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -102,11 +116,10 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
 /// others, where a multi-threaded runtime would have moved them.
 fn serve_on_threads(
     cfg: &ServeConfig,
-    target: RedisTarget,
-    source: RedisSource,
+    redis: Backing,
     threads: usize,
     access: (pipelab::api::auth::Auth, pipelab::upstash::Settings, pipelab::api::rate::RateLimits),
-    users: Option<&pipelab::sandbox::acl::Users>,
+    users: Option<&pipelab::acl::Users>,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -128,31 +141,33 @@ fn serve_on_threads(
     };
     let local = listener.local_addr().unwrap_or(cfg.listen);
     let addr = local.to_string();
-    tracing::info!(%addr, redis = %target, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
+    let shown = match &redis {
+        Backing::Shared(target, _) => target.to_string(),
+        Backing::Sandbox(_) => "a redis-server of their own for each visitor".into(),
+    };
+    tracing::info!(%addr, redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
-    println!("pipelab serve: listening on http://{addr} (Redis: {target})");
+    println!("pipelab serve: listening on http://{addr} (Redis: {shown})");
 
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
     let state = {
         let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
-        AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+        let state = match redis {
+            Backing::Shared(target, source) => AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles).with_users(users),
+            Backing::Sandbox(sup) => {
+                let s = sup.settings();
+                tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), "sandbox on: a redis-server of their own for each visitor");
+                AppState::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+            }
+        };
+        state
             .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
             .configure(access.0, access.1)
-            .with_sandbox(cfg.sandbox.sandbox.then(|| pipelab::sandbox::Sandbox::new(cfg.sandbox.clone(), users.cloned())), users)
             .with_rate(access.2)
     };
-    if cfg.sandbox.sandbox {
-        tracing::info!(
-            ttl_s = cfg.sandbox.sandbox_ttl.as_secs(),
-            max_keys = cfg.sandbox.sandbox_max_keys,
-            max_bytes = cfg.sandbox.sandbox_max_bytes,
-            acl_users = users.is_some(),
-            "sandbox on: each visitor's keys in a namespace of their own"
-        );
-    }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -296,6 +311,12 @@ async fn serve_connections(
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(grace) => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
     }
+}
+
+/// What the API runs on: one Redis for everyone, or the sandbox's children.
+enum Backing {
+    Shared(RedisTarget, RedisSource),
+    Sandbox(std::sync::Arc<pipelab::sandbox::Supervisor>),
 }
 
 /// Keeps a timer pending on this thread's runtime, one tick a second.

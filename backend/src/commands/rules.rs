@@ -38,7 +38,17 @@ pub enum Access {
     /// [`Access::Full`] plus the commands that reveal secrets (CONFIG GET,
     /// ACL LIST/GETUSER/DRYRUN/USERS/LOG, SLOWLOG GET).
     Operator,
+    /// A sandbox visitor on a redis-server of their own (`crate::sandbox`):
+    /// [`Access::Full`] less every command of `@admin` or `@dangerous`
+    /// but those that touch only the visitor's own data ([`VISITOR_OWN_DATA`]).
+    /// Their Redis's `default` user lacks the same, so Lua cannot reach them.
+    Visitor,
 }
+
+/// The `@dangerous` commands a sandbox visitor may run: on a Redis of their
+/// own they reach only their own keys (KEYS, SORT, FLUSHALL) or read about
+/// that Redis (INFO). Their Redis's ACL allows them back by name.
+pub const VISITOR_OWN_DATA: &[&str] = &["flushdb", "flushall", "keys", "sort", "sort_ro", "info"];
 
 /// What the operator allows beyond the defaults (`pipelab serve` flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,6 +86,8 @@ pub enum Reason {
     BlockingForever,
     /// Not flagged `readonly`, asked with [`Access::ReadOnly`].
     NotReadOnly,
+    /// Beyond a sandbox visitor's own data, asked with [`Access::Visitor`].
+    Sandbox,
 }
 
 /// What the rules need to know of one command, worked out once when the
@@ -104,6 +116,9 @@ impl Class {
     const SETS_STATE: u16 = 1 << 13;
     /// Runs a script or a function ([`Table::runs_script`]).
     const SCRIPT: u16 = 1 << 14;
+    /// `@admin` or `@dangerous`, and not one of [`VISITOR_OWN_DATA`]:
+    /// refused to a sandbox visitor.
+    const BEYOND_OWN_DATA: u16 = 1 << 15;
     /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, WRITES_KEYS, SETS_STATE and SCRIPT).
     const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS | Self::SETS_STATE | Self::SCRIPT);
 
@@ -165,6 +180,9 @@ impl Class {
         }
         if name == "migrate" {
             c |= Self::OTHER_SERVER;
+        }
+        if (cmd.in_category("admin") || cmd.in_category("dangerous")) && !VISITOR_OWN_DATA.contains(&name) {
+            c |= Self::BEYOND_OWN_DATA;
         }
         if (cmd.has_flag("blocking") || matches!(name, "wait" | "waitaof")) && timeout::timeout_of(name).is_some() {
             c |= Self::BLOCKING;
@@ -294,6 +312,12 @@ impl Table {
                 _ => "the executor sends MULTI and EXEC itself (use pipeline mode to write them by hand)",
             };
             return Some(refuse(Reason::Transaction, format!("{name} is refused in transaction mode: {how}")));
+        }
+        if access == Access::Visitor && class.any(Class::BEYOND_OWN_DATA | Class::SECRET | Class::ADMIN | Class::KILLS_SCRIPT | Class::OTHER_SERVER) {
+            return Some(refuse(
+                Reason::Sandbox,
+                format!("{name} is not available in the sandbox: it administers the server or reaches beyond your own keys (the Redis here is yours alone, with the commands of a data user)"),
+            ));
         }
         if class.has(Class::SECRET) && access != Access::Operator {
             return Some(refuse(

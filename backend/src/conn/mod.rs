@@ -16,6 +16,7 @@
 mod buffer;
 mod cancel;
 mod handshake;
+pub mod side;
 mod socket;
 mod target;
 

@@ -393,23 +393,6 @@ pub struct Plan {
     /// Measure the server's work around the batch (`summary.server`, see
     /// [`server`]): two `INFO`s on a side connection, outside `total_us`.
     pub server_stats: bool,
-    /// Who the batch runs for, when the API runs it as a Redis ACL user of
-    /// its own (`crate::sandbox`); the executor itself ignores it.
-    pub runs_as: RunsAs,
-}
-
-/// Whose batch this is, for the API's choice of connection (a pool per
-/// Redis ACL user, `crate::sandbox::acl`). The executor never reads it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum RunsAs {
-    /// pipelab's own connection (the target's user).
-    #[default]
-    Server,
-    /// A read-only token's batch.
-    ReadOnly,
-    /// A sandbox visitor's batch: its keys were rewritten under this
-    /// prefix (`sbx:{id}:`).
-    Sandbox(std::sync::Arc<str>),
 }
 
 /// Default commands per pipeline chunk.
@@ -429,7 +412,6 @@ impl Plan {
             clients: auto::DEFAULT_CLIENTS,
             window_us: 0,
             server_stats: false,
-            runs_as: RunsAs::Server,
         }
     }
 }

@@ -130,6 +130,13 @@ impl Pool {
         Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
+    /// [`Pool::sibling`] without a series of its own on `/metrics`: for the
+    /// many small pools of the sandbox's children, counted there instead.
+    pub fn sibling_unmetered(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
+        let (gauge, shared) = (metrics::Gauge::noop(), metrics::Gauge::noop());
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
+    }
+
     fn spawn(pool: Pool) -> Arc<Pool> {
         let pool = Arc::new_cyclic(|me| Pool { me: me.clone(), ..pool });
         if pool.config.max_idle > 0 {

@@ -17,7 +17,10 @@ use super::run::{run, server_timing};
 use super::Family;
 use crate::api::auth::Access;
 use crate::api::rate::{take_commands, Client};
+use crate::api::backend::Backend;
+use crate::api::caller::Caller;
 use crate::api::AppState;
+use crate::sandbox::VisitorId;
 use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
 
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
@@ -50,12 +53,13 @@ async fn guard_command_get(state: &AppState, req: Request, page: bool) -> Result
 
 async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
+    let on = backend(state, visitor_of(&req), access).await?;
     let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::json_command(&body, &mut commands)?;
     take_commands(state, client.as_ref(), commands.len())?;
-    let report = run(state, access, commands, Mode::Pipeline).await?;
+    let report = run(state, &on, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }
 
@@ -76,6 +80,7 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
             "ERR Upstash-Response-Format: resp2 is not supported with /multi-exec",
         ));
     }
+    let on = backend(state, visitor_of(&req), access).await?;
     let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
@@ -84,7 +89,7 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
         return Err(UpstashError::bad_request("ERR empty pipeline: give at least one command"));
     }
     take_commands(state, client.as_ref(), commands.len())?;
-    let report = run(state, access, commands, mode).await?;
+    let report = run(state, &on, access, commands, mode).await?;
     if mode == Mode::Transaction {
         transaction(&report, format)
     } else {
@@ -106,6 +111,7 @@ pub async fn path_style(State(state): State<AppState>, req: Request) -> Response
 
 async fn path_command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
+    let on = backend(state, visitor_of(&req), access).await?;
     let path = state.upstash.strip_prefix(req.uri().path()).to_string();
     let query = req.uri().query().map(str::to_string);
     let client = Client::of(&req);
@@ -113,7 +119,7 @@ async fn path_command(state: &AppState, req: Request) -> Result<Response, Upstas
     let mut commands = Commands::new();
     super::request::path_command(&path, query.as_deref(), &body, &mut commands)?;
     take_commands(state, client.as_ref(), commands.len())?;
-    let report = run(state, access, commands, Mode::Pipeline).await?;
+    let report = run(state, &on, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }
 
@@ -128,7 +134,17 @@ async fn is_command_path(state: &AppState, path: String) -> bool {
     if name.is_empty() || state.web_dir.join(String::from_utf8_lossy(&name).as_ref()).exists() {
         return false;
     }
-    crate::api::refuse::Rules::of(state).await.table.get(&name).is_some()
+    state.commands().await.get(&name).is_some()
+}
+
+/// The Redis that serves this request (in the sandbox: its visitor's).
+pub async fn backend(state: &AppState, visitor: Option<VisitorId>, access: Access) -> Result<Backend, UpstashError> {
+    Ok(state.backend(&Caller { access, visitor, client: None }).await?)
+}
+
+/// The sandbox visitor the gate found for `req` (`None` outside the sandbox).
+pub fn visitor_of(req: &Request) -> Option<VisitorId> {
+    req.extensions().get::<VisitorId>().cloned()
 }
 
 /// The method and token checks every Upstash route makes first, and the

@@ -17,6 +17,7 @@ use crate::api::arg::JsonCommands;
 use crate::api::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
+use crate::api::backend::Backend;
 use crate::api::AppState;
 use crate::commands::Table;
 use crate::exec::{ArgvRef, Commands, Mode, Report};
@@ -28,16 +29,15 @@ use crate::exec::{ArgvRef, Commands, Mode, Report};
 /// cannot span), 413 over a limit, 403 `NOPERM` for a write with a
 /// read-only token, 503 when Redis cannot be reached or every batch slot
 /// stayed busy.
-pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mode) -> Result<Report, UpstashError> {
+pub async fn run(state: &AppState, on: &Backend, access: Access, commands: Commands, mode: Mode) -> Result<Report, UpstashError> {
     let n = commands.len();
     let fields = BatchFields {
         commands: Some(JsonCommands(commands)),
         batch_size: Some(n.max(1) as i64),
         ..Default::default()
     };
-    let mut rules = Rules::of(state).await;
     // An operator token may run the commands that reveal secrets.
-    rules.access = access.rules();
+    let rules = Rules::of(state, on).await;
     let table = &rules.table;
     let prepared = fields.prepare(&state.limits)?;
     if access.read_only() {
@@ -61,7 +61,7 @@ pub async fn run(state: &AppState, access: Access, commands: Commands, mode: Mod
         }
     }
     let writes = batch.commands.iter().any(|argv| !table.allows_readonly(argv));
-    let report = crate::api::run::run_batch(state, &batch).await?;
+    let report = crate::api::run::run_batch(state, on, &batch).await?;
     if writes {
         state.upstash.sync.wrote();
     }

@@ -45,7 +45,8 @@ pub async fn psubscribe(state: State<AppState>, req: Request) -> Response {
 }
 
 async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {
-    admit(&state, &req)?;
+    let (access, _) = admit(&state, &req)?;
+    let on = super::routes::backend(&state, super::routes::visitor_of(&req), access).await?;
     let path = state.upstash.strip_prefix(req.uri().path());
     let names: Vec<Vec<u8>> = path
         .trim_matches('/')
@@ -66,7 +67,7 @@ async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) 
         deadline: None,
         cancel: None,
     };
-    let mut conn = Conn::connect(&state.target, &settings).await.map_err(|e| {
+    let mut conn = Conn::connect(on.pool.target(), &settings).await.map_err(|e| {
         UpstashError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("ERR Redis is unreachable: {e}"))
     })?;
     let mut cmd = Vec::new();

@@ -61,6 +61,13 @@ impl App {
         App::from_state(state)
     }
 
+    /// The app in the sandbox: each visitor (a cookie) on a redis-server
+    /// of their own, started by a supervisor with `settings`.
+    pub fn sandboxed(settings: pipelab::sandbox::Settings, limit_flags: &[&str]) -> App {
+        let supervisor = pipelab::sandbox::Supervisor::start(settings).expect("the sandbox's first redis-server");
+        App::from_state(AppState::sandboxed(supervisor, limits(limit_flags), PathBuf::from("/nonexistent/pipelab-web-dist"), Vec::new()))
+    }
+
     fn from_state(state: AppState) -> App {
         App { router: router(state.clone()), state }
     }
@@ -120,7 +127,7 @@ impl App {
     /// [`crate::common::assert_only_idle_pooled`] with this app's pool
     /// (its own count: `/metrics` is shared by every app of the process).
     pub async fn assert_only_idle_pooled(&self, redis: &RedisServer, max_idle: usize, secs: u64) {
-        crate::common::assert_only_idle_pooled(async || self.state.pool.idle_count() + self.state.pool.shared_connections(), redis, max_idle, secs).await;
+        crate::common::assert_only_idle_pooled(async || { let p = &self.state.shared().expect("a shared Redis").pool; p.idle_count() + p.shared_connections() }, redis, max_idle, secs).await;
     }
 }
 

@@ -1,0 +1,59 @@
+//! The sandbox visitor's cookie: their id (`crate::sandbox::VisitorId`) in
+//! an HttpOnly, SameSite=Strict cookie, set on the first request and sent
+//! again with every response (its `Max-Age` is `--sandbox-idle`, so it
+//! lapses with the visitor's Redis). API clients keep it like any cookie
+//! (`curl -c jar -b jar`). The id is never logged.
+
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue};
+
+use super::AppState;
+use crate::sandbox::VisitorId;
+
+/// The cookie's name.
+pub const COOKIE: &str = "pipelab_sandbox";
+
+/// The visitor id a request's `Cookie` headers name, if any (a malformed
+/// one is ignored: the visitor gets a new one).
+pub fn from_headers(headers: &HeaderMap) -> Option<VisitorId> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find_map(|(name, value)| (name == COOKIE).then(|| VisitorId::parse(value.trim())).flatten())
+}
+
+/// The `Set-Cookie` value that keeps `id` for `max_age`.
+pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
+    HeaderValue::from_str(&format!("{COOKIE}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict", id.as_str(), max_age.as_secs()))
+        .expect("an id of hex digits")
+}
+
+/// In the sandbox (in `api::gate`): the request gets its visitor's id in
+/// its extensions (the cookie's if the supervisor knows it, else a new
+/// one), and the returned `Set-Cookie` value goes on its response.
+pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue>) {
+    let Some(sandbox) = state.sandbox() else { return (req, None) };
+    let id = sandbox.admit(from_headers(req.headers()));
+    let cookie = set_cookie(&id, sandbox.settings().idle);
+    req.extensions_mut().insert(id);
+    (req, Some(cookie))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_names_the_visitor() {
+        let id = VisitorId::random();
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, HeaderValue::from_str(&format!("x=1; {COOKIE}={}", id.as_str())).unwrap());
+        assert_eq!(from_headers(&headers), Some(id.clone()));
+        let cookie = set_cookie(&id, std::time::Duration::from_secs(3600));
+        let cookie = cookie.to_str().unwrap();
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Max-Age=3600"), "{cookie}");
+    }
+}

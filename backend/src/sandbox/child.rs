@@ -1,0 +1,294 @@
+//! One visitor's redis-server: a child process listening only on a Unix
+//! socket in a private directory (mode 0700, no TCP port), with limits that
+//! Redis and the kernel enforce, whatever the visitor sends:
+//!
+//! - `maxmemory` (the visitor's quota) with `noeviction`, and the longest
+//!   string (`proto-max-bulk-len`) no longer than the quota, so that one
+//!   `SETRANGE` or `SETBIT` cannot pass it;
+//! - the `default` user without `@dangerous` and `@admin` (CONFIG, MODULE,
+//!   DEBUG, SAVE, REPLICAOF, MIGRATE, SHUTDOWN, ACL, MONITOR, CLIENT KILL,
+//!   FAILOVER, …) but for the few that only touch the visitor's own data
+//!   (`crate::commands::VISITOR_OWN_DATA`): Lua's `redis.call` is checked against
+//!   the same user, so a script cannot reach them either;
+//! - `enable-debug-command`, `enable-module-command` and
+//!   `enable-protected-configs` off; one database; no persistence;
+//! - a low `busy-reply-threshold`, so that a cut script can be killed at once;
+//! - `RLIMIT_AS` (a Lua heap bomb fails inside the script, or at worst ends
+//!   this process only), `RLIMIT_NOFILE`, no core dumps, a lower CPU
+//!   priority than pipelab's, and the kernel's SIGKILL if the thread that
+//!   started it (the supervisor's) goes.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, watch};
+
+/// Most clients one child accepts: the pool, a session or two, the side
+/// connections that read `INFO` or kill a script.
+pub const MAX_CLIENTS: u64 = 32;
+/// After this long a script answers BUSY and can be killed (ms).
+pub const BUSY_REPLY_THRESHOLD_MS: u64 = 100;
+/// How much lower than pipelab's the child's CPU priority is (`nice`).
+pub const NICENESS: i32 = 10;
+/// How long a child may take to answer PING after it starts.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The address space a child may map: redis-server's own (about 80 MB
+/// mapped at start, most of it never touched) plus twice the quota for
+/// data, buffers and the Lua heap.
+pub fn address_space(max_bytes: u64) -> u64 {
+    (160 << 20) + 2 * max_bytes
+}
+
+/// The redis-server arguments of a child in `dir` whose quota is `max_bytes`.
+pub fn args(dir: &Path, max_bytes: u64) -> Vec<OsString> {
+    let bulk = max_bytes.clamp(1 << 20, 512 << 20);
+    let mut args: Vec<OsString> = [
+        ("--port", "0".into()),
+        ("--unixsocketperm", "700".into()),
+        ("--save", String::new()),
+        ("--appendonly", "no".into()),
+        ("--daemonize", "no".into()),
+        ("--databases", "1".into()),
+        ("--maxmemory", max_bytes.to_string()),
+        ("--maxmemory-policy", "noeviction".into()),
+        ("--proto-max-bulk-len", bulk.to_string()),
+        ("--maxclients", MAX_CLIENTS.to_string()),
+        ("--busy-reply-threshold", BUSY_REPLY_THRESHOLD_MS.to_string()),
+        ("--enable-debug-command", "no".into()),
+        ("--enable-module-command", "no".into()),
+        ("--enable-protected-configs", "no".into()),
+        // A child mostly waits: one background tick a second instead of ten.
+        ("--hz", "1".into()),
+        ("--loglevel", "warning".into()),
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [OsString::from(k), OsString::from(v)])
+    .collect();
+    for (k, v) in [("--unixsocket", dir.join("redis.sock")), ("--dir", dir.to_path_buf()), ("--logfile", dir.join("redis.log"))] {
+        args.push(k.into());
+        args.push(v.into());
+    }
+    args.push("--user".into());
+    args.extend(["default", "on", "nopass", "~*", "&*", "+@all", "-@dangerous", "-@admin"].map(OsString::from));
+    args.extend(crate::commands::VISITOR_OWN_DATA.iter().map(|c| OsString::from(format!("+{c}"))));
+    args
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// pipelab stopped it, for this reason (idle, a script that could not be killed, shutdown).
+    Stopped(&'static str),
+    /// It could not allocate memory (its address-space limit).
+    OutOfMemory,
+    /// It ended by a signal pipelab did not send, or exited on its own.
+    Crashed(String),
+}
+
+impl Exit {
+    /// The cause as a metric label.
+    pub fn cause(&self) -> &'static str {
+        match self {
+            Exit::Stopped(reason) => reason,
+            Exit::OutOfMemory => "out_of_memory",
+            Exit::Crashed(_) => "crashed",
+        }
+    }
+
+    /// For the visitor: why their Redis is gone.
+    pub fn describe(&self) -> String {
+        match self {
+            Exit::Stopped("idle") => "it was idle for too long".into(),
+            Exit::Stopped("script") => "a script that had written could not be stopped".into(),
+            Exit::Stopped(reason) => format!("it was stopped ({reason})"),
+            Exit::OutOfMemory => "it ran out of memory".into(),
+            Exit::Crashed(how) => format!("it crashed ({how})"),
+        }
+    }
+}
+
+/// Why a child could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{bin} not found: install Redis (Debian/Ubuntu: sudo apt-get install redis-server) or give its path with --redis-server")]
+    NotFound { bin: String },
+    #[error("could not start {bin}: {source}")]
+    Spawn { bin: String, source: io::Error },
+    #[error("{bin} ended at start ({status}); its log ends with:\n{log}")]
+    Exited { bin: String, status: String, log: String },
+    #[error("{bin} did not answer PING within {} s", START_TIMEOUT.as_secs())]
+    Timeout { bin: String },
+}
+
+/// A running child: its socket, and the task that waits for its end.
+pub struct Process {
+    pub pid: u32,
+    pub socket: PathBuf,
+    /// The private directory (socket, log); removed when this is dropped.
+    dir: tempfile::TempDir,
+    /// `Some` once it has ended.
+    exit: watch::Receiver<Option<Exit>>,
+    /// Asks the waiting task to kill it, with the reason.
+    kill: Mutex<Option<oneshot::Sender<&'static str>>>,
+}
+
+impl Process {
+    /// Starts `bin` in a new private directory under `root` and waits
+    /// until it answers PING. Must run on the thread that lives as long as
+    /// the children (the kernel kills a child when that thread ends).
+    pub async fn start(bin: &str, root: &Path, max_bytes: u64) -> Result<Process, StartError> {
+        let dir = tempfile::Builder::new().prefix("v").tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        let socket = dir.path().join("redis.sock");
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let limit = address_space(max_bytes);
+        // SAFETY: only async-signal-safe calls (setrlimit, setpriority,
+        // prctl, setsid) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || limit_self(limit));
+        }
+        let mut child = cmd.spawn().map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => StartError::NotFound { bin: bin.into() },
+            _ => StartError::Spawn { bin: bin.into(), source },
+        })?;
+        let pid = child.id().unwrap_or_default();
+        let (exit_tx, exit) = watch::channel(None);
+        let (kill_tx, kill_rx) = oneshot::channel::<&'static str>();
+        let log = dir.path().join("redis.log");
+        tokio::spawn(async move {
+            let ended = tokio::select! {
+                status = child.wait() => classify(status, &log),
+                reason = kill_rx => {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    Exit::Stopped(reason.unwrap_or("shutdown"))
+                }
+            };
+            let _ = exit_tx.send(Some(ended));
+        });
+        let process = Process { pid, socket, dir, exit, kill: Mutex::new(Some(kill_tx)) };
+        process.wait_ready(bin).await?;
+        Ok(process)
+    }
+
+    async fn wait_ready(&self, bin: &str) -> Result<(), StartError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(exit) = self.exit() {
+                let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                return Err(StartError::Exited { bin: bin.into(), status: exit.describe(), log: tail.into_iter().rev().collect::<Vec<_>>().join("\n") });
+            }
+            if ping(&self.socket).await {
+                return Ok(());
+            }
+            if started.elapsed() > START_TIMEOUT {
+                self.stop("start timeout");
+                return Err(StartError::Timeout { bin: bin.into() });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// How it ended, if it has.
+    pub fn exit(&self) -> Option<Exit> {
+        self.exit.borrow().clone()
+    }
+
+    /// A receiver of how it ended (`None` while it runs).
+    pub fn exit_watch(&self) -> watch::Receiver<Option<Exit>> {
+        self.exit.clone()
+    }
+
+    /// Waits until it has ended (at once if it has).
+    pub async fn ended(&self) -> Exit {
+        let mut rx = self.exit.clone();
+        let ended = match rx.wait_for(Option::is_some).await {
+            Ok(exit) => exit.clone().expect("waited for Some"),
+            Err(_) => Exit::Crashed("its watcher ended".into()),
+        };
+        ended
+    }
+
+    /// Kills it (SIGKILL: it holds nothing worth saving), for `reason`.
+    pub fn stop(&self, reason: &'static str) {
+        if let Some(kill) = self.kill.lock().expect("kill lock").take() {
+            let _ = kill.send(reason);
+        }
+    }
+
+    /// Its private directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop("shutdown");
+    }
+}
+
+/// In the child between fork and exec: its limits.
+fn limit_self(address_space: u64) -> io::Result<()> {
+    let set = |resource, value: u64| {
+        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+        // SAFETY: setrlimit on this process with a valid struct.
+        if unsafe { libc::setrlimit(resource, &lim) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    set(libc::RLIMIT_AS, address_space)?;
+    set(libc::RLIMIT_NOFILE, MAX_CLIENTS + 64)?;
+    set(libc::RLIMIT_CORE, 0)?;
+    // SAFETY: plain system calls on this process.
+    unsafe {
+        // Its own session: a Ctrl-C meant for pipelab's terminal is not its.
+        libc::setsid();
+        let current = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, (current + NICENESS).min(19));
+        #[cfg(target_os = "linux")]
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// How an unexpected end looks to the visitor: out of memory when its log
+/// says so (`zmalloc`'s "Out Of Memory allocating"), else the signal or status.
+fn classify(status: io::Result<std::process::ExitStatus>, log: &Path) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if text.contains("Out Of Memory") || text.contains("OUT OF MEMORY") {
+        return Exit::OutOfMemory;
+    }
+    match status {
+        Ok(s) => match (s.signal(), s.code()) {
+            (Some(sig), _) => Exit::Crashed(format!("signal {sig}")),
+            (None, Some(code)) => Exit::Crashed(format!("exit status {code}")),
+            _ => Exit::Crashed(s.to_string()),
+        },
+        Err(e) => Exit::Crashed(e.to_string()),
+    }
+}
+
+/// `+PONG` to a PING on `socket` within 500 ms.
+async fn ping(socket: &Path) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let io = async {
+        let mut s = tokio::net::UnixStream::connect(socket).await?;
+        s.write_all(b"PING\r\n").await?;
+        let mut buf = [0u8; 7];
+        s.read_exact(&mut buf).await?;
+        Ok::<_, io::Error>(&buf == b"+PONG\r\n")
+    };
+    matches!(tokio::time::timeout(Duration::from_millis(500), io).await, Ok(Ok(true)))
+}

@@ -1,0 +1,366 @@
+//! The supervisor: which visitor has which redis-server child, the warm
+//! spares, the idle reaper, the cap on visitors and what a dead child
+//! becomes. Children are started on a thread of its own (the kernel's
+//! parent-death signal is tied to the thread that forks), which also runs
+//! the tasks that wait for them; requests only take what is ready.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::child::{Exit, Process, StartError};
+use super::visitor::{Visitor, VisitorId};
+use super::Settings;
+use crate::commands::Table;
+use crate::conn::RedisTarget;
+use crate::exec::{Pool, PoolConfig};
+
+/// Gauge: visitors holding a redis-server child now.
+pub const CHILDREN_GAUGE: &str = "pipelab_sandbox_children";
+/// Gauge: spare children started ahead, ready for the next visitor.
+pub const SPARES_GAUGE: &str = "pipelab_sandbox_spares";
+/// Counter: children replaced under a visitor, by `cause` (`out_of_memory`, `crashed`, `script`).
+pub const RESTARTS_COUNTER: &str = "pipelab_sandbox_restarts_total";
+/// Counter: children ended, by `cause` (the restarts', `idle`, `shutdown`).
+pub const ENDED_COUNTER: &str = "pipelab_sandbox_children_ended_total";
+
+/// One visitor's redis-server and the pool of connections to it.
+pub struct Child {
+    pub process: Process,
+    pub pool: Arc<Pool>,
+}
+
+impl Child {
+    pub fn target(&self) -> &RedisTarget {
+        self.pool.target()
+    }
+
+    /// It has not ended.
+    pub fn is_alive(&self) -> bool {
+        self.process.exit().is_none()
+    }
+}
+
+/// A visitor and their live child, for one request.
+#[derive(Clone)]
+pub struct Lease {
+    pub visitor: Arc<Visitor>,
+    pub child: Arc<Child>,
+}
+
+/// Why a visitor got no Redis.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// `--sandbox-max-visitors` visitors hold a Redis and none has been
+    /// idle long enough to give theirs up.
+    #[error("the sandbox is full: {max} visitors have a Redis of their own; one frees up within {} s", retry_after.as_secs().max(1))]
+    Full { max: usize, retry_after: Duration },
+    #[error("{0}")]
+    Start(#[from] StartError),
+}
+
+/// The sandbox's redis-server children.
+pub struct Supervisor {
+    settings: Settings,
+    /// The private directory (0700) the children's own are made in.
+    root: tempfile::TempDir,
+    visitors: Mutex<HashMap<VisitorId, Arc<Visitor>>>,
+    spares: Mutex<Vec<Arc<Child>>>,
+    /// Wakes the task that starts spares.
+    refill: Notify,
+    /// The command table every child shares (same binary, same settings):
+    /// read once from the first child, not again for each visitor.
+    template: Arc<Pool>,
+    /// The supervisor thread's runtime: children are started there.
+    rt: tokio::runtime::Handle,
+    /// Dropped with the supervisor: its thread ends, and with it every child.
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Connections a child's pool keeps idle.
+const POOL_IDLE: usize = 4;
+
+impl Supervisor {
+    /// Starts the supervisor's thread and a first child (checking that
+    /// redis-server runs at all, and reading the command table from it),
+    /// then fills the spares in the background.
+    ///
+    /// Errors: the thread or the first child could not be started.
+    pub fn start(settings: Settings) -> Result<Arc<Supervisor>, StartError> {
+        let spawn_err = |source| StartError::Spawn { bin: "the sandbox's supervisor thread".into(), source };
+        let root = tempfile::Builder::new().prefix("pipelab-sandbox-").tempdir().map_err(spawn_err)?;
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (bin, max_bytes, path) = (settings.redis_server.clone(), settings.max_bytes, root.path().to_path_buf());
+        std::thread::Builder::new()
+            .name("pipelab-sandbox".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => return drop(ready_tx.send(Err(spawn_err(e)))),
+                };
+                // Until the supervisor is dropped; the children die with this thread.
+                rt.block_on(async {
+                    let first = match Process::start(&bin, &path, max_bytes).await {
+                        Ok(first) => first,
+                        Err(e) => return drop(ready_tx.send(Err(e))),
+                    };
+                    let template = Pool::new(target_of(&first), PoolConfig { max_idle: 0, share: false, ..PoolConfig::default() });
+                    template.commands_loaded(Duration::from_secs(5)).await;
+                    let _ = ready_tx.send(Ok((tokio::runtime::Handle::current(), first, template)));
+                    let _ = stop_rx.await;
+                });
+            })
+            .map_err(spawn_err)?;
+        let (rt, first, template) = ready_rx.recv().map_err(|_| spawn_err(std::io::Error::other("the supervisor thread ended")))??;
+        let me = Arc::new(Supervisor { settings, root, visitors: Mutex::default(), spares: Mutex::default(), refill: Notify::new(), template, rt, _stop: stop });
+        let first = me.child(first);
+        me.spares.lock().expect("spares lock").push(first);
+        me.rt.spawn(keep_spares(Arc::downgrade(&me)));
+        me.rt.spawn(reap_idle(Arc::downgrade(&me)));
+        me.gauges();
+        Ok(me)
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The command table of the children's redis-server.
+    pub fn commands(&self) -> Arc<Table> {
+        self.template.commands()
+    }
+
+    /// The id a request goes on with: `id` if it is a visitor's the
+    /// supervisor knows, else a new one (so that every id was made here).
+    pub fn admit(&self, id: Option<VisitorId>) -> VisitorId {
+        let mut visitors = self.visitors.lock().expect("visitors lock");
+        if let Some(v) = id.and_then(|id| visitors.get(&id).cloned()) {
+            v.touch();
+            return v.id.clone();
+        }
+        let id = VisitorId::random();
+        visitors.insert(id.clone(), Arc::new(Visitor::new(id.clone(), self.settings.visitor_batches, self.settings.visitor_sessions)));
+        id
+    }
+
+    /// The redis-server visitor `id` holds now, if any.
+    pub fn child_of(&self, id: &VisitorId) -> Option<Arc<Child>> {
+        self.visitor(id)?.child.lock().expect("visitor lock").clone()
+    }
+
+    /// The visitor `id`, if known.
+    pub fn visitor(&self, id: &VisitorId) -> Option<Arc<Visitor>> {
+        self.visitors.lock().expect("visitors lock").get(id).cloned()
+    }
+
+    /// The visitor's live redis-server: theirs, or a spare (or a new
+    /// child) if they had none or theirs died (the batch that met its end
+    /// said why). Waits while a cut script is being stopped on it.
+    ///
+    /// Errors: the sandbox is full, or no child could be started.
+    pub async fn checkout(&self, id: &VisitorId) -> Result<Lease, SandboxError> {
+        let visitor = {
+            let mut visitors = self.visitors.lock().expect("visitors lock");
+            let v = visitors.entry(id.clone()).or_insert_with(|| Arc::new(Visitor::new(id.clone(), self.settings.visitor_batches, self.settings.visitor_sessions)));
+            v.clone()
+        };
+        visitor.touch();
+        let settling = visitor.settling.clone();
+        let _settled = settling.lock().await;
+        let current = visitor.child.lock().expect("visitor lock").clone();
+        match current {
+            Some(child) if child.is_alive() => return Ok(Lease { visitor: visitor.clone(), child }),
+            Some(dead) => {
+                let exit = dead.process.exit().unwrap_or(Exit::Crashed("unknown".into()));
+                metrics::counter!(RESTARTS_COUNTER, "cause" => exit.cause()).increment(1);
+                tracing::warn!(cause = exit.cause(), "a sandbox visitor's redis-server ended; the visitor gets a new one");
+            }
+            None => self.make_room()?,
+        }
+        let child = self.take_child().await?;
+        *visitor.child.lock().expect("visitor lock") = Some(child.clone());
+        self.gauges();
+        Ok(Lease { visitor, child })
+    }
+
+    /// Stops what a cut batch left running on `lease`'s Redis before the
+    /// visitor's next batch: `SCRIPT KILL` and `FUNCTION KILL`, or, if the
+    /// script wrote (UNKILLABLE) or Redis does not answer, the child itself
+    /// (the visitor's next batch gets a new one and is told why).
+    pub fn stop_scripts(self: &Arc<Self>, lease: Lease, connect_timeout: Duration) {
+        let Ok(settling) = lease.visitor.settling.clone().try_lock_owned() else { return };
+        let me = self.clone();
+        self.rt.spawn(async move {
+            let _settling = settling;
+            let answers = crate::conn::side::kill_scripts(lease.child.target(), connect_timeout, Duration::from_secs(2)).await;
+            let killed = answers.as_ref().is_ok_and(|a| a.iter().all(|r| !r.starts_with("UNKILLABLE")));
+            // A killed script stops at its next instruction; PING says when.
+            let answering = killed && crate::conn::side::answers_ping(lease.child.target(), connect_timeout, Duration::from_secs(2)).await;
+            if !answering {
+                lease.child.process.stop("script");
+                lease.child.process.ended().await;
+            }
+            drop(me);
+        });
+    }
+
+    /// A visitor without a Redis may get one: under the cap, after the
+    /// idle reaper's turn if need be.
+    fn make_room(&self) -> Result<(), SandboxError> {
+        if self.children() < self.settings.max_visitors {
+            return Ok(());
+        }
+        self.reap();
+        if self.children() < self.settings.max_visitors {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let soonest = self
+            .visitors
+            .lock()
+            .expect("visitors lock")
+            .values()
+            .filter(|v| v.child.lock().expect("visitor lock").is_some())
+            .map(|v| (*v.last_seen.lock().expect("visitor lock") + self.settings.idle).saturating_duration_since(now))
+            .min()
+            .unwrap_or(self.settings.idle);
+        Err(SandboxError::Full { max: self.settings.max_visitors, retry_after: soonest.max(Duration::from_secs(1)) })
+    }
+
+    /// Whether a new visitor can be served now: a spare is ready, or a
+    /// child starts (kept as a spare). Errors: why not.
+    pub async fn ready(&self) -> Result<(), StartError> {
+        if self.spares.lock().expect("spares lock").iter().any(|c| c.is_alive()) {
+            return Ok(());
+        }
+        let child = self.start_child().await?;
+        self.spares.lock().expect("spares lock").push(child);
+        Ok(())
+    }
+
+    /// Visitors holding a child now.
+    pub fn children(&self) -> usize {
+        self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count()
+    }
+
+    /// Spares ready now.
+    pub fn spares(&self) -> usize {
+        self.spares.lock().expect("spares lock").len()
+    }
+
+    /// A spare if one is alive, else a new child started now.
+    async fn take_child(&self) -> Result<Arc<Child>, SandboxError> {
+        loop {
+            let spare = self.spares.lock().expect("spares lock").pop();
+            self.refill.notify_one();
+            match spare {
+                Some(child) if child.is_alive() => return Ok(child),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        Ok(self.start_child().await?)
+    }
+
+    /// A new child, started on the supervisor's thread.
+    async fn start_child(&self) -> Result<Arc<Child>, StartError> {
+        let (bin, max_bytes, root) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf());
+        let process = self
+            .rt
+            .spawn(async move { Process::start(&bin, &root, max_bytes).await })
+            .await
+            .map_err(|e| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(e.to_string()) })??;
+        Ok(self.child(process))
+    }
+
+    /// `process` with its pool (sharing the template's command table), its
+    /// end counted when it comes.
+    fn child(&self, process: Process) -> Arc<Child> {
+        let _rt = self.rt.enter();
+        let config = PoolConfig { max_idle: POOL_IDLE, share: false, ..PoolConfig::default() };
+        let child = Arc::new(Child { pool: self.template.sibling_unmetered(target_of(&process), config), process });
+        let mut ended = child.process.exit_watch();
+        self.rt.spawn(async move {
+            if let Ok(exit) = ended.wait_for(Option::is_some).await {
+                let cause = exit.as_ref().map_or("unknown", Exit::cause);
+                metrics::counter!(ENDED_COUNTER, "cause" => cause).increment(1);
+            }
+        });
+        child
+    }
+
+    /// Gives up the children of visitors idle past `--sandbox-idle` (and
+    /// forgets visitors who never ran anything, after as long).
+    fn reap(&self) {
+        let now = Instant::now();
+        let (batches, sessions) = (self.settings.visitor_batches, self.settings.visitor_sessions);
+        let gone: Vec<Arc<Visitor>> = {
+            let mut visitors = self.visitors.lock().expect("visitors lock");
+            let ids: Vec<VisitorId> = visitors
+                .values()
+                .filter(|v| now.saturating_duration_since(*v.last_seen.lock().expect("visitor lock")) >= self.settings.idle && v.is_quiet(batches, sessions))
+                .map(|v| v.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| visitors.remove(id)).collect()
+        };
+        for v in gone {
+            if let Some(child) = v.child.lock().expect("visitor lock").take() {
+                child.process.stop("idle");
+            }
+        }
+        self.gauges();
+    }
+
+    fn gauges(&self) {
+        metrics::gauge!(CHILDREN_GAUGE).set(self.children() as f64);
+        metrics::gauge!(SPARES_GAUGE).set(self.spares() as f64);
+    }
+}
+
+/// The `unix://` target of a child's socket.
+fn target_of(process: &Process) -> RedisTarget {
+    RedisTarget::parse(&format!("unix://{}", process.socket.display())).expect("a unix:// URL of our own")
+}
+
+/// Keeps `--sandbox-spares` children started ahead.
+async fn keep_spares(me: std::sync::Weak<Supervisor>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(sup) = me.upgrade() else { return };
+        if sup.spares() >= sup.settings.spares {
+            // Checked again now and then: a spare may have died.
+            let _ = tokio::time::timeout(Duration::from_secs(5), sup.refill.notified()).await;
+            continue;
+        }
+        match sup.start_child().await {
+            Ok(child) => {
+                sup.spares.lock().expect("spares lock").push(child);
+                sup.gauges();
+                backoff = Duration::from_millis(100);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not start a spare redis-server for the sandbox");
+                drop(sup);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Runs the idle reaper a few times per `--sandbox-idle`.
+async fn reap_idle(me: std::sync::Weak<Supervisor>) {
+    loop {
+        let every = match me.upgrade() {
+            Some(sup) => {
+                sup.reap();
+                (sup.settings.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(10))
+            }
+            None => return,
+        };
+        tokio::time::sleep(every).await;
+    }
+}
