@@ -193,7 +193,8 @@ async fn server_commands_are_refused_in_batches_and_in_lua() {
         assert_eq!(s, 200, "{script}: {r}");
         let reply = &replies(&r)[0];
         assert_eq!(reply["type"], "error", "{script}: {reply}");
-        assert!(reply["value"].as_str().unwrap().contains("can't run this command"), "{script}: {reply}");
+        let why = reply["value"].as_str().unwrap();
+        assert!(why.contains("can't run this command") || why.contains("not allowed from script"), "{script}: {reply}");
     }
     // What only touches A's own data runs: INFO, KEYS, SORT, FLUSHALL, scripts, functions, PUBLISH.
     let (s, r) = a.batch(&app, "INFO server\nPUBLISH ch m\nFUNCTION LIST\nEVAL \"return 1\" 0").await;
@@ -249,39 +250,40 @@ async fn memory_bombs_hurt_only_the_visitors_own_redis() {
     assert_eq!((s, replies(&r)[0]["value"].as_str()), (200, Some("PONG")), "{r}");
 }
 
-/// Time: a script that never ends and 100,000 WATCHed keys stall only A.
-/// B answers within a second while they run; after A's batch is cut at its
-/// timeout, A's next batch answers at once, never BUSY.
+/// Time: a script that never ends stalls only A. B answers within a
+/// second while it runs; after A's batch is cut at its timeout, A's next
+/// batch answers at once, never BUSY. WATCH of 100,000 keys (minutes of
+/// Redis 7.0's time) is refused, as the `watch` field's keys are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalls_stall_only_the_visitor() {
     let app = default_app();
     let (mut a, b) = two_visitors(&app).await;
     let watch: Vec<String> = std::iter::once("WATCH".to_string()).chain((0..100_000).map(|i| format!("w{i}"))).collect();
-    let stalls: Vec<(&str, Json)> = vec![("a script that never ends", json!([["EVAL", "while true do end", "0"]])), ("WATCH of 100,000 keys", json!([watch]))];
-    for (what, commands) in stalls {
-        let mut b2 = b.clone();
-        let app_ref = &app;
-        let quiet = async move {
-            let mut slowest = Duration::ZERO;
-            for _ in 0..20 {
-                let t = Instant::now();
-                let (s, r) = b2.batch(app_ref, "GET secret").await;
-                assert_eq!(s, 200, "{r}");
-                assert_eq!(replies(&r)[0]["value"], "B-private");
-                slowest = slowest.max(t.elapsed());
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            slowest
-        };
-        let (attack, slowest) = tokio::join!(a.commands(&app, commands), quiet);
-        assert_eq!(attack.0, 200, "{what}: {}", attack.1);
-        assert!(slowest < Duration::from_secs(1), "{what}: B's slowest answer took {slowest:?}");
-        let t = Instant::now();
-        let (s, r) = a.batch(&app, "SET after 1\nGET after").await;
-        assert_eq!(s, 200, "{what}: {r}");
-        assert_eq!(replies(&r)[1]["value"], "1", "{what}: A's next batch is not BUSY: {r}");
-        assert!(t.elapsed() < Duration::from_secs(3), "{what}: A waited {:?}", t.elapsed());
-    }
+    let (s, r) = a.commands(&app, json!([watch])).await;
+    assert_eq!((s, r["error"]["code"].as_str()), (400, Some("too_many_watch_keys")), "{r}");
+    let mut b2 = b.clone();
+    let app_ref = &app;
+    let quiet = async move {
+        let mut slowest = Duration::ZERO;
+        for _ in 0..20 {
+            let t = Instant::now();
+            let (s, r) = b2.batch(app_ref, "GET secret").await;
+            assert_eq!(s, 200, "{r}");
+            assert_eq!(replies(&r)[0]["value"], "B-private");
+            slowest = slowest.max(t.elapsed());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        slowest
+    };
+    let (attack, slowest) = tokio::join!(a.commands(&app, json!([["EVAL", "while true do end", "0"]])), quiet);
+    assert_eq!(attack.0, 200, "{}", attack.1);
+    assert!(slowest < Duration::from_secs(1), "B's slowest answer took {slowest:?}");
+    let t = Instant::now();
+    let (s, r) = a.batch(&app, "SET after 1\nGET after\nGET mine").await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(replies(&r)[1]["value"], "1", "A's next batch is not BUSY: {r}");
+    assert_eq!(replies(&r)[2]["value"], "A", "a script that wrote nothing is killed; A keeps their Redis: {r}");
+    assert!(t.elapsed() < Duration::from_secs(3), "A waited {:?}", t.elapsed());
     assert_b_intact(&app, &b, "stalls");
 }
 

@@ -37,13 +37,17 @@ pub fn runs_scripts(batch: &Batch, table: &Table) -> bool {
 /// (in the sandbox, the supervisor stops the visitor's script, or their
 /// Redis, before their next batch).
 pub struct KillOnCut {
-    armed: Option<(AppState, Backend)>,
+    /// The state, the Redis and whether the batch runs scripts.
+    armed: Option<(AppState, Backend, bool)>,
 }
 
 impl KillOnCut {
-    /// Armed if `batch` runs scripts, by the command table of the Redis it runs on.
+    /// Armed if `batch` runs scripts, by the command table of the Redis it
+    /// runs on; in the sandbox always (whatever was cut is settled before
+    /// the visitor's next batch: `crate::sandbox::Supervisor::settle`).
     pub fn new(state: &AppState, on: &Backend, batch: &Batch) -> KillOnCut {
-        KillOnCut { armed: runs_scripts(batch, &on.pool.commands()).then(|| (state.clone(), on.clone())) }
+        let scripts = runs_scripts(batch, &on.pool.commands());
+        KillOnCut { armed: (scripts || on.visitor.is_some()).then(|| (state.clone(), on.clone(), scripts)) }
     }
 
     /// The batch ended on its own: nothing to kill.
@@ -54,9 +58,9 @@ impl KillOnCut {
 
 impl Drop for KillOnCut {
     fn drop(&mut self) {
-        let Some((state, on)) = self.armed.take() else { return };
+        let Some((state, on, scripts)) = self.armed.take() else { return };
         if let (Some(sandbox), Some(lease)) = (state.sandbox(), on.visitor) {
-            sandbox.stop_scripts(lease, state.limits.connect_timeout());
+            sandbox.settle(lease, scripts, state.limits.connect_timeout());
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {

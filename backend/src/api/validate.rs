@@ -183,6 +183,15 @@ impl Prepared {
             if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
+            // Redis 7.0 checks each WATCHed key against the connection's
+            // list: 100,000 keys stall it for minutes.
+            if argv.len() > limits.max_watch_keys + 1 && argv.name().is_some_and(|n| n.eq_ignore_ascii_case(b"watch")) {
+                return Err(ApiError::field(
+                    ApiCode::TooManyWatchKeys,
+                    self.origins.field(i),
+                    format!("WATCH with {} keys; at most {} (--max-watch-keys)", argv.len() - 1, limits.max_watch_keys),
+                ));
+            }
         }
         if !self.plan.watch.is_empty() && mode != Mode::Transaction {
             return Err(ApiError::field(

@@ -104,6 +104,7 @@ impl Exit {
         match self {
             Exit::Stopped("idle") => "it was idle for too long".into(),
             Exit::Stopped("script") => "a script that had written could not be stopped".into(),
+            Exit::Stopped("stalled") => "it stopped answering (a command was still running when your batch was cut)".into(),
             Exit::Stopped(reason) => format!("it was stopped ({reason})"),
             Exit::OutOfMemory => "it ran out of memory".into(),
             Exit::Crashed(how) => format!("it crashed ({how})"),
@@ -141,7 +142,9 @@ impl Process {
     /// until it answers PING. Must run on the thread that lives as long as
     /// the children (the kernel kills a child when that thread ends).
     pub async fn start(bin: &str, root: &Path, max_bytes: u64) -> Result<Process, StartError> {
-        let dir = tempfile::Builder::new().prefix("v").tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        let mut private = tempfile::Builder::new();
+        private.prefix("v").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = private.tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         let socket = dir.path().join("redis.sock");
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());

@@ -90,7 +90,7 @@ impl Supervisor {
     /// Errors: the thread or the first child could not be started.
     pub fn start(settings: Settings) -> Result<Arc<Supervisor>, StartError> {
         let spawn_err = |source| StartError::Spawn { bin: "the sandbox's supervisor thread".into(), source };
-        let root = tempfile::Builder::new().prefix("pipelab-sandbox-").tempdir().map_err(spawn_err)?;
+        let root = tempfile::Builder::new().prefix("pipelab-sandbox-").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700)).tempdir().map_err(spawn_err)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (bin, max_bytes, path) = (settings.redis_server.clone(), settings.max_bytes, root.path().to_path_buf());
@@ -186,24 +186,31 @@ impl Supervisor {
         Ok(Lease { visitor, child })
     }
 
-    /// Stops what a cut batch left running on `lease`'s Redis before the
-    /// visitor's next batch: `SCRIPT KILL` and `FUNCTION KILL`, or, if the
-    /// script wrote (UNKILLABLE) or Redis does not answer, the child itself
-    /// (the visitor's next batch gets a new one and is told why).
-    pub fn stop_scripts(self: &Arc<Self>, lease: Lease, connect_timeout: Duration) {
+    /// Settles the visitor's Redis after a cut batch, before their next
+    /// batch runs: `SCRIPT KILL` and `FUNCTION KILL` if the batch ran
+    /// scripts; then, if a script wrote (UNKILLABLE) or Redis does not
+    /// answer PING at once (a command still running), the child is
+    /// stopped and their next batch gets a new one.
+    pub fn settle(self: &Arc<Self>, lease: Lease, scripts: bool, connect_timeout: Duration) {
         let Ok(settling) = lease.visitor.settling.clone().try_lock_owned() else { return };
-        let me = self.clone();
         self.rt.spawn(async move {
             let _settling = settling;
-            let answers = crate::conn::side::kill_scripts(lease.child.target(), connect_timeout, Duration::from_secs(2)).await;
-            let killed = answers.as_ref().is_ok_and(|a| a.iter().all(|r| !r.starts_with("UNKILLABLE")));
-            // A killed script stops at its next instruction; PING says when.
-            let answering = killed && crate::conn::side::answers_ping(lease.child.target(), connect_timeout, Duration::from_secs(2)).await;
-            if !answering {
-                lease.child.process.stop("script");
-                lease.child.process.ended().await;
+            let child = &lease.child;
+            let mut cause = "stalled";
+            if scripts {
+                match crate::conn::side::kill_scripts(child.target(), connect_timeout, Duration::from_secs(2)).await {
+                    Ok(answers) if answers.iter().any(|a| a.starts_with("UNKILLABLE")) => cause = "script",
+                    _ => {}
+                }
             }
-            drop(me);
+            // A killed script stops at its next instruction: PING says when.
+            if cause == "script" || !crate::conn::side::answers_ping(child.target(), connect_timeout, Duration::from_millis(500)).await {
+                if child.is_alive() {
+                    tracing::warn!(cause, "a sandbox visitor's redis-server did not settle after a cut batch; stopping it");
+                    child.process.stop(cause);
+                }
+                child.process.ended().await;
+            }
         });
     }
 
