@@ -27,7 +27,7 @@ y = yaml.safe_load(open("docker-compose.yml"))
 assert y["services"]["pipelab"]["depends_on"]["redis"]["condition"] == "service_healthy"
 s = y["services"]
 assert s["playground"]["profiles"] == ["public"] and s["playground"]["environment"]["PIPELAB_SANDBOX"] == "true"
-assert "REDIS_URL" not in s["playground"]["environment"], "the sandbox's ACL users need the embedded Redis"
+assert "REDIS_URL" not in s["playground"]["environment"], "the sandbox starts a redis-server per visitor itself"
 assert s["team-api"]["profiles"] == ["team"] and "PIPELAB_TOKENS" in s["team-api"]["environment"]
 # The cluster profile: three nodes, a one-shot create, pipelab given all three as seeds.
 cluster = [n for n, s in y["services"].items() if "cluster" in s.get("profiles", [])]

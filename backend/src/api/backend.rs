@@ -59,6 +59,20 @@ impl AppState {
 }
 
 impl AppState {
+    /// [`AppState::backend`] for a look that writes nothing (`/info`): in
+    /// the sandbox, a visitor who has no Redis yet is shown a spare's
+    /// rather than given one (a page view, or a client without the cookie,
+    /// takes no visitor's place).
+    pub async fn backend_to_look(&self, caller: &Caller) -> Result<Backend, ApiError> {
+        let (super::Redis::Sandbox(sup), Some(id)) = (&self.redis, &caller.visitor) else { return self.backend(caller).await };
+        if sup.child_of(id).is_some_and(|c| c.is_alive()) {
+            return self.backend(caller).await;
+        }
+        let spare = sup.spare().await.map_err(|e| sandbox_error(e.into()))?;
+        let pool = spare.pool.clone();
+        Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: None })
+    }
+
     /// The command table before a caller is known (the Upstash routes'
     /// page-or-command question): the shared Redis's, or the sandbox
     /// children's (one binary, one table).

@@ -110,7 +110,7 @@ pub struct RedisInfo {
 )]
 pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
-    let on = state.backend(&caller).await?;
+    let on = state.backend_to_look(&caller).await?;
     // INFO's default sections (server and memory among them): one round
     // trip, and a Redis older than 7.0 takes no list of sections. The
     // command table at the same time, within the same wait (read once per

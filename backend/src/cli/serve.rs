@@ -60,7 +60,12 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        (None, true) => match pipelab::sandbox::Supervisor::start(cfg.sandbox.settings(&cfg.redis_server)) {
+        (None, true) => match {
+            // Each visitor's Redis holds a few of pipelab's descriptors (its
+            // pool, its process): the soft limit's usual 1,024 would run out.
+            raise_open_files();
+            pipelab::sandbox::Supervisor::start(cfg.sandbox.settings(&cfg.redis_server))
+        } {
             Ok(sup) => (Backing::Sandbox(sup), None),
             Err(e) => {
                 eprintln!("pipelab serve: --sandbox: {e}");
@@ -310,6 +315,18 @@ async fn serve_connections(
     tokio::select! {
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(grace) => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit.
+fn raise_open_files() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit on this process with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
 }
 

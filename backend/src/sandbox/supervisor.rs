@@ -79,6 +79,9 @@ pub struct Supervisor {
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
+/// How long a visitor who holds no Redis (they only looked) is remembered.
+const CHILDLESS_IDLE: Duration = Duration::from_secs(300);
+
 /// Connections a child's pool keeps idle.
 const POOL_IDLE: usize = 4;
 
@@ -240,12 +243,18 @@ impl Supervisor {
     /// Whether a new visitor can be served now: a spare is ready, or a
     /// child starts (kept as a spare). Errors: why not.
     pub async fn ready(&self) -> Result<(), StartError> {
-        if self.spares.lock().expect("spares lock").iter().any(|c| c.is_alive()) {
-            return Ok(());
+        self.spare().await.map(drop)
+    }
+
+    /// A spare child, left a spare (started now if there is none): what a
+    /// new visitor's Redis will look like, for a look without taking one.
+    pub async fn spare(&self) -> Result<Arc<Child>, StartError> {
+        if let Some(child) = self.spares.lock().expect("spares lock").iter().find(|c| c.is_alive()) {
+            return Ok(child.clone());
         }
         let child = self.start_child().await?;
-        self.spares.lock().expect("spares lock").push(child);
-        Ok(())
+        self.spares.lock().expect("spares lock").push(child.clone());
+        Ok(child)
     }
 
     /// Visitors holding a child now.
@@ -300,7 +309,7 @@ impl Supervisor {
     }
 
     /// Gives up the children of visitors idle past `--sandbox-idle` (and
-    /// forgets visitors who never ran anything, after as long).
+    /// forgets visitors who never ran anything after at most 5 minutes).
     fn reap(&self) {
         let now = Instant::now();
         let (batches, sessions) = (self.settings.visitor_batches, self.settings.visitor_sessions);
@@ -308,7 +317,14 @@ impl Supervisor {
             let mut visitors = self.visitors.lock().expect("visitors lock");
             let ids: Vec<VisitorId> = visitors
                 .values()
-                .filter(|v| now.saturating_duration_since(*v.last_seen.lock().expect("visitor lock")) >= self.settings.idle && v.is_quiet(batches, sessions))
+                .filter(|v| {
+                    // A visitor who never ran anything holds no Redis: forgotten sooner.
+                    let idle = match v.child.lock().expect("visitor lock").is_some() {
+                        true => self.settings.idle,
+                        false => self.settings.idle.min(CHILDLESS_IDLE),
+                    };
+                    now.saturating_duration_since(*v.last_seen.lock().expect("visitor lock")) >= idle && v.is_quiet(batches, sessions)
+                })
                 .map(|v| v.id.clone())
                 .collect();
             ids.iter().filter_map(|id| visitors.remove(id)).collect()

@@ -1,9 +1,9 @@
 // The sandbox note: with `pipelab serve --sandbox` (GET /api/v1/info has
-// `sandbox`), each visitor's keys live in a namespace of their own, kept in
-// a cookie, and expire after the sandbox TTL; the page says so.
+// `sandbox`), each visitor (a cookie) has a redis-server of their own,
+// which goes with its keys once they are idle that long; the page says so.
 import type { InfoResponse } from '../api/types.js';
 
-/** "1 h", "30 min", "90 s": the TTL as people read it. */
+/** "1 h", "30 min", "90 s": a duration as people read it. */
 export function ttlText(seconds: number): string {
   if (seconds % 3600 === 0) return `${seconds / 3600} h`;
   if (seconds % 60 === 0) return `${seconds / 60} min`;
@@ -15,6 +15,6 @@ export function showSandbox(info: InfoResponse | null): void {
   const note = document.getElementById('sandbox-note');
   const sandbox = info?.sandbox;
   if (!note || !sandbox) return;
-  note.textContent = `sandbox: your keys are private and deleted after ${ttlText(sandbox.ttl_s)}`;
+  note.textContent = `sandbox: a Redis of your own, deleted with its keys after ${ttlText(sandbox.idle_s)} idle`;
   note.hidden = false;
 }

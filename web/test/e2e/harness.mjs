@@ -111,8 +111,8 @@ export function pipelabBin() {
 export async function startServe(redisUrl, extraArgs = []) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/`;
-  // PIPELAB_E2E_EMBEDDED=1: pipelab's own redis-server instead (with its ACL
-  // users: how a sandbox, PIPELAB_SANDBOX=1, runs in production).
+  // PIPELAB_E2E_EMBEDDED=1: no --redis, so pipelab starts its own (with
+  // PIPELAB_SANDBOX=1: a redis-server per visitor, as a public deployment runs).
   const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' ? [] : ['--redis', redisUrl];
   const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
     cwd: repoRoot,

@@ -115,17 +115,17 @@ test('tabs show the tutorial with ten lessons in order', async () => {
   }
 });
 
-test('the page says whether the sandbox is on, and its TTL as configured', async () => {
+test('the page says whether the sandbox is on, and its idle time as configured', async () => {
   const info = await (await fetch(`${serve.base}api/v1/info`)).json();
   assert.equal(Boolean(info.sandbox), SANDBOXED, `GET /api/v1/info sandbox: ${JSON.stringify(info.sandbox)}`);
   if (!SANDBOXED) {
     assert.equal(await page.isVisible('#sandbox-note'), false);
     return;
   }
-  const s = info.sandbox.ttl_s;
+  const s = info.sandbox.idle_s;
   const ttl = s % 3600 === 0 ? `${s / 3600} h` : s % 60 === 0 ? `${s / 60} min` : `${s} s`;
   await page.waitForSelector('#sandbox-note:not([hidden])');
-  assert.equal(await page.innerText('#sandbox-note'), `sandbox: your keys are private and deleted after ${ttl}`);
+  assert.equal(await page.innerText('#sandbox-note'), `sandbox: a Redis of your own, deleted with its keys after ${ttl} idle`);
   assert.equal(await page.isVisible('#sandbox-note'), true, 'shown on the tutorial view too');
 });
 
