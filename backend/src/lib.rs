@@ -1,22 +1,15 @@
-//! pipelab as a library: the executor and what it stands on, the REST API
-//! (`api::router`, driven in-process by the tests), the experiments the API
-//! and the CLI share (`lab`: compare, sweep), its configuration and
-//! telemetry, and the embedded redis-server; shared by the `pipelab` binary
-//! (the CLI) and the integration tests.
+//! pipelab as a library: the REST API (`api::router`, driven in-process by
+//! the tests) and the Upstash-compatible surface over the engine
+//! (`pipelab_engine`, re-exported here by module), its configuration and
+//! telemetry, the doctor, and the embedded redis-server; shared by the
+//! `pipelab` binary (the CLI) and the integration tests.
 
-pub mod acl;
+pub use pipelab_engine::{acl, cluster, commands, conn, delay, exec, lab, report_json, sandbox};
+
 pub mod api;
-pub mod cluster;
-pub mod commands;
 pub mod config;
-pub mod conn;
-pub mod delay;
 pub mod doctor;
 pub mod embedded;
-pub mod exec;
-pub mod lab;
 pub mod net;
-pub mod report_json;
-pub mod sandbox;
 pub mod telemetry;
 pub mod upstash;

@@ -65,7 +65,8 @@ pub struct Refusal {
 }
 
 /// The rule a refusal comes from (in JSON: `connection`, `stream`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Changes the connection itself (SELECT, HELLO, AUTH, QUIT, RESET).

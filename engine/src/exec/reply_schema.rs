@@ -5,7 +5,6 @@
 //! carries, data; the API tests check real replies against it.
 #![allow(dead_code)]
 
-use utoipa::ToSchema;
 
 /// One RESP2/RESP3 value as reply JSON (docs/reply-json.md#types).
 ///
@@ -14,20 +13,20 @@ use utoipa::ToSchema;
 /// `value`, or `base64` when not valid UTF-8; arrays, sets and pushes carry
 /// a list of values; maps and attributes a list of `[key, value]` pairs;
 /// doubles a number or "inf", "-inf", "nan".
-#[derive(ToSchema)]
-#[schema(example = json!({"type": "bulk", "value": "hello"}))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"type": "bulk", "value": "hello"})))]
 pub struct Reply {
-    #[schema(example = "bulk")]
+    #[cfg_attr(feature = "openapi", schema(example = "bulk"))]
     pub r#type: String,
     /// The payload; its JSON type depends on `type`.
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub value: Option<serde_json::Value>,
     /// Bytes that are not valid UTF-8, standard base64.
     pub base64: Option<String>,
     /// Verbatim strings: the 3-character format, e.g. `txt`.
     pub format: Option<String>,
     /// RESP3 attributes attached to this value: `[key, value]` pairs.
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub attributes: Option<Vec<serde_json::Value>>,
 }
 

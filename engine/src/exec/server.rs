@@ -17,7 +17,6 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::conn::{Conn, ConnSettings};
 
@@ -78,9 +77,10 @@ impl Probe {
 }
 
 /// The server's work for one batch (`summary.server`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"reads": 1, "writes": 1, "net_input_bytes": 31000, "net_output_bytes": 5000,
-    "usec": 480, "calls": 1000, "approximate": false}))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"reads": 1, "writes": 1, "net_input_bytes": 31000, "net_output_bytes": 5000,
+    "usec": 480, "calls": 1000, "approximate": false})))]
 pub struct ServerWork {
     /// `read()` calls the server made on client sockets (`total_reads_processed`).
     pub reads: u64,

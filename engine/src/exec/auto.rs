@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::runner::Runner;
 use super::source::{CommandSource, ResultSink};
@@ -36,9 +35,10 @@ pub const MAX_CLIENTS: usize = 1000;
 pub const MAX_WINDOW_US: u64 = 1_000_000;
 
 /// How auto mode coalesced the callers' commands (`summary.auto`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"clients": 10, "window_us": 0, "writes": 101, "max_commands_per_write": 10,
-    "mean_commands_per_write": 9.9}))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"clients": 10, "window_us": 0, "writes": 101, "max_commands_per_write": 10,
+    "mean_commands_per_write": 9.9})))]
 pub struct AutoSummary {
     /// Simulated concurrent callers.
     pub clients: usize,

@@ -8,7 +8,6 @@
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::cleanup::{self, Cleanup};
 use super::error::{InputError, LabError, Problem};
@@ -96,10 +95,11 @@ impl SweepSpec {
 }
 
 /// Throughput per batch size, and what the cleanup did.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 // The API's name for it in the OpenAPI document.
-#[schema(as = SweepResponse)]
-#[schema(example = json!({
+#[cfg_attr(feature = "openapi", schema(as = SweepResponse))]
+#[cfg_attr(feature = "openapi", schema(example = json!({
     "total": 10000, "simulated_rtt_ms": 0.2,
     "points": [
         {"batch_size": 1, "total_us": 2412000, "commands_per_sec": 4146.0, "round_trips": 10000, "ok": 10000, "errors": 0, "incomplete": 0,
@@ -114,7 +114,7 @@ impl SweepSpec {
     "cleanup": {"keys": 10000, "preexisting": 0, "deleted": 10000},
     "model": {"rtt_ms": 0.231, "loopback_rtt_ms": 0.031, "t_cmd_us": 3.8, "fitted_on": [100],
         "server_us_per_cmd": 0.29, "client_cpu_us_per_cmd": 3.8, "knee_batch_size": 100}
-}))]
+})))]
 pub struct SweepReport {
     pub total: u64,
     pub simulated_rtt_ms: f64,
@@ -130,7 +130,8 @@ pub struct SweepReport {
 /// kernel's and the server's together; the two figures beside it say what
 /// each side's share is ([`CostModel::server_us_per_cmd`],
 /// [`CostModel::client_cpu_us_per_cmd`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CostModel {
     /// The RTT of the model, in ms: the simulated one plus
     /// [`CostModel::loopback_rtt_ms`].
@@ -176,7 +177,8 @@ pub struct CostModel {
 
 /// Reply latency of one run, in µs: each reply's time from its command's
 /// write to its reply (`reply_us − sent_us`), nearest-rank percentiles.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Latency {
     pub p50: u64,
     pub p99: u64,
@@ -269,7 +271,8 @@ async fn loopback_rtt_ms<R: Runner>(runner: &R) -> Result<f64, R::Error> {
 }
 
 /// One batch size's median run (pipeline mode).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SweepPoint {
     pub batch_size: u64,
     /// Wall time of the run in µs.

@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::error::{InputError, LabError, Problem};
 use super::runner::{pipeline, Runner};
@@ -25,7 +24,8 @@ const DEL_CHUNK: usize = 512;
 const ADMIN_BATCH_SIZE: usize = 1000;
 
 /// Keys removed after the sweep.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Cleanup {
     /// Distinct keys the commands name (per the key specs or COMMAND GETKEYSANDFLAGS).
     pub keys: u64,

@@ -11,17 +11,17 @@
 //! in the list, and the API still refuses it when the batch arrives.
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::rules::{Access, Allow, Reason};
 use super::table::{Command, Table};
 use crate::exec::{Commands, Mode};
 
 /// One command the API refuses with any arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-#[schema(example = json!({"command": "SELECT", "reason": "connection",
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"command": "SELECT", "reason": "connection",
     "modes": ["sequential", "pipeline", "transaction", "auto"],
-    "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}))]
+    "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"})))]
 pub struct RefusedCommand {
     /// The name as people write it, uppercase: `SELECT`, or a container's
     /// subcommand, `CONFIG SET` (an argv whose first one or two words match,

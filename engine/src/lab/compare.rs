@@ -6,7 +6,6 @@
 //! side effects happen once per mode (three INCRs of the same key end at 3).
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::error::{InputError, Problem};
 use super::runner::Runner;
@@ -17,10 +16,11 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
     its side effects happened once per mode.";
 
 /// The runs, in the order they ran.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 // The API's name for it in the OpenAPI document.
-#[schema(as = CompareResponse)]
-#[schema(example = json!({
+#[cfg_attr(feature = "openapi", schema(as = CompareResponse))]
+#[cfg_attr(feature = "openapi", schema(example = json!({
     "note": "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode.",
     "runs": [
         {"mode": "sequential", "speedup_vs_sequential": 1.0, "summary": {"mode": "sequential", "commands": 2, "ok": 2, "errors": 0, "not_sent": 0, "unknown": 0,
@@ -30,22 +30,23 @@ pub const NOTE: &str = "The batch ran once per mode, in this order, each on its 
             "round_trips": 1, "write_calls": 1, "write_syscalls": 1, "read_syscalls": 1, "bytes_sent": 58, "bytes_received": 9,
             "total_us": 1105, "commands_per_sec": 1810.0, "simulated_rtt_ms": 1.0, "batch_size": 1000, "resp3": false}}
     ]
-}))]
+})))]
 pub struct CompareReport {
     /// The batch ran once per mode: side effects repeat.
-    #[schema(
+    #[cfg_attr(feature = "openapi", schema(
         example = "The batch ran once per mode, in this order, each on its own connection: its side effects happened once per mode."
-    )]
+    ))]
     pub note: &'static str,
     pub runs: Vec<CompareRun>,
 }
 
 /// One mode's run.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CompareRun {
     pub mode: Mode,
     /// Sequential total time / this run's total time (1.0 for sequential).
-    #[schema(example = 12.5)]
+    #[cfg_attr(feature = "openapi", schema(example = 12.5))]
     pub speedup_vs_sequential: Option<f64>,
     pub summary: Summary,
     #[serde(skip_serializing_if = "Option::is_none")]

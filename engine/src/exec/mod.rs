@@ -10,13 +10,13 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::conn::RedisTarget;
 
 pub mod auto;
 mod commands;
 mod pipeline;
+#[cfg(feature = "openapi")]
 pub mod reply_schema;
 pub mod pool;
 pub(crate) mod runner;
@@ -37,9 +37,11 @@ pub use validate::{check_command, validate, BatchError};
 pub type Argv = Vec<Vec<u8>>;
 
 /// How the batch is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", value(rename_all = "snake_case"))]
 pub enum Mode {
     /// Write one command, read its reply, then the next: N round trips.
     Sequential,
@@ -72,9 +74,11 @@ impl Mode {
 }
 
 /// What to do after an error reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", value(rename_all = "snake_case"))]
 pub enum OnError {
     /// Send everything regardless (Redis's own behaviour in a pipeline).
     #[default]
@@ -91,7 +95,8 @@ pub struct Batch {
 }
 
 /// Outcome of one command (docs/api.md#results).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Redis answered with a non-error reply.
@@ -110,12 +115,13 @@ pub enum Status {
 // in `TransactionOutcome` and in `Report`.
 /// One command's result. Times are µs from the batch start.
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CommandResult {
     pub index: usize,
     pub status: Status,
     /// The reply as reply JSON (docs/reply-json.md); absent for `not_sent` / `unknown`.
-    #[schema(value_type = Option<reply_schema::Reply>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<reply_schema::Reply>))]
     pub reply: Option<resp::Value>,
     /// When the write that carried this command was issued (µs from batch start).
     pub sent_us: Option<u64>,
@@ -128,7 +134,7 @@ pub struct CommandResult {
     /// Redis Cluster only: `host:port` of the master that answered (absent
     /// for a single Redis, and for a command fanned out to every master).
     #[serde(serialize_with = "node_name")]
-    #[schema(value_type = Option<String>, example = "127.0.0.1:7000")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "127.0.0.1:7000"))]
     pub node: Option<std::sync::Arc<str>>,
 }
 
@@ -144,11 +150,12 @@ fn node_name<S: serde::Serializer>(node: &Option<std::sync::Arc<str>>, s: S) -> 
 }
 
 /// Totals for a batch.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
-#[schema(example = json!({"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
     "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
     "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1, "read_syscalls": 1,
-    "batch_size": 1000, "resp3": false}))]
+    "batch_size": 1000, "resp3": false})))]
 pub struct Summary {
     pub mode: Option<Mode>,
     pub commands: usize,
@@ -190,7 +197,7 @@ pub struct Summary {
     /// server could not be asked; absent when not asked (`/batch` asks with
     /// `"server_stats": true`; `/compare` always asks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<server::ServerWork>, nullable)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<server::ServerWork>, nullable))]
     pub server: Option<Option<server::ServerWork>>,
     /// Redis Cluster only: MOVED and ASK redirections followed (omitted when 0).
     #[serde(skip_serializing_if = "is_zero")]
@@ -207,7 +214,8 @@ pub struct Summary {
 
 /// One write on a shared connection ([`shared`]): the batches of
 /// concurrent requests it carried (this one included) and their commands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SharedWrite {
     pub batches: usize,
     pub commands: usize,
@@ -249,7 +257,8 @@ fn is_zero(n: &u64) -> bool {
 
 /// Outcome of a transaction as a whole (transaction mode only).
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TransactionOutcome {
     pub status: TransactionStatus,
     /// For `aborted`: the index of the (first) command rejected at queue time.
@@ -263,14 +272,16 @@ pub struct TransactionOutcome {
 }
 
 /// A command Redis refused to queue inside MULTI; EXEC then fails with EXECABORT.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rejected {
     pub index: usize,
     pub message: String,
 }
 
 /// How a transaction ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TransactionStatus {
     /// EXEC ran the queued commands (some may still have failed at run time, e.g. WRONGTYPE: no rollback).
@@ -285,8 +296,9 @@ pub enum TransactionStatus {
 
 /// The executor's answer for a batch (`POST /api/v1/batch`'s 200 body).
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[schema(as = BatchResponse, example = json!({
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = BatchResponse, example = json!({
     "summary": {"mode": "pipeline", "commands": 2, "ok": 1, "errors": 1, "not_sent": 0,
         "unknown": 0, "round_trips": 1, "write_calls": 1, "bytes_sent": 54, "bytes_received": 40,
         "total_us": 812, "commands_per_sec": 2463.0, "simulated_rtt_ms": 0.0, "write_syscalls": 1, "read_syscalls": 1,
@@ -296,7 +308,7 @@ pub enum TransactionStatus {
         {"index": 1, "status": "error", "reply": {"type": "error",
             "value": "ERR value is not an integer or out of range"}, "sent_us": 3, "reply_us": 801}
     ]
-}))]
+})))]
 pub struct Report {
     pub summary: Summary,
     pub results: Vec<CommandResult>,
@@ -592,7 +604,7 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     runner::run(target, plan, source, sink, opts, true, table).await
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
     use clap::ValueEnum;

@@ -33,7 +33,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, RedisTarget};
@@ -230,18 +229,20 @@ impl Cluster {
 }
 
 /// One master of a cluster (`GET /api/v1/info` `redis.nodes`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeInfo {
     /// `host:port` as the cluster announces it.
-    #[schema(example = "127.0.0.1:7000")]
+    #[cfg_attr(feature = "openapi", schema(example = "127.0.0.1:7000"))]
     pub address: String,
     /// Inclusive hash-slot ranges `[first, last]` it serves.
-    #[schema(example = json!([[0, 5460]]))]
+    #[cfg_attr(feature = "openapi", schema(example = json!([[0, 5460]])))]
     pub slots: Vec<[u16; 2]>,
 }
 
 /// One node's share of a batch (`summary.nodes`; cluster only).
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeSummary {
     /// `host:port` of the master.
     pub address: String,

@@ -1,0 +1,22 @@
+//! pipelab's engine: the code that talks to Redis, and nothing of HTTP,
+//! tokens or terminals (the `pipelab` crate above it serves it over HTTP
+//! and the command line; `openapi` and `cli` add the derives they need).
+//!
+//! From the bottom up: [`conn`] (one connection: socket, handshake, replies
+//! read in order) and [`delay`] (the simulated round trip) under
+//! [`commands`] (the server's command table, the one place that says what a
+//! command does); [`exec`] runs a batch in a mode on a pooled connection or
+//! a cluster ([`cluster`]); [`lab`] builds experiments (compare, sweep) on
+//! it; [`report_json`] writes a report as it comes; [`sandbox`] gives each
+//! visitor a redis-server of their own; [`acl`] makes the read-only user of
+//! a Redis pipelab manages.
+
+pub mod acl;
+pub mod cluster;
+pub mod commands;
+pub mod conn;
+pub mod delay;
+pub mod exec;
+pub mod lab;
+pub mod report_json;
+pub mod sandbox;
