@@ -32,7 +32,7 @@ pub const MAX_CLIENTS: u64 = 32;
 /// After this long a script answers BUSY and can be killed (ms).
 pub const BUSY_REPLY_THRESHOLD_MS: u64 = 100;
 /// How much lower than pipelab's the child's CPU priority is (`nice`).
-pub const NICENESS: i32 = 10;
+pub const NICENESS: i32 = 5;
 /// How long a child may take to answer PING after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
