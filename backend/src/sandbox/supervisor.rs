@@ -262,6 +262,11 @@ impl Supervisor {
         self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count()
     }
 
+    /// Visitors remembered now (with a Redis or not).
+    pub fn visitors(&self) -> usize {
+        self.visitors.lock().expect("visitors lock").len()
+    }
+
     /// Spares ready now.
     pub fn spares(&self) -> usize {
         self.spares.lock().expect("spares lock").len()
