@@ -223,3 +223,49 @@ async fn one_address_cannot_take_every_session() {
     let (s, r) = Visitor::at("10.0.0.2").post(&app, "/api/v1/sessions", &json!({})).await;
     assert_eq!(s, 201, "a visitor from another address opens a session: {r}");
 }
+
+/// Pub/sub is the visitor's own too: B's `/subscribe` stream hears B's
+/// PUBLISH, never A's on the same channel.
+#[tokio::test]
+async fn subscriptions_hear_only_the_visitors_own_messages() {
+    use http_body_util::BodyExt;
+    let app = start(Settings { spares: 2, ..Settings::default() }, &[]);
+    let (mut a, mut b) = (Visitor::at("10.0.0.1"), Visitor::at("10.0.0.2"));
+    for v in [&mut a, &mut b] {
+        let (s, r) = v.batch(&app, "PING").await;
+        assert_eq!(s, 200, "{r}");
+    }
+    let req = Request::builder().uri("/subscribe/news").header(header::COOKIE, b.cookie.clone().unwrap()).body(Body::empty()).unwrap();
+    let res = app.respond_raw(req).await;
+    assert_eq!(res.status(), 200);
+    let mut events = res.into_body();
+    let mut heard = String::new();
+    let mut next = async || String::from_utf8(tokio::time::timeout(Duration::from_secs(5), events.frame()).await.expect("an event").unwrap().unwrap().into_data().unwrap().to_vec()).unwrap();
+    heard.push_str(&next().await);
+    assert!(heard.contains("subscribe,news,1"), "{heard}");
+    let (s, r) = a.batch(&app, "PUBLISH news from-A").await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(0)), "no subscriber on A's Redis: {r}");
+    let (s, r) = b.batch(&app, "PUBLISH news from-B").await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(1)), "{r}");
+    heard.push_str(&next().await);
+    assert!(heard.contains("message,news,from-B") && !heard.contains("from-A"), "{heard}");
+}
+
+/// The memory a visitor's Redis holds is what `--sandbox-max-visitors`
+/// budgets for (its quota and 8 MiB): a script's Lua heap, outside
+/// `maxmemory`, must not stay behind it once the script has ended.
+#[tokio::test]
+async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let mut a = Visitor::at("10.0.0.1");
+    let (s, r) = a.batch(&app, "PING").await;
+    assert_eq!(s, 200, "{r}");
+    let heap = "local t = {} for i = 1, 48 do t[i] = string.rep('x', 1000000) .. i end return #t";
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"commands": [["EVAL", heap, "0"]]})).await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(48)), "{r}");
+    let pid = a.child(&app).process.pid;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    let budget = Settings::default().max_bytes + (8 << 20);
+    assert!(rss_kb * 1024 <= budget, "A's Redis holds {} MiB after its script ended; a visitor is budgeted {} MiB", rss_kb >> 10, budget >> 20);
+}
