@@ -132,7 +132,11 @@ impl Supervisor {
             spares: Mutex::default(),
             starting: AtomicUsize::new(0),
             spare_start: tokio::sync::Mutex::new(()),
-            refill: Notify::new(), template, rt, _stop: stop });
+            refill: Notify::new(),
+            template,
+            rt,
+            _stop: stop,
+        });
         let first = me.child(first);
         me.spares.lock().expect("spares lock").push(first);
         me.rt.spawn(keep_spares(Arc::downgrade(&me)));
