@@ -36,6 +36,10 @@ pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
 /// one), and the returned `Set-Cookie` value goes on its response.
 pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue>) {
     let Some(sandbox) = state.sandbox() else { return (req, None) };
+    // Probes serve no visitor: none is remembered for them (they are never rate limited).
+    if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
+        return (req, None);
+    }
     let id = sandbox.admit(from_headers(req.headers()));
     let cookie = set_cookie(&id, sandbox.settings().idle);
     req.extensions_mut().insert(id);

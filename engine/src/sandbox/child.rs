@@ -14,7 +14,8 @@
 //!   `enable-protected-configs` off; one database; no persistence;
 //! - a low `busy-reply-threshold`, so that a cut script can be killed at once;
 //! - `RLIMIT_AS` (a Lua heap bomb fails inside the script, or at worst ends
-//!   this process only), `RLIMIT_NOFILE`, no core dumps, a lower CPU
+//!   this process only), `RLIMIT_NOFILE`, `RLIMIT_FSIZE` (a script's
+//!   `redis.log` cannot fill the disk), no core dumps, a lower CPU
 //!   priority than pipelab's, and the kernel's SIGKILL if the thread that
 //!   started it (the supervisor's) goes.
 
@@ -35,6 +36,9 @@ pub const BUSY_REPLY_THRESHOLD_MS: u64 = 100;
 pub const NICENESS: i32 = 5;
 /// How long a child may take to answer PING after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest file a child may write (`RLIMIT_FSIZE`): its log only, which
+/// Lua's `redis.log` writes to at any log level.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The address space a child may map: redis-server's own (about 80 MB
 /// mapped at start, most of it never touched) plus twice the quota for
@@ -149,8 +153,8 @@ impl Process {
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
         let limit = address_space(max_bytes);
-        // SAFETY: only async-signal-safe calls (setrlimit, setpriority,
-        // prctl, setsid) between fork and exec.
+        // SAFETY: only async-signal-safe calls (setrlimit, signal,
+        // setpriority, prctl, setsid) between fork and exec.
         unsafe {
             cmd.pre_exec(move || limit_self(limit));
         }
@@ -251,8 +255,11 @@ fn limit_self(address_space: u64) -> io::Result<()> {
     set(libc::RLIMIT_AS, address_space)?;
     set(libc::RLIMIT_NOFILE, MAX_CLIENTS + 64)?;
     set(libc::RLIMIT_CORE, 0)?;
+    set(libc::RLIMIT_FSIZE, MAX_FILE_BYTES)?;
     // SAFETY: plain system calls on this process.
     unsafe {
+        // A write past RLIMIT_FSIZE then fails (EFBIG) rather than ending Redis.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         // Its own session: a Ctrl-C meant for pipelab's terminal is not its.
         libc::setsid();
         let current = libc::getpriority(libc::PRIO_PROCESS, 0);

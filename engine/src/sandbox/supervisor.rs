@@ -5,6 +5,7 @@
 //! the tasks that wait for them; requests only take what is ready.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -68,6 +69,12 @@ pub struct Supervisor {
     root: tempfile::TempDir,
     visitors: Mutex<HashMap<VisitorId, Arc<Visitor>>>,
     spares: Mutex<Vec<Arc<Child>>>,
+    /// Places taken by new visitors whose Redis is still starting: counted
+    /// with the children against `--sandbox-max-visitors`.
+    starting: AtomicUsize,
+    /// One spare started at a time for a look ([`Supervisor::spare`]), however
+    /// many probes ask at once.
+    spare_start: tokio::sync::Mutex<()>,
     /// Wakes the task that starts spares.
     refill: Notify,
     /// The command table every child shares (same binary, same settings):
@@ -118,7 +125,18 @@ impl Supervisor {
             })
             .map_err(spawn_err)?;
         let (rt, first, template) = ready_rx.recv().map_err(|_| spawn_err(std::io::Error::other("the supervisor thread ended")))??;
-        let me = Arc::new(Supervisor { settings, root, visitors: Mutex::default(), spares: Mutex::default(), refill: Notify::new(), template, rt, _stop: stop });
+        let me = Arc::new(Supervisor {
+            settings,
+            root,
+            visitors: Mutex::default(),
+            spares: Mutex::default(),
+            starting: AtomicUsize::new(0),
+            spare_start: tokio::sync::Mutex::new(()),
+            refill: Notify::new(),
+            template,
+            rt,
+            _stop: stop,
+        });
         let first = me.child(first);
         me.spares.lock().expect("spares lock").push(first);
         me.rt.spawn(keep_spares(Arc::downgrade(&me)));
@@ -174,15 +192,17 @@ impl Supervisor {
         let settling = visitor.settling.clone();
         let _settled = settling.lock().await;
         let current = visitor.child.lock().expect("visitor lock").clone();
-        match current {
+        // A new visitor's place is held from here until their child is theirs.
+        let _place = match current {
             Some(child) if child.is_alive() => return Ok(Lease { visitor: visitor.clone(), child }),
             Some(dead) => {
                 let exit = dead.process.exit().unwrap_or(Exit::Crashed("unknown".into()));
                 metrics::counter!(RESTARTS_COUNTER, "cause" => exit.cause()).increment(1);
                 tracing::warn!(cause = exit.cause(), "a sandbox visitor's redis-server ended; the visitor gets a new one");
+                None
             }
-            None => self.make_room()?,
-        }
+            None => Some(self.make_room()?),
+        };
         let child = self.take_child().await?;
         *visitor.child.lock().expect("visitor lock") = Some(child.clone());
         self.gauges();
@@ -217,15 +237,16 @@ impl Supervisor {
         });
     }
 
-    /// A visitor without a Redis may get one: under the cap, after the
-    /// idle reaper's turn if need be.
-    fn make_room(&self) -> Result<(), SandboxError> {
-        if self.children() < self.settings.max_visitors {
-            return Ok(());
+    /// A visitor without a Redis may get one: a place under the cap (after
+    /// the idle reaper's turn if need be), held until the returned
+    /// [`Place`] drops.
+    fn make_room(&self) -> Result<Place<'_>, SandboxError> {
+        if let Some(place) = self.reserve() {
+            return Ok(place);
         }
         self.reap();
-        if self.children() < self.settings.max_visitors {
-            return Ok(());
+        if let Some(place) = self.reserve() {
+            return Ok(place);
         }
         let now = Instant::now();
         let soonest = self
@@ -240,6 +261,17 @@ impl Supervisor {
         Err(SandboxError::Full { max: self.settings.max_visitors, retry_after: soonest.max(Duration::from_secs(1)) })
     }
 
+    /// A place under the cap, counting the children held and those still
+    /// starting; checked and taken under the visitors' lock.
+    fn reserve(&self) -> Option<Place<'_>> {
+        let visitors = self.visitors.lock().expect("visitors lock");
+        let held = visitors.values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count();
+        (held + self.starting.load(Ordering::Acquire) < self.settings.max_visitors).then(|| {
+            self.starting.fetch_add(1, Ordering::AcqRel);
+            Place(&self.starting)
+        })
+    }
+
     /// Whether a new visitor can be served now: a spare is ready, or a
     /// child starts (kept as a spare). Errors: why not.
     pub async fn ready(&self) -> Result<(), StartError> {
@@ -249,8 +281,13 @@ impl Supervisor {
     /// A spare child, left a spare (started now if there is none): what a
     /// new visitor's Redis will look like, for a look without taking one.
     pub async fn spare(&self) -> Result<Arc<Child>, StartError> {
-        if let Some(child) = self.spares.lock().expect("spares lock").iter().find(|c| c.is_alive()) {
-            return Ok(child.clone());
+        let alive = || self.spares.lock().expect("spares lock").iter().find(|c| c.is_alive()).cloned();
+        if let Some(child) = alive() {
+            return Ok(child);
+        }
+        let _one = self.spare_start.lock().await;
+        if let Some(child) = alive() {
+            return Ok(child);
         }
         let child = self.start_child().await?;
         self.spares.lock().expect("spares lock").push(child.clone());
@@ -260,6 +297,11 @@ impl Supervisor {
     /// Visitors holding a child now.
     pub fn children(&self) -> usize {
         self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count()
+    }
+
+    /// Visitors remembered now (with a Redis or not).
+    pub fn visitors(&self) -> usize {
+        self.visitors.lock().expect("visitors lock").len()
     }
 
     /// Spares ready now.
@@ -340,6 +382,15 @@ impl Supervisor {
     fn gauges(&self) {
         metrics::gauge!(CHILDREN_GAUGE).set(self.children() as f64);
         metrics::gauge!(SPARES_GAUGE).set(self.spares() as f64);
+    }
+}
+
+/// A new visitor's place under `--sandbox-max-visitors` while their Redis starts.
+struct Place<'a>(&'a AtomicUsize);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

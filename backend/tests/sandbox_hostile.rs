@@ -1,0 +1,275 @@
+//! The sandbox against a hostile visitor who goes past the keyspace: the
+//! host's disk, the sandbox's shared capacity (visitor places, batch slots,
+//! sessions, spares) and pipelab's own memory. Each attack runs through the
+//! in-process router as it would over HTTP; the attacker (A) and a real
+//! visitor (B) come from different client addresses, and what B must still
+//! get is asserted after A's attack.
+
+mod api_inproc;
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use api_inproc::App;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, Method, Request};
+use pipelab::sandbox::{Child, Settings, Supervisor, VisitorId};
+use serde_json::{json, Value as Json};
+
+/// The app in the sandbox with `settings` (2 spares unless given) and a
+/// batch timeout of 3 s, plus `flags`.
+fn start(settings: Settings, flags: &[&str]) -> App {
+    let mut all = vec!["--batch-timeout-ms", "3000"];
+    all.extend_from_slice(flags);
+    App::sandboxed(settings, &all)
+}
+
+fn sandbox(app: &App) -> &Arc<Supervisor> {
+    app.state.sandbox().expect("the sandbox")
+}
+
+/// One client of the sandbox: a cookie (once the server set one) and the
+/// address its requests come from.
+#[derive(Clone)]
+struct Visitor {
+    cookie: Option<String>,
+    from: SocketAddr,
+}
+
+impl Visitor {
+    /// A new visitor (no cookie yet) at `ip`.
+    fn at(ip: &str) -> Visitor {
+        Visitor { cookie: None, from: SocketAddr::new(ip.parse().unwrap(), 40000) }
+    }
+
+    /// Status, JSON body; keeps the cookie the server sets.
+    async fn send(&mut self, app: &App, method: Method, path: &str, body: Option<&Json>) -> (u16, Json) {
+        let mut req = Request::builder().method(method).uri(path).header(header::CONTENT_TYPE, "application/json");
+        if let Some(c) = &self.cookie {
+            req = req.header(header::COOKIE, c.as_str());
+        }
+        let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).unwrap()));
+        let mut req = req.body(body).unwrap();
+        req.extensions_mut().insert(ConnectInfo(self.from));
+        let (status, headers, body) = app.respond(req).await;
+        if let Some(set) = headers.get(header::SET_COOKIE) {
+            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_string());
+        }
+        (status.as_u16(), serde_json::from_slice(&body).unwrap_or(Json::Null))
+    }
+
+    async fn post(&mut self, app: &App, path: &str, body: &Json) -> (u16, Json) {
+        self.send(app, Method::POST, path, Some(body)).await
+    }
+
+    async fn batch(&mut self, app: &App, text: &str) -> (u16, Json) {
+        self.post(app, "/api/v1/batch", &json!({"text": text})).await
+    }
+
+    fn id(&self) -> VisitorId {
+        VisitorId::parse(self.cookie.as_ref().expect("a cookie").split_once('=').unwrap().1).expect("an id")
+    }
+
+    fn child(&self, app: &App) -> Arc<Child> {
+        sandbox(app).child_of(&self.id()).expect("a redis-server of their own")
+    }
+}
+
+/// `n` new visitors at `ip`, each with a cookie (a look at `/info`, which
+/// gives them no Redis yet).
+async fn cookies(app: &App, ip: &str, n: usize) -> Vec<Visitor> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let mut v = Visitor::at(ip);
+        let (s, r) = v.send(app, Method::GET, "/api/v1/info", None).await;
+        assert_eq!(s, 200, "{r}");
+        out.push(v);
+    }
+    out
+}
+
+fn replies(report: &Json) -> Vec<Json> {
+    report["results"].as_array().unwrap_or_else(|| panic!("results: {report}")).iter().map(|r| r["reply"].clone()).collect()
+}
+
+/// Lua's `redis.log` writes to the child's log file whatever the log
+/// level: 40 MB of it from one script must not reach the disk (a loop of
+/// these for the batch's whole time would fill it).
+#[tokio::test]
+async fn a_script_cannot_fill_the_disk_through_the_redis_log() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let mut a = Visitor::at("10.0.0.1");
+    let (s, r) = a.batch(&app, "SET mine A").await;
+    assert_eq!(s, 200, "{r}");
+    let dir = a.child(&app).process.dir().to_path_buf();
+    let spam = "local s = string.rep('x', 1000000) for i = 1, 40 do redis.log(redis.LOG_WARNING, s) end return 1";
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"commands": [["EVAL", spam, "0"]]})).await;
+    assert_eq!(s, 200, "{r}");
+    let written: u64 = std::fs::read_dir(&dir).map_or(0, |d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum());
+    assert!(written < 2 << 20, "the visitor's Redis wrote {written} bytes to {}", dir.display());
+    // The visitor goes on (on a new Redis if theirs had to go).
+    let (s, r) = a.batch(&app, "PING").await;
+    assert_eq!((s, replies(&r)[0]["value"].as_str()), (200, Some("PONG")), "{r}");
+}
+
+/// `--sandbox-max-visitors` holds when new visitors arrive at once and no
+/// spare is left: each one's Redis is still starting while the next is
+/// let in.
+#[tokio::test]
+async fn the_cap_on_visitors_holds_under_a_burst() {
+    let app = start(Settings { spares: 1, max_visitors: 3, ..Settings::default() }, &[]);
+    let crowd = cookies(&app, "10.0.0.1", 10).await;
+    let runs = crowd.into_iter().map(|mut v| {
+        let app = &app;
+        async move { v.batch(app, "PING").await.0 }
+    });
+    let statuses = futures_util::future::join_all(runs).await;
+    let served = statuses.iter().filter(|s| **s == 200).count();
+    assert!(served <= 3, "{served} visitors got a Redis, over the cap of 3: {statuses:?}");
+    assert!(statuses.iter().all(|s| [200, 503].contains(s)), "{statuses:?}");
+    assert!(sandbox(&app).children() <= 3, "{} children", sandbox(&app).children());
+}
+
+/// `/readyz` is never rate limited: a flood of it while no spare is ready
+/// must not start a redis-server per request (nor keep them all as spares).
+#[tokio::test]
+async fn readiness_probes_do_not_start_a_child_each() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let sup = sandbox(&app);
+    // A visitor takes the one spare; the probes come before it is replaced.
+    let (s, r) = Visitor::at("10.0.0.1").batch(&app, "PING").await;
+    assert_eq!(s, 200, "{r}");
+    let probes = (0..24).map(|_| app.get("/readyz"));
+    let answers = futures_util::future::join_all(probes).await;
+    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(sup.spares() <= 2, "{} spares kept, for --sandbox-spares 1", sup.spares());
+}
+
+/// Health probes and other requests without a cookie are not visitors to
+/// remember: 2,000 of them (a load balancer's, or a flood: `/healthz` and
+/// `/readyz` are never rate limited) leave the supervisor's table as it was.
+#[tokio::test]
+async fn probes_do_not_pile_up_visitors() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let before = sandbox(&app).visitors();
+    for path in ["/healthz", "/metrics"] {
+        for _ in 0..1000 {
+            let (s, _, _) = app.get_text(path).await;
+            assert_eq!(s, 200);
+        }
+    }
+    let after = sandbox(&app).visitors();
+    assert!(after <= before + 2, "{before} visitors before, {after} after 2,000 probes");
+}
+
+/// One client address with many cookies (each a visitor) takes no more
+/// than its share: it cannot hold every place, so a visitor from another
+/// address still gets a Redis.
+#[ignore = "needs a cap on the visitors of one client address"]
+#[tokio::test]
+async fn one_address_cannot_fill_the_sandbox() {
+    let app = start(Settings { spares: 2, max_visitors: 4, ..Settings::default() }, &[]);
+    for mut a in cookies(&app, "10.0.0.1", 6).await {
+        let (s, r) = a.batch(&app, "PING").await;
+        assert!([200, 429, 503].contains(&s), "{s} {r}");
+    }
+    let (s, r) = Visitor::at("10.0.0.2").batch(&app, "PING").await;
+    assert_eq!(s, 200, "a visitor from another address: {r}");
+}
+
+/// Batch slots (`--max-concurrent-batches`) are shared: many cookies from
+/// one address, each under its own cap, must not hold them all while a
+/// visitor from elsewhere waits.
+#[ignore = "needs the batch slots shared per client address, not per cookie"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_batch_slot() {
+    let app = start(Settings { spares: 4, visitor_batches: 2, ..Settings::default() }, &["--max-concurrent-batches", "4"]);
+    let mut b = Visitor::at("10.0.0.2");
+    let (s, r) = b.batch(&app, "PING").await;
+    assert_eq!(s, 200, "{r}");
+    let attackers = cookies(&app, "10.0.0.1", 2).await;
+    let blocked: Vec<_> = attackers
+        .iter()
+        .flat_map(|a| [a.clone(), a.clone()])
+        .map(|mut a| {
+            let app = &app;
+            async move { a.batch(app, "BLPOP nothing 2").await }
+        })
+        .collect();
+    let victim = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t = Instant::now();
+        let (s, r) = b.batch(&app, "PING").await;
+        (s, r, t.elapsed())
+    };
+    let (_, (s, r, took)) = tokio::join!(futures_util::future::join_all(blocked), victim);
+    assert_eq!(s, 200, "{r}");
+    assert!(took < Duration::from_secs(1), "B waited {took:?} for a batch slot");
+}
+
+/// Sessions (`--max-sessions`) likewise: one address's cookies cannot open
+/// them all.
+#[ignore = "needs the sessions shared per client address, not per cookie"]
+#[tokio::test]
+async fn one_address_cannot_take_every_session() {
+    let app = start(Settings { spares: 3, visitor_sessions: 2, ..Settings::default() }, &["--max-sessions", "4"]);
+    for mut a in cookies(&app, "10.0.0.1", 2).await {
+        for _ in 0..2 {
+            let (s, r) = a.post(&app, "/api/v1/sessions", &json!({})).await;
+            assert!([201, 429, 503].contains(&s), "{s} {r}");
+        }
+    }
+    let (s, r) = Visitor::at("10.0.0.2").post(&app, "/api/v1/sessions", &json!({})).await;
+    assert_eq!(s, 201, "a visitor from another address opens a session: {r}");
+}
+
+/// Pub/sub is the visitor's own too: B's `/subscribe` stream hears B's
+/// PUBLISH, never A's on the same channel.
+#[tokio::test]
+async fn subscriptions_hear_only_the_visitors_own_messages() {
+    use http_body_util::BodyExt;
+    let app = start(Settings { spares: 2, ..Settings::default() }, &[]);
+    let (mut a, mut b) = (Visitor::at("10.0.0.1"), Visitor::at("10.0.0.2"));
+    for v in [&mut a, &mut b] {
+        let (s, r) = v.batch(&app, "PING").await;
+        assert_eq!(s, 200, "{r}");
+    }
+    let req = Request::builder().uri("/subscribe/news").header(header::COOKIE, b.cookie.clone().unwrap()).body(Body::empty()).unwrap();
+    let res = app.respond_raw(req).await;
+    assert_eq!(res.status(), 200);
+    let mut events = res.into_body();
+    let mut heard = String::new();
+    let mut next = async || String::from_utf8(tokio::time::timeout(Duration::from_secs(5), events.frame()).await.expect("an event").unwrap().unwrap().into_data().unwrap().to_vec()).unwrap();
+    heard.push_str(&next().await);
+    assert!(heard.contains("subscribe,news,1"), "{heard}");
+    let (s, r) = a.batch(&app, "PUBLISH news from-A").await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(0)), "no subscriber on A's Redis: {r}");
+    let (s, r) = b.batch(&app, "PUBLISH news from-B").await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(1)), "{r}");
+    heard.push_str(&next().await);
+    assert!(heard.contains("message,news,from-B") && !heard.contains("from-A"), "{heard}");
+}
+
+/// The memory a visitor's Redis holds is what `--sandbox-max-visitors`
+/// budgets for (its quota and 8 MiB): a script's Lua heap, outside
+/// `maxmemory`, must not stay behind it once the script has ended.
+#[ignore = "needs --sandbox-max-visitors to budget a child's address space, or the Lua heap bounded"]
+#[tokio::test]
+async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let mut a = Visitor::at("10.0.0.1");
+    let (s, r) = a.batch(&app, "PING").await;
+    assert_eq!(s, 200, "{r}");
+    let heap = "local t = {} for i = 1, 48 do t[i] = string.rep('x', 1000000) .. i end return #t";
+    let (s, r) = a.post(&app, "/api/v1/batch", &json!({"commands": [["EVAL", heap, "0"]]})).await;
+    assert_eq!((s, replies(&r)[0]["value"].as_i64()), (200, Some(48)), "{r}");
+    let pid = a.child(&app).process.pid;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    let budget = Settings::default().max_bytes + (8 << 20);
+    assert!(rss_kb * 1024 <= budget, "A's Redis holds {} MiB after its script ended; a visitor is budgeted {} MiB", rss_kb >> 10, budget >> 20);
+}
