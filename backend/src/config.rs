@@ -136,9 +136,16 @@ pub struct SandboxConfig {
 
     /// Most visitors with a Redis at once; past it a new visitor gets 503
     /// `sandbox_full` with `Retry-After`. 0: as many as half the machine's
-    /// memory holds at `--sandbox-max-bytes` + 8 MiB each, at most 1,000.
+    /// memory holds at the most one child may map (160 MiB and twice
+    /// `--sandbox-max-bytes`), at most 1,000.
     #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", default_value_t = 0)]
     pub sandbox_max_visitors: usize,
+
+    /// Most visitors with a Redis from one client address (an IPv6 /64;
+    /// more: 429 `too_many_visitors`). 0: an eighth of
+    /// `--sandbox-max-visitors`, at least 4.
+    #[arg(long, env = "PIPELAB_SANDBOX_VISITORS_PER_ADDRESS", default_value_t = 0)]
+    pub sandbox_visitors_per_address: usize,
 
     /// Most batches one visitor runs at once (more: 429 `too_many_batches`).
     #[arg(long, env = "PIPELAB_SANDBOX_VISITOR_BATCHES", value_parser = at_least_one::<usize>(), default_value_t = 4)]
@@ -158,6 +165,7 @@ impl Default for SandboxConfig {
             sandbox_idle: s.idle,
             sandbox_spares: s.spares,
             sandbox_max_visitors: 0,
+            sandbox_visitors_per_address: 0,
             sandbox_visitor_batches: s.visitor_batches,
             sandbox_visitor_sessions: s.visitor_sessions,
         }
@@ -167,13 +175,18 @@ impl Default for SandboxConfig {
 impl SandboxConfig {
     /// The supervisor's settings, its children started from `redis_server`.
     pub fn settings(&self, redis_server: &str) -> crate::sandbox::Settings {
+        let max_visitors = match self.sandbox_max_visitors {
+            0 => crate::sandbox::default_max_visitors(self.sandbox_max_bytes),
+            n => n,
+        };
         crate::sandbox::Settings {
             redis_server: redis_server.to_string(),
             max_bytes: self.sandbox_max_bytes,
             idle: self.sandbox_idle,
             spares: self.sandbox_spares,
-            max_visitors: match self.sandbox_max_visitors {
-                0 => crate::sandbox::default_max_visitors(self.sandbox_max_bytes),
+            max_visitors,
+            visitors_per_address: match self.sandbox_visitors_per_address {
+                0 => crate::sandbox::default_visitors_per_address(max_visitors),
                 n => n,
             },
             visitor_batches: self.sandbox_visitor_batches,

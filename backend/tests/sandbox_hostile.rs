@@ -169,10 +169,9 @@ async fn probes_do_not_pile_up_visitors() {
 /// One client address with many cookies (each a visitor) takes no more
 /// than its share: it cannot hold every place, so a visitor from another
 /// address still gets a Redis.
-#[ignore = "needs a cap on the visitors of one client address"]
 #[tokio::test]
 async fn one_address_cannot_fill_the_sandbox() {
-    let app = start(Settings { spares: 2, max_visitors: 4, ..Settings::default() }, &[]);
+    let app = start(Settings { spares: 2, max_visitors: 4, visitors_per_address: 2, ..Settings::default() }, &[]);
     for mut a in cookies(&app, "10.0.0.1", 6).await {
         let (s, r) = a.batch(&app, "PING").await;
         assert!([200, 429, 503].contains(&s), "{s} {r}");
@@ -255,9 +254,9 @@ async fn subscriptions_hear_only_the_visitors_own_messages() {
 }
 
 /// The memory a visitor's Redis holds is what `--sandbox-max-visitors`
-/// budgets for (its quota and 8 MiB): a script's Lua heap, outside
-/// `maxmemory`, must not stay behind it once the script has ended.
-#[ignore = "needs --sandbox-max-visitors to budget a child's address space, or the Lua heap bounded"]
+/// budgets for: a script's Lua heap stays behind it, outside `maxmemory`,
+/// but never past the child's address-space limit, which the default cap
+/// counts for every visitor.
 #[tokio::test]
 async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
     let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
@@ -270,6 +269,10 @@ async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
     let pid = a.child(&app).process.pid;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let rss_kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
-    let budget = Settings::default().max_bytes + (8 << 20);
+    let budget = pipelab::sandbox::child::address_space(Settings::default().max_bytes);
     assert!(rss_kb * 1024 <= budget, "A's Redis holds {} MiB after its script ended; a visitor is budgeted {} MiB", rss_kb >> 10, budget >> 20);
+    let total = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kb: u64 = total.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    let cap = pipelab::sandbox::default_max_visitors(Settings::default().max_bytes) as u64;
+    assert!(cap == 1 || cap * budget <= total_kb * 1024 / 2, "the default cap of {cap} visitors at {} MiB each fits in half the memory", budget >> 20);
 }

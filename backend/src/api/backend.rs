@@ -87,6 +87,7 @@ impl AppState {
 fn sandbox_error(e: SandboxError) -> ApiError {
     match e {
         SandboxError::Full { retry_after, .. } => ApiError::new(ApiCode::SandboxFull, e.to_string()).retry_after(retry_after),
+        SandboxError::AddressFull { retry_after, .. } => ApiError::new(ApiCode::TooManyVisitors, e.to_string()).retry_after(retry_after),
         SandboxError::Start(e) => {
             tracing::error!(error = %e, "could not start a visitor's redis-server");
             ApiError::unavailable(format!("no Redis could be started for you: {e}"))

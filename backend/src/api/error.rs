@@ -116,6 +116,9 @@ pub enum ApiCode {
     /// 429: in the sandbox, the visitor already runs
     /// `--sandbox-visitor-batches` batches; `Retry-After` says when to retry.
     TooManyBatches,
+    /// 429: in the sandbox, `--sandbox-visitors-per-address` visitors from
+    /// the caller's address have a Redis; `Retry-After` says when one frees up.
+    TooManyVisitors,
     /// 503: in the sandbox, `--sandbox-max-visitors` visitors have a Redis
     /// of their own; `Retry-After` says when one frees up.
     SandboxFull,
@@ -124,7 +127,7 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 44] = {
+    pub const ALL: [ApiCode; 45] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -133,7 +136,7 @@ impl ApiCode {
             ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
-            SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, SandboxFull,
+            SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, TooManyVisitors, SandboxFull,
         ]
     };
 
@@ -157,7 +160,7 @@ impl ApiCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
             HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            RateLimited | TooManyBatches => StatusCode::TOO_MANY_REQUESTS,
+            RateLimited | TooManyBatches | TooManyVisitors => StatusCode::TOO_MANY_REQUESTS,
             RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions | SandboxFull => StatusCode::SERVICE_UNAVAILABLE,
             BatchTimeout => StatusCode::GATEWAY_TIMEOUT,
         }

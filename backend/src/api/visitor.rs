@@ -40,7 +40,8 @@ pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
         return (req, None);
     }
-    let id = sandbox.admit(from_headers(req.headers()));
+    let from = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let id = sandbox.admit(from_headers(req.headers()), from);
     let cookie = set_cookie(&id, sandbox.settings().idle);
     req.extensions_mut().insert(id);
     (req, Some(cookie))

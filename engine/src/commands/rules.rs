@@ -182,7 +182,8 @@ impl Class {
         if name == "migrate" {
             c |= Self::OTHER_SERVER;
         }
-        if (cmd.in_category("admin") || cmd.in_category("dangerous")) && !VISITOR_OWN_DATA.contains(&name) {
+        // SCRIPT DEBUG YES forks the server, and the fork outlives it.
+        if ((cmd.in_category("admin") || cmd.in_category("dangerous")) && !VISITOR_OWN_DATA.contains(&name)) || name == "script|debug" {
             c |= Self::BEYOND_OWN_DATA;
         }
         if (cmd.has_flag("blocking") || matches!(name, "wait" | "waitaof")) && timeout::timeout_of(name).is_some() {

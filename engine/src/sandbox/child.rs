@@ -79,6 +79,8 @@ pub fn args(dir: &Path, max_bytes: u64) -> Vec<OsString> {
     args.push("--user".into());
     args.extend(["default", "on", "nopass", "~*", "&*", "+@all", "-@dangerous", "-@admin"].map(OsString::from));
     args.extend(crate::commands::VISITOR_OWN_DATA.iter().map(|c| OsString::from(format!("+{c}"))));
+    // SCRIPT DEBUG YES forks a child that the parent-death signal does not reach.
+    args.push("-script|debug".into());
     args
 }
 

@@ -41,6 +41,9 @@ pub struct Settings {
     pub spares: usize,
     /// Most visitors holding a Redis at once.
     pub max_visitors: usize,
+    /// Most of them from one client address (an IPv6 /64): cookies are
+    /// free, so one client must not take every place.
+    pub visitors_per_address: usize,
     /// Most batches one visitor runs at once.
     pub visitor_batches: usize,
     /// Most sessions one visitor keeps open.
@@ -55,18 +58,26 @@ impl Default for Settings {
             idle: Duration::from_secs(3600),
             spares: 4,
             max_visitors: default_max_visitors(16 << 20),
+            visitors_per_address: default_visitors_per_address(default_max_visitors(16 << 20)),
             visitor_batches: 4,
             visitor_sessions: 2,
         }
     }
 }
 
-/// As many visitors as half the machine's memory holds at `max_bytes`
-/// each plus 8 MiB for the process itself, at most 1,000.
+/// As many visitors as half the machine's memory holds at the most each
+/// child may map (`child::address_space`: a Lua heap can stay behind a
+/// finished script, outside `maxmemory`), at most 1,000.
 pub fn default_max_visitors(max_bytes: u64) -> usize {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()))
         .map_or(4 << 30, |kb| kb * 1024);
-    ((total / 2) / (max_bytes + (8 << 20))).clamp(1, 1000) as usize
+    ((total / 2) / child::address_space(max_bytes)).clamp(1, 1000) as usize
+}
+
+/// An eighth of the places, at least 4: a classroom behind one address
+/// still fits, one client with many cookies does not fill the sandbox.
+pub fn default_visitors_per_address(max_visitors: usize) -> usize {
+    (max_visitors / 8).max(4)
 }

@@ -5,7 +5,7 @@
 //! the tasks that wait for them; requests only take what is ready.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,10 @@ pub enum SandboxError {
     /// idle long enough to give theirs up.
     #[error("the sandbox is full: {max} visitors have a Redis of their own; one frees up within {} s", retry_after.as_secs().max(1))]
     Full { max: usize, retry_after: Duration },
+    /// `--sandbox-visitors-per-address` visitors from this client address
+    /// hold a Redis.
+    #[error("{max} visitors from your address have a Redis of their own already, the most one address may; one frees up within {} s", retry_after.as_secs().max(1))]
+    AddressFull { max: usize, retry_after: Duration },
     #[error("{0}")]
     Start(#[from] StartError),
 }
@@ -69,9 +73,6 @@ pub struct Supervisor {
     root: tempfile::TempDir,
     visitors: Mutex<HashMap<VisitorId, Arc<Visitor>>>,
     spares: Mutex<Vec<Arc<Child>>>,
-    /// Places taken by new visitors whose Redis is still starting: counted
-    /// with the children against `--sandbox-max-visitors`.
-    starting: AtomicUsize,
     /// One spare started at a time for a look ([`Supervisor::spare`]), however
     /// many probes ask at once.
     spare_start: tokio::sync::Mutex<()>,
@@ -85,6 +86,9 @@ pub struct Supervisor {
     /// Dropped with the supervisor: its thread ends, and with it every child.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
+
+/// How long a cut batch's Redis has to answer PING before it is replaced.
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
 /// How long a visitor who holds no Redis (they only looked) is remembered.
 const CHILDLESS_IDLE: Duration = Duration::from_secs(300);
@@ -130,7 +134,6 @@ impl Supervisor {
             root,
             visitors: Mutex::default(),
             spares: Mutex::default(),
-            starting: AtomicUsize::new(0),
             spare_start: tokio::sync::Mutex::new(()),
             refill: Notify::new(),
             template,
@@ -156,14 +159,14 @@ impl Supervisor {
 
     /// The id a request goes on with: `id` if it is a visitor's the
     /// supervisor knows, else a new one (so that every id was made here).
-    pub fn admit(&self, id: Option<VisitorId>) -> VisitorId {
+    pub fn admit(&self, id: Option<VisitorId>, from: Option<std::net::IpAddr>) -> VisitorId {
         let mut visitors = self.visitors.lock().expect("visitors lock");
         if let Some(v) = id.and_then(|id| visitors.get(&id).cloned()) {
             v.touch();
             return v.id.clone();
         }
         let id = VisitorId::random();
-        visitors.insert(id.clone(), Arc::new(Visitor::new(id.clone(), self.settings.visitor_batches, self.settings.visitor_sessions)));
+        visitors.insert(id.clone(), Arc::new(Visitor::new(id.clone(), from, self.settings.visitor_batches, self.settings.visitor_sessions)));
         id
     }
 
@@ -185,7 +188,7 @@ impl Supervisor {
     pub async fn checkout(&self, id: &VisitorId) -> Result<Lease, SandboxError> {
         let visitor = {
             let mut visitors = self.visitors.lock().expect("visitors lock");
-            let v = visitors.entry(id.clone()).or_insert_with(|| Arc::new(Visitor::new(id.clone(), self.settings.visitor_batches, self.settings.visitor_sessions)));
+            let v = visitors.entry(id.clone()).or_insert_with(|| Arc::new(Visitor::new(id.clone(), None, self.settings.visitor_batches, self.settings.visitor_sessions)));
             v.clone()
         };
         visitor.touch();
@@ -201,7 +204,7 @@ impl Supervisor {
                 tracing::warn!(cause = exit.cause(), "a sandbox visitor's redis-server ended; the visitor gets a new one");
                 None
             }
-            None => Some(self.make_room()?),
+            None => Some(self.make_room(&visitor)?),
         };
         let child = self.take_child().await?;
         *visitor.child.lock().expect("visitor lock") = Some(child.clone());
@@ -226,8 +229,9 @@ impl Supervisor {
                     _ => {}
                 }
             }
-            // A killed script stops at its next instruction: PING says when.
-            if cause == "script" || !crate::conn::side::answers_ping(child.target(), connect_timeout, Duration::from_millis(500)).await {
+            // A killed script stops at its next instruction: PING says when
+            // (given time: a busy machine runs the child late).
+            if cause == "script" || !settles(child.target(), connect_timeout).await {
                 if child.is_alive() {
                     tracing::warn!(cause, "a sandbox visitor's redis-server did not settle after a cut batch; stopping it");
                     child.process.stop(cause);
@@ -237,15 +241,16 @@ impl Supervisor {
         });
     }
 
-    /// A visitor without a Redis may get one: a place under the cap (after
+    /// A visitor without a Redis may get one: a place under the caps (after
     /// the idle reaper's turn if need be), held until the returned
     /// [`Place`] drops.
-    fn make_room(&self) -> Result<Place<'_>, SandboxError> {
-        if let Some(place) = self.reserve() {
-            return Ok(place);
-        }
+    fn make_room(&self, visitor: &Arc<Visitor>) -> Result<Place, SandboxError> {
+        let full = match self.reserve(visitor) {
+            Ok(place) => return Ok(place),
+            Err(full) => full,
+        };
         self.reap();
-        if let Some(place) = self.reserve() {
+        if let Ok(place) = self.reserve(visitor) {
             return Ok(place);
         }
         let now = Instant::now();
@@ -254,22 +259,31 @@ impl Supervisor {
             .lock()
             .expect("visitors lock")
             .values()
-            .filter(|v| v.child.lock().expect("visitor lock").is_some())
+            .filter(|v| v.holds_place() && (full == Cap::Visitors || v.from == visitor.from))
             .map(|v| (*v.last_seen.lock().expect("visitor lock") + self.settings.idle).saturating_duration_since(now))
             .min()
-            .unwrap_or(self.settings.idle);
-        Err(SandboxError::Full { max: self.settings.max_visitors, retry_after: soonest.max(Duration::from_secs(1)) })
+            .unwrap_or(self.settings.idle)
+            .max(Duration::from_secs(1));
+        Err(match full {
+            Cap::Visitors => SandboxError::Full { max: self.settings.max_visitors, retry_after: soonest },
+            Cap::Address => SandboxError::AddressFull { max: self.settings.visitors_per_address, retry_after: soonest },
+        })
     }
 
-    /// A place under the cap, counting the children held and those still
-    /// starting; checked and taken under the visitors' lock.
-    fn reserve(&self) -> Option<Place<'_>> {
+    /// A place under `--sandbox-max-visitors` and the visitor's address's
+    /// share, counting the places held and those of Redis still starting;
+    /// checked and taken under the visitors' lock. Errors: the cap reached.
+    fn reserve(&self, visitor: &Arc<Visitor>) -> Result<Place, Cap> {
         let visitors = self.visitors.lock().expect("visitors lock");
-        let held = visitors.values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count();
-        (held + self.starting.load(Ordering::Acquire) < self.settings.max_visitors).then(|| {
-            self.starting.fetch_add(1, Ordering::AcqRel);
-            Place(&self.starting)
-        })
+        let held: Vec<&Arc<Visitor>> = visitors.values().filter(|v| v.holds_place()).collect();
+        if held.len() >= self.settings.max_visitors {
+            return Err(Cap::Visitors);
+        }
+        if visitor.from.is_some() && held.iter().filter(|v| v.from == visitor.from).count() >= self.settings.visitors_per_address {
+            return Err(Cap::Address);
+        }
+        visitor.placing.store(true, Ordering::Release);
+        Ok(Place(visitor.clone()))
     }
 
     /// Whether a new visitor can be served now: a spare is ready, or a
@@ -386,12 +400,34 @@ impl Supervisor {
 }
 
 /// A new visitor's place under `--sandbox-max-visitors` while their Redis starts.
-struct Place<'a>(&'a AtomicUsize);
+/// A place taken for a visitor whose Redis is still starting.
+struct Place(Arc<Visitor>);
 
-impl Drop for Place<'_> {
+impl Drop for Place {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.placing.store(false, Ordering::Release);
     }
+}
+
+/// Which cap a new visitor met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cap {
+    Visitors,
+    Address,
+}
+
+/// Whether the Redis at `target` answers PING with anything but an error
+/// (`-BUSY` while a killed script winds down) within [`SETTLE_WAIT`].
+async fn settles(target: &RedisTarget, connect_timeout: Duration) -> bool {
+    let until = Instant::now() + SETTLE_WAIT;
+    while Instant::now() < until {
+        let left = until.saturating_duration_since(Instant::now());
+        if crate::conn::side::answers_ping(target, connect_timeout.min(left), left).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
 }
 
 /// The `unix://` target of a child's socket.

@@ -39,8 +39,13 @@ impl VisitorId {
 /// One visitor as the supervisor keeps them.
 pub struct Visitor {
     pub id: VisitorId,
+    /// Where they came from (an IPv6 address's /64), for the cap on
+    /// visitors per address; `None` when the caller has no address.
+    pub(super) from: Option<std::net::IpAddr>,
     /// Their redis-server, once they ran something; replaced if it died.
     pub(super) child: Mutex<Option<Arc<Child>>>,
+    /// A place is held for them while their first Redis starts.
+    pub(super) placing: std::sync::atomic::AtomicBool,
     /// Their last request, for the idle reaper.
     pub(super) last_seen: Mutex<Instant>,
     /// Batches running now (`--sandbox-visitor-batches` permits).
@@ -53,15 +58,22 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    pub(super) fn new(id: VisitorId, batches: usize, sessions: usize) -> Visitor {
+    pub(super) fn new(id: VisitorId, from: Option<std::net::IpAddr>, batches: usize, sessions: usize) -> Visitor {
         Visitor {
             id,
+            from: from.map(network),
             child: Mutex::new(None),
+            placing: Default::default(),
             last_seen: Mutex::new(Instant::now()),
             batches: Arc::new(Semaphore::new(batches.max(1))),
             sessions: Arc::new(Semaphore::new(sessions.max(1))),
             settling: Arc::default(),
         }
+    }
+
+    /// They hold one of the sandbox's places: a Redis, or one starting.
+    pub(super) fn holds_place(&self) -> bool {
+        self.placing.load(std::sync::atomic::Ordering::Acquire) || self.child.lock().expect("visitor lock").is_some()
     }
 
     pub(super) fn touch(&self) {
@@ -71,6 +83,19 @@ impl Visitor {
     /// Nothing of theirs runs: no batch, no session.
     pub(super) fn is_quiet(&self, batches: usize, sessions: usize) -> bool {
         self.batches.available_permits() == batches.max(1) && self.sessions.available_permits() == sessions.max(1)
+    }
+}
+
+/// The address as one client: an IPv4 address, or an IPv6 address's /64
+/// (one host is given a whole /64).
+pub fn network(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            std::net::IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        std::net::IpAddr::V6(v6) => std::net::IpAddr::V4(v6.to_ipv4_mapped().expect("mapped")),
+        v4 => v4,
     }
 }
 
