@@ -42,10 +42,11 @@ pub struct EmbeddedConfig {
     #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = 5000)]
     pub embedded_busy_reply_threshold_ms: u64,
 
-    /// ACL users made at start (`pipelab serve` generates them: the
-    /// sandbox's and the read-only tokens'; passwords only as hashes).
+    /// redis-server arguments that make ACL users at start (`--user name
+    /// rule…`: `pipelab serve` generates them, `crate::acl`; passwords
+    /// only as hashes).
     #[arg(skip)]
-    pub users: Option<crate::sandbox::acl::Users>,
+    pub acl_args: Vec<String>,
 }
 
 impl Default for EmbeddedConfig {
@@ -54,7 +55,7 @@ impl Default for EmbeddedConfig {
             embedded_maxmemory: 256 << 20,
             embedded_maxmemory_policy: "noeviction".into(),
             embedded_busy_reply_threshold_ms: 5000,
-            users: None,
+            acl_args: Vec::new(),
         }
     }
 }
@@ -71,7 +72,7 @@ impl EmbeddedConfig {
         ]
         .into_iter()
         .flat_map(|(k, v)| [k.to_string(), v])
-        .chain(self.users.iter().flat_map(|u| u.server_args()))
+        .chain(self.acl_args.iter().cloned())
         .collect()
     }
 }

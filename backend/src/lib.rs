@@ -4,6 +4,7 @@
 //! telemetry, and the embedded redis-server; shared by the `pipelab` binary
 //! (the CLI) and the integration tests.
 
+pub mod acl;
 pub mod api;
 pub mod cluster;
 pub mod commands;

@@ -2,8 +2,8 @@
 //! pipelab's ACL users, through the in-process router: two visitors (two
 //! cookies) and the hostile suite, each case trying to reach another
 //! visitor's key or the server; Redis is checked directly afterwards with
-//! a client of its own. Also the ACL users as a second wall (the executor
-//! called directly as the read-only and the sandbox user) and protected mode.
+//! a client of its own. Also the sandbox user as a second wall (the executor
+//! called directly as it) and protected mode.
 
 mod api_harness;
 mod api_inproc;
@@ -354,17 +354,6 @@ async fn sandbox_batches_get_the_servers_counts() {
     }
 }
 
-/// The same for a read-only token's batch (the read-only user may not run `INFO` either).
-#[tokio::test]
-async fn readonly_batches_get_the_servers_counts() {
-    let (_redis, app) = readonly_app();
-    let body = json!({"text": "GET k\nGET k", "server_stats": true}).to_string();
-    let (status, _, body) = app.respond(readonly_request("/api/v1/batch", body)).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let body: Json = serde_json::from_slice(&body).unwrap();
-    assert!(body["summary"]["server"]["calls"].as_u64().is_some_and(|n| n >= 2), "{}", body["summary"]);
-}
-
 #[tokio::test]
 async fn info_says_the_sandbox_is_on() {
     let (_redis, app, _) = start(7, 1 << 20, &[]);
@@ -388,15 +377,6 @@ async fn redis_refuses_what_slips_past_pipelab() {
     let redis = RedisServer::start_with(&args);
     let base = RedisTarget::parse(&redis.url).unwrap();
     redis.cmd_str(&["SET", "k", "v"]);
-    let ro = users.readonly.target(&base);
-    let report = execute(&ro, &common::batch(Mode::Pipeline, &["GET k", "SET k w", "DEL k", "FLUSHALL", "EVAL \"return 1\" 0", "EVAL_RO \"return redis.call('GET', KEYS[1])\" 1 k"]), &exec_opts()).await.unwrap();
-    let r: Vec<&Value> = report.results.iter().map(|r| r.reply.as_ref().unwrap()).collect();
-    assert_eq!(r[0], &Value::Bulk(b"v".to_vec()));
-    for (i, reply) in r.iter().enumerate().skip(1).take(4) {
-        let msg = String::from_utf8_lossy(reply.error_message().unwrap_or_else(|| panic!("{i}: {reply:?}"))).into_owned();
-        assert!(msg.starts_with("NOPERM"), "{i}: {msg}");
-    }
-    assert_eq!(r[5], &Value::Bulk(b"v".to_vec()));
     let sandbox = users.sandbox.target(&base);
     let report = execute(&sandbox, &common::batch(Mode::Pipeline, &["GET k", "SET sbx:{x}:k 1", "CONFIG GET *", "PUBLISH c m", "SELECT 1", "FLUSHALL"]), &exec_opts()).await.unwrap();
     let r: Vec<&Value> = report.results.iter().map(|r| r.reply.as_ref().unwrap()).collect();
@@ -405,30 +385,6 @@ async fn redis_refuses_what_slips_past_pipelab() {
         assert!(String::from_utf8_lossy(reply.error_message().unwrap()).starts_with("NOPERM"), "{reply:?}");
     }
     assert_eq!(bulk(&redis.cmd_str(&["GET", "k"])).as_deref(), Some("v"));
-}
-
-/// A redis-server with pipelab's users, and the app (no sandbox) with a
-/// full token and the read-only token `ro-token` on it.
-fn readonly_app() -> (RedisServer, App) {
-    let users = Users::generate();
-    let args = users.server_args();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let redis = RedisServer::start_with(&args);
-    let app = App::configured(&redis.url, &[], PathBuf::from("/nonexistent"), move |s| {
-        s.configure(pipelab::api::auth::Auth::new(&["full-token"], &["ro-token"]).unwrap(), Default::default()).with_sandbox(None, Some(&users))
-    });
-    (redis, app)
-}
-
-/// POST `body` to `path` with the read-only token.
-fn readonly_request(path: &str, body: String) -> Request<Body> {
-    Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::AUTHORIZATION, "Bearer ro-token")
-        .body(Body::from(body))
-        .unwrap()
 }
 
 /// Protected mode: a public address with no token and no --sandbox is
@@ -449,20 +405,6 @@ fn protected_mode_refuses_to_start() {
     for flag in ["--token", "--sandbox", "--allow-unauthenticated"] {
         assert!(lines[0].contains(flag), "{stderr}");
     }
-}
-
-/// A read-only token's batch runs on the read-only user's pool (seen in
-/// Redis's CLIENT LIST: the pooled connection's user).
-#[tokio::test]
-async fn readonly_tokens_run_as_the_readonly_user() {
-    let (redis, app) = readonly_app();
-    redis.cmd_str(&["SET", "k", "v"]);
-    let (status, _, body) = app.respond(readonly_request("/api/v1/batch", r#"{"text": "GET k"}"#.into())).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let body: Json = serde_json::from_slice(&body).unwrap();
-    assert_eq!(body["results"][0]["reply"]["value"], "v");
-    let clients = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
-    assert!(clients.lines().any(|l| l.contains("user=pipelab-readonly")), "{clients}");
 }
 
 /// `pipelab serve --sandbox` with its own redis-server: the ACL users exist
@@ -663,21 +605,4 @@ async fn sandbox_sessions_need_the_acl_users() {
     assert_eq!((s, r["error"]["code"].as_str()), (403, Some("sandbox_refused")), "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("--redis"), "{r}");
     assert_eq!(app.state.sessions.len(), 0);
-}
-
-/// A read-only token's session runs as the read-only user too (seen in
-/// Redis's CLIENT LIST: the session's connection is the only one), so a
-/// write that slipped past pipelab would get NOPERM there as well.
-#[tokio::test]
-async fn readonly_sessions_run_as_the_readonly_user() {
-    let (redis, app) = readonly_app();
-    let req = readonly_request;
-    let (status, _, body) = app.respond(req("/api/v1/sessions", "{}".into())).await;
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    let id = serde_json::from_slice::<Json>(&body).unwrap()["id"].as_str().unwrap().to_string();
-    let before = bulk(&redis.cmd_str(&["CLIENT", "LIST"])).unwrap();
-    let session: Vec<&str> = before.lines().filter(|l| !l.contains("cmd=client|list")).collect();
-    assert!(session.len() == 1 && session[0].contains("user=pipelab-readonly"), "{before}");
-    let (status, _, body) = app.respond(req("/api/v1/batch", json!({"session": id, "commands": [["GET", "k"]]}).to_string())).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
 }

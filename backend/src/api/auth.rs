@@ -355,16 +355,9 @@ pub fn readonly_check(access: Access, table: &crate::commands::Table, commands: 
     if !access.read_only() {
         return Ok(());
     }
-    match commands.iter().position(|argv| !table.allows_readonly(argv)) {
+    match commands.iter().enumerate().find_map(|(i, argv)| Some((i, table.readonly_refusal(argv)?))) {
         None => Ok(()),
-        Some(i) => {
-            let name = String::from_utf8_lossy(commands.get(i).name().unwrap_or_default()).to_uppercase();
-            Err(ApiError::field(
-                ApiCode::ReadonlyToken,
-                format!("commands[{i}]"),
-                format!("{name} is refused: a read-only token runs only commands the server flags readonly and whose key specs do not write; nothing was sent"),
-            ))
-        }
+        Some((i, why)) => Err(ApiError::field(ApiCode::ReadonlyToken, format!("commands[{i}]"), format!("{why}; nothing was sent"))),
     }
 }
 

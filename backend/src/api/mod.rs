@@ -87,9 +87,15 @@ pub struct Inner {
     pub upstash: crate::upstash::Settings,
     /// `--sandbox`: each visitor's keys in a namespace of their own ([`crate::sandbox`]).
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
-    /// A pool per Redis ACL user, where pipelab manages the Redis
-    /// (`crate::sandbox::acl`); `None`: every batch on [`Inner::pool`].
+    /// The sandbox user's pool, where pipelab manages the Redis
+    /// (`crate::sandbox::acl`); `None`: sandbox batches on [`Inner::pool`].
     pub pools: Option<crate::sandbox::run::Pools>,
+    /// Where pipelab manages the Redis ([`crate::acl`]): the read-only
+    /// user's pool (read-only tokens' batches) and the default user's
+    /// (operator tokens' batches, pipelab's own ACL SETUSER), while
+    /// [`Inner::pool`] is the batch user's. `None`: [`Inner::pool`].
+    pub readonly: Option<Arc<Pool>>,
+    pub admin: Option<Arc<Pool>>,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -135,6 +141,8 @@ impl AppState {
             upstash: Default::default(),
             sandbox: None,
             pools: None,
+            readonly: None,
+            admin: None,
             live: Default::default(),
             rate: Default::default(),
         }))
@@ -164,23 +172,51 @@ impl AppState {
     pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
         let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
         inner.auth = auth;
-        // The Upstash routes' CORS origins pass the request guards too.
+        // The Upstash routes' CORS origins pass the request guards there.
         let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
         let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
-        inner.guard = Arc::new((*inner.guard).clone().with_origins(origins.into_iter().chain(any)));
+        inner.guard = Arc::new((*inner.guard).clone().with_upstash_origins(origins.into_iter().chain(any)));
         inner.upstash = upstash;
         self
     }
 
-    /// The sandbox (with `--sandbox`) and the embedded Redis's ACL users
-    /// (their pools: read-only tokens' and sandbox batches run as them);
-    /// called once, before the state is shared.
+    /// The sandbox (with `--sandbox`) and the embedded Redis's sandbox user
+    /// (its pool: sandbox batches run as it); called once, before the
+    /// state is shared.
     pub fn with_sandbox(mut self, sandbox: Option<crate::sandbox::Sandbox>, users: Option<&crate::sandbox::acl::Users>) -> Self {
+        let config = self.sibling_config();
         let inner = Arc::get_mut(&mut self.0).expect("with_sandbox before the state is shared");
-        let config = PoolConfig { max_idle: inner.limits.max_concurrent_batches.clamp(1, 64), share: inner.limits.shared_connections, ..PoolConfig::default() };
         inner.pools = users.map(|u| crate::sandbox::run::Pools::new(&inner.pool, u, config));
         inner.sandbox = sandbox.map(Arc::new);
         self
+    }
+
+    /// The embedded Redis's users ([`crate::acl`]; the state's target is
+    /// the batch user's already): the read-only user's pool, and `admin`
+    /// (the default user's target) for operators and pipelab's own work;
+    /// called once, before the state is shared.
+    pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
+        let config = self.sibling_config();
+        let inner = Arc::get_mut(&mut self.0).expect("with_users before the state is shared");
+        let base = inner.pool.target().clone();
+        inner.readonly = Some(inner.pool.sibling(users.readonly.target(&base), config.clone()));
+        inner.admin = Some(inner.pool.sibling(admin, config));
+        self
+    }
+
+    fn sibling_config(&self) -> PoolConfig {
+        PoolConfig { max_idle: self.limits.max_concurrent_batches.clamp(1, 64), share: self.limits.shared_connections, ..PoolConfig::default() }
+    }
+
+    /// The pool of read-only tokens' batches.
+    pub fn readonly_pool(&self) -> &Arc<Pool> {
+        self.readonly.as_ref().unwrap_or(&self.pool)
+    }
+
+    /// The pool of operator tokens' batches and of pipelab's own commands
+    /// that need the Redis's admin rights.
+    pub fn admin_pool(&self) -> &Arc<Pool> {
+        self.admin.as_ref().unwrap_or(&self.pool)
     }
 
     /// A serving runtime other than the caller's, in turn (the caller's if

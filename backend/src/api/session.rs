@@ -262,10 +262,11 @@ pub async fn create(
 
 /// The Redis user a session's connection runs as: in the sandbox the
 /// visitor's own (made now), for a read-only token the read-only user
-/// where pipelab has one (`sandbox::run::Pools`), else the server's.
+/// and for an operator the admin user where pipelab has them
+/// (`crate::acl`), else the server's.
 /// Errors: 403 `sandbox_refused` (the sandbox without ACL users).
 async fn target(state: &AppState, access: Access, ns: Option<&Namespace>) -> Result<RedisTarget, ApiError> {
-    match (&state.sandbox, ns, &state.pools) {
+    match (&state.sandbox, ns, access) {
         (Some(_), Some(ns), _) => crate::sandbox::run::session_target(state, ns)
             .await
             .ok_or_else(|| {
@@ -276,7 +277,8 @@ async fn target(state: &AppState, access: Access, ns: Option<&Namespace>) -> Res
                 )
             }),
         (Some(_), None, _) => Err(ApiError::new(ApiCode::SandboxRefused, "a sandbox session needs the visitor's namespace (its cookie)")),
-        (None, _, Some(pools)) if access.read_only() => Ok(pools.readonly.target().clone()),
+        (None, _, Access::ReadOnly) => Ok(state.readonly_pool().target().clone()),
+        (None, _, Access::Operator) => Ok(state.admin_pool().target().clone()),
         (None, _, _) => Ok(state.target.clone()),
     }
 }

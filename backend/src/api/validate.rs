@@ -186,7 +186,8 @@ impl Prepared {
         }
         let mut runs_as = match rules.access {
             crate::commands::Access::ReadOnly => RunsAs::ReadOnly,
-            _ => RunsAs::Server,
+            crate::commands::Access::Operator => RunsAs::Operator,
+            crate::commands::Access::Full => RunsAs::Server,
         };
         if let Some((ns, _)) = &rules.sandbox {
             // Every key into the visitor's namespace (`crate::sandbox`).

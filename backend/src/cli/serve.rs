@@ -37,11 +37,14 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         eprintln!("pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    // The embedded Redis gets ACL users (the sandbox's, the read-only
-    // tokens'): a second wall behind pipelab's own rules.
+    // The embedded Redis gets ACL users (the batches', the read-only
+    // tokens', the sandbox's): a second wall behind pipelab's own rules,
+    // the only one a script's `redis.call` meets.
+    let allow = pipelab::commands::Allow { migrate: cfg.allow_migrate };
     let mut embedded_cfg = cfg.embedded.clone();
-    if cfg.redis.is_none() {
-        embedded_cfg.users = Some(pipelab::sandbox::acl::Users::generate());
+    let users = cfg.redis.is_none().then(|| (pipelab::acl::Users::generate(allow), pipelab::sandbox::acl::Users::generate()));
+    if let Some((shared, sandbox)) = &users {
+        embedded_cfg.acl_args = [shared.server_args(), sandbox.server_args()].concat();
     }
 
     // Its own supervisor thread starts it, and restarts it should it die.
@@ -55,6 +58,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         },
         None => match Supervised::start(&cfg.redis_server, &embedded_cfg) {
             Ok(child) => {
+                // Batches run as the batch user; the default user is pipelab's own.
                 let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
                 (target, RedisSource::Embedded, Some(child))
@@ -70,7 +74,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, target, source, threads, access, embedded_cfg.users.as_ref());
+    let code = serve_on_threads(&cfg, target, source, threads, access, users.as_ref());
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -106,7 +110,7 @@ fn serve_on_threads(
     source: RedisSource,
     threads: usize,
     access: (pipelab::api::auth::Auth, pipelab::upstash::Settings, pipelab::api::rate::RateLimits),
-    users: Option<&pipelab::sandbox::acl::Users>,
+    users: Option<&(pipelab::acl::Users, pipelab::sandbox::acl::Users)>,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -137,11 +141,17 @@ fn serve_on_threads(
     let state = {
         let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
-        AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+        let batches = users.map_or_else(|| target.clone(), |(shared, _)| shared.batches.target(&target));
+        let mut state = AppState::new(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles)
             .with_guard(Policy::new(&cfg.guard, Some(local)))
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
-            .configure(access.0, access.1)
-            .with_sandbox(cfg.sandbox.sandbox.then(|| pipelab::sandbox::Sandbox::new(cfg.sandbox.clone(), users.cloned())), users)
+            .configure(access.0, access.1);
+        if let Some((shared, _)) = users {
+            state = state.with_users(shared, target.clone());
+        }
+        let sandbox_users = users.map(|(_, sandbox)| sandbox);
+        state
+            .with_sandbox(cfg.sandbox.sandbox.then(|| pipelab::sandbox::Sandbox::new(cfg.sandbox.clone(), sandbox_users.cloned())), sandbox_users)
             .with_rate(access.2)
     };
     if cfg.sandbox.sandbox {
@@ -152,6 +162,11 @@ fn serve_on_threads(
             acl_users = users.is_some(),
             "sandbox on: each visitor's keys in a namespace of their own"
         );
+    }
+    if users.is_none() {
+        // `--redis`: pipelab cannot make the user; it tells what scripts could reach.
+        let (pool, allow, wait) = (state.pool.clone(), pipelab::commands::Allow { migrate: cfg.allow_migrate }, cfg.limits.connect_timeout());
+        first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
     }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);

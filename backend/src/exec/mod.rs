@@ -399,7 +399,7 @@ pub struct Plan {
 }
 
 /// Whose batch this is, for the API's choice of connection (a pool per
-/// Redis ACL user, `crate::sandbox::acl`). The executor never reads it.
+/// Redis ACL user, `crate::acl`, `crate::sandbox::acl`). The executor never reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum RunsAs {
     /// pipelab's own connection (the target's user).
@@ -407,6 +407,9 @@ pub enum RunsAs {
     Server,
     /// A read-only token's batch.
     ReadOnly,
+    /// An operator token's batch (the Redis's admin user, where pipelab
+    /// manages the Redis: `crate::acl`).
+    Operator,
     /// A sandbox visitor's batch: its keys were rewritten under this
     /// prefix (`sbx:{id}:`).
     Sandbox(std::sync::Arc<str>),

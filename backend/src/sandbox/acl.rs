@@ -10,10 +10,9 @@
 //!   key permissions of every command a script calls, so a script that
 //!   builds another visitor's key name in Lua gets NOPERM. Deleted with
 //!   `ACL DELUSER` once the namespace is idle past the sandbox TTL.
-//! - [`READONLY_USER`]: read-only tokens' batches (`api::auth`); only
-//!   `@read` (and EVAL_RO, EVALSHA_RO, FCALL_RO) on any key.
 //!
-//! Passwords are 256 random bits made at start-up (a visitor's: an HMAC of
+//! (The shared service's users, full-access and read-only, are
+//! [`crate::acl`]'s.) Passwords are 256 random bits made at start-up (a visitor's: an HMAC of
 //! its id under a start-up secret), held in memory only and never logged;
 //! redis-server gets only their SHA-256 (`#…` in the `user` directive), so
 //! not even its command line shows them.
@@ -21,12 +20,10 @@
 use ring::hmac;
 
 use super::Namespace;
-use crate::conn::RedisTarget;
+use crate::acl::{hex, random_hex, Credentials};
 
 /// The user of sandbox batches.
 pub const SANDBOX_USER: &str = "pipelab-sandbox";
-/// The user of read-only tokens' batches.
-pub const READONLY_USER: &str = "pipelab-readonly";
 
 /// The commands a sandbox user may run: the data types, transactions,
 /// scripts and the connection's own commands, less everything `@admin`,
@@ -41,47 +38,10 @@ pub const SANDBOX_RULES: &[&str] = &[
     "-script|kill", "-script|debug",
 ];
 
-/// The commands the read-only user may run.
-pub const READONLY_RULES: &[&str] = &["-@all", "+@read", "+@connection", "-@admin", "+eval_ro", "+evalsha_ro", "+fcall_ro"];
-
-/// A user's name and password. `Debug` never shows the password.
-#[derive(Clone)]
-pub struct Credentials {
-    pub user: String,
-    password: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Credentials {{ user: {:?}, password: <redacted> }}", self.user)
-    }
-}
-
-impl Credentials {
-    /// `base` (the server's target) as this user.
-    pub fn target(&self, base: &RedisTarget) -> RedisTarget {
-        RedisTarget { username: Some(self.user.clone()), password: Some(self.password.clone()), ..base.clone() }
-    }
-
-    /// `#` and the SHA-256 of the password in hex, as ACL rules take it.
-    fn hashed(&self) -> String {
-        let d = ring::digest::digest(&ring::digest::SHA256, self.password.as_bytes());
-        format!("#{}", hex(d.as_ref()))
-    }
-
-    /// The ACL rules that make this user (`user` directive / `ACL SETUSER`).
-    fn rules(&self, keys: &str, commands: &[&str]) -> Vec<String> {
-        let mut out = vec!["reset".to_string(), "on".into(), self.hashed(), format!("~{keys}"), "resetchannels".into()];
-        out.extend(commands.iter().map(|c| c.to_string()));
-        out
-    }
-}
-
 /// The users of one embedded Redis.
 #[derive(Clone, Debug)]
 pub struct Users {
     pub sandbox: Credentials,
-    pub readonly: Credentials,
     /// Visitors' passwords are HMACs of their ids under this key.
     secret: Secret,
 }
@@ -95,51 +55,30 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-fn random_hex() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 32];
-    ring::rand::SystemRandom::new().fill(&mut bytes).expect("the system's random generator");
-    hex(&bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Users {
     /// New users with fresh random passwords.
     pub fn generate() -> Users {
         let key = hmac::Key::new(hmac::HMAC_SHA256, random_hex().as_bytes());
-        Users {
-            sandbox: Credentials { user: SANDBOX_USER.into(), password: random_hex() },
-            readonly: Credentials { user: READONLY_USER.into(), password: random_hex() },
-            secret: Secret(key),
-        }
+        Users { sandbox: Credentials::random(SANDBOX_USER), secret: Secret(key) }
     }
 
-    /// redis-server arguments that create the shared users at start
-    /// (`--user name rule…`, once per user; passwords only as hashes).
+    /// redis-server arguments that create the sandbox user at start
+    /// (`--user name rule…`; its password only as a hash).
     pub fn server_args(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (c, keys, rules) in [(&self.sandbox, "sbx:*", SANDBOX_RULES), (&self.readonly, "*", READONLY_RULES)] {
-            out.push("--user".to_string());
-            out.push(c.user.clone());
-            out.extend(c.rules(keys, rules).into_iter().skip(1)); // a new user needs no `reset`
-        }
-        out
+        self.sandbox.server_args("sbx:*", None, SANDBOX_RULES)
     }
 
     /// The visitor's own user.
     pub fn visitor(&self, ns: &Namespace) -> Credentials {
         let tag = hmac::sign(&self.secret.0, ns.id().as_bytes());
-        Credentials { user: format!("pipelab-sbx-{}", ns.id()), password: hex(tag.as_ref()) }
+        Credentials::new(format!("pipelab-sbx-{}", ns.id()), hex(tag.as_ref()))
     }
 
     /// `ACL SETUSER` for the visitor's own user (idempotent: `reset` first).
     pub fn setuser_argv(&self, ns: &Namespace) -> Vec<Vec<u8>> {
         let c = self.visitor(ns);
         let mut argv = vec![b"ACL".to_vec(), b"SETUSER".to_vec(), c.user.clone().into_bytes()];
-        argv.extend(c.rules(&ns.pattern(), SANDBOX_RULES).into_iter().map(String::into_bytes));
+        argv.extend(c.rules(&ns.pattern(), None, SANDBOX_RULES).into_iter().map(String::into_bytes));
         argv
     }
 
@@ -156,12 +95,11 @@ mod tests {
     #[test]
     fn passwords_never_show() {
         let users = Users::generate();
-        let args = users.server_args().join(" ");
-        assert!(!args.contains(&users.sandbox.password) && !args.contains(&users.readonly.password));
-        assert!(!format!("{users:?}").contains(&users.sandbox.password));
         let ns = Namespace::random();
-        assert_eq!(users.visitor(&ns).password, users.visitor(&ns).password, "derived, not stored");
-        assert_ne!(users.visitor(&ns).password, users.visitor(&Namespace::random()).password);
+        let visitor = format!("{:?}", users.visitor(&ns));
+        assert_eq!(visitor, format!("{:?}", users.visitor(&ns)), "derived, not stored");
+        assert!(visitor.contains("redacted"));
+        assert_ne!(users.setuser_argv(&ns), users.setuser_argv(&Namespace::random()));
         let set = users.setuser_argv(&ns);
         assert!(set.iter().any(|a| a == format!("~sbx:{{{}}}:*", ns.id()).as_bytes()));
     }

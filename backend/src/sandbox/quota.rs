@@ -169,7 +169,7 @@ pub async fn side(state: &AppState, commands: Commands) -> Option<Vec<resp::Valu
         commands: None,
         cancel: None,
     };
-    let report = execute_pooled(&state.pool, &batch, &opts).await.ok()?;
+    let report = execute_pooled(state.admin_pool(), &batch, &opts).await.ok()?;
     report.results.into_iter().map(|r| (r.status != Status::NotSent && r.status != Status::Unknown).then_some(r.reply).flatten()).collect()
 }
 

@@ -18,20 +18,15 @@ use super::acl::Users;
 use super::reply::Unprefix;
 use super::{quota, Namespace};
 
-/// A pool per Redis ACL user pipelab runs batches as (siblings of the
-/// server's pool: same Redis, same command table).
+/// The sandbox user's pool (a sibling of the server's pool: same Redis,
+/// same command table).
 pub struct Pools {
     pub sandbox: Arc<Pool>,
-    pub readonly: Arc<Pool>,
 }
 
 impl Pools {
     pub fn new(server: &Pool, users: &Users, config: PoolConfig) -> Pools {
-        let target = server.target();
-        Pools {
-            sandbox: server.sibling(users.sandbox.target(target), config.clone()),
-            readonly: server.sibling(users.readonly.target(target), config),
-        }
+        Pools { sandbox: server.sibling(users.sandbox.target(server.target()), config) }
     }
 }
 
@@ -57,7 +52,8 @@ pub async fn execute_into<K: ResultSink>(state: &AppState, batch: &Batch, opts: 
         (RunsAs::Server, On::Pool) => execute_pooled_into(&state.pool, batch, opts, sink).await,
         // summary.server's INFO readings on the server's own connection: the
         // read-only user may not run INFO.
-        (RunsAs::ReadOnly, On::Pool) => execute_pooled_probed_into(state.pools.as_ref().map_or(&state.pool, |p| &p.readonly), &state.pool, batch, opts, sink).await,
+        (RunsAs::ReadOnly, On::Pool) => execute_pooled_probed_into(state.readonly_pool(), &state.pool, batch, opts, sink).await,
+        (RunsAs::Operator, On::Pool) => execute_pooled_into(state.admin_pool(), batch, opts, sink).await,
     }
 }
 
