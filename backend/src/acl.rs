@@ -23,7 +23,7 @@
 //! Where it does not (`--redis`), [`lua_reachable`] tells at start which
 //! commands pipelab refuses its user could still run from a script, for
 //! `pipelab serve` to warn with the rule to apply
-//! ([`rule_to_apply`], docs/deploy.md#the-redis-user).
+//! ([`rule_to_apply`], docs/security.md#the-redis-user).
 //!
 //! Passwords are 256 random bits made at start-up, held in memory only and
 //! never logged; redis-server gets only their SHA-256 (`#…` in the `user`
@@ -194,14 +194,14 @@ pub async fn warn_if_scripts_reach_refused(pool: &crate::exec::Pool, allow: Allo
         Err(e) => Err(e),
     };
     match checked {
-        Ok(reachable) if reachable.is_empty() => tracing::debug!(%user, "the Redis user may run none of the commands pipelab refuses"),
+        Ok(reachable) if reachable.is_empty() => tracing::info!(%user, "the Redis user may run none of the commands pipelab refuses"),
         Ok(reachable) => tracing::warn!(
             "the Redis user {user:?} may run commands that pipelab refuses, and a script (EVAL, FCALL) can call them: {}; \
-             to keep scripts from them, run on Redis: {} (docs/deploy.md#the-redis-user)",
+             to keep scripts from them, run on Redis: {} (docs/security.md#the-redis-user)",
             reachable.join(", "),
             rule_to_apply(&user, allow)
         ),
-        Err(e) => tracing::warn!(%user, "could not check which commands the Redis user may run ({e}); see docs/deploy.md#the-redis-user"),
+        Err(e) => tracing::warn!(%user, "could not check which commands the Redis user may run ({e}); see docs/security.md#the-redis-user"),
     }
 }
 

@@ -79,6 +79,8 @@ pub struct Inner {
     pub guard: Arc<guard::Policy>,
     /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
     pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Script kills in flight ([`busy::Kills`]): batches wait for them.
+    pub kills: busy::Kills,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
     /// The tokens requests need (none: open); see [`auth`].
@@ -136,6 +138,7 @@ impl AppState {
             next_runtime: Default::default(),
             guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
             busy_since: Default::default(),
+            kills: Default::default(),
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),

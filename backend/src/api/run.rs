@@ -140,6 +140,16 @@ async fn run_limited_on<K: ResultSink>(
             })?
             .expect("the semaphore is never closed"),
     };
+    // A script a cut batch left is being killed: Redis would answer BUSY.
+    if state.kills.wait(deadline).await.is_err() {
+        return Err(ApiError::new(
+            ApiCode::Busy,
+            format!(
+                "Redis stayed busy running a script of a cut batch, which pipelab is killing, for {} ms; nothing was sent; try again",
+                limits.batch_timeout_ms
+            ),
+        ));
+    }
     let opts = ExecOptions {
         connect_timeout: limits.connect_timeout(),
         read_timeout: limits.batch_timeout(),

@@ -1,0 +1,138 @@
+//! The shared service as an attacker tries it, on the real `pipelab serve`
+//! (its embedded Redis, its start-up checks, its accept loop): what a
+//! script can reach, a script that never ends, fair shares per client,
+//! the memory of responses, and the start-up warnings.
+
+mod api_harness;
+mod common;
+
+use std::time::{Duration, Instant};
+
+use api_harness::{serve_command, wait_for, Pipelab};
+use common::RedisServer;
+use serde_json::{json, Value as Json};
+
+/// `pipelab serve` with its own redis-server and `args`.
+fn embedded(args: &[&str]) -> Pipelab {
+    let (cmd, port) = serve_command(args);
+    Pipelab::spawn(cmd, port)
+}
+
+/// POST `commands` to /api/v1/batch with `token` (none: no header); status and body.
+async fn batch(api: &Pipelab, token: Option<&str>, commands: Json) -> (u16, Json) {
+    let client = reqwest::Client::new();
+    let mut req = client.post(format!("{}/api/v1/batch", api.base)).header("content-type", "application/json");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let res = req.body(json!({"commands": commands}).to_string()).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+fn error_of(result: &Json) -> String {
+    result["reply"]["value"].as_str().unwrap_or_default().to_string()
+}
+
+/// On the Redis pipelab manages, a script runs as the batch user, which
+/// lacks what the API refuses: MIGRATE (a copy to another server, a port
+/// scanner) and SLOWLOG GET (other clients' arguments) from Lua are
+/// refused by Redis; ordinary commands from Lua run; an operator token still reads
+/// CONFIG (its batches run as the default user).
+#[tokio::test]
+async fn scripts_cannot_reach_what_the_api_refuses_on_the_embedded_redis() {
+    let other = RedisServer::start();
+    let api = embedded(&["--token", "full", "--operator-token", "op"]);
+    let closed = common::free_port().to_string();
+    let migrate = "return redis.call('MIGRATE','127.0.0.1',ARGV[1],KEYS[1],'0','1000','COPY')";
+    let (status, body) = batch(
+        &api,
+        Some("full"),
+        json!([
+            ["SET", "k", "v"],
+            ["EVAL", migrate, "1", "k", other.port.to_string()],
+            ["EVAL", migrate, "1", "k", closed],
+            ["EVAL", "return redis.call('SLOWLOG','GET','5')", "0"],
+            ["EVAL", "return redis.call('SET','from-lua','1')", "0"],
+            ["GET", "from-lua"]
+        ]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let results = &body["results"];
+    for i in 1..=3 {
+        assert_eq!(results[i]["status"], "error", "{i}: {body}");
+        assert!(error_of(&results[i]).contains("user executing the script can't run this command"), "{i}: {body}");
+    }
+    assert_eq!(results[4]["status"], "ok", "{body}");
+    assert_eq!(results[5]["reply"]["value"], "1", "{body}");
+    assert_eq!(other.cmd_str(&["EXISTS", "k"]), resp::Value::Integer(0), "MIGRATE copied the key");
+    let (status, body) = batch(&api, Some("op"), json!([["CONFIG", "GET", "maxmemory"]])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][0]["status"], "ok", "{body}");
+}
+
+/// With `--allow-migrate` the batch user may MIGRATE, from Lua too.
+#[tokio::test]
+async fn allow_migrate_reaches_scripts_too() {
+    let other = RedisServer::start();
+    let api = embedded(&["--allow-migrate"]);
+    let migrate = "return redis.call('MIGRATE','127.0.0.1',ARGV[1],KEYS[1],'0','1000','COPY')";
+    let (status, body) = batch(&api, None, json!([["SET", "k", "v"], ["EVAL", migrate, "1", "k", other.port.to_string()]])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][1]["status"], "ok", "{body}");
+    assert_eq!(other.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"v".to_vec()));
+}
+
+/// With `--redis`, pipelab cannot make its user: it checks at start what
+/// scripts could reach as it and warns with the ACL rule to apply; a user
+/// restricted by that rule gets no warning.
+#[tokio::test]
+async fn serve_with_redis_warns_what_scripts_could_reach() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    wait_for(10, "the start-up check's warning", || api.stderr().contains("ACL SETUSER default -@admin -migrate"));
+    let stderr = api.stderr();
+    for name in ["MIGRATE", "SLOWLOG GET", "docs/security.md"] {
+        assert!(stderr.contains(name), "{name}: {stderr}");
+    }
+    let restricted = RedisServer::start_with(&["--user", "pl", "on", ">pw", "~*", "&*", "+@all", "-@admin", "-migrate"]);
+    let url = format!("redis://pl:pw@127.0.0.1:{}", restricted.port);
+    let api = Pipelab::start(&url, &[]);
+    wait_for(10, "the start-up check", || api.stderr().contains("may run none of the commands pipelab refuses"));
+    assert!(!api.stderr().contains("ACL SETUSER"), "{}", api.stderr());
+    assert_eq!(batch(&api, None, json!([["SET", "k", "v"]])).await.0, 200);
+}
+
+/// A cut batch's endless script is killed at once on the Redis pipelab
+/// manages (its busy threshold is low), and the next batch, of another
+/// client, waits for the kill instead of getting BUSY.
+#[tokio::test]
+async fn the_next_batch_after_a_cut_script_runs() {
+    let api = embedded(&["--batch-timeout-ms", "3000"]);
+    let (status, body) = batch(&api, None, json!([["EVAL", "while true do end", "0"]])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][0]["status"], "unknown", "{body}");
+    let t0 = Instant::now();
+    let (status, body) = batch(&api, None, json!([["SET", "after", "1"], ["GET", "after"]])).await;
+    assert_eq!(status, 200, "{body}");
+    for r in body["results"].as_array().unwrap() {
+        assert_eq!(r["status"], "ok", "{body}");
+    }
+    // Before, it waited for Redis's default threshold (5 s, 2 s past the cut) and got BUSY.
+    assert!(t0.elapsed() < Duration::from_millis(1500), "the next batch waited {:?}", t0.elapsed());
+}
+
+/// With `--redis` (its busy threshold is the operator's), the next batch
+/// waits for the kill to land rather than get BUSY.
+#[tokio::test]
+async fn the_next_batch_waits_for_the_kill_with_redis() {
+    // The kill lands a second after the cut: the next batch, sent at the cut, waits that long.
+    let redis = RedisServer::start_with(&["--busy-reply-threshold", "3000"]);
+    let api = Pipelab::start(&redis.url, &["--batch-timeout-ms", "2000"]);
+    let (status, body) = batch(&api, None, json!([["EVAL", "while true do end", "0"]])).await;
+    assert_eq!((status, body["results"][0]["status"].as_str()), (200, Some("unknown")), "{body}");
+    let (status, body) = batch(&api, None, json!([["SET", "after", "1"]])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][0]["status"], "ok", "{body}");
+}
