@@ -284,3 +284,73 @@ async fn redis_refuses_the_readonly_user_what_slips_past_pipelab() {
     assert_eq!(r[5], &resp::Value::Bulk(b"v".to_vec()));
     assert_eq!(r[8], &resp::Value::Array(vec![resp::Value::Bulk(b"v".to_vec())]), "{r:?}");
 }
+
+// Fair shares.
+
+fn with_token(method: &str, path: &str, token: &str, body: String) -> Request<Body> {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// One client (a token) cannot open every session: past its share it gets
+/// 503 `too_many_sessions` naming the flag, and another client still opens one.
+#[tokio::test]
+async fn one_client_cannot_take_every_session() {
+    let redis = RedisServer::start();
+    let auth = Auth::new(&["a", "b"], &[]).unwrap();
+    let app = App::configured(&redis.url, &["--max-sessions", "100", "--max-sessions-per-client", "3"], "/nonexistent".into(), move |s| s.configure(auth, Default::default()));
+    for _ in 0..3 {
+        let (status, _, body) = app.respond(with_token("POST", "/api/v1/sessions", "a", "{}".into())).await;
+        assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+    }
+    for _ in 0..20 {
+        let (status, _, body) = app.respond(with_token("POST", "/api/v1/sessions", "a", "{}".into())).await;
+        let body: Json = serde_json::from_slice(&body).unwrap();
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_sessions")), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("--max-sessions-per-client"), "{body}");
+    }
+    assert_eq!(app.state.sessions.len(), 3);
+    let (status, _, body) = app.respond(with_token("POST", "/api/v1/sessions", "b", "{}".into())).await;
+    assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
+}
+
+/// One client's blocking commands (`BLPOP k 3`, many at once) hold no
+/// more than its share of the batch slots: another client's batch runs
+/// at once meanwhile. Before, they held every slot and it waited them out.
+#[tokio::test]
+async fn one_clients_blocking_commands_leave_slots_for_others() {
+    let redis = RedisServer::start();
+    let auth = Auth::new(&["a", "b"], &[]).unwrap();
+    let flags = ["--max-concurrent-batches", "8", "--max-batches-per-client", "6", "--max-blocking-per-client", "4"];
+    let app = std::sync::Arc::new(App::configured(&redis.url, &flags, "/nonexistent".into(), move |s| s.configure(auth, Default::default())));
+    let mut blocked = Vec::new();
+    for _ in 0..12 {
+        let app = app.clone();
+        blocked.push(tokio::spawn(async move {
+            let body = json!({"commands": [["BLPOP", "nothing", "3"]]}).to_string();
+            app.respond(with_token("POST", "/api/v1/batch", "a", body)).await.0
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let t0 = std::time::Instant::now();
+    let (status, _, body) = app.respond(with_token("POST", "/api/v1/batch", "b", json!({"commands": [["SET", "b", "1"]]}).to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2), "another client waited {:?}", t0.elapsed());
+    // The blocked client's own batches wait for its share, in turn, within the batch timeout.
+    let statuses: Vec<StatusCode> = futures_join(blocked).await;
+    assert!(statuses.iter().all(|s| *s == StatusCode::OK || *s == StatusCode::SERVICE_UNAVAILABLE), "{statuses:?}");
+    assert!(statuses.contains(&StatusCode::OK), "{statuses:?}");
+}
+
+async fn futures_join(handles: Vec<tokio::task::JoinHandle<StatusCode>>) -> Vec<StatusCode> {
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}

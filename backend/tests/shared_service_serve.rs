@@ -136,3 +136,55 @@ async fn the_next_batch_waits_for_the_kill_with_redis() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["results"][0]["status"], "ok", "{body}");
 }
+
+/// Clients that hold many connections (four addresses, each opening all
+/// it may) leave room for others and for health checks: the last eighth
+/// of the cap takes only addresses with few connections.
+#[tokio::test]
+async fn many_idle_sockets_leave_room_for_a_health_check() {
+    let redis = RedisServer::start();
+    // As found: a cap of 1024, 256 per address (the defaults where the
+    // open-file limit allows), four addresses of 256 idle sockets.
+    let api = Pipelab::start(&redis.url, &["--max-connections", "1024", "--max-connections-per-ip", "256"]);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", api.port).parse().unwrap();
+    let mut held = Vec::new();
+    for host in 2..=5u8 {
+        for _ in 0..256 {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(std::net::SocketAddr::from(([127, 0, 0, host], 0))).unwrap();
+            if let Ok(s) = socket.connect(addr).await {
+                held.push(s);
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, _) = api.get_text("/healthz").await;
+    assert_eq!(status, 200);
+    let (status, _) = batch(&api, None, json!([["PING"]])).await;
+    assert_eq!(status, 200);
+    drop(held);
+}
+
+/// One address's blocking commands do not hold the slots of another.
+#[tokio::test]
+async fn one_addresss_blocking_commands_leave_slots_for_another() {
+    let redis = RedisServer::start();
+    let api = std::sync::Arc::new(Pipelab::start(&redis.url, &["--max-concurrent-batches", "16"]));
+    let mut blocked = Vec::new();
+    for _ in 0..32 {
+        let base = api.base.clone();
+        blocked.push(tokio::spawn(async move {
+            let body = json!({"commands": [["BLPOP", "nothing", "4"]]}).to_string();
+            reqwest::Client::new().post(format!("{base}/api/v1/batch")).header("content-type", "application/json").body(body).send().await.map(|r| r.status().as_u16()).unwrap_or(0)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let other = reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 0, 2])).build().unwrap();
+    let t0 = Instant::now();
+    let res = other.post(format!("{}/api/v1/batch", api.base)).header("content-type", "application/json").body(json!({"commands": [["SET", "x", "1"]]}).to_string()).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert!(t0.elapsed() < Duration::from_secs(3), "another address waited {:?}", t0.elapsed());
+    for b in blocked {
+        b.await.unwrap();
+    }
+}

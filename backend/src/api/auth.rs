@@ -67,9 +67,9 @@ pub struct AuthConfig {
 }
 
 /// A token's SHA-256 digest.
-type Digest = [u8; 32];
+pub type Digest = [u8; 32];
 
-fn digest(token: &[u8]) -> Digest {
+pub fn digest(token: &[u8]) -> Digest {
     let d = ring::digest::digest(&ring::digest::SHA256, token);
     d.as_ref().try_into().expect("SHA-256 is 32 bytes")
 }

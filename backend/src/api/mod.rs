@@ -30,6 +30,7 @@ pub mod refuse;
 pub mod run;
 pub mod schema;
 pub mod session;
+pub mod share;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
@@ -100,6 +101,8 @@ pub struct Inner {
     pub admin: Option<Arc<Pool>>,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
+    /// Each client's share of the batch slots ([`share`]).
+    pub shares: Arc<share::Shares>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
     /// Rate limits per client address and token ([`rate`]); off unless
@@ -125,9 +128,11 @@ impl AppState {
                 ..PoolConfig::default()
             },
         );
-        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions);
+        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
+        let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
         AppState(Arc::new(Inner {
             sessions,
+            shares,
             target,
             source,
             limits,

@@ -123,6 +123,17 @@ async fn run_limited_on<K: ResultSink>(
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
     let deadline = Instant::now() + limits.batch_timeout();
+    // The client's own share first: its queue holds none of the server's slots.
+    let _share = match super::share::current() {
+        Some(client) => {
+            let blocks = batch.plan.mode != crate::exec::Mode::Transaction && {
+                let table = state.pool.commands();
+                batch.commands.iter().any(|argv| table.may_block(argv))
+            };
+            Some(state.shares.take(client, blocks, deadline).await?)
+        }
+        None => None,
+    };
     // A free slot is taken without arming a timer (the usual case; a
     // free permit means no one waits before us).
     let _slot = match state.slots.try_acquire() {

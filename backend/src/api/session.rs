@@ -76,6 +76,8 @@ pub struct SessionResponse {
 /// One session: its connection and settings.
 pub struct Session {
     access: Access,
+    /// Who opened it, for its share ([`super::share`]).
+    client: Option<super::share::ClientKey>,
     /// The sandbox visitor it belongs to (`None` outside the sandbox).
     namespace: Option<Namespace>,
     /// The settings its connection was opened with: a batch on it must not ask for others.
@@ -93,13 +95,35 @@ pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     idle: Duration,
     max: usize,
+    /// Most open at once per client (`--max-sessions-per-client`).
+    per_client: usize,
     /// The expiry task runs (started with the first session).
     reaping: std::sync::atomic::AtomicBool,
 }
 
 impl Sessions {
-    pub fn new(idle_ms: u64, max: usize) -> Arc<Sessions> {
-        Arc::new(Sessions { open: Mutex::default(), idle: Duration::from_millis(idle_ms), max, reaping: Default::default() })
+    pub fn new(idle_ms: u64, max: usize, per_client: usize) -> Arc<Sessions> {
+        Arc::new(Sessions { open: Mutex::default(), idle: Duration::from_millis(idle_ms), max, per_client, reaping: Default::default() })
+    }
+
+    /// Why `client` may not open another session now, if it may not: the
+    /// server's cap or the client's share (the open ones counted in `open`).
+    fn refusal(&self, open: &HashMap<String, Arc<Session>>, client: Option<super::share::ClientKey>) -> Option<ApiError> {
+        if open.len() >= self.max {
+            return Some(ApiError::new(
+                ApiCode::TooManySessions,
+                format!("{} sessions are open, the server's limit (--max-sessions); close one (DELETE /api/v1/sessions/ID) or wait for one to expire", self.max),
+            ));
+        }
+        let mine = client.map_or(0, |c| open.values().filter(|s| s.client == Some(c)).count());
+        (mine >= self.per_client).then(|| {
+            ApiError::new(
+                ApiCode::TooManySessions,
+                format!(
+                    "this client (its token, else its address) has {mine} sessions open, its share (--max-sessions-per-client); close one (DELETE /api/v1/sessions/ID) or wait for one to expire"
+                ),
+            )
+        })
     }
 
     /// Sessions open now.
@@ -195,7 +219,7 @@ fn unix_ms(at: SystemTime) -> u64 {
         (status = 201, description = "The session is open", body = SessionResponse),
         (status = 400, description = "A bad field", body = super::error::ErrorBody),
         (status = 403, description = "`sandbox_refused`: sessions in the sandbox need pipelab's own Redis (its ACL users); this server uses --redis", body = super::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open) or `redis_unavailable`", body = super::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open, or --max-sessions-per-client of this client's) or `redis_unavailable`", body = super::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
@@ -212,14 +236,9 @@ pub async fn create(
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
     sessions.expire();
-    let full = || {
-        ApiError::new(
-            ApiCode::TooManySessions,
-            format!("{} sessions are open, the server's limit (--max-sessions); close one (DELETE /api/v1/sessions/ID) or wait for one to expire", sessions.max),
-        )
-    };
-    if sessions.len() >= sessions.max {
-        return Err(full());
+    let client = super::share::current();
+    if let Some(refused) = sessions.refusal(&sessions.open.lock().expect("sessions lock"), client) {
+        return Err(refused);
     }
     let limits = &state.limits;
     let settings = ConnSettings {
@@ -236,6 +255,7 @@ pub async fn create(
     let id = new_id()?;
     let session = Arc::new(Session {
         access,
+        client,
         namespace,
         resp3,
         simulated_rtt_ms,
@@ -245,8 +265,8 @@ pub async fn create(
     {
         let mut open = sessions.open.lock().expect("sessions lock");
         // Counted again under the lock: requests may have raced here.
-        if open.len() >= sessions.max {
-            return Err(full());
+        if let Some(refused) = sessions.refusal(&open, client) {
+            return Err(refused);
         }
         open.insert(id.clone(), session);
         crate::telemetry::sessions_open(open.len());

@@ -91,7 +91,7 @@ pub async fn respond(state: AppState, batch: Batch, keep: Keep) -> Result<Respon
         return respond_inline(&state, &batch, keep).await;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = state.other_runtime().spawn(run(state.clone(), batch, keep, tx));
+    let task = state.other_runtime().spawn(super::share::scope(super::share::current(), run(state.clone(), batch, keep, tx)));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
     loop {

@@ -461,6 +461,13 @@ impl Table {
         }
     }
 
+    /// True if `argv` may block its connection until its timeout (flagged
+    /// `blocking`, or WAIT/WAITAOF: BLPOP, XREAD BLOCK, …), outside a
+    /// transaction. Allocation-free.
+    pub fn may_block(&self, argv: ArgvRef<'_>) -> bool {
+        self.may_concern(Class::FILTER_REFUSAL, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::BLOCKING))
+    }
+
     /// True if `argv` runs a script or a function until it returns: a
     /// top-level command of Redis's `@scripting` category (EVAL, EVALSHA,
     /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
