@@ -188,3 +188,61 @@ async fn one_addresss_blocking_commands_leave_slots_for_another() {
         b.await.unwrap();
     }
 }
+
+/// A token on the command line shows in `ps`: `--help` says to prefer the
+/// environment or `--tokens-file`, and `pipelab serve` warns when one is
+/// given as a flag (not when it comes from the environment).
+#[tokio::test]
+async fn tokens_on_the_command_line_are_warned_about() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab")).args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("prefer PIPELAB_TOKENS or --tokens-file"), "{help}");
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &["--token", "secret-in-ps"]);
+    wait_for(10, "the warning", || api.stderr().contains("sees the token in `ps`"));
+    assert!(!api.stderr().contains("secret-in-ps"), "the token itself is never logged");
+    let (mut cmd, port) = serve_command(&["--redis", &redis.url]);
+    cmd.env("PIPELAB_TOKENS", "secret-in-env");
+    let api = Pipelab::spawn(cmd, port);
+    assert_eq!(batch(&api, Some("secret-in-env"), json!([["PING"]])).await.0, 200);
+    assert!(!api.stderr().contains("`ps`"), "{}", api.stderr());
+}
+
+/// `pipelab doctor --ui`: on an address other machines reach it warns; it
+/// answers only its own names (a rebound `Host` is 421) and every answer
+/// has the security headers.
+#[test]
+fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let redis = RedisServer::start();
+    let ui_port = common::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", &redis.url, "--ui", &format!("0.0.0.0:{ui_port}"), "--web-dir", "/nonexistent"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("reachable from other machines") {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no warning: {seen}");
+        seen.push_str(&line);
+    }
+    let get = |host: &str| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", ui_port)).unwrap();
+        write!(s, "GET /api/doctor/summary HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out.to_ascii_lowercase()
+    };
+    let rebound = get("evil.example");
+    assert!(rebound.starts_with("http/1.1 421"), "{rebound}");
+    let own = get(&format!("127.0.0.1:{ui_port}"));
+    assert!(own.starts_with("http/1.1 200"), "{own}");
+    for h in ["content-security-policy:", "x-content-type-options: nosniff", "x-frame-options: deny"] {
+        assert!(own.contains(h) && rebound.contains(h), "{h}: {own}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

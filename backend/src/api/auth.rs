@@ -41,7 +41,9 @@ use super::AppState;
 pub struct AuthConfig {
     /// Full-access token (repeatable; the environment variable takes a
     /// comma-separated list). With any token set, /api/v1/* and the Upstash
-    /// routes need one.
+    /// routes need one. A value on the command line shows in `ps` to every
+    /// user of the machine: prefer PIPELAB_TOKENS or --tokens-file (as for
+    /// every token flag below).
     #[arg(long = "token", env = "PIPELAB_TOKENS", value_delimiter = ',')]
     pub tokens: Vec<String>,
 
@@ -51,19 +53,38 @@ pub struct AuthConfig {
     pub tokens_file: Option<PathBuf>,
 
     /// Read-only token (repeatable; comma-separated in the environment):
-    /// accepted, but every command that writes is refused (NOPERM).
+    /// accepted, but every command that writes is refused (NOPERM). Prefer
+    /// PIPELAB_READONLY_TOKENS to the flag (`ps` shows a flag's value).
     #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
     pub readonly_tokens: Vec<String>,
 
     /// Operator token (repeatable; comma-separated in the environment): full
     /// access plus the commands that reveal secrets (CONFIG GET, ACL LIST,
-    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token.
+    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token. Prefer
+    /// PIPELAB_OPERATOR_TOKENS to the flag (`ps` shows a flag's value).
     #[arg(long = "operator-token", env = "PIPELAB_OPERATOR_TOKENS", value_delimiter = ',')]
     pub operator_tokens: Vec<String>,
 
     /// Serve /metrics without a token even when tokens are configured.
     #[arg(long, env = "PIPELAB_METRICS_PUBLIC")]
     pub metrics_public: bool,
+}
+
+/// The token flags among `args` (a process's arguments): their values show
+/// in `ps` to every user of the machine, where the environment and
+/// `--tokens-file` do not.
+pub fn token_flags_in<I: IntoIterator<Item = String>>(args: I) -> Vec<&'static str> {
+    const FLAGS: [&str; 3] = ["--token", "--readonly-token", "--operator-token"];
+    let mut found: Vec<&'static str> = Vec::new();
+    for a in args {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        if let Some(f) = FLAGS.iter().find(|f| **f == name) {
+            if !found.contains(f) {
+                found.push(f);
+            }
+        }
+    }
+    found
 }
 
 /// A token's SHA-256 digest.

@@ -23,6 +23,14 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
+    let shown = pipelab::api::auth::token_flags_in(std::env::args().skip(2));
+    if !shown.is_empty() {
+        tracing::warn!(
+            "{} given on the command line: every user of this machine sees the token in `ps`; give it in the environment \
+             (PIPELAB_TOKENS, PIPELAB_READONLY_TOKENS, PIPELAB_OPERATOR_TOKENS) or in --tokens-file instead",
+            shown.join(", ")
+        );
+    }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
     let preset = if cfg.sandbox.sandbox { pipelab::api::rate::RateLimits::sandbox() } else { pipelab::api::rate::RateLimits::off() };
     let rate = pipelab::api::rate::RateLimits::from_config(&cfg.rate, preset);
