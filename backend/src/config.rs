@@ -196,6 +196,13 @@ pub struct Limits {
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_BLOCKING_PER_CLIENT", default_value_t = 8)]
     pub max_blocking_per_client: usize,
 
+    /// Bytes of answers not yet read by their clients, all together (each
+    /// of 64 KiB or more counts until it is written or its client gone);
+    /// while they hold this much, batches get 503 `busy` before anything is
+    /// sent. Bytes, or Redis's units (`512mb`).
+    #[arg(long, env = "PIPELAB_MAX_RESPONSE_MEMORY", value_parser = crate::embedded::parse_memory, default_value = "512mb")]
+    pub max_response_memory: u64,
+
     /// Small batches of concurrent requests (one pipeline chunk of up to
     /// 64 data commands, no RTT, no WATCH…) share one Redis connection per
     /// serving thread and go out together in one write (docs/api.md#shared-connections);

@@ -246,3 +246,64 @@ fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The server's resident memory (KiB), from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap()
+}
+
+/// Clients that send a `/compare` with `include_results` on a value of NUL
+/// bytes (each answer ~100 MB of JSON) and read nothing: the answers held
+/// all together stay within `--max-response-memory` (later requests get
+/// 503 naming it), and the memory goes back once the clients are gone.
+#[tokio::test]
+async fn answers_nobody_reads_are_bounded_all_together_and_freed() {
+    use std::io::Write;
+    let redis = RedisServer::start();
+    redis.cmd_str(&["SET", "nul", &"\0".repeat(4 << 20)]);
+    let api = Pipelab::start(&redis.url, &["--max-response-memory", "128mb", "--write-timeout-ms", "60000"]);
+    let pid = api.pid();
+    let body = json!({"commands": [["GET", "nul"]], "include_results": true}).to_string();
+    let request = format!("POST /api/v1/compare HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    // Warm up (the first request reads the command table), then the baseline.
+    assert_eq!(batch(&api, None, json!([["PING"]])).await.0, 200);
+    let base = rss_kib(pid);
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", api.port)).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        idle.push(s);
+    }
+    // Once the unread answers hold the budget, any batch is told why, at once.
+    let mut peak = base;
+    let mut refused = None;
+    for _ in 0..120 {
+        peak = peak.max(rss_kib(pid));
+        let (status, body) = batch(&api, None, json!([["PING"]])).await;
+        if status == 503 {
+            refused = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let refused = refused.expect("the budget was never spent");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("--max-response-memory"), "{refused}");
+    drop(idle);
+    // The answers still being made when the clients left are made, then
+    // dropped; the memory goes back to the system.
+    let mut after = rss_kib(pid);
+    for _ in 0..240 {
+        peak = peak.max(after);
+        if after < base + (64 << 10) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        after = rss_kib(pid);
+    }
+    assert!(after < base + (64 << 10), "RSS {} MiB above the baseline after the clients left (peak +{} MiB)", (after - base) >> 10, (peak - base) >> 10);
+    // Six answers of ~100 MB each, and the reports they were made from,
+    // were over 600 MB held; now the unread ones stay near the budget.
+    assert!(peak - base < 450 << 10, "RSS grew by {} MiB", (peak - base) >> 10);
+    assert_eq!(batch(&api, None, json!([["PING"]])).await.0, 200);
+}

@@ -25,7 +25,7 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::{auth, headers, rate, share, AppState};
+use super::{auth, budget, headers, rate, share, AppState};
 
 /// The rules in front of `inner` (the router).
 #[derive(Clone)]
@@ -66,6 +66,7 @@ where
         let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
         let client = client_key(&self.state, &req);
         let running = span.in_scope(|| admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie)));
+        let budget = self.state.budget.clone();
         let answered = async move {
             let mut res = match running {
                 Err(refused) => refused,
@@ -78,6 +79,7 @@ where
                 }
             };
             headers::set(&mut res);
+            let res = budget::charged(&budget, res);
             let status = res.status().as_u16();
             if res.status().is_server_error() {
                 tracing::error!(status, "request failed");

@@ -143,7 +143,7 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let task_state = state.clone();
     let task_cancel = cancel.clone();
     state.other_runtime().spawn(super::share::scope(super::share::current(), async move {
-        let mut sink = FlushSink { kept: Kept::new(keep, 64, task_state.limits.max_reply_bytes), tx: tx.clone(), last: Instant::now() };
+        let mut sink = FlushSink { kept: Kept::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
         let out = run_batch_cancellable(&task_state, &batch, &mut sink, Some(task_cancel)).await;
         sink.send();
         task_state.live.remove(&id);

@@ -11,6 +11,7 @@
 pub mod arg;
 pub mod auth;
 pub mod batch;
+pub mod budget;
 pub mod busy;
 pub mod caller;
 pub mod compare;
@@ -103,6 +104,8 @@ pub struct Inner {
     pub sessions: Arc<session::Sessions>,
     /// Each client's share of the batch slots ([`share`]).
     pub shares: Arc<share::Shares>,
+    /// The memory of answers being written ([`budget`]).
+    pub budget: Arc<budget::Budget>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
     /// Rate limits per client address and token ([`rate`]); off unless
@@ -130,9 +133,11 @@ impl AppState {
         );
         let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
         let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
+        let budget = budget::Budget::new(limits.max_response_memory);
         AppState(Arc::new(Inner {
             sessions,
             shares,
+            budget,
             target,
             source,
             limits,

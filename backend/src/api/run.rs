@@ -41,7 +41,7 @@ pub async fn run_batch(state: &AppState, batch: &Batch) -> Result<Report, ApiErr
 /// `/batch` counts it (`stream::Kept`): for runs whose every result goes
 /// into the response. Past the limit the run is cut, as at the reply limit.
 pub async fn run_batch_counted(state: &AppState, batch: &Batch) -> Result<Report, ApiError> {
-    let mut kept = Kept::new(Keep::All, batch.commands.len(), state.limits.max_reply_bytes);
+    let mut kept = Kept::new(state, Keep::All, batch.commands.len());
     let out = run_batch_into(state, batch, &mut kept).await?;
     out.into_report(kept.results).map_err(ApiError::unavailable)
 }
@@ -122,6 +122,7 @@ async fn run_limited_on<K: ResultSink>(
     cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
+    state.budget.check()?;
     let deadline = Instant::now() + limits.batch_timeout();
     // The client's own share first: its queue holds none of the server's slots.
     let _share = match super::share::current() {

@@ -379,7 +379,7 @@ pub async fn run(state: AppState, id: &str, session: Arc<Session>, batch: Batch,
         crate::telemetry::sessions_open(state.sessions.len());
         return Err(lost(&why));
     }
-    let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
+    let mut kept = Kept::new(&state, keep, batch.commands.len());
     let out = super::run::run_session_batch(&state, &batch, &mut conn, &mut kept).await;
     *slot = match conn {
         Some(c) => Ok(c),
@@ -390,7 +390,7 @@ pub async fn run(state: AppState, id: &str, session: Arc<Session>, batch: Batch,
     };
     *session.last_used.lock().expect("session lock") = Instant::now();
     drop(slot);
-    Ok(stream::report_response(&kept, &out?))
+    Ok(stream::report_response(&mut kept, &out?))
 }
 
 fn lost(why: &str) -> ApiError {

@@ -283,7 +283,8 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
                     (Status::Unknown, None, None)
                 } else if let Err(limit) = sink.admit(&reply) {
                     cut = true;
-                    connection_error.get_or_insert(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+                    let why = sink.refusal().unwrap_or_else(|| format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+                    connection_error.get_or_insert(why);
                     (Status::Unknown, None, None)
                 } else {
                     let status = if reply.is_error() { Status::Error } else { Status::Ok };
