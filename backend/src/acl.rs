@@ -249,12 +249,6 @@ fn refused_to_scripts(table: &Table, allow: Allow) -> Vec<(String, Vec<Vec<u8>>)
     out
 }
 
-/// For the tests: the probe argvs of [`refused_to_scripts`].
-#[doc(hidden)]
-pub fn probes(table: &Table, allow: Allow) -> Vec<String> {
-    refused_to_scripts(table, allow).into_iter().map(|(n, _)| n).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +261,10 @@ mod tests {
         assert!(!format!("{users:?}").contains(&users.batches.password));
         assert!(args.contains("-migrate"));
         assert!(!Users::generate(Allow { migrate: true }).server_args().join(" ").contains("-migrate"));
+    }
+
+    fn probes(table: &Table, allow: Allow) -> Vec<String> {
+        refused_to_scripts(table, allow).into_iter().map(|(n, _)| n).collect()
     }
 
     /// By the built-in table: MIGRATE, unless allowed; never a noscript

@@ -222,12 +222,18 @@ fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
     let mut seen = String::new();
     while !seen.contains("reachable from other machines") {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no warning: {seen}");
-        seen.push_str(&line);
+        match lines.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) => seen.push_str(&line),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no warning: {seen}");
+            }
+        }
     }
     let get = |host: &str| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", ui_port)).unwrap();
