@@ -284,6 +284,29 @@ pub struct Limits {
     #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SESSIONS", default_value_t = 100)]
     pub max_sessions: usize,
 
+    /// Sessions one client (its token, else its address) may have open at
+    /// once; past it its `POST /api/v1/sessions` gets 503 `too_many_sessions`.
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_SESSIONS_PER_CLIENT", default_value_t = 10)]
+    pub max_sessions_per_client: usize,
+
+    /// Batches one client (its token, else its address) may run at once;
+    /// more wait for one of its own to end (up to the batch timeout), not
+    /// taking a slot of `max_concurrent_batches` meanwhile.
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_BATCHES_PER_CLIENT", default_value_t = 64)]
+    pub max_batches_per_client: usize,
+
+    /// Batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…)
+    /// one client may run at once; more wait, as above.
+    #[arg(long, value_parser = at_least_one::<usize>(), env = "PIPELAB_MAX_BLOCKING_PER_CLIENT", default_value_t = 8)]
+    pub max_blocking_per_client: usize,
+
+    /// Bytes of answers not yet read by their clients, all together (each
+    /// of 64 KiB or more counts until it is written or its client gone);
+    /// while they hold this much, batches get 503 `busy` before anything is
+    /// sent. Bytes, or Redis's units (`512mb`).
+    #[arg(long, env = "PIPELAB_MAX_RESPONSE_MEMORY", value_parser = crate::embedded::parse_memory, default_value = "512mb")]
+    pub max_response_memory: u64,
+
     /// Small batches of concurrent requests (one pipeline chunk of up to
     /// 64 data commands, no RTT, no WATCH…) share one Redis connection per
     /// serving thread and go out together in one write (docs/api.md#shared-connections);
@@ -338,6 +361,9 @@ mod tests {
             "--max-watch-keys",
             "--session-idle-ms",
             "--max-sessions",
+            "--max-sessions-per-client",
+            "--max-batches-per-client",
+            "--max-blocking-per-client",
         ] {
             let err = parse(&["x", flag, "0"]).unwrap_err().to_string();
             assert!(err.contains(flag), "{flag}: {err}");

@@ -18,6 +18,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long it may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The embedded redis-server's default `busy-reply-threshold` (ms).
+pub const DEFAULT_BUSY_REPLY_THRESHOLD_MS: u64 = 250;
+
 /// Limits of the embedded redis-server (`pipelab serve` flags): it serves
 /// whoever can reach pipelab, so one request must not be able to take the
 /// machine's memory or freeze it with a script.
@@ -38,14 +41,18 @@ pub struct EmbeddedConfig {
     /// The embedded redis-server's `busy-reply-threshold` (ms, `lua-time-limit`
     /// before Redis 7.0): after this long a running script or function makes
     /// Redis answer BUSY and can be killed (pipelab sends `SCRIPT KILL` /
-    /// `FUNCTION KILL` when it cuts the batch that runs it).
-    #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = 5000)]
+    /// `FUNCTION KILL` when it cuts the batch that runs it, and the next
+    /// batches wait for the kill). Low (Redis's default is 5000), so that a
+    /// cut script is killed at once; a script that runs longer makes other
+    /// batches' commands answer BUSY while it runs.
+    #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = DEFAULT_BUSY_REPLY_THRESHOLD_MS)]
     pub embedded_busy_reply_threshold_ms: u64,
 
-    /// ACL users made at start (`pipelab serve` generates them: the
-    /// read-only tokens'; passwords only as hashes).
+    /// redis-server arguments that make ACL users at start (`--user name
+    /// rule…`: `pipelab serve` generates them, `crate::acl`; passwords
+    /// only as hashes).
     #[arg(skip)]
-    pub users: Option<crate::acl::Users>,
+    pub acl_args: Vec<String>,
 }
 
 impl Default for EmbeddedConfig {
@@ -53,8 +60,8 @@ impl Default for EmbeddedConfig {
         EmbeddedConfig {
             embedded_maxmemory: 256 << 20,
             embedded_maxmemory_policy: "noeviction".into(),
-            embedded_busy_reply_threshold_ms: 5000,
-            users: None,
+            embedded_busy_reply_threshold_ms: DEFAULT_BUSY_REPLY_THRESHOLD_MS,
+            acl_args: Vec::new(),
         }
     }
 }
@@ -71,7 +78,7 @@ impl EmbeddedConfig {
         ]
         .into_iter()
         .flat_map(|(k, v)| [k.to_string(), v])
-        .chain(self.users.iter().flat_map(|u| u.server_args()))
+        .chain(self.acl_args.iter().cloned())
         .collect()
     }
 }

@@ -44,7 +44,22 @@ enum Command {
     Healthcheck(cli::healthcheck::HealthcheckArgs),
 }
 
+unsafe extern "C" {
+    /// mimalloc's "free what can be freed now", pages of every thread's
+    /// heap given back to the system (`mi_collect` in mimalloc.h).
+    fn mi_collect(force: bool);
+}
+
+/// After a large answer is freed: without it, mimalloc keeps a thread's
+/// freed pages until that thread allocates again, and the RSS of clients
+/// long gone stayed.
+fn give_back_memory() {
+    // SAFETY: mi_collect takes no pointer and may be called at any time.
+    unsafe { mi_collect(true) }
+}
+
 fn main() -> ExitCode {
+    pipelab::api::budget::set_release_hook(give_back_memory);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

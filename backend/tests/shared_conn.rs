@@ -242,22 +242,22 @@ async fn a_batch_timeout_cuts_only_its_batch() {
     assert_eq!(statuses(&r), [Status::Ok]);
     assert_eq!(r.results[0].reply, Some(Value::Integer(2)));
 
-    // A batch whose deadline passes while it waits behind another's write
-    // is never written: `not_sent`, not `unknown`.
+    // A batch queued behind a write whose replies are slow is not held
+    // back by them: the lane hands that connection off and writes it on
+    // another (a read, which the pause lets through), within its own deadline.
     server.cmd_str(&["CLIENT", "PAUSE", "700", "WRITE"]);
     let defaults = ExecOptions::default();
     let first = run(&pool, &["INCR n"], &defaults);
     let queued = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let short = ExecOptions { deadline: Some(Instant::now() + Duration::from_millis(200)), ..ExecOptions::default() };
-        run(&pool, &["INCR n"], &short).await
+        let short = ExecOptions { deadline: Some(Instant::now() + Duration::from_millis(300)), ..ExecOptions::default() };
+        run(&pool, &["GET n"], &short).await
     };
     let (first, queued) = tokio::join!(first, queued);
     assert_eq!(statuses(&first), [Status::Ok]);
     assert_eq!(first.results[0].reply, Some(Value::Integer(3)));
-    assert_eq!(statuses(&queued), [Status::NotSent], "{:?}", queued.connection_error);
-    assert_eq!((queued.summary.write_calls, queued.summary.bytes_sent, queued.summary.not_sent), (0, 0, 1));
-    assert_eq!(server.cmd_str(&["GET", "n"]), Value::Bulk(b"3".to_vec()), "the abandoned INCR never ran");
+    assert_eq!(statuses(&queued), [Status::Ok], "{:?}", queued.connection_error);
+    assert_eq!(queued.results[0].reply, Some(Value::Bulk(b"2".to_vec())), "read while the INCR waited for the pause");
 }
 
 /// The reply limit applies to each batch's own replies: a small batch
@@ -282,4 +282,39 @@ async fn the_reply_limit_is_each_batchs_own() {
     assert!(big.connection_error.as_deref().unwrap().contains("reply limit"), "{:?}", big.connection_error);
     let r = run(&pool, &["GET s"], &opts).await;
     assert_eq!(r.results[0].reply, Some(Value::Bulk(b"1".to_vec())));
+}
+
+/// A large reply, past its batch's reply limit or within it, turns none of
+/// the batches written with it or after it `unknown` (they all ran), and
+/// the lane hands its connection off rather than hold the next writes back.
+#[tokio::test]
+async fn a_large_reply_spills_on_no_other_batch() {
+    let server = RedisServer::start();
+    let pool = pool_for(&server);
+    server.cmd_str(&["SET", "big", &"\0".repeat(24 << 20)]);
+    run(&pool, &["PING"], &ExecOptions::default()).await;
+    for limit in [Some(100_000), None] {
+        let big_opts = ExecOptions { max_reply_bytes: limit, ..ExecOptions::default() };
+        let defaults = ExecOptions::default();
+        let big = run(&pool, &["GET big"], &big_opts);
+        // Queued in the same tick: written in the same write, after it.
+        let with_it = futures_util::future::join_all((0..16).map(|_| run(&pool, &["INCR n"], &defaults)));
+        let after = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            futures_util::future::join_all((0..16).map(|_| run(&pool, &["INCR m"], &defaults))).await
+        };
+        let (big, with_it, after) = tokio::join!(big, with_it, after);
+        for r in with_it.iter().chain(&after) {
+            assert_eq!(statuses(r), [Status::Ok], "{:?}", r.connection_error);
+        }
+        match limit {
+            Some(_) => {
+                assert_eq!(statuses(&big), [Status::Unknown]);
+                assert!(big.connection_error.as_deref().unwrap().contains("reply limit"), "{:?}", big.connection_error);
+            }
+            None => assert_eq!(statuses(&big), [Status::Ok]),
+        }
+    }
+    assert_eq!(server.cmd_str(&["GET", "n"]), Value::Bulk(b"32".to_vec()));
+    assert_eq!(server.cmd_str(&["GET", "m"]), Value::Bulk(b"32".to_vec()));
 }

@@ -1,21 +1,56 @@
-//! Redis ACL users of the Redis pipelab manages (the embedded redis-server,
-//! `crate::embedded`): a second wall behind pipelab's own rules, where Redis
-//! itself refuses what a missed rule would let through (NOPERM, per command).
+//! Redis ACL users of the shared service: what Redis itself lets pipelab's
+//! batches run, behind pipelab's own rules (`commands::rules`). A script
+//! (EVAL, FCALL) runs its `redis.call`s as the batch's user, past
+//! pipelab's checks of the batch: only the user can keep it from what the
+//! API refuses.
 //!
-//! - [`READONLY_USER`]: read-only tokens' batches (`api::auth`); only
-//!   `@read` (and EVAL_RO, EVALSHA_RO, FCALL_RO) on any key.
+//! Where pipelab manages the Redis (the embedded redis-server,
+//! `crate::embedded`) it makes these users at start ([`Users::server_args`]):
+//!
+//! - [`BATCH_USER`]: every batch of a full-access token (or of no token):
+//!   all commands but those flagged `admin` (SLOWLOG, CONFIG, DEBUG, MODULE,
+//!   ACL SETUSER, CLIENT KILL, SHUTDOWN, PFDEBUG, …), the admin commands that
+//!   only read back ([`crate::commands::ADMIN_READS`]), and MIGRATE unless
+//!   `--allow-migrate` ([`batch_rules`]).
+//! - [`READONLY_USER`]: read-only tokens' batches: `@read`, the
+//!   `@transaction` commands (a transaction of reads), EVAL_RO, EVALSHA_RO,
+//!   FCALL_RO ([`READONLY_RULES`]).
+//!
+//! The default user stays whole, for pipelab's own work (ACL SETUSER of
+//! the sandbox's users, an operator token's batches); only pipelab reaches
+//! the embedded Redis (a Unix socket in a 0700 directory).
+//!
+//! Where it does not (`--redis`), [`lua_reachable`] tells at start which
+//! commands pipelab refuses its user could still run from a script, for
+//! `pipelab serve` to warn with the rule to apply
+//! ([`rule_to_apply`], docs/security.md#the-redis-user).
 //!
 //! Passwords are 256 random bits made at start-up, held in memory only and
 //! never logged; redis-server gets only their SHA-256 (`#…` in the `user`
 //! directive), so not even its command line shows them.
 
-use crate::conn::RedisTarget;
+use crate::commands::{Access, Allow, Reason, Table};
+use crate::conn::{Conn, RedisTarget};
+use crate::exec::{Commands, Mode};
 
-/// The user of read-only tokens' batches.
+/// The user of full-access batches on the embedded Redis.
+pub const BATCH_USER: &str = "pipelab-batches";
+/// The user of read-only tokens' batches on the embedded Redis.
 pub const READONLY_USER: &str = "pipelab-readonly";
 
 /// The commands the read-only user may run.
-pub const READONLY_RULES: &[&str] = &["-@all", "+@read", "+@connection", "-@admin", "+eval_ro", "+evalsha_ro", "+fcall_ro"];
+pub const READONLY_RULES: &[&str] = &["-@all", "+@read", "+@connection", "+@transaction", "-@admin", "+eval_ro", "+evalsha_ro", "+fcall_ro"];
+
+/// The commands the batch user may run: all but the `admin` ones (those
+/// that only read back added again) and MIGRATE unless `allow.migrate`.
+pub fn batch_rules(allow: Allow) -> Vec<String> {
+    let mut rules = vec!["+@all".to_string(), "-@admin".into()];
+    rules.extend(crate::commands::ADMIN_READS.iter().map(|c| format!("+{c}")));
+    if !allow.migrate {
+        rules.push("-migrate".into());
+    }
+    rules
+}
 
 /// A user's name and password. `Debug` never shows the password.
 #[derive(Clone)]
@@ -31,6 +66,16 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
+    /// `user` with `password`.
+    pub fn new(user: String, password: String) -> Credentials {
+        Credentials { user, password }
+    }
+
+    /// `user` with a fresh random password.
+    pub fn random(user: &str) -> Credentials {
+        Credentials::new(user.into(), random_hex())
+    }
+
     /// `base` (the server's target) as this user.
     pub fn target(&self, base: &RedisTarget) -> RedisTarget {
         RedisTarget { username: Some(self.user.clone()), password: Some(self.password.clone()), ..base.clone() }
@@ -41,39 +86,167 @@ impl Credentials {
         let d = ring::digest::digest(&ring::digest::SHA256, self.password.as_bytes());
         format!("#{}", hex(d.as_ref()))
     }
+
+    /// The ACL rules that make this user (`user` directive / `ACL SETUSER`):
+    /// keys `keys`, channels `channels` (`None`: none), `commands`.
+    pub fn rules<S: AsRef<str>>(&self, keys: &str, channels: Option<&str>, commands: &[S]) -> Vec<String> {
+        let mut out = vec!["reset".to_string(), "on".into(), self.hashed(), format!("~{keys}"), "resetchannels".into()];
+        out.extend(channels.map(|c| format!("&{c}")));
+        out.extend(commands.iter().map(|c| c.as_ref().to_string()));
+        out
+    }
+
+    /// redis-server arguments that make this user at start (`--user name
+    /// rule…`: a new user needs no `reset`).
+    pub fn server_args<S: AsRef<str>>(&self, keys: &str, channels: Option<&str>, commands: &[S]) -> Vec<String> {
+        let mut out = vec!["--user".to_string(), self.user.clone()];
+        out.extend(self.rules(keys, channels, commands).into_iter().skip(1));
+        out
+    }
 }
 
-/// The users of one embedded Redis.
-#[derive(Clone, Debug)]
-pub struct Users {
-    pub readonly: Credentials,
-}
-
-fn random_hex() -> String {
+/// 256 random bits in hex.
+pub fn random_hex() -> String {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new().fill(&mut bytes).expect("the system's random generator");
     hex(&bytes)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The shared service's users of one embedded Redis.
+#[derive(Clone, Debug)]
+pub struct Users {
+    pub batches: Credentials,
+    pub readonly: Credentials,
+    allow: Allow,
+}
+
 impl Users {
-    /// New users with fresh random passwords.
-    pub fn generate() -> Users {
-        Users { readonly: Credentials { user: READONLY_USER.into(), password: random_hex() } }
+    /// New users with fresh random passwords; the batch user's rules by `allow`.
+    pub fn generate(allow: Allow) -> Users {
+        Users { batches: Credentials::random(BATCH_USER), readonly: Credentials::random(READONLY_USER), allow }
     }
 
-    /// redis-server arguments that create the users at start (`--user name
-    /// rule…`, once per user; passwords only as hashes).
+    /// redis-server arguments that make both users at start.
     pub fn server_args(&self) -> Vec<String> {
-        let c = &self.readonly;
-        let mut out = vec!["--user".to_string(), c.user.clone(), "on".into(), c.hashed(), "~*".into(), "resetchannels".into()];
-        out.extend(READONLY_RULES.iter().map(|r| r.to_string()));
+        let mut out = self.batches.server_args("*", Some("*"), &batch_rules(self.allow));
+        out.extend(self.readonly.server_args("*", None, READONLY_RULES));
         out
     }
+}
+
+/// The commands pipelab refuses to a full-access token that a script
+/// could still run as `conn`'s user: flagged neither `noscript` (scripts
+/// cannot call those) nor refused to the user by Redis. Each is queued
+/// inside a MULTI that is then discarded: Redis checks the user's
+/// permissions when it queues a command (NOPERM) and runs nothing of a
+/// discarded transaction. Names as people write them (`SLOWLOG GET`).
+/// Errors: the connection failed, or MULTI itself is refused (nothing can
+/// be told).
+pub async fn lua_reachable(conn: &mut Conn, table: &Table, allow: Allow) -> Result<Vec<String>, String> {
+    let probes = refused_to_scripts(table, allow);
+    if probes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    resp::encode_command([b"MULTI".as_slice()], &mut out);
+    for (_, argv) in &probes {
+        resp::encode_command(argv.iter(), &mut out);
+    }
+    resp::encode_command([b"DISCARD".as_slice()], &mut out);
+    conn.write(&out).await.map_err(|e| e.to_string())?;
+    let multi = conn.read_reply().await.map_err(|e| e.to_string())?.0;
+    let mut reachable = Vec::new();
+    for (name, _) in &probes {
+        let reply = conn.read_reply().await.map_err(|e| e.to_string())?.0;
+        if !reply.is_error() {
+            reachable.push(name.clone());
+        }
+    }
+    conn.read_reply().await.map_err(|e| e.to_string())?;
+    if multi.is_error() {
+        return Err(format!("MULTI was refused ({}), so the user's permissions could not be checked", crate::conn::reply_text(&multi)));
+    }
+    Ok(reachable)
+}
+
+/// The start-up check of `pipelab serve --redis`: a warning naming the
+/// commands pipelab refuses that scripts could still run as `pool`'s user,
+/// and the rule to apply ([`rule_to_apply`]); or that it could not be told.
+pub async fn warn_if_scripts_reach_refused(pool: &crate::exec::Pool, allow: Allow, wait: std::time::Duration) {
+    let settings = crate::conn::ConnSettings {
+        connect_timeout: wait,
+        read_timeout: wait,
+        resp3: false,
+        simulated_rtt_ms: 0.0,
+        max_reply_bytes: None,
+        deadline: None,
+        cancel: None,
+    };
+    let table = pool.commands_loaded(wait).await;
+    let user = pool.target().username.clone().unwrap_or_else(|| "default".into());
+    let checked = match Conn::connect(pool.target(), &settings).await {
+        Ok(mut conn) => lua_reachable(&mut conn, &table, allow).await,
+        Err(e) => Err(e),
+    };
+    match checked {
+        Ok(reachable) if reachable.is_empty() => tracing::info!(%user, "the Redis user may run none of the commands pipelab refuses"),
+        Ok(reachable) => tracing::warn!(
+            "the Redis user {user:?} may run commands that pipelab refuses, and a script (EVAL, FCALL) can call them: {}; \
+             to keep scripts from them, run on Redis: {} (docs/security.md#the-redis-user)",
+            reachable.join(", "),
+            rule_to_apply(&user, allow)
+        ),
+        Err(e) => tracing::warn!(%user, "could not check which commands the Redis user may run ({e}); see docs/security.md#the-redis-user"),
+    }
+}
+
+/// `ACL SETUSER` with the rule that keeps `user` from what the API refuses
+/// (as the embedded Redis's batch user has it).
+pub fn rule_to_apply(user: &str, allow: Allow) -> String {
+    let mut rule = format!("ACL SETUSER {user} -@admin");
+    if !allow.migrate {
+        rule.push_str(" -migrate");
+    }
+    rule
+}
+
+/// The commands (and subcommands) of `table` that scripts may call and
+/// pipelab refuses to a full-access token for what they do to the shared
+/// server (admin, secrets, another server): each with an argv of the right
+/// arity to queue, never to run.
+fn refused_to_scripts(table: &Table, allow: Allow) -> Vec<(String, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut cmds: Vec<(&crate::commands::Command, Vec<Vec<u8>>)> = Vec::new();
+    for c in table.iter() {
+        if c.subcommands.is_empty() {
+            cmds.push((c, vec![c.name.clone().into_bytes()]));
+        }
+        for s in c.subcommands.values() {
+            let sub = s.name.split_once('|').map_or(s.name.as_str(), |(_, sub)| sub);
+            cmds.push((s, vec![c.name.clone().into_bytes(), sub.as_bytes().to_vec()]));
+        }
+    }
+    for (cmd, mut argv) in cmds {
+        if cmd.has_flag("noscript") {
+            continue;
+        }
+        let arity = cmd.arity.unsigned_abs() as usize;
+        while argv.len() < arity {
+            argv.push(b"0".to_vec());
+        }
+        let commands = Commands::from_iter([argv.clone()]);
+        let refused = table.refusal(commands.get(0), Mode::Pipeline, Access::Full, allow).is_some_and(|r| matches!(r.reason, Reason::Admin | Reason::Secret | Reason::OtherServer));
+        if refused {
+            out.push((cmd.display_name(), argv));
+        }
+    }
+    out.sort();
+    out
 }
 
 #[cfg(test)]
@@ -82,9 +255,27 @@ mod tests {
 
     #[test]
     fn passwords_never_show() {
-        let users = Users::generate();
+        let users = Users::generate(Allow::default());
         let args = users.server_args().join(" ");
-        assert!(!args.contains(&users.readonly.password));
-        assert!(!format!("{users:?}").contains(&users.readonly.password));
+        assert!(!args.contains(&users.batches.password) && !args.contains(&users.readonly.password));
+        assert!(!format!("{users:?}").contains(&users.batches.password));
+        assert!(args.contains("-migrate"));
+        assert!(!Users::generate(Allow { migrate: true }).server_args().join(" ").contains("-migrate"));
+    }
+
+    fn probes(table: &Table, allow: Allow) -> Vec<String> {
+        refused_to_scripts(table, allow).into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// By the built-in table: MIGRATE, unless allowed; never a noscript
+    /// command (the live server's whole table: tests/shared_service_serve.rs).
+    #[test]
+    fn what_scripts_could_reach() {
+        let names = probes(&crate::commands::fallback::table(), Allow::default());
+        assert!(names.iter().any(|n| n == "MIGRATE"), "{names:?}");
+        for name in ["SHUTDOWN", "MONITOR", "CLIENT KILL", "GET"] {
+            assert!(!names.iter().any(|n| n == name), "{name}: {names:?}");
+        }
+        assert!(!probes(&crate::commands::fallback::table(), Allow { migrate: true }).iter().any(|n| n == "MIGRATE"));
     }
 }

@@ -41,7 +41,9 @@ use super::AppState;
 pub struct AuthConfig {
     /// Full-access token (repeatable; the environment variable takes a
     /// comma-separated list). With any token set, /api/v1/* and the Upstash
-    /// routes need one.
+    /// routes need one. A value on the command line shows in `ps` to every
+    /// user of the machine: prefer PIPELAB_TOKENS or --tokens-file (as for
+    /// every token flag below).
     #[arg(long = "token", env = "PIPELAB_TOKENS", value_delimiter = ',')]
     pub tokens: Vec<String>,
 
@@ -51,13 +53,15 @@ pub struct AuthConfig {
     pub tokens_file: Option<PathBuf>,
 
     /// Read-only token (repeatable; comma-separated in the environment):
-    /// accepted, but every command that writes is refused (NOPERM).
+    /// accepted, but every command that writes is refused (NOPERM). Prefer
+    /// PIPELAB_READONLY_TOKENS to the flag (`ps` shows a flag's value).
     #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
     pub readonly_tokens: Vec<String>,
 
     /// Operator token (repeatable; comma-separated in the environment): full
     /// access plus the commands that reveal secrets (CONFIG GET, ACL LIST,
-    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token.
+    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token. Prefer
+    /// PIPELAB_OPERATOR_TOKENS to the flag (`ps` shows a flag's value).
     #[arg(long = "operator-token", env = "PIPELAB_OPERATOR_TOKENS", value_delimiter = ',')]
     pub operator_tokens: Vec<String>,
 
@@ -66,10 +70,27 @@ pub struct AuthConfig {
     pub metrics_public: bool,
 }
 
-/// A token's SHA-256 digest.
-type Digest = [u8; 32];
+/// The token flags among `args` (a process's arguments): their values show
+/// in `ps` to every user of the machine, where the environment and
+/// `--tokens-file` do not.
+pub fn token_flags_in<I: IntoIterator<Item = String>>(args: I) -> Vec<&'static str> {
+    const FLAGS: [&str; 3] = ["--token", "--readonly-token", "--operator-token"];
+    let mut found: Vec<&'static str> = Vec::new();
+    for a in args {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        if let Some(f) = FLAGS.iter().find(|f| **f == name) {
+            if !found.contains(f) {
+                found.push(f);
+            }
+        }
+    }
+    found
+}
 
-fn digest(token: &[u8]) -> Digest {
+/// A token's SHA-256 digest.
+pub type Digest = [u8; 32];
+
+pub fn digest(token: &[u8]) -> Digest {
     let d = ring::digest::digest(&ring::digest::SHA256, token);
     d.as_ref().try_into().expect("SHA-256 is 32 bytes")
 }
@@ -355,16 +376,9 @@ pub fn readonly_check(access: Access, table: &crate::commands::Table, commands: 
     if !access.read_only() {
         return Ok(());
     }
-    match commands.iter().position(|argv| !table.allows_readonly(argv)) {
+    match commands.iter().enumerate().find_map(|(i, argv)| Some((i, table.readonly_refusal(argv)?))) {
         None => Ok(()),
-        Some(i) => {
-            let name = String::from_utf8_lossy(commands.get(i).name().unwrap_or_default()).to_uppercase();
-            Err(ApiError::field(
-                ApiCode::ReadonlyToken,
-                format!("commands[{i}]"),
-                format!("{name} is refused: a read-only token runs only commands the server flags readonly and whose key specs do not write; nothing was sent"),
-            ))
-        }
+        Some((i, why)) => Err(ApiError::field(ApiCode::ReadonlyToken, format!("commands[{i}]"), format!("{why}; nothing was sent"))),
     }
 }
 

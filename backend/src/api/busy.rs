@@ -10,11 +10,17 @@
 //! pipelab sends `SCRIPT KILL` and `FUNCTION KILL` itself, on a side
 //! connection: a fresh one, outside the pool, with no handshake but AUTH
 //! (the only commands a BUSY Redis runs are flagged `allow-busy`: AUTH,
-//! HELLO, SCRIPT KILL, FUNCTION KILL, ...). `-NOTBUSY` (nothing runs) is a
+//! HELLO, SCRIPT KILL, FUNCTION KILL, ...). Redis accepts the kill once
+//! the script has run for its busy threshold (low on the Redis pipelab
+//! manages, `crate::embedded`); until the kill has answered, batches wait
+//! for it ([`Kills`]) rather than run into `-BUSY`. `-NOTBUSY` (nothing runs) is a
 //! fine answer; `-UNKILLABLE` (the script wrote) leaves Redis BUSY, and
 //! `/healthz` then fails once that has lasted longer than the batch timeout.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use super::backend::Backend;
 use super::AppState;
@@ -29,6 +35,39 @@ const KILL_WAIT: Duration = Duration::from_secs(15);
 /// The batch calls a script or a function, by `table` ([`Table::runs_script`]).
 pub fn runs_scripts(batch: &Batch, table: &Table) -> bool {
     batch.commands.iter().any(|argv| table.runs_script(argv))
+}
+
+/// The script kills in flight: while one is, Redis may answer BUSY, so a
+/// batch waits for it to land ([`Kills::wait`]) rather than be handed a
+/// connection whose every command would get `-BUSY`.
+#[derive(Default)]
+pub struct Kills {
+    in_flight: AtomicUsize,
+    landed: Notify,
+}
+
+/// One kill in flight, until dropped.
+struct InFlight(AppState);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.kills.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.kills.landed.notify_waiters();
+    }
+}
+
+impl Kills {
+    /// Until no kill is in flight, or `deadline`: `Err` at the deadline.
+    /// One atomic load when none is (every batch asks).
+    pub async fn wait(&self, deadline: tokio::time::Instant) -> Result<(), ()> {
+        loop {
+            let landed = self.landed.notified();
+            if self.in_flight.load(Ordering::Acquire) == 0 {
+                return Ok(());
+            }
+            tokio::time::timeout_at(deadline, landed).await.map_err(|_| ())?;
+        }
+    }
 }
 
 /// Sends the script kills while it is alive and armed: dropped before
@@ -64,8 +103,11 @@ impl Drop for KillOnCut {
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            state.kills.in_flight.fetch_add(1, Ordering::AcqRel);
+            let in_flight = InFlight(state.clone());
             rt.spawn(async move {
                 let answers = kill_scripts(on.pool.target(), state.limits.connect_timeout()).await;
+                drop(in_flight);
                 tracing::warn!(?answers, "a batch running a script was cut: sent SCRIPT KILL and FUNCTION KILL");
             });
         }

@@ -18,15 +18,25 @@
 //!   compared: a port mapping (Docker's `-p 9000:8080`) changes it, and a
 //!   rebinding attack cannot forge the name.
 //! - `Origin` (when sent, on `/api/*`, `/metrics`, any request that is
-//!   not GET/HEAD, and a GET of an Upstash path-style command:
-//!   [`Policy::check_cross_site`]) must be the page's own origin (its host and port equal
-//!   to the `Host` header's, or `http://` + the listen address) or one of
-//!   `--allowed-origins`; `Sec-Fetch-Site: cross-site` is refused there
-//!   unless `Origin` is one of `--allowed-origins` → else 403
-//!   `forbidden_origin`. Clients that send neither (curl, scripts) pass.
-//! - POST /api/v1/batch, /compare and /sweep need `Content-Type:
-//!   application/json` (parameters such as `; charset=utf-8` allowed) →
-//!   else 415 `unsupported_media_type`.
+//!   not GET/HEAD, and a GET that runs a command: Upstash's path style and
+//!   subscriptions, [`Policy::check_cross_site`]) must be the page's own
+//!   origin (its host and port equal to the `Host` header's, or `http://` +
+//!   the listen address) or one of `--allowed-origins` (on the Upstash
+//!   routes, also one of `--upstash-cors-origin`; never on `/api/*` and
+//!   `/metrics`); `Sec-Fetch-Site: cross-site` is refused there unless
+//!   `Origin` is one of those → else 403 `forbidden_origin`. Clients that
+//!   send neither (curl, scripts) pass.
+//! - Every request that changes something (any method but GET, HEAD and
+//!   OPTIONS, and the GETs that run a command), one rule for all
+//!   ([`Policy::check_state_change`]): from another origin (an `Origin`
+//!   that is not the page's own, or `Sec-Fetch-Site: cross-site` /
+//!   `same-site`) it must be a request a page can send only after a CORS
+//!   preflight: `Content-Type: application/json` or an `Authorization`
+//!   header → else 403 `forbidden_origin`. (A form or a `text/plain`
+//!   `fetch` needs no preflight: CORS only hides the answer, the request
+//!   runs.) POST /api/v1/batch, /batches, /compare, /sweep and /sessions
+//!   need `Content-Type: application/json` from anyone (parameters such as
+//!   `; charset=utf-8` allowed) → else 415 `unsupported_media_type`.
 //! - A URI longer than [`MAX_URI_BYTES`] → 414 `uri_too_long`; headers of
 //!   more than [`MAX_HEADER_BYTES`] in all → 431 `headers_too_large`.
 //!   (hyper's own limits behind these, 100 headers or a head past its
@@ -46,8 +56,8 @@ pub const MAX_URI_BYTES: usize = 8 * 1024;
 /// Most bytes of header names and values in one request.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
-/// The routes whose body is JSON.
-const JSON_ROUTES: [&str; 3] = ["/api/v1/batch", "/api/v1/compare", "/api/v1/sweep"];
+/// The routes whose body is JSON (POST).
+const JSON_ROUTES: [&str; 5] = ["/api/v1/batch", "/api/v1/batches", "/api/v1/compare", "/api/v1/sweep", "/api/v1/sessions"];
 
 /// `pipelab serve` flags of the guards.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -67,53 +77,74 @@ pub struct GuardConfig {
 /// The guards' settings, resolved once at start-up.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Normalized (lowercase, no trailing `/`): the allowed origins, the
-    /// listen address's own among them.
-    origins: Vec<String>,
-    /// `--allowed-origins` only (they may pass a cross-site request).
-    configured_origins: Vec<String>,
-    any_origin: bool,
+    /// The page's own origins: the listen address's (normalized: lowercase,
+    /// no trailing `/`).
+    own: Vec<String>,
+    /// `--allowed-origins`, normalized; `*`: any.
+    allowed: Origins,
+    /// `--upstash-cors-origin`: allowed on the Upstash routes only.
+    upstash: Origins,
     hosts: Vec<String>,
     any_host: bool,
+}
+
+/// A list of allowed origins, normalized.
+#[derive(Debug, Clone, Default)]
+struct Origins {
+    list: Vec<String>,
+    any: bool,
+}
+
+impl Origins {
+    fn extend<'a>(&mut self, origins: impl IntoIterator<Item = &'a str>) {
+        for o in origins.into_iter().map(normalize).filter(|o| !o.is_empty()) {
+            self.any |= o == "*";
+            self.list.push(o);
+        }
+    }
+
+    fn contains(&self, origin: &str) -> bool {
+        self.any || self.list.iter().any(|o| o == origin)
+    }
+}
+
+fn normalize(s: &str) -> String {
+    s.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// `/api/*` and `/metrics`: the Upstash routes' CORS origins do not reach them.
+fn api_path(path: &str) -> bool {
+    path.starts_with("/api/") || path == "/api" || path == "/metrics"
 }
 
 impl Policy {
     /// The policy for a server listening on `listen`.
     pub fn new(cfg: &GuardConfig, listen: Option<SocketAddr>) -> Policy {
-        let norm = |s: &String| s.trim().trim_end_matches('/').to_ascii_lowercase();
-        let configured: Vec<String> = cfg.allowed_origins.iter().map(norm).filter(|s| !s.is_empty()).collect();
-        let mut origins = configured.clone();
+        let mut own = Vec::new();
         if let Some(addr) = listen {
-            origins.push(format!("http://{addr}"));
+            own.push(format!("http://{addr}"));
             if addr.ip().is_loopback() || addr.ip().is_unspecified() {
                 let port = addr.port();
-                origins.extend([format!("http://localhost:{port}"), format!("http://127.0.0.1:{port}"), format!("http://[::1]:{port}")]);
+                own.extend([format!("http://localhost:{port}"), format!("http://127.0.0.1:{port}"), format!("http://[::1]:{port}")]);
             }
         }
-        let hosts: Vec<String> = cfg.allowed_hosts.iter().map(norm).filter(|s| !s.is_empty()).collect();
-        Policy {
-            any_origin: configured.iter().any(|o| o == "*"),
-            configured_origins: configured,
-            origins,
-            any_host: hosts.iter().any(|h| h == "*"),
-            hosts,
-        }
+        let mut allowed = Origins::default();
+        allowed.extend(cfg.allowed_origins.iter().map(String::as_str));
+        let hosts: Vec<String> = cfg.allowed_hosts.iter().map(|h| normalize(h)).filter(|s| !s.is_empty()).collect();
+        Policy { own, allowed, upstash: Origins::default(), any_host: hosts.iter().any(|h| h == "*"), hosts }
     }
 
-    /// This policy, also letting the pages of `origins` call (normalized as
-    /// `--allowed-origins`; `*` any): the Upstash routes' `--upstash-cors-origin`,
-    /// whose browsers the guards must not refuse before CORS answers them.
-    pub fn with_origins<'a>(mut self, origins: impl IntoIterator<Item = &'a str>) -> Policy {
-        for o in origins {
-            let o = o.trim().trim_end_matches('/').to_ascii_lowercase();
-            self.any_origin |= o == "*";
-            self.configured_origins.push(o.clone());
-            self.origins.push(o);
-        }
+    /// This policy, also letting the pages of `origins` call the Upstash
+    /// routes (`--upstash-cors-origin`, normalized as `--allowed-origins`;
+    /// `*` any), whose browsers the guards must not refuse before CORS
+    /// answers them. Not `/api/*` nor `/metrics`.
+    pub fn with_upstash_origins<'a>(mut self, origins: impl IntoIterator<Item = &'a str>) -> Policy {
+        self.upstash.extend(origins);
         self
     }
 
-    /// Every guard, in order: head size, `Host`, `Origin` / `Sec-Fetch-Site`, `Content-Type`.
+    /// Every guard, in order: head size, `Host`, `Origin` / `Sec-Fetch-Site`,
+    /// the rule of requests that change something.
     pub fn check(&self, method: &Method, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
         check_head_size(uri, headers)?;
         let host_header = headers.get(header::HOST);
@@ -132,12 +163,12 @@ impl Policy {
             }
         }
         let path = uri.path();
-        let guarded = path.starts_with("/api/") || path == "/metrics" || !matches!(*method, Method::GET | Method::HEAD);
-        if guarded {
-            self.check_origin(headers, host)?;
+        let reading = matches!(*method, Method::GET | Method::HEAD);
+        if api_path(path) || !reading {
+            self.check_origin(path, headers, host)?;
         }
-        if method == Method::POST && JSON_ROUTES.contains(&path) {
-            check_json(headers)?;
+        if !reading && method != Method::OPTIONS {
+            self.check_state_change(method, path, headers, host)?;
         }
         Ok(())
     }
@@ -158,34 +189,71 @@ impl Policy {
         self.hosts.iter().any(|h| *h == name || *h == value || (h.starts_with('.') && (name.ends_with(h.as_str()) || name == h[1..])))
     }
 
-    /// The `Origin` / `Sec-Fetch-Site` guard alone, for a GET the layer lets
-    /// through but whose handler finds it runs a command (Upstash's path
-    /// style, `GET /flushall`: an `<img src>` of another site must not run it).
-    pub fn check_cross_site(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        self.check_origin(headers, headers.get(header::HOST).and_then(|h| h.to_str().ok()))
+    /// The guards of a request that changes something, for a GET the guards
+    /// let through but whose handler finds it runs a command (Upstash's
+    /// path style, `GET /flushall`, and its subscriptions: an `<img src>` or
+    /// an `EventSource` of another site must not run them).
+    pub fn check_cross_site(&self, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        self.check_origin(path, headers, host)?;
+        self.check_state_change(&Method::GET, path, headers, host)
     }
 
-    fn check_origin(&self, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
-        let origin = headers.get(header::ORIGIN).map(|o| String::from_utf8_lossy(o.as_bytes()).trim_end_matches('/').to_ascii_lowercase());
+    /// `Origin` is one this server takes requests from on `path`, and a
+    /// `Sec-Fetch-Site: cross-site` request comes from a configured one.
+    fn check_origin(&self, path: &str, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
+        let origin = origin_of(headers);
+        let configured = |o: &str| self.allowed.contains(o) || (!api_path(path) && self.upstash.contains(o));
         if let Some(origin) = &origin {
-            let same_origin = host.is_some_and(|h| origin.split_once("://").is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(h)));
-            if !(self.any_origin || same_origin || self.origins.contains(origin)) {
+            if !(self.is_own(origin, host) || configured(origin)) {
                 return Err(forbidden_origin(format!(
                     "Origin {origin:?} may not call this API (a page of another site); start the server with \
                      --allowed-origins {origin} to allow it"
                 )));
             }
         }
-        const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
-        let cross_site = headers.get(SEC_FETCH_SITE).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"));
-        let configured = origin.as_ref().is_some_and(|o| self.any_origin || self.configured_origins.contains(o));
-        if cross_site && !configured {
+        if sec_fetch_site(headers).is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site")) && !origin.as_deref().is_some_and(configured) {
             return Err(forbidden_origin(
                 "Sec-Fetch-Site: cross-site: a page of another site may not call this API (allow its origin with --allowed-origins)".to_string(),
             ));
         }
         Ok(())
     }
+
+    /// The one rule of every request that changes something (see the
+    /// module's doc): JSON on the API's body routes; from another origin,
+    /// only what a page sends after a preflight.
+    fn check_state_change(&self, method: &Method, path: &str, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
+        if method == Method::POST && JSON_ROUTES.contains(&path) {
+            check_json(headers)?;
+        }
+        let other_origin = origin_of(headers).is_some_and(|o| !self.is_own(&o, host))
+            || sec_fetch_site(headers).is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site") || s.eq_ignore_ascii_case(b"same-site"));
+        if other_origin && !is_json(headers) && !headers.contains_key(header::AUTHORIZATION) {
+            return Err(forbidden_origin(
+                "a page of another origin may send this only after a CORS preflight: send it with Content-Type: \
+                 application/json or an Authorization header (a form or a text/plain request is refused)"
+                    .to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `origin` (normalized) is the page's own: its authority is the `Host`
+    /// header's, or it is the listen address's.
+    fn is_own(&self, origin: &str, host: Option<&str>) -> bool {
+        host.is_some_and(|h| origin.split_once("://").is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(h))) || self.own.iter().any(|o| o == origin)
+    }
+}
+
+/// The request's `Origin`, normalized.
+fn origin_of(headers: &HeaderMap) -> Option<String> {
+    headers.get(header::ORIGIN).map(|o| normalize(&String::from_utf8_lossy(o.as_bytes())))
+}
+
+fn sec_fetch_site(headers: &HeaderMap) -> Option<&[u8]> {
+    const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+    headers.get(SEC_FETCH_SITE).map(|v| v.as_bytes())
 }
 
 fn forbidden_origin(message: String) -> ApiError {
@@ -221,15 +289,19 @@ fn at_most(bytes: usize, max: usize, code: ApiCode, what: &str) -> Result<(), Ap
     Err(ApiError::new(code, format!("{what}: {bytes} bytes; at most {max}")).at(what))
 }
 
+/// `Content-Type` is `application/json`, with or without parameters: the
+/// media type before any parameter (`; charset=utf-8`), on the bytes
+/// (asked on every batch).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().split(|&b| b == b';').next().unwrap_or_default().trim_ascii().eq_ignore_ascii_case(b"application/json"))
+}
+
 /// `Content-Type` is `application/json`, with or without parameters.
 fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let raw = headers.get(header::CONTENT_TYPE);
-    // The media type before any parameter (`; charset=utf-8`), on the bytes:
-    // asked on every batch.
-    let is_json = raw.is_some_and(|v| v.as_bytes().split(|&b| b == b';').next().unwrap_or_default().trim_ascii().eq_ignore_ascii_case(b"application/json"));
-    if is_json {
+    if is_json(headers) {
         return Ok(());
     }
+    let raw = headers.get(header::CONTENT_TYPE);
     let value = raw.map(|v| String::from_utf8_lossy(v.as_bytes()));
     Err(ApiError::new(
         ApiCode::UnsupportedMediaType,

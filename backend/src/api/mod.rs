@@ -12,6 +12,7 @@ pub mod arg;
 pub mod auth;
 pub mod backend;
 pub mod batch;
+pub mod budget;
 pub mod busy;
 pub mod caller;
 pub mod compare;
@@ -31,6 +32,7 @@ pub mod refuse;
 pub mod run;
 pub mod schema;
 pub mod session;
+pub mod share;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
@@ -72,9 +74,12 @@ pub struct Shared {
     pub source: RedisSource,
     /// Idle Redis connections reused between batches (see `crate::exec::pool`).
     pub pool: Arc<Pool>,
-    /// The read-only ACL user's pool, where pipelab manages the Redis
-    /// (`crate::acl`): read-only tokens' batches run there.
+    /// Where pipelab manages the Redis ([`crate::acl`]): the read-only
+    /// user's pool (read-only tokens' batches) and the default user's
+    /// (operator tokens' batches), while [`Shared::pool`] is the batch
+    /// user's. `None`: [`Shared::pool`].
     pub readonly: Option<Arc<Pool>>,
+    pub admin: Option<Arc<Pool>>,
 }
 
 /// Shared by every request; cheap to clone.
@@ -96,6 +101,8 @@ pub struct Inner {
     pub guard: Arc<guard::Policy>,
     /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
     pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Script kills in flight ([`busy::Kills`]): batches wait for them.
+    pub kills: busy::Kills,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
     /// The tokens requests need (none: open); see [`auth`].
@@ -104,6 +111,10 @@ pub struct Inner {
     pub upstash: crate::upstash::Settings,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
+    /// Each client's share of the batch slots ([`share`]).
+    pub shares: Arc<share::Shares>,
+    /// The memory of answers being written ([`budget`]).
+    pub budget: Arc<budget::Budget>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
     /// Rate limits per client address and token ([`rate`]); off unless
@@ -127,7 +138,7 @@ impl AppState {
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
         let pool = Pool::new(target.clone(), pool_config(&limits));
-        AppState::with_redis(Redis::Shared(Shared { target, source, pool, readonly: None }), limits, web_dir, runtimes)
+        AppState::with_redis(Redis::Shared(Shared { target, source, pool, readonly: None, admin: None }), limits, web_dir, runtimes)
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
@@ -137,10 +148,14 @@ impl AppState {
 
     fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions);
+        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
+        let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
+        let budget = budget::Budget::new(limits.max_response_memory);
         AppState(Arc::new(Inner {
             redis,
             sessions,
+            shares,
+            budget,
             limits,
             web_dir,
             slots,
@@ -148,6 +163,7 @@ impl AppState {
             next_runtime: Default::default(),
             guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
             busy_since: Default::default(),
+            kills: Default::default(),
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),
@@ -196,21 +212,24 @@ impl AppState {
     pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
         let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
         inner.auth = auth;
-        // The Upstash routes' CORS origins pass the request guards too.
+        // The Upstash routes' CORS origins pass the request guards there.
         let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
         let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
-        inner.guard = Arc::new((*inner.guard).clone().with_origins(origins.into_iter().chain(any)));
+        inner.guard = Arc::new((*inner.guard).clone().with_upstash_origins(origins.into_iter().chain(any)));
         inner.upstash = upstash;
         self
     }
 
-    /// The embedded Redis's ACL users: read-only tokens' batches run as
-    /// theirs (a pool of its own); called once, before the state is shared.
-    pub fn with_users(mut self, users: Option<&crate::acl::Users>) -> Self {
+    /// The embedded Redis's ACL users (`crate::acl`; the state's target is
+    /// the batch user's already): read-only tokens' batches run as the
+    /// read-only user, operator tokens' as `admin` (the default user's
+    /// target); called once, before the state is shared.
+    pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
         let inner = Arc::get_mut(&mut self.0).expect("with_users before the state is shared");
         let config = pool_config(&inner.limits);
-        if let (Redis::Shared(shared), Some(users)) = (&mut inner.redis, users) {
-            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config));
+        if let Redis::Shared(shared) = &mut inner.redis {
+            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config.clone()));
+            shared.admin = Some(shared.pool.sibling(admin, config));
         }
         self
     }

@@ -423,23 +423,28 @@ pub fn bucket_address(ip: IpAddr) -> IpAddr {
 /// address (what the nearest proxy saw). Unknown (in-process, no
 /// `ConnectInfo`): the unspecified address, one bucket for all.
 pub fn client_address(req: &Request, trust_forwarded_for: bool) -> IpAddr {
-    if trust_forwarded_for {
-        let last = req
-            .headers()
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|s| s.trim().parse::<IpAddr>().ok())
-            .next_back();
-        if let Some(ip) = last {
-            return ip;
-        }
+    if let Some(ip) = forwarded_for(req.headers(), trust_forwarded_for) {
+        return ip;
     }
     match req.extensions().get::<ConnectInfo<SocketAddr>>() {
         Some(ConnectInfo(peer)) => peer.ip(),
         None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     }
+}
+
+/// With `trust_forwarded_for`, the last `X-Forwarded-For` entry that is an
+/// IP address (what the nearest proxy saw).
+pub fn forwarded_for(headers: &axum::http::HeaderMap, trust_forwarded_for: bool) -> Option<IpAddr> {
+    if !trust_forwarded_for {
+        return None;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|s| s.trim().parse::<IpAddr>().ok())
+        .next_back()
 }
 
 /// Takes `n` commands from the request's client (`client`, from its

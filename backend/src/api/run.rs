@@ -43,7 +43,7 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 /// `/batch` counts it (`stream::Kept`): for runs whose every result goes
 /// into the response. Past the limit the run is cut, as at the reply limit.
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
-    let mut kept = Kept::new(Keep::All, batch.commands.len(), state.limits.max_reply_bytes);
+    let mut kept = Kept::new(state, Keep::All, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     out.into_report(kept.results).map_err(ApiError::unavailable)
 }
@@ -110,6 +110,7 @@ async fn run_limited_on<K: ResultSink>(
     cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     let limits = &state.limits;
+    state.budget.check()?;
     // A sandbox visitor's own share of the batch slots, taken first: one
     // visitor cannot hold everyone's.
     let _visitor_slot = match &on.visitor {
@@ -123,6 +124,17 @@ async fn run_limited_on<K: ResultSink>(
         None => None,
     };
     let deadline = Instant::now() + limits.batch_timeout();
+    // The client's own share first: its queue holds none of the server's slots.
+    let _share = match super::share::current() {
+        Some(client) => {
+            let blocks = batch.plan.mode != crate::exec::Mode::Transaction && {
+                let table = on.pool.commands();
+                batch.commands.iter().any(|argv| table.may_block(argv))
+            };
+            Some(state.shares.take(client, blocks, deadline).await?)
+        }
+        None => None,
+    };
     // A free slot is taken without arming a timer (the usual case; a
     // free permit means no one waits before us).
     let _slot = match state.slots.try_acquire() {
@@ -140,6 +152,16 @@ async fn run_limited_on<K: ResultSink>(
             })?
             .expect("the semaphore is never closed"),
     };
+    // A script a cut batch left is being killed: Redis would answer BUSY.
+    if state.kills.wait(deadline).await.is_err() {
+        return Err(ApiError::new(
+            ApiCode::Busy,
+            format!(
+                "Redis stayed busy running a script of a cut batch, which pipelab is killing, for {} ms; nothing was sent; try again",
+                limits.batch_timeout_ms
+            ),
+        ));
+    }
     let opts = ExecOptions {
         connect_timeout: limits.connect_timeout(),
         read_timeout: limits.batch_timeout(),

@@ -73,6 +73,8 @@ pub struct SessionResponse {
 /// One session: its connection and settings.
 pub struct Session {
     access: Access,
+    /// Who opened it, for its share ([`super::share`]).
+    client: Option<super::share::ClientKey>,
     /// The sandbox visitor it belongs to (`None` outside the sandbox).
     visitor: Option<VisitorId>,
     /// Their share of sessions, given back when it closes.
@@ -92,13 +94,35 @@ pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     idle: Duration,
     max: usize,
+    /// Most open at once per client (`--max-sessions-per-client`).
+    per_client: usize,
     /// The expiry task runs (started with the first session).
     reaping: std::sync::atomic::AtomicBool,
 }
 
 impl Sessions {
-    pub fn new(idle_ms: u64, max: usize) -> Arc<Sessions> {
-        Arc::new(Sessions { open: Mutex::default(), idle: Duration::from_millis(idle_ms), max, reaping: Default::default() })
+    pub fn new(idle_ms: u64, max: usize, per_client: usize) -> Arc<Sessions> {
+        Arc::new(Sessions { open: Mutex::default(), idle: Duration::from_millis(idle_ms), max, per_client, reaping: Default::default() })
+    }
+
+    /// Why `client` may not open another session now, if it may not: the
+    /// server's cap or the client's share (the open ones counted in `open`).
+    fn refusal(&self, open: &HashMap<String, Arc<Session>>, client: Option<super::share::ClientKey>) -> Option<ApiError> {
+        if open.len() >= self.max {
+            return Some(ApiError::new(
+                ApiCode::TooManySessions,
+                format!("{} sessions are open, the server's limit (--max-sessions); close one (DELETE /api/v1/sessions/ID) or wait for one to expire", self.max),
+            ));
+        }
+        let mine = client.map_or(0, |c| open.values().filter(|s| s.client == Some(c)).count());
+        (mine >= self.per_client).then(|| {
+            ApiError::new(
+                ApiCode::TooManySessions,
+                format!(
+                    "this client (its token, else its address) has {mine} sessions open, its share (--max-sessions-per-client); close one (DELETE /api/v1/sessions/ID) or wait for one to expire"
+                ),
+            )
+        })
     }
 
     /// Sessions open now.
@@ -193,7 +217,7 @@ fn unix_ms(at: SystemTime) -> u64 {
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
         (status = 400, description = "A bad field", body = super::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open; in the sandbox, the visitor's own cap), `sandbox_full` or `redis_unavailable`", body = super::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap), `sandbox_full` or `redis_unavailable`", body = super::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
@@ -211,14 +235,9 @@ pub async fn create(
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
     sessions.expire();
-    let full = || {
-        ApiError::new(
-            ApiCode::TooManySessions,
-            format!("{} sessions are open, the server's limit (--max-sessions); close one (DELETE /api/v1/sessions/ID) or wait for one to expire", sessions.max),
-        )
-    };
-    if sessions.len() >= sessions.max {
-        return Err(full());
+    let client = super::share::current();
+    if let Some(refused) = sessions.refusal(&sessions.open.lock().expect("sessions lock"), client) {
+        return Err(refused);
     }
     // A sandbox visitor's own cap, so that one visitor cannot hold them all.
     let visitor_slot = match &backend.visitor {
@@ -244,6 +263,7 @@ pub async fn create(
     let id = new_id()?;
     let session = Arc::new(Session {
         access,
+        client,
         visitor,
         _visitor_slot: visitor_slot,
         resp3,
@@ -254,8 +274,8 @@ pub async fn create(
     {
         let mut open = sessions.open.lock().expect("sessions lock");
         // Counted again under the lock: requests may have raced here.
-        if open.len() >= sessions.max {
-            return Err(full());
+        if let Some(refused) = sessions.refusal(&open, client) {
+            return Err(refused);
         }
         open.insert(id.clone(), session);
         crate::telemetry::sessions_open(open.len());
@@ -345,7 +365,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
         crate::telemetry::sessions_open(state.sessions.len());
         return Err(lost(&why));
     }
-    let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
+    let mut kept = Kept::new(&state, keep, batch.commands.len());
     let out = super::run::run_session_batch(&state, on, &batch, &mut conn, &mut kept).await;
     *slot = match conn {
         Some(c) => Ok(c),
@@ -356,7 +376,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
     };
     *session.last_used.lock().expect("session lock") = Instant::now();
     drop(slot);
-    Ok(stream::report_response(&kept, &out?))
+    Ok(stream::report_response(&mut kept, &out?))
 }
 
 fn lost(why: &str) -> ApiError {

@@ -40,6 +40,7 @@ use super::error::{ApiCode, ApiError};
 use crate::report_json::{reply_json_len, ReportJson};
 use super::backend::Backend;
 use super::run::run_batch_into;
+use super::budget::{Charge, Held};
 use super::AppState;
 use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
@@ -92,7 +93,7 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
         return respond_inline(&state, &on, &batch, keep).await;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = state.other_runtime().spawn(run(state.clone(), on, batch, keep, tx));
+    let task = state.other_runtime().spawn(super::share::scope(super::share::current(), run(state.clone(), on, batch, keep, tx)));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
     loop {
@@ -128,22 +129,24 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
 /// A small batch runs in the request's own task: a task of its own and a
 /// channel would cost more than its report's serialization saves.
 async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
-    let mut kept = Kept::new(keep, batch.commands.len(), state.limits.max_reply_bytes);
+    let mut kept = Kept::new(state, keep, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     if let Some(msg) = out.reconnect_failed {
         return Err(ApiError::unavailable(msg));
     }
-    Ok(report_response(&kept, &out))
+    Ok(report_response(&mut kept, &out))
 }
 
 /// The report of a batch that ran, its results all collected in `kept`,
 /// as one ordinary response.
-pub(super) fn report_response(kept: &Kept, out: &StreamReport<Infallible>) -> Response {
+pub(super) fn report_response(kept: &mut Kept, out: &StreamReport<Infallible>) -> Response {
     // Room for the summary and a few results, so the buffer does not grow
     // step by step from empty.
     let mut report = ReportWriter { buf: Vec::with_capacity(640 + 160 * kept.results.len()), json: ReportJson::default() };
     report.write(&kept.results);
-    json(Body::from(report.finish(out)))
+    let mut res = json(Body::from(report.finish(out)));
+    res.extensions_mut().insert(kept.take_charge());
+    res
 }
 
 /// Collects the results `keep` keeps, counting their replies' JSON
@@ -156,11 +159,22 @@ pub(super) struct Kept {
     /// JSON bytes of the kept replies so far.
     json_bytes: u64,
     max_json_bytes: u64,
+    /// The kept replies' JSON, charged to the server's budget for answers
+    /// (`super::budget`); why it refused one, if it did.
+    charge: Charge,
+    refused: Option<String>,
 }
 
 impl Kept {
-    pub(super) fn new(keep: Keep, capacity: usize, max_json_bytes: u64) -> Kept {
-        Kept { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes }
+    pub(super) fn new(state: &AppState, keep: Keep, capacity: usize) -> Kept {
+        let max_json_bytes = state.limits.max_reply_bytes;
+        Kept { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
+    }
+
+    /// The charge of the kept replies, handed to the answer made of them.
+    pub(super) fn take_charge(&mut self) -> Held {
+        let empty = Charge::new(&self.charge.budget());
+        Held::new(std::mem::replace(&mut self.charge, empty))
     }
 }
 
@@ -177,12 +191,21 @@ impl ResultSink for Kept {
             return Err(self.max_json_bytes);
         }
         if self.keep.keeps(status) {
-            self.json_bytes += reply_json_len(reply);
+            let len = reply_json_len(reply);
+            self.json_bytes += len;
             if self.json_bytes > self.max_json_bytes {
+                return Err(self.max_json_bytes);
+            }
+            if let Err(why) = self.charge.grow(len) {
+                self.refused = Some(why);
                 return Err(self.max_json_bytes);
             }
         }
         Ok(())
+    }
+
+    fn refusal(&self) -> Option<String> {
+        self.refused.clone()
     }
 }
 
@@ -193,7 +216,7 @@ fn json(body: Body) -> Response {
 }
 
 async fn run(state: AppState, on: Backend, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
-    let mut sink = GroupSink { group: Kept::new(keep, GROUP, state.limits.max_reply_bytes), tx: tx.clone() };
+    let mut sink = GroupSink { group: Kept::new(&state, keep, GROUP), tx: tx.clone() };
     let out = run_batch_into(&state, &on, &batch, &mut sink, None).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
@@ -225,6 +248,10 @@ impl ResultSink for GroupSink {
 
     fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
         self.group.admit(reply)
+    }
+
+    fn refusal(&self) -> Option<String> {
+        self.group.refusal()
     }
 }
 

@@ -114,6 +114,12 @@ pub async fn main(args: Args) -> ExitCode {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
                 eprintln!("pipelab doctor: page on http://{}/", l.local_addr().map(|a| a.to_string()).unwrap_or(addr.to_string()));
+                if !addr.ip().is_loopback() {
+                    eprintln!(
+                        "pipelab doctor: warning: --ui {addr} is reachable from other machines, with no token: the page shows your \
+                         application's key patterns, commands and timings; prefer --ui 127.0.0.1:PORT (and an SSH tunnel)"
+                    );
+                }
                 let state = doctor::ui::UiState { doctor: doc.clone(), playground_url: args.playground_url.clone(), web_dir: args.web_dir.clone() };
                 Some(tokio::spawn(async move { axum::serve(l, doctor::ui::router(state)).await }))
             }

@@ -23,6 +23,14 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
+    let shown = pipelab::api::auth::token_flags_in(std::env::args().skip(2));
+    if !shown.is_empty() {
+        tracing::warn!(
+            "{} given on the command line: every user of this machine sees the token in `ps`; give it in the environment \
+             (PIPELAB_TOKENS, PIPELAB_READONLY_TOKENS, PIPELAB_OPERATOR_TOKENS) or in --tokens-file instead",
+            shown.join(", ")
+        );
+    }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
     let preset = if cfg.sandbox.sandbox { pipelab::api::rate::RateLimits::sandbox() } else { pipelab::api::rate::RateLimits::off() };
     let rate = pipelab::api::rate::RateLimits::from_config(&cfg.rate, preset);
@@ -44,11 +52,14 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    // The embedded Redis gets an ACL user for read-only tokens: a second
-    // wall behind pipelab's own rules.
+    // The embedded Redis gets ACL users (the batches', the read-only
+    // tokens'): a second wall behind pipelab's own rules, the only one a
+    // script's `redis.call` meets.
+    let allow = pipelab::commands::Allow { migrate: cfg.allow_migrate };
     let mut embedded_cfg = cfg.embedded.clone();
-    if cfg.redis.is_none() && !cfg.sandbox.sandbox {
-        embedded_cfg.users = Some(pipelab::acl::Users::generate());
+    let users = (cfg.redis.is_none() && !cfg.sandbox.sandbox).then(|| pipelab::acl::Users::generate(allow));
+    if let Some(users) = &users {
+        embedded_cfg.acl_args = users.server_args();
     }
 
     // Its own supervisor thread starts it, and restarts it should it die.
@@ -74,6 +85,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         },
         (None, false) => match Supervised::start(&cfg.redis_server, &embedded_cfg) {
             Ok(child) => {
+                // Batches run as the batch user; the default user is pipelab's own.
                 let target = RedisTarget::parse(child.url()).expect("a unix:// URL of our own");
                 tracing::info!(socket = %child.socket().display(), pid = child.pid(), "started redis-server");
                 (Backing::Shared(target, RedisSource::Embedded), Some(child))
@@ -89,7 +101,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, redis, threads, access, embedded_cfg.users.as_ref());
+    let code = serve_on_threads(&cfg, redis, threads, access, users.as_ref());
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -160,7 +172,14 @@ fn serve_on_threads(
         let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         let state = match redis {
-            Backing::Shared(target, source) => AppState::new(target, source, cfg.limits.clone(), cfg.web_dir.clone(), handles).with_users(users),
+            Backing::Shared(target, source) => {
+                let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
+                let state = AppState::new(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles);
+                match users {
+                    Some(users) => state.with_users(users, target),
+                    None => state,
+                }
+            }
             Backing::Sandbox(sup) => {
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), "sandbox on: a redis-server of their own for each visitor");
@@ -173,6 +192,11 @@ fn serve_on_threads(
             .configure(access.0, access.1)
             .with_rate(access.2)
     };
+    if let (None, Some(shared)) = (users, state.shared()) {
+        // `--redis`: pipelab cannot make the user; it tells what scripts could reach.
+        let (pool, allow, wait) = (shared.pool.clone(), pipelab::commands::Allow { migrate: cfg.allow_migrate }, cfg.limits.connect_timeout());
+        first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
+    }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let app = api::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -72,14 +72,29 @@ pub struct UiSummary {
     pub playground_url: String,
 }
 
-/// The router of `--ui`.
+/// The router of `--ui`, behind `pipelab serve`'s request guards (a
+/// `Host` that is not an IP address, `localhost` or `*.localhost` is 421:
+/// a rebound name cannot read the doctor; another site's page is 403) and
+/// with its security headers (CSP, `nosniff`, no framing).
 pub fn router(state: UiState) -> Router {
+    let policy = Arc::new(crate::api::guard::Policy::new(&crate::api::guard::GuardConfig::default(), None));
     Router::new()
         .route("/api/doctor/summary", get(summary))
         .route("/api/doctor/flights", get(flights))
         .route("/api/doctor/{*rest}", get(not_found))
         .fallback(page)
         .with_state(state)
+        .layer(axum::middleware::from_fn(move |req: Request, next: axum::middleware::Next| {
+            let policy = policy.clone();
+            async move {
+                let mut res = match policy.check(req.method(), req.uri(), req.headers()) {
+                    Ok(()) => next.run(req).await,
+                    Err(refused) => refused.into_response(),
+                };
+                crate::api::headers::set(&mut res);
+                res
+            }
+        }))
 }
 
 /// A batch of a missed pipeline's shape: each pattern in proportion to its

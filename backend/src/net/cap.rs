@@ -1,4 +1,8 @@
-//! Caps on open HTTP connections, in all and per client IP address.
+//! Caps on open HTTP connections, in all and per client IP address, and a
+//! reserve: the last eighth of the cap ([`ConnCap::reserve`]) only takes
+//! connections from an address that holds fewer than [`FEW`], so that
+//! clients who hold many (four addresses of 256 idle sockets each filled a
+//! cap of 1024) leave room for everyone else and for health checks.
 //!
 //! Why: each connection holds a file descriptor until the header timeout
 //! closes it; about 21,600 idle ones reached the process's fd limit and
@@ -17,8 +21,12 @@ use std::sync::{Arc, Mutex};
 pub struct ConnCap {
     max: usize,
     max_per_ip: usize,
+    reserve: usize,
     open: Mutex<Open>,
 }
+
+/// An address holding fewer connections than this may use the reserve.
+pub const FEW: usize = 4;
 
 #[derive(Debug, Default)]
 struct Open {
@@ -55,14 +63,20 @@ impl ConnCap {
     pub fn new(max: usize, max_per_ip: usize) -> Arc<ConnCap> {
         metrics::counter!("pipelab_http_connections_refused_total", "reason" => Refused::Total.reason()).increment(0);
         metrics::counter!("pipelab_http_connections_refused_total", "reason" => Refused::PerIp.reason()).increment(0);
-        Arc::new(ConnCap { max: max.max(1), max_per_ip: max_per_ip.max(1), open: Mutex::default() })
+        let max = max.max(1);
+        Arc::new(ConnCap { max, max_per_ip: max_per_ip.max(1), reserve: max / 8, open: Mutex::default() })
+    }
+
+    /// Places kept for addresses with fewer than [`FEW`] connections.
+    pub fn reserve(&self) -> usize {
+        self.reserve
     }
 
     /// A place for a connection from `ip`, or which cap is reached (then counted in /metrics).
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Permit, Refused> {
         let mut open = self.open.lock().expect("connection cap lock");
         let from_ip = open.per_ip.get(&ip).copied().unwrap_or(0);
-        let refused = if open.total >= self.max {
+        let refused = if open.total >= self.max || (open.total >= self.max - self.reserve && from_ip >= FEW) {
             Some(Refused::Total)
         } else if from_ip >= self.max_per_ip {
             Some(Refused::PerIp)
@@ -103,6 +117,19 @@ impl Drop for Permit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reserve_is_for_addresses_with_few_connections() {
+        let cap = ConnCap::new(16, 16);
+        assert_eq!(cap.reserve(), 2);
+        let (a, b, c): (IpAddr, IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap(), "10.0.0.3".parse().unwrap());
+        let held: Vec<Permit> = (0..14).map(|_| cap.admit(a).unwrap()).collect();
+        assert_eq!(cap.admit(a).unwrap_err(), Refused::Total, "the reserve is not for a");
+        let _b = cap.admit(b).expect("an address with few connections");
+        let _c = cap.admit(c).expect("another");
+        assert_eq!(cap.admit(c).unwrap_err(), Refused::Total, "the cap itself");
+        drop(held);
+    }
 
     #[test]
     fn caps_in_all_and_per_address() {

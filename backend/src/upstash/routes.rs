@@ -41,12 +41,12 @@ fn is_reading(req: &Request) -> bool {
 /// (`Err` with the file's response). A GET that runs a command is guarded
 /// as a POST is (the guard layer lets GETs through for the playground's
 /// files): `Err` with the refusal when it comes from another site.
-async fn guard_command_get(state: &AppState, req: Request, page: bool) -> Result<Request, Response> {
+pub(super) async fn guard_command_get(state: &AppState, req: Request, page: bool) -> Result<Request, Response> {
     if page {
         return Err(crate::api::web::serve(State(state.clone()), req).await);
     }
     if is_reading(&req) {
-        state.guard.check_cross_site(req.headers()).map_err(IntoResponse::into_response)?;
+        state.guard.check_cross_site(req.uri().path(), req.headers()).map_err(IntoResponse::into_response)?;
     }
     Ok(req)
 }

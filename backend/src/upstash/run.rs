@@ -41,11 +41,11 @@ pub async fn run(state: &AppState, on: &Backend, access: Access, commands: Comma
     let table = &rules.table;
     let prepared = fields.prepare(&state.limits)?;
     if access.read_only() {
-        if let Some(argv) = prepared.commands.iter().find(|argv| !table.allows_readonly(*argv)) {
+        if let Some((argv, why)) = prepared.commands.iter().find_map(|argv| Some((argv, table.readonly_refusal(argv)?))) {
             let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_lowercase();
             return Err(UpstashError::new(
                 StatusCode::FORBIDDEN,
-                format!("NOPERM this user has no permissions to run the '{name}' command (the token is read-only)"),
+                format!("NOPERM this user has no permissions to run the '{name}' command (the token is read-only: {why})"),
             ));
         }
     }

@@ -25,7 +25,7 @@ use http_body::Frame;
 use tokio::sync::mpsc;
 
 use super::response::UpstashError;
-use super::routes::{admit, answer};
+use super::routes::{admit, answer, guard_command_get};
 use super::Family;
 use crate::api::stream::AbortOnDrop;
 use crate::api::AppState;
@@ -37,11 +37,17 @@ const IDLE_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// `SUBSCRIBE` (`pattern: false`) or `PSUBSCRIBE` the path's names.
 pub async fn subscribe(state: State<AppState>, req: Request) -> Response {
-    answer(Family::Subscribe, open(state, req, b"SUBSCRIBE").await)
+    match guard_command_get(&state, req, false).await {
+        Ok(req) => answer(Family::Subscribe, open(state, req, b"SUBSCRIBE").await),
+        Err(refused) => refused,
+    }
 }
 
 pub async fn psubscribe(state: State<AppState>, req: Request) -> Response {
-    answer(Family::Subscribe, open(state, req, b"PSUBSCRIBE").await)
+    match guard_command_get(&state, req, false).await {
+        Ok(req) => answer(Family::Subscribe, open(state, req, b"PSUBSCRIBE").await),
+        Err(refused) => refused,
+    }
 }
 
 async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {

@@ -127,9 +127,10 @@ impl Class {
         self.0 & bit != 0
     }
 
-    /// A read-only token may run it: flagged `readonly` and no key spec writes.
+    /// A read-only token may run it: flagged `readonly`, or one of the
+    /// `@transaction` commands (a transaction of reads), and no key spec writes.
     fn readonly_token(self) -> bool {
-        self.has(Self::READONLY) && !self.has(Self::WRITES_KEYS)
+        (self.has(Self::READONLY) || self.has(Self::TRANSACTION)) && !self.has(Self::WRITES_KEYS)
     }
 
     pub(crate) fn any(self, mask: u16) -> bool {
@@ -222,7 +223,7 @@ impl Class {
 /// Admin-flagged commands that only read about the server and reveal no
 /// secret: allowed. Every other `admin` command is refused (a command a
 /// newer Redis adds is refused until it is listed here).
-const ADMIN_READS: &[&str] = &[
+pub const ADMIN_READS: &[&str] = &[
     "client|list",
     "slowlog|len",
     "latency|doctor",
@@ -279,7 +280,11 @@ impl Table {
         if access != Access::ReadOnly && !self.may_concern(Class::FILTER_REFUSAL, argv) {
             return None;
         }
-        let cmd = self.command(argv)?;
+        let Some(cmd) = self.command(argv) else {
+            // Fail closed: a command the table lacks (renamed, or a module's
+            // loaded since) cannot be shown to only read.
+            return (access == Access::ReadOnly).then(|| unknown_to_readonly(argv));
+        };
         let class = cmd.class;
         if class.0 & Class::REFUSABLE == 0 {
             return (access == Access::ReadOnly && !class.readonly_token()).then(|| {
@@ -460,14 +465,33 @@ impl Table {
     }
 
     /// May a read-only token run `argv`? Only if the server flags its
-    /// command (or subcommand: CONFIG GET, not CONFIG SET) `readonly` and
-    /// no key spec of it writes (`RW`, `OW`, `RM`, `insert`, `update`,
-    /// `delete`; Redis 7.0 marks EVAL and FCALL as writing only in their key
-    /// specs). True for a command the server lacks (Redis answers it with an
-    /// error, nothing runs). The rule of [`Access::ReadOnly`] in
-    /// [`Table::refusal`]; allocation-free.
+    /// command (or subcommand: CONFIG GET, not CONFIG SET) `readonly`, or it
+    /// is one of the `@transaction` commands (MULTI, EXEC, DISCARD, WATCH,
+    /// UNWATCH: a transaction of reads), and no key spec of it writes (`RW`,
+    /// `OW`, `RM`, `insert`, `update`, `delete`; Redis 7.0 marks EVAL and
+    /// FCALL as writing only in their key specs). False for a command the
+    /// server's table lacks: a `rename-command`ed SET or CONFIG is not in
+    /// it under its new name, and nothing says it only reads (fail closed).
+    /// The rule of [`Access::ReadOnly`] in [`Table::refusal`]; allocation-free.
     pub fn allows_readonly(&self, argv: ArgvRef<'_>) -> bool {
-        self.command(argv).is_none_or(|c| c.class.readonly_token())
+        self.command(argv).is_some_and(|c| c.class.readonly_token())
+    }
+
+    /// Why a read-only token may not run `argv` ([`Table::allows_readonly`]),
+    /// for a person; `None` if it may.
+    pub fn readonly_refusal(&self, argv: ArgvRef<'_>) -> Option<String> {
+        match self.command(argv) {
+            None => Some(unknown_to_readonly(argv).message),
+            Some(c) if !c.class.readonly_token() => Some(format!("{} is refused: {READONLY_RULE}", c.display_name())),
+            Some(_) => None,
+        }
+    }
+
+    /// True if `argv` may block its connection until its timeout (flagged
+    /// `blocking`, or WAIT/WAITAOF: BLPOP, XREAD BLOCK, …), outside a
+    /// transaction. Allocation-free.
+    pub fn may_block(&self, argv: ArgvRef<'_>) -> bool {
+        self.may_concern(Class::FILTER_REFUSAL, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::BLOCKING))
     }
 
     /// True if `argv` runs a script or a function until it returns: a
@@ -489,6 +513,18 @@ fn arity_ok(cmd: &Command, argv: ArgvRef<'_>) -> bool {
 
 /// Why a read-only token is refused, for people.
 const READONLY_RULE: &str = "a read-only token runs only commands the server flags readonly and whose key specs do not write";
+
+/// A command the table lacks, asked with [`Access::ReadOnly`].
+fn unknown_to_readonly(argv: ArgvRef<'_>) -> Refusal {
+    let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_uppercase();
+    refuse(
+        Reason::NotReadOnly,
+        format!(
+            "{name} is refused: the server's command table does not know it (renamed with rename-command, or a module's \
+             command), so nothing says it only reads; {READONLY_RULE}"
+        ),
+    )
+}
 
 fn refuse(reason: Reason, message: String) -> Refusal {
     Refusal { reason, message }

@@ -227,7 +227,8 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
     pub fn emit_reply_timed(&mut self, reply: resp::Value, sent_us: u64, at: Instant, latency_us: Option<u64>) -> Result<(), ReadError> {
         self.note_io(at);
         if let Err(limit) = self.sink.admit(&reply) {
-            self.fail(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+            let why = self.sink.refusal().unwrap_or_else(|| format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+            self.fail(why);
             self.emit(Status::Unknown, None, Some(sent_us), None);
             return Err(ReadError::Limit(limit));
         }

@@ -33,13 +33,24 @@
 //! `not_sent` ([`ABANDONED`]); one that gives up after reports `unknown`.
 //! A request that is gone with its client is not written either.
 //!
+//! One batch's reply never spills on another's: a batch cut by its own
+//! reply limit or read timeout is answered at once, and the rest of its
+//! replies are read past so that the batches written after it get theirs
+//! (only a failed connection makes them `unknown`). A reply that is large
+//! (more than [`HANDOFF_BYTES`] still arriving) or slow (the write's
+//! replies not all in after [`HANDOFF_AFTER`]) makes the lane hand its
+//! connection, with the batches still to answer, to a task of its own:
+//! the next writes go on another connection instead of waiting behind it.
+//!
 //! Timings: `total_us`, `sent_us` and `reply_us` start when the batch was
 //! queued, so they include the wait for the previous shared write's
 //! replies; `summary.shared` says how many batches and commands the write
 //! carried. The reply limit (`max_reply_bytes`) and the read timeout are
-//! each batch's own, applied to its replies; the lane's connection is
+//! each batch's own, applied to its replies (the time spent reading
+//! another batch's replies counts against neither); the lane's connection is
 //! opened with the settings of the batch that started the lane.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -272,7 +283,8 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
                     (Status::Unknown, None, None)
                 } else if let Err(limit) = sink.admit(&reply) {
                     cut = true;
-                    connection_error.get_or_insert(format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+                    let why = sink.refusal().unwrap_or_else(|| format!("reply limit reached: the report would pass {limit} bytes of JSON"));
+                    connection_error.get_or_insert(why);
                     (Status::Unknown, None, None)
                 } else {
                     let status = if reply.is_error() { Status::Error } else { Status::Ok };
@@ -375,7 +387,9 @@ async fn drive(pool: Weak<Pool>, mut rx: mpsc::UnboundedReceiver<Job>, settings:
 }
 
 /// One shared write of `out` (the `jobs`' commands) and the jobs' answers;
-/// the connection back if it is fit for the next write.
+/// the connection back if it is fit for the next write. A large or slow
+/// reply hands the connection, with the jobs still to answer, to a task of
+/// its own ([`drain`]): the next write goes on another connection.
 async fn write_and_read(pool: &Pool, conn: Option<Conn>, settings: &ConnSettings, out: &[u8], jobs: &mut Vec<Job>) -> Option<Conn> {
     let shared = super::SharedWrite { batches: jobs.len(), commands: jobs.iter().map(|j| j.commands).sum() };
     let mut tried_fresh = false;
@@ -404,32 +418,136 @@ async fn write_and_read(pool: &Pool, conn: Option<Conn>, settings: &ConnSettings
         }
     };
     let write_syscalls = c.stats().write_syscalls;
-    let mut failure: Option<String> = None;
-    for job in jobs.drain(..) {
-        let mut answer = Answer { sent: Some(sent), write_syscalls, shared, ..Answer::default() };
-        if let Some(why) = &failure {
-            answer.failure = Some(why.clone());
-        } else {
-            let reads = c.stats().read_syscalls;
-            c.limit_replies(job.read_timeout, job.max_reply_bytes);
-            answer.replies.reserve(job.commands);
-            while answer.replies.len() < job.commands {
-                let before = c.bytes_decoded();
-                match c.read_reply().await {
-                    Ok((reply, at)) => answer.replies.push((reply, at, c.bytes_decoded() - before)),
-                    Err(e) => {
-                        failure = Some(e.to_string());
-                        answer.failure = failure.clone();
-                        break;
+    let mut pending: VecDeque<Reading> = jobs.drain(..).map(|job| Reading::new(job, Answer { sent: Some(sent), write_syscalls, shared, ..Answer::default() })).collect();
+    match read_answers(&mut c, &mut pending, true).await {
+        Read::Done(fit) => fit.then_some(c).filter(Conn::buffer_empty),
+        Read::HandOff => {
+            tokio::spawn(drain(pool.weak(), c, pending));
+            None
+        }
+    }
+}
+
+/// A job whose replies are being read, and its answer so far.
+struct Reading {
+    job: Job,
+    answer: Answer,
+    /// Its replies are read only to reach the next job's: it was answered
+    /// already (its reply limit or read timeout cut it).
+    skipping: bool,
+    /// Replies of it read (kept or skipped).
+    read: usize,
+    reads_before: Option<u64>,
+}
+
+impl Reading {
+    fn new(job: Job, answer: Answer) -> Reading {
+        Reading { job, answer, skipping: false, read: 0, reads_before: None }
+    }
+}
+
+/// How [`read_answers`] ended.
+enum Read {
+    /// Every job answered; whether the connection is fit for another write.
+    Done(bool),
+    /// A reply is large or slow: the lane lets the connection go (the
+    /// jobs left are still in `pending`, the current one first).
+    HandOff,
+}
+
+/// A reply this large still arriving, or a write's replies this slow,
+/// make the lane hand its connection off ([`Read::HandOff`]).
+const HANDOFF_BYTES: u64 = 256 * 1024;
+const HANDOFF_AFTER: Duration = Duration::from_millis(50);
+/// How often the lane looks at a reply that has not arrived.
+const LOOK_EVERY: Duration = Duration::from_millis(5);
+
+/// Reads the `pending` jobs' replies in order, each job with its own read
+/// timeout and reply limit, answering each when done. A job cut by its own
+/// limit or timeout is answered at once, and its remaining replies are
+/// read past (with the next job's limits) so that the jobs written after
+/// it get theirs; only a failed connection fails them all. `lane`: hand
+/// off on a large or slow reply.
+async fn read_answers(c: &mut Conn, pending: &mut VecDeque<Reading>, lane: bool) -> Read {
+    let started = Instant::now();
+    let mut look = lane.then(|| Box::pin(tokio::time::sleep(LOOK_EVERY)));
+    loop {
+        let Some(front) = pending.front() else { return Read::Done(true) };
+        if front.read == front.job.commands {
+            let r = pending.pop_front().expect("front");
+            if !r.skipping {
+                let mut answer = r.answer;
+                answer.read_syscalls = c.stats().read_syscalls - r.reads_before.unwrap_or(0);
+                let _ = r.job.answer.send(answer);
+            }
+            continue;
+        }
+        if front.reads_before.is_none() {
+            // A skipped job's replies are read, whatever their size, within
+            // the read timeout of the next job that waits for its own.
+            let (timeout, limit) = match front.skipping {
+                false => (front.job.read_timeout, front.job.max_reply_bytes),
+                true => (pending.iter().find(|p| !p.skipping).map_or(front.job.read_timeout, |p| p.job.read_timeout), None),
+            };
+            c.limit_replies(timeout, limit);
+            pending.front_mut().expect("front").reads_before = Some(c.stats().read_syscalls);
+        }
+        let before = c.bytes_decoded();
+        let read = match look.as_mut() {
+            None => c.read_reply().await,
+            Some(look) => tokio::select! {
+                biased;
+                read = c.read_reply() => read,
+                () = look.as_mut() => {
+                    let arriving = c.stats().bytes_received.saturating_sub(c.bytes_decoded());
+                    if arriving > HANDOFF_BYTES || started.elapsed() > HANDOFF_AFTER {
+                        return Read::HandOff;
                     }
+                    look.as_mut().reset((Instant::now() + LOOK_EVERY).into());
+                    continue;
+                }
+            },
+        };
+        let others_wait = pending.iter().skip(1).any(|p| !p.skipping);
+        let r = pending.front_mut().expect("front");
+        match read {
+            Ok((reply, at)) => {
+                r.read += 1;
+                if !r.skipping {
+                    r.answer.replies.push((reply, at, c.bytes_decoded() - before));
                 }
             }
-            answer.read_syscalls = c.stats().read_syscalls - reads;
+            // This job's own limit or timeout: it is cut, not the jobs after it.
+            Err(e @ (ReadError::Limit(_) | ReadError::Timeout(_))) if !r.skipping && others_wait => {
+                let mut answer = std::mem::take(&mut r.answer);
+                answer.failure = Some(e.to_string());
+                answer.read_syscalls = c.stats().read_syscalls - r.reads_before.unwrap_or(0);
+                let (tx, _) = oneshot::channel();
+                let _ = std::mem::replace(&mut r.job.answer, tx).send(answer);
+                r.skipping = true;
+                r.reads_before = None;
+            }
+            Err(e) => {
+                let why = e.to_string();
+                for r in pending.drain(..).filter(|r| !r.skipping) {
+                    let mut answer = r.answer;
+                    answer.failure = Some(why.clone());
+                    let _ = r.job.answer.send(answer);
+                }
+                return Read::Done(false);
+            }
         }
-        // The request may have gone: its replies were read all the same.
-        let _ = job.answer.send(answer);
     }
-    failure.is_none().then_some(c).filter(Conn::buffer_empty)
+}
+
+/// The rest of a handed-off write: every job's replies read and answered,
+/// then the connection back to the pool if it is fit.
+async fn drain(pool: Weak<Pool>, mut c: Conn, mut pending: VecDeque<Reading>) {
+    if let Read::Done(true) = read_answers(&mut c, &mut pending, false).await {
+        if let Some(pool) = pool.upgrade() {
+            pool.checkin(c);
+        }
+    }
 }
 
 /// Answers every job without replies: written at `sent` (their commands

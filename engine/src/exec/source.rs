@@ -28,6 +28,12 @@ pub trait ResultSink {
     fn admit(&mut self, _reply: &resp::Value) -> Result<(), u64> {
         Ok(())
     }
+
+    /// Why [`ResultSink::admit`] refused, for a person, when it was not the
+    /// reply limit (`None`: it was).
+    fn refusal(&self) -> Option<String> {
+        None
+    }
 }
 
 impl ResultSink for Vec<CommandResult> {

@@ -1,0 +1,236 @@
+//! The memory of responses being written, all together: one budget
+//! (`--max-response-memory`) for every answer a client has not read yet.
+//!
+//! A 57-byte `/compare` with `include_results` on a 10 MB value of NUL
+//! bytes is a 252 MB answer; six clients that read nothing held 2.1 GB.
+//! A batch's replies are charged as they come, by their JSON (`api::stream::Kept`):
+//! past the budget the batch is cut as at the reply limit, its
+//! `connection_error` naming `--max-response-memory`. The answer made of
+//! them stays charged for as long as its body lives ([`charged`]: until it
+//! is written, or its client gone), handed to hyper in frames of 64 KiB,
+//! so that what is charged is what is held; any other answer of 64 KiB or
+//! more is charged too. While the budget is spent, a batch is refused
+//! before anything is sent (503 `busy`, [`Budget::check`]). When a large answer is released, the allocator is asked
+//! to give the memory back to the system ([`set_release_hook`]).
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::response::Response;
+use http_body::Frame;
+
+use super::error::{ApiCode, ApiError};
+
+/// Answers smaller than this are not charged (nor reframed).
+pub const CHARGED_FROM: u64 = 64 * 1024;
+/// Frames of a charged answer.
+const FRAME: usize = 64 * 1024;
+/// A release this large calls the release hook.
+const COLLECT_FROM: u64 = 1 << 20;
+
+/// The budget (`AppState::budget`).
+pub struct Budget {
+    max: u64,
+    used: AtomicU64,
+}
+
+static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
+
+/// What to call after a large answer's memory is freed: the binary gives
+/// its allocator's "return freed memory to the system" (mimalloc keeps
+/// freed pages of a thread until that thread allocates again).
+pub fn set_release_hook(hook: fn()) {
+    let _ = RELEASE_HOOK.set(hook);
+}
+
+impl Budget {
+    pub fn new(max: u64) -> Arc<Budget> {
+        Arc::new(Budget { max: max.max(1), used: AtomicU64::new(0) })
+    }
+
+    /// Bytes of answers held now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// `Err` (503 `busy`) while the budget is spent.
+    pub fn check(&self) -> Result<(), ApiError> {
+        let used = self.used();
+        if used < self.max {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            ApiCode::Busy,
+            format!(
+                "answers not yet read by their clients hold {} MiB, the server's memory for them (--max-response-memory {} MiB); \
+                 nothing was sent; try again when they are read",
+                used >> 20,
+                self.max >> 20
+            ),
+        ))
+    }
+}
+
+/// Bytes charged to a budget until dropped.
+pub struct Charge {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Charge {
+    /// Nothing charged yet.
+    pub fn new(budget: &Arc<Budget>) -> Charge {
+        Charge { budget: budget.clone(), bytes: 0 }
+    }
+
+    /// `n` bytes more, if the budget has room for them; else why not.
+    pub fn grow(&mut self, n: u64) -> Result<(), String> {
+        let budget = &self.budget;
+        let taken = budget.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| (used + n <= budget.max).then_some(used + n));
+        match taken {
+            Ok(_) => {
+                self.bytes += n;
+                Ok(())
+            }
+            Err(used) => Err(format!(
+                "the server's memory for answers is spent (answers being made or not yet read hold {} MiB, --max-response-memory {} MiB)",
+                used >> 20,
+                budget.max >> 20
+            )),
+        }
+    }
+
+    pub(super) fn budget(&self) -> Arc<Budget> {
+        self.budget.clone()
+    }
+
+    /// Exactly `n` bytes, room or not (an answer already made).
+    fn set(&mut self, n: u64) {
+        if n >= self.bytes {
+            self.budget.used.fetch_add(n - self.bytes, Ordering::Relaxed);
+        } else {
+            self.release(self.bytes - n);
+        }
+        self.bytes = n;
+    }
+
+    fn release(&mut self, n: u64) {
+        let n = n.min(self.bytes);
+        self.bytes -= n;
+        self.budget.used.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let large = self.bytes >= COLLECT_FROM;
+        self.release(self.bytes);
+        if large {
+            if let Some(hook) = RELEASE_HOOK.get() {
+                hook();
+            }
+        }
+    }
+}
+
+/// A response's charge so far (the replies counted while its batch ran),
+/// left in its extensions for [`charged`] to settle.
+#[derive(Clone)]
+pub struct Held(pub Arc<std::sync::Mutex<Option<Charge>>>);
+
+impl Held {
+    pub fn new(charge: Charge) -> Held {
+        Held(Arc::new(std::sync::Mutex::new(Some(charge))))
+    }
+}
+
+/// `res` with its body charged to `budget` for as long as it lives: the
+/// charge its batch made (a [`Held`] extension) set to the body's size, or
+/// a new one for a large body (an exact size of [`CHARGED_FROM`] or more).
+pub fn charged(budget: &Arc<Budget>, mut res: Response) -> Response {
+    let held = res.extensions_mut().remove::<Held>().and_then(|h| h.0.lock().ok()?.take());
+    let size = res.body().size_hint().exact().unwrap_or(0);
+    if size < CHARGED_FROM {
+        return res;
+    }
+    let mut charge = held.unwrap_or_else(|| Charge::new(budget));
+    charge.set(size);
+    res.map(|body| Body::new(Charged { inner: body, pending: Bytes::new(), charge }))
+}
+
+/// A charged body: its frames cut to [`FRAME`] bytes, each released from
+/// the budget as hyper takes it; the rest released when it is dropped.
+struct Charged {
+    inner: Body,
+    pending: Bytes,
+    charge: Charge,
+}
+
+impl HttpBody for Charged {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        if this.pending.is_empty() {
+            match std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.pending = data,
+                    Err(other) => return Poll::Ready(Some(Ok(other))),
+                },
+                other => return Poll::Ready(other),
+            }
+        }
+        let n = this.pending.len().min(FRAME);
+        let chunk = this.pending.split_to(n);
+        this.charge.release(n as u64);
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pending.is_empty() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let mut hint = self.inner.size_hint();
+        let pending = self.pending.len() as u64;
+        hint.set_lower(hint.lower() + pending);
+        if let Some(upper) = hint.upper() {
+            hint.set_upper(upper + pending);
+        }
+        hint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::response::IntoResponse;
+
+    #[tokio::test]
+    async fn a_large_answer_is_charged_until_it_is_read_or_dropped() {
+        let budget = Budget::new(200 * 1024);
+        let mut c = Charge::new(&budget);
+        assert!(c.grow(150 * 1024).is_ok());
+        assert!(c.grow(100 * 1024).unwrap_err().contains("--max-response-memory"));
+        drop(c);
+        assert_eq!(budget.used(), 0);
+        let small = charged(&budget, vec![0u8; 1000].into_response());
+        assert_eq!(budget.used(), 0);
+        drop(small);
+        let big = charged(&budget, vec![7u8; 300 * 1024].into_response());
+        assert_eq!(budget.used(), 300 * 1024);
+        assert!(budget.check().is_err(), "spent");
+        let body = axum::body::to_bytes(big.into_body(), usize::MAX).await.unwrap();
+        assert_eq!(body.len(), 300 * 1024);
+        assert_eq!(budget.used(), 0);
+        let dropped = charged(&budget, vec![7u8; 100 * 1024].into_response());
+        assert_eq!(budget.used(), 100 * 1024);
+        drop(dropped);
+        assert_eq!(budget.used(), 0);
+        assert!(budget.check().is_ok());
+    }
+}
