@@ -2,9 +2,10 @@
 //! commands are checked (the table is that Redis's) and run. Everything a
 //! request does on Redis then goes to this [`Backend`] and nowhere else.
 //!
-//! - The shared Redis (or cluster) of `--redis` or the embedded one; a
-//!   read-only token's batches on its read-only ACL user's pool where
-//!   pipelab manages the Redis (`crate::acl`).
+//! - The shared Redis (or cluster) of `--redis` or the embedded one; where
+//!   pipelab manages the Redis (`crate::acl`), a full-access batch on the
+//!   batch user's pool, a read-only token's on the read-only user's and an
+//!   operator's on the default user's.
 //! - In the sandbox: the visitor's own redis-server (`crate::sandbox`),
 //!   started for them, or replaced (and the visitor told why) if it died.
 
@@ -48,8 +49,9 @@ impl AppState {
             (super::Redis::Sandbox(_), None) => Err(ApiError::unavailable("a sandbox request without a visitor")),
             (super::Redis::Shared(shared), _) => {
                 let access = caller.access.rules();
-                let pool = match (&shared.readonly, access) {
-                    (Some(readonly), Access::ReadOnly) => readonly.clone(),
+                let pool = match (access, &shared.readonly, &shared.admin) {
+                    (Access::ReadOnly, Some(readonly), _) => readonly.clone(),
+                    (Access::Operator, _, Some(admin)) => admin.clone(),
                     _ => shared.pool.clone(),
                 };
                 Ok(Backend { pool, probe: shared.pool.clone(), access, visitor: None })
