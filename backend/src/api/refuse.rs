@@ -39,7 +39,9 @@ impl Rules {
     /// The rules for a request on `backend`: its Redis's table (read first
     /// if it was not yet; the fallback if Redis is unreachable) and access.
     pub async fn of(state: &AppState, backend: &Backend) -> Rules {
-        let table = backend.pool.commands_loaded(state.limits.connect_timeout()).await;
+        // Read on the probe pool (a user that may run INFO and COMMAND; the
+        // pools of one Redis share the table).
+        let table = backend.probe.commands_loaded(state.limits.connect_timeout()).await;
         Rules { table, access: backend.access, allow: state.allow }
     }
 
