@@ -114,6 +114,31 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
     run(Run { cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
 }
 
+/// After a session's batch on a cluster (`exec::execute_on_into`): a
+/// session is one connection, to the node it was opened on (`on`), which
+/// answers MOVED for another master's slot as any connection would. Its
+/// share goes into `summary.nodes`; a lost link marks that node down and
+/// reads the slot map again, as a batch's would (the session itself is
+/// lost: its connection's state went with it).
+pub(crate) async fn note_session_batch<E>(cluster: &Cluster, on: &RedisTarget, settings: &ConnSettings, out: &mut StreamReport<E>) {
+    let address = topology::address(&on.endpoint);
+    let failed = out.connection_error.clone().filter(|e| !crate::conn::batch_cut(e));
+    let s = &mut out.summary;
+    s.nodes = vec![NodeSummary {
+        address: address.clone(),
+        commands: s.commands - s.not_sent,
+        round_trips: s.round_trips,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        redirections: 0,
+        failed: failed.clone(),
+    }];
+    if let Some(why) = failed {
+        cluster.mark_down(&address, &why);
+        cluster.reload(&cluster.topology(), Cause::Connection, settings).await;
+    }
+}
+
 /// Most commands a master has in flight in pipeline mode (written, replies
 /// not read yet), when the batch size allows more than two windows. Why
 /// more than two: each window is read from every master before the next is
@@ -156,6 +181,10 @@ impl Cluster {
     /// none kept, as for `pipelab run`).
     pub async fn load(seed: &RedisTarget, conn: &mut Conn, config: PoolConfig) -> Result<Arc<Cluster>, String> {
         let topology = Topology::load(conn, seed).await.map_err(|e| format!("{seed}: reading the slot map: {e}"))?;
+        // Listed at 0 from the start, so that their rates can be alerted on.
+        for cause in Cause::ALL {
+            metrics::counter!(reload::RELOADS_TOTAL, "cause" => cause.name()).increment(0);
+        }
         Ok(Arc::new(Cluster {
             seed: seed.clone(),
             topology: RwLock::new(Arc::new(topology)),

@@ -590,6 +590,9 @@ pub async fn execute_on_into<K: ResultSink>(
     *conn = ran.reusable.or(ran.kept);
     let mut out = ran.report;
     server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
+    if let Some(cluster) = pool.known_cluster() {
+        crate::cluster::note_session_batch(cluster, pool.target(), &settings, &mut out).await;
+    }
     Ok(out)
 }
 
