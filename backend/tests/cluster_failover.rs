@@ -41,13 +41,26 @@ async fn pool(c: &TestCluster) -> Arc<Pool> {
     pool
 }
 
-/// Kills node `victim` (SIGKILL) once `at` results have come; when.
+/// When a node was killed, shared with whoever waits for it.
+type Killed = Arc<std::sync::Mutex<Option<Instant>>>;
+
+/// Kills node `victim` (SIGKILL) once `at` results have come; when, in `killed`.
 struct KillAt<'a> {
     results: Vec<CommandResult>,
     cluster: &'a mut TestCluster,
     victim: usize,
     at: usize,
-    killed: Option<Instant>,
+    killed: Killed,
+}
+
+impl<'a> KillAt<'a> {
+    fn new(cluster: &'a mut TestCluster, victim: usize, at: usize) -> KillAt<'a> {
+        KillAt { results: Vec::new(), cluster, victim, at, killed: Killed::default() }
+    }
+
+    fn killed(&self) -> Instant {
+        self.killed.lock().unwrap().expect("killed mid-batch")
+    }
 }
 
 impl ResultSink for KillAt<'_> {
@@ -55,7 +68,7 @@ impl ResultSink for KillAt<'_> {
         self.results.push(r);
         if self.results.len() == self.at {
             self.cluster.nodes[self.victim].kill();
-            self.killed = Some(Instant::now());
+            *self.killed.lock().unwrap() = Some(Instant::now());
         }
     }
 }
@@ -85,9 +98,9 @@ async fn a_master_killed_mid_pipeline_true_statuses_then_its_replica_serves() {
     let timeout = Duration::from_secs(60);
     let promoted = watch_promotion(c.nodes[replica].port, Duration::from_secs(60));
     let started = Instant::now();
-    let mut sink = KillAt { results: Vec::new(), cluster: &mut c, victim, at: 300, killed: None };
+    let mut sink = KillAt::new(&mut c, victim, 300);
     let report = execute_pooled_into(&pool, &batch, &opts(timeout), &mut sink).await.expect("the batch runs");
-    let (ended, killed, results) = (Instant::now(), sink.killed.expect("killed mid-batch"), sink.results);
+    let (ended, killed, results) = (Instant::now(), sink.killed(), sink.results);
     assert!(ended - started < timeout, "answered within its timeout");
     let promoted = promoted.join().unwrap().expect("the replica was promoted");
     c.wait_ok();
@@ -263,4 +276,106 @@ async fn graceful_failover_and_slot_migration_under_load_all_ok() {
     }
     eprintln!("{} batches, {} commands, {} redirections followed", batches.len(), results.len(), redirections.load(Ordering::Relaxed));
     assert!(redirections.load(Ordering::Relaxed) > 0, "the load overlapped the failover and the migration");
+}
+
+/// The campaign behind bench/README.md's failover figures (not in the
+/// default run: `bench/cluster_failover.sh`, `KILLS` rounds, default 100).
+/// Each round: a pipeline of INCR ledger keys with a simulated RTT, the
+/// master of a third of them killed mid-batch; meanwhile batches over
+/// every slot until one is all `ok` (the recovery time, from the kill);
+/// then every result checked against Redis's data, and the killed node
+/// restarted (it rejoins as its successor's replica) before the next round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a campaign of master kills, run by bench/cluster_failover.sh"]
+async fn campaign() {
+    let kills: usize = std::env::var("KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(100);
+    let mut c = TestCluster::start_with_replicas(NODE_TIMEOUT_MS);
+    let pool = pool(&c).await;
+    let every_slot = slot_keys("probe:");
+    let (mut recoveries, mut promotions) = (Vec::new(), Vec::new());
+    let (mut misreported, mut lost_acks, mut checked, mut resent) = (0usize, 0usize, 0usize, 0usize);
+    for round in 0..kills {
+        let masters = c.masters();
+        let victim = masters[round % masters.len()];
+        let replica = c.replica_of(victim).expect("every master has a replica");
+        let owners = c.slot_owners();
+        let victim_addr = c.address(victim);
+        let keys: Vec<String> = (0..6000).map(|i| format!("camp:{round}:{i}")).collect();
+        let on_victim: Vec<bool> = keys.iter().map(|k| owners[pipelab::cluster::slot::slot(k.as_bytes()) as usize] == victim).collect();
+        // ~110 windows of 30 ms: in some rounds the promotion lands before the end.
+        let plan = Plan { batch_size: 20, simulated_rtt_ms: 30.0, ..Plan::new(Mode::Pipeline) };
+        let batch = Batch::new(incrs(&keys), plan);
+        let promoted = watch_promotion(c.nodes[replica].port, Duration::from_secs(60));
+        let at = 150 + (round * 211) % 1200;
+        let mut sink = KillAt::new(&mut c, victim, at);
+        // Batches over every slot from the kill until one is all ok.
+        let probe = tokio::spawn({
+            let (pool, killed, every_slot) = (pool.clone(), sink.killed.clone(), every_slot.clone());
+            async move {
+                let commands = Commands::from_iter(every_slot.iter().map(|k| vec!["SET".to_string(), k.clone(), "v".to_string()]));
+                let b = Batch::new(commands, Plan::new(Mode::Pipeline));
+                while killed.lock().unwrap().is_none() {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                loop {
+                    let r = execute_pooled(&pool, &b, &opts(Duration::from_secs(30))).await.expect("runs");
+                    if r.summary.ok == every_slot.len() {
+                        return Instant::now();
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        });
+        let report = execute_pooled_into(&pool, &batch, &opts(Duration::from_secs(60)), &mut sink).await.expect("the batch runs");
+        let (killed, results) = (sink.killed(), sink.results);
+        let ok_at = probe.await.unwrap();
+        let promoted = promoted.join().unwrap().expect("promoted");
+        recoveries.push(ok_at - killed);
+        promotions.push(promoted - killed);
+        c.wait_ok();
+        let counts = c.counts(&keys);
+        for (i, r) in results.iter().enumerate() {
+            let n = counts[i];
+            checked += 1;
+            let right = match r.status {
+                Status::Ok if int(&r.reply) != 1 => false,
+                Status::Ok if r.node.as_deref() == Some(victim_addr.as_str()) => {
+                    lost_acks += (n == 0) as usize;
+                    n <= 1
+                }
+                Status::Ok => {
+                    resent += on_victim[i] as usize;
+                    n == 1
+                }
+                Status::Unknown => on_victim[i] && n <= 1,
+                Status::NotSent => on_victim[i] && n == 0,
+                Status::Error => false,
+            };
+            if !right {
+                misreported += 1;
+                eprintln!("round {round}: {} misreported: {r:?}, ran {n} times", keys[i]);
+            }
+        }
+        assert!(report.summary.nodes.iter().any(|n| n.address == victim_addr && n.failed.is_some()), "round {round}: {:?}", report.summary.nodes);
+        c.nodes[victim].restart();
+        c.wait_healed(3);
+        eprintln!("round {round}: recovered in {:?} (promotion {:?})", recoveries[round], promotions[round]);
+    }
+    let q = |v: &mut Vec<Duration>, p: f64| {
+        v.sort();
+        v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1].as_millis()
+    };
+    let lag: Vec<Duration> = recoveries.iter().zip(&promotions).map(|(r, p)| r.saturating_sub(*p)).collect();
+    println!(
+        "CAMPAIGN kills={kills} results_checked={checked} misreported={misreported} acknowledged_writes_lost={lost_acks} resent_to_successor={resent}\n\
+         CAMPAIGN recovery_ms p50={} p99={} max={} | promotion_ms p50={} p99={} | after_promotion_ms p50={} p99={}",
+        q(&mut recoveries.clone(), 0.5),
+        q(&mut recoveries.clone(), 0.99),
+        q(&mut recoveries.clone(), 1.0),
+        q(&mut promotions.clone(), 0.5),
+        q(&mut promotions.clone(), 0.99),
+        q(&mut lag.clone(), 0.5),
+        q(&mut lag.clone(), 0.99),
+    );
+    assert_eq!(misreported, 0);
 }

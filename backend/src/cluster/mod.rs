@@ -14,12 +14,16 @@
 //! - [`route`]: where each command goes, asked of the command table (key
 //!   specs, request-policy tip).
 //! - `combine`: a fanned-out command's replies merged per its response-policy tip.
-//! - `redirect`: what a MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply asks for.
+//! - `redirect`: what a MOVED, ASK, TRYAGAIN, CLUSTERDOWN or READONLY reply asks for.
+//! - [`reload`]: why and how often the slot map is read again (a lost
+//!   master never answers MOVED).
 //! - `pipeline`: pipeline and sequential modes, every node at once.
 //! - `transaction`: MULTI/EXEC on the one slot's master.
 //!
-//! [`Cluster`] is one target's state: the current slot map and a pool of
-//! connections per master (`crate::exec::Pool`, with the same reuse rules).
+//! [`Cluster`] is one target's state: the current slot map, a pool of
+//! connections per master (`crate::exec::Pool`, with the same reuse
+//! rules), and the masters whose connection failed (`/readyz`:
+//! [`Cluster::readiness`]).
 
 pub mod combine;
 mod pipeline;

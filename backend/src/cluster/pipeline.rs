@@ -619,8 +619,9 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     }
 
     /// Turns each master's replies into outcomes or redirections. Returns
-    /// whether the slot map must be read again (a MOVED) and the longest
-    /// back-off asked for (a TRYAGAIN / CLUSTERDOWN retry number).
+    /// why the slot map must be read again, if it must (a MOVED, a lost
+    /// master…), and the longest back-off asked for (a TRYAGAIN /
+    /// CLUSTERDOWN / READONLY retry number).
     fn settle(&mut self, w: &mut Window, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (Option<Cause>, Option<u8>) {
         let mut reload = None;
         let mut wait = None;

@@ -304,3 +304,21 @@ pub fn watch_promotion(port: u16, within: Duration) -> std::thread::JoinHandle<O
         None
     })
 }
+
+impl TestCluster {
+    /// Waits (up to 60 s) until every node runs, `masters` of them serve
+    /// slots, and every other one is a replica whose link to its master is up.
+    pub fn wait_healed(&self, masters: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let replicas_up = (0..self.nodes.len())
+                .filter(|&i| !self.is_master(i) && text(&self.nodes[i].cmd_str(&["INFO", "replication"])).contains("master_link_status:up"))
+                .count();
+            if self.nodes.iter().all(|n| n.pid().is_some()) && self.masters().len() == masters && replicas_up == self.nodes.len() - masters {
+                return self.wait_ok();
+            }
+            assert!(Instant::now() < deadline, "the cluster did not heal within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
