@@ -389,7 +389,17 @@ impl Cluster {
     /// A connection to the master at `address`: from its pool, or, when
     /// nothing is pooled (`max_idle: 0`, `pipelab run`), a fresh one without
     /// the pool's server check (the seed's command table serves every master).
+    /// A master marked down gets at most [`reload::ASK_TIMEOUT`] to connect:
+    /// one that drops packets must not hold every batch for the whole
+    /// connect timeout.
     pub async fn checkout(&self, address: &str, target: &RedisTarget, settings: &ConnSettings) -> Result<crate::exec::Lease, String> {
+        let shorter;
+        let settings = if self.any_down.load(Ordering::Relaxed) && self.down.lock().expect("cluster down lock").contains_key(address) {
+            shorter = ConnSettings { connect_timeout: settings.connect_timeout.min(reload::ASK_TIMEOUT), ..settings.clone() };
+            &shorter
+        } else {
+            settings
+        };
         if self.config.max_idle == 0 {
             return Conn::connect(target, settings).await.map(|conn| crate::exec::Lease { conn, reused: false });
         }

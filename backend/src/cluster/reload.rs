@@ -22,9 +22,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub const RELOADS_TOTAL: &str = "pipelab_cluster_slot_map_reloads_total";
 
 /// How long asking one node for the map may take (connect, then the
-/// reply): a node that does not answer must not hold every batch waiting
-/// for the map.
-pub(super) const ASK_TIMEOUT: Duration = Duration::from_secs(1);
+/// reply), and connecting to a master marked down: a node that does not
+/// answer must not hold every batch waiting.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Why the slot map was read again (the `cause` label of [`RELOADS_TOTAL`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
