@@ -13,6 +13,7 @@
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
 //! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
+//! | `pipelab_cluster_slot_map_reloads_total` | counter | `cause` | Redis Cluster slot maps read again (set by `crate::cluster::reload`), by what made them stale: `moved`, `tryagain`, `clusterdown`, `replica` (a node answered READONLY), `connection` (a master's connection failed or timed out) |
 //! | `pipelab_upstash_requests_total` | counter | `endpoint`, `class` | Upstash-compatible requests by endpoint family (`command`, `path`, `pipeline`, `multi_exec`, `subscribe`) and status class (`2xx`, `4xx`, `5xx`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -69,4 +69,24 @@ async fn the_api_on_a_cluster() {
     assert!(res["points"].as_array().unwrap().iter().all(|p| p["ok"] == 100), "{res}");
     assert_eq!(res["cleanup"]["deleted"], 100, "{res}");
     assert!((0..100).all(|i| c.get(&format!("sw:{i}")) == resp::Value::NullBulk));
+
+    // The lessons' figures with a simulated RTT: each round trip pays it on every master's link.
+    let rtt_us = 5_000;
+    let (status, res) = api.post("/api/v1/sweep", &json!({"command": ["SET", "rtt:{i}", "v"], "total": 600, "batch_sizes": [10, 100], "simulated_rtt_ms": 5})).await;
+    assert_eq!(status, 200, "{res}");
+    let points = res["points"].as_array().unwrap();
+    for p in points {
+        let (trips, total) = (p["round_trips"].as_u64().unwrap(), p["total_us"].as_u64().unwrap());
+        assert!(trips >= 600 / (3 * p["batch_size"].as_u64().unwrap()) && total >= trips * rtt_us, "{p}");
+    }
+    assert!(points[1]["commands_per_sec"].as_f64() > points[0]["commands_per_sec"].as_f64(), "bigger batches amortise the RTT: {res}");
+    let (status, res) = api.post("/api/v1/compare", &json!({"commands": (0..60).map(|i| json!(["INCR", format!("cmp:{i}")])).collect::<Vec<_>>(), "modes": ["pipeline"], "simulated_rtt_ms": 5})).await;
+    assert_eq!(status, 200, "{res}");
+    for run in res["runs"].as_array().unwrap() {
+        let s = &run["summary"];
+        assert!(s["total_us"].as_u64().unwrap() >= s["round_trips"].as_u64().unwrap() * rtt_us, "{s}");
+        if s["mode"] == "sequential" {
+            assert_eq!(s["round_trips"], 60, "{s}");
+        }
+    }
 }

@@ -161,3 +161,32 @@ fn pipelab_run_on_a_cluster() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("hash slot"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(c.get("cli:x"), Value::NullBulk);
 }
+
+/// A simulated RTT is paid on every master's link, once per round trip:
+/// no window is written ahead of the previous one's replies, and every
+/// reply comes at least one RTT after its command was written, whichever
+/// master answered it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simulated_rtt_is_paid_on_every_masters_link() {
+    let c = TestCluster::start();
+    let d = direct(&c).await;
+    let rtt_us = 5_000;
+    let lines: Vec<String> = (0..4000).map(|i| format!("INCR rtt:{i}")).collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    for (mode, size) in [(Mode::Pipeline, 100), (Mode::Sequential, 1)] {
+        let take = if mode == Mode::Sequential { 100 } else { refs.len() };
+        let mut b = batch(mode, &refs[..take]);
+        b.plan.batch_size = size;
+        b.plan.simulated_rtt_ms = rtt_us as f64 / 1000.0;
+        let r = run(&d, &b).await;
+        assert_eq!(r.summary.ok, take, "{:?}", r.connection_error);
+        let trips = r.summary.round_trips;
+        assert!(trips >= (take / (3 * size)) as u64, "{mode:?}: {trips} round trips");
+        assert!(r.summary.total_us >= trips * rtt_us, "{mode:?}: {trips} round trips at {rtt_us} µs in {} µs", r.summary.total_us);
+        assert_eq!(r.summary.nodes.len(), 3);
+        for res in &r.results {
+            let waited = res.reply_us.unwrap() - res.sent_us.unwrap();
+            assert!(waited * 100 >= rtt_us * 99, "{mode:?}: a reply from {:?} {waited} µs after its write", res.node);
+        }
+    }
+}

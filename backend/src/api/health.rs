@@ -1,5 +1,5 @@
 //! Probes for process supervisors and load balancers: `/healthz` (the
-//! process is alive and Redis not stuck in a script), `/readyz` (Redis answers PING) and `/metrics`
+//! process is alive and Redis not stuck in a script), `/readyz` (Redis answers PING; a cluster serves every slot) and `/metrics`
 //! (Prometheus text format, see [`crate::telemetry`]).
 
 use std::time::Duration;
@@ -36,8 +36,11 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 
 /// 200 if Redis answers PING within a second, else 503 with the API's
 /// error shape. In the sandbox: if a visitor's Redis can be had (a spare
-/// is ready, or a new one starts).
+/// is ready, or a new one starts). On a Redis Cluster, 200 only if every
+/// hash slot can be served: each master reachable and saying
+/// `cluster_state:ok` (`crate::cluster::Cluster::readiness`).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
+    const WAIT: Duration = Duration::from_secs(1);
     let pool = match &state.redis {
         super::Redis::Shared(shared) => shared.pool.clone(),
         super::Redis::Sandbox(sandbox) => match sandbox.ready().await {
@@ -45,14 +48,28 @@ pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
             Err(e) => return ApiError::unavailable(e.to_string()).into_response(),
         },
     };
-    match command(&pool, &[b"PING"], Duration::from_secs(1)).await {
-        Ok(reply) if !reply.is_error() => Json(json!({"status": "ready"})).into_response(),
+    if let Some(cluster) = pool.known_cluster() {
+        return cluster_ready(cluster, WAIT).await;
+    }
+    match command(&pool, &[b"PING"], WAIT).await {
+        // The first batch on a cluster (this PING) made its slot map.
+        Ok(reply) if !reply.is_error() => match pool.known_cluster() {
+            Some(cluster) => cluster_ready(cluster, WAIT).await,
+            None => Json(json!({"status": "ready"})).into_response(),
+        },
         Ok(reply) => ApiError::new(
             ApiCode::RedisUnavailable,
             format!("Redis answered PING with {}", reply.display()),
         )
         .into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+async fn cluster_ready(cluster: &crate::cluster::Cluster, wait: Duration) -> axum::response::Response {
+    match cluster.readiness(wait).await {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(why) => ApiError::new(ApiCode::RedisUnavailable, why).into_response(),
     }
 }
 

@@ -14,23 +14,30 @@
 //! - [`route`]: where each command goes, asked of the command table (key
 //!   specs, request-policy tip).
 //! - `combine`: a fanned-out command's replies merged per its response-policy tip.
-//! - `redirect`: what a MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply asks for.
+//! - `redirect`: what a MOVED, ASK, TRYAGAIN, CLUSTERDOWN or READONLY reply asks for.
+//! - [`reload`]: why and how often the slot map is read again (a lost
+//!   master never answers MOVED).
 //! - `pipeline`: pipeline and sequential modes, every node at once.
 //! - `transaction`: MULTI/EXEC on the one slot's master.
 //!
-//! [`Cluster`] is one target's state: the current slot map and a pool of
-//! connections per master (`crate::exec::Pool`, with the same reuse rules).
+//! [`Cluster`] is one target's state: the current slot map, a pool of
+//! connections per master (`crate::exec::Pool`, with the same reuse
+//! rules), and the masters whose connection failed (`/readyz`:
+//! [`Cluster::readiness`]).
 
 pub mod combine;
 mod pipeline;
 mod redirect;
+pub mod reload;
 pub mod route;
 pub mod slot;
 pub mod topology;
 mod transaction;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -38,6 +45,7 @@ use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, RedisTarget};
 use crate::exec::{BatchSource, CommandSource, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, StreamReport};
 
+pub use reload::Cause;
 pub use topology::{Node, Topology};
 
 /// True if `table` came from a cluster node (`redis_mode:cluster`): the
@@ -96,23 +104,42 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
-/// `exec::execute_pooled_into` on a cluster: `conn` (just checked out of
-/// `pool`, the seed's) reads the slot map the first time and goes back;
-/// each master's connections come from its own pool, kept in `pool`.
+/// `exec::execute_pooled_into` on a cluster: each master's connections
+/// come from its own pool, kept in `cluster`.
 pub(crate) async fn execute_pooled<K: ResultSink>(
-    pool: &Pool,
-    mut conn: Conn,
+    cluster: &Cluster,
     batch: &crate::exec::Batch,
     settings: &ConnSettings,
     sink: &mut K,
     table: Arc<Table>,
 ) -> Result<StreamReport<std::convert::Infallible>, ExecError> {
-    let cluster = pool.cluster(&mut conn).await.map_err(ExecError::Connect)?;
-    if !conn.is_delayed() {
-        pool.checkin(conn);
-    }
     let mut source = BatchSource::new(&batch.commands);
-    run(Run { cluster: &cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
+    run(Run { cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
+}
+
+/// After a session's batch on a cluster (`exec::execute_on_into`): a
+/// session is one connection, to the node it was opened on (`on`), which
+/// answers MOVED for another master's slot as any connection would. Its
+/// share goes into `summary.nodes`; a lost link marks that node down and
+/// reads the slot map again, as a batch's would (the session itself is
+/// lost: its connection's state went with it).
+pub(crate) async fn note_session_batch<E>(cluster: &Cluster, on: &RedisTarget, settings: &ConnSettings, out: &mut StreamReport<E>) {
+    let address = topology::address(&on.endpoint);
+    let failed = out.connection_error.clone().filter(|e| !crate::conn::batch_cut(e));
+    let s = &mut out.summary;
+    s.nodes = vec![NodeSummary {
+        address: address.clone(),
+        commands: s.commands - s.not_sent,
+        round_trips: s.round_trips,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        redirections: 0,
+        failed: failed.clone(),
+    }];
+    if let Some(why) = failed {
+        cluster.mark_down(&address, &why);
+        cluster.reload(&cluster.topology(), Cause::Connection, settings).await;
+    }
 }
 
 /// Most commands a master has in flight in pipeline mode (written, replies
@@ -133,14 +160,22 @@ pub fn in_flight_windows(batch_size: usize) -> usize {
     (MAX_IN_FLIGHT_COMMANDS / batch_size.max(1)).clamp(2, 32)
 }
 
-/// One cluster target: its slot map, refreshed after a MOVED, and one
-/// connection pool per master.
+/// One cluster target: its slot map, read again when a batch finds it
+/// stale (`reload`), one connection pool per master, and the masters
+/// whose connection failed.
 pub struct Cluster {
-    /// The configured node(s): where the map is read when no known master answers.
+    /// The configured node(s): where the map is read when no known node answers.
     seed: RedisTarget,
     topology: RwLock<Arc<Topology>>,
     pools: Mutex<HashMap<String, Arc<Pool>>>,
     config: PoolConfig,
+    /// When the last slot-map reload ended; held while one runs, so that
+    /// concurrent batches share it.
+    last_reload: tokio::sync::Mutex<Option<Instant>>,
+    /// Masters whose connection failed since one to them last worked, and why.
+    down: Mutex<HashMap<String, String>>,
+    /// `down` is not empty: read without its lock on each connection opened.
+    any_down: AtomicBool,
 }
 
 impl Cluster {
@@ -149,7 +184,19 @@ impl Cluster {
     /// none kept, as for `pipelab run`).
     pub async fn load(seed: &RedisTarget, conn: &mut Conn, config: PoolConfig) -> Result<Arc<Cluster>, String> {
         let topology = Topology::load(conn, seed).await.map_err(|e| format!("{seed}: reading the slot map: {e}"))?;
-        Ok(Arc::new(Cluster { seed: seed.clone(), topology: RwLock::new(Arc::new(topology)), pools: Mutex::new(HashMap::new()), config }))
+        // Listed at 0 from the start, so that their rates can be alerted on.
+        for cause in Cause::ALL {
+            metrics::counter!(reload::RELOADS_TOTAL, "cause" => cause.name()).increment(0);
+        }
+        Ok(Arc::new(Cluster {
+            seed: seed.clone(),
+            topology: RwLock::new(Arc::new(topology)),
+            pools: Mutex::new(HashMap::new()),
+            config,
+            last_reload: tokio::sync::Mutex::new(None),
+            down: Mutex::new(HashMap::new()),
+            any_down: AtomicBool::new(false),
+        }))
     }
 
     /// [`Cluster::load`] on a connection of its own to the seed, or to each
@@ -175,28 +222,161 @@ impl Cluster {
         self.topology.read().expect("topology lock").clone()
     }
 
-    /// Reads the slot map again (after a MOVED: a slot changed owner), from
-    /// the first known master or seed that answers. Errors: none did (the
-    /// old map stays).
-    pub async fn refresh(&self, settings: &ConnSettings) -> Result<(), String> {
-        let settings = ConnSettings { simulated_rtt_ms: 0.0, max_reply_bytes: None, ..settings.clone() };
-        let known: Vec<RedisTarget> = self.topology().nodes.iter().map(|n| n.target.clone()).collect();
+    /// Reads the slot map again for `cause`, unless it changed since `seen`
+    /// (the map the caller found stale) or was read within
+    /// [`reload::MIN_INTERVAL`]; one reload at a time, a caller arriving
+    /// meanwhile waits for it (see `reload`). Returns the map to use now
+    /// (the old one if no node answered).
+    pub async fn reload(&self, seen: &Arc<Topology>, cause: Cause, settings: &ConnSettings) -> Arc<Topology> {
+        let mut last = self.last_reload.lock().await;
+        let now = self.topology();
+        if !Arc::ptr_eq(&now, seen) || last.is_some_and(|t| t.elapsed() < reload::MIN_INTERVAL) {
+            return now;
+        }
+        reload::count(cause);
+        let read = self.read_map(&now, settings).await;
+        *last = Some(Instant::now());
+        match read {
+            Ok(map) => self.install(map),
+            Err(e) => {
+                tracing::warn!(error = %e, cause = cause.name(), "reading the cluster slot map again failed");
+                now
+            }
+        }
+    }
+
+    /// The map from the first node that gives one: the masters of `map`
+    /// (those marked down last), its other nodes, the seeds.
+    async fn read_map(&self, map: &Topology, settings: &ConnSettings) -> Result<Topology, String> {
+        let settings = ConnSettings {
+            connect_timeout: settings.connect_timeout.min(reload::ASK_TIMEOUT),
+            read_timeout: settings.read_timeout.min(reload::ASK_TIMEOUT),
+            simulated_rtt_ms: 0.0,
+            max_reply_bytes: None,
+            cancel: None,
+            ..settings.clone()
+        };
+        let down = self.down.lock().expect("cluster down lock").clone();
+        let (up, down): (Vec<&Node>, Vec<&Node>) = map.nodes.iter().partition(|n| !down.contains_key(&n.address));
         let seeds = std::iter::once(&self.seed.endpoint).chain(&self.seed.seeds).map(|e| self.seed.at(e.clone()));
+        let mut asked = Vec::new();
         let mut last = "no node to ask".to_string();
-        for target in known.into_iter().chain(seeds) {
+        let known = up.into_iter().chain(&map.others).map(|n| n.target.clone());
+        for target in known.chain(seeds).chain(down.into_iter().map(|n| n.target.clone())) {
+            let address = topology::address(&target.endpoint);
+            if asked.contains(&address) {
+                continue;
+            }
+            asked.push(address);
             let loaded = match Conn::connect(&target, &settings).await {
                 Ok(mut conn) => Topology::load(&mut conn, &self.seed).await,
                 Err(e) => Err(e),
             };
             match loaded {
-                Ok(t) => {
-                    *self.topology.write().expect("topology lock") = Arc::new(t);
-                    return Ok(());
-                }
+                Ok(t) => return Ok(t),
                 Err(e) => last = e,
             }
         }
         Err(last)
+    }
+
+    /// Makes `map` the current one; the pools and down marks of masters
+    /// that left it are dropped.
+    fn install(&self, map: Topology) -> Arc<Topology> {
+        let map = Arc::new(map);
+        *self.topology.write().expect("topology lock") = map.clone();
+        let serves = |address: &String| map.index_of(address).is_some();
+        self.pools.lock().expect("cluster pools lock").retain(|a, _| serves(a));
+        let mut down = self.down.lock().expect("cluster down lock");
+        down.retain(|a, _| serves(a));
+        self.any_down.store(!down.is_empty(), Ordering::Relaxed);
+        map
+    }
+
+    /// The connection to master `address` failed or timed out (`why`).
+    pub fn mark_down(&self, address: &str, why: &str) {
+        let mut down = self.down.lock().expect("cluster down lock");
+        down.insert(address.to_string(), why.to_string());
+        self.any_down.store(true, Ordering::Relaxed);
+    }
+
+    /// A new connection to master `address` worked.
+    pub fn mark_up(&self, address: &str) {
+        if self.any_down.load(Ordering::Relaxed) {
+            let mut down = self.down.lock().expect("cluster down lock");
+            down.remove(address);
+            self.any_down.store(!down.is_empty(), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether every hash slot can be served now (`/readyz`): each master
+    /// of the map is asked `CLUSTER INFO` on a pooled connection within
+    /// `wait`, and its slots count as served if it answered
+    /// `cluster_state:ok`. A master that cannot be reached is marked down
+    /// and the map read again once (its replica may have taken over).
+    /// Errors: how many slots cannot be served, and each master's reason.
+    pub async fn readiness(&self, wait: Duration) -> Result<(), String> {
+        let settings = ConnSettings {
+            connect_timeout: wait,
+            read_timeout: wait,
+            resp3: false,
+            simulated_rtt_ms: 0.0,
+            max_reply_bytes: None,
+            deadline: None,
+            cancel: None,
+        };
+        let mut map = self.topology();
+        for again in [true, false] {
+            let answers = futures_util::future::join_all(map.nodes.iter().map(|n| self.cluster_state(n, &settings))).await;
+            let failed: Vec<(&Node, String)> = map.nodes.iter().zip(answers).filter_map(|(n, a)| a.err().map(|e| (n, e))).collect();
+            if failed.is_empty() && map.unowned_slots() == 0 {
+                return Ok(());
+            }
+            if again && failed.iter().any(|(n, _)| self.down.lock().expect("cluster down lock").contains_key(&n.address)) {
+                let reloaded = self.reload(&map, Cause::Connection, &settings).await;
+                if !Arc::ptr_eq(&reloaded, &map) {
+                    map = reloaded;
+                    continue;
+                }
+            }
+            let unserved: usize = map.unowned_slots() + failed.iter().map(|(n, _)| n.slots.iter().map(|&(a, b)| (b - a) as usize + 1).sum::<usize>()).sum::<usize>();
+            let why: Vec<String> = failed.iter().map(|(n, e)| format!("{}: {e}", n.address)).collect();
+            return Err(format!(
+                "the cluster cannot serve {unserved} of {} hash slots{}{}",
+                slot::SLOTS,
+                if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) },
+                if map.unowned_slots() > 0 { format!("; {} slots have no master", map.unowned_slots()) } else { String::new() },
+            ));
+        }
+        unreachable!("the second pass returns")
+    }
+
+    /// `CLUSTER INFO` on master `node`: `Ok` if it says `cluster_state:ok`.
+    async fn cluster_state(&self, node: &Node, settings: &ConnSettings) -> Result<(), String> {
+        let lease = match self.checkout(&node.address, &node.target, settings).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                self.mark_down(&node.address, &e);
+                return Err(e);
+            }
+        };
+        let mut conn = lease.conn;
+        match conn.ask(&[b"CLUSTER", b"INFO"]).await {
+            Ok(reply) => {
+                self.mark_up(&node.address);
+                self.checkin(&node.address, &node.target, conn);
+                let text = crate::conn::reply_text(&reply);
+                match text.lines().find_map(|l| l.trim().strip_prefix("cluster_state:")) {
+                    Some("ok") => Ok(()),
+                    Some(state) => Err(format!("cluster_state:{state}")),
+                    None => Err(format!("CLUSTER INFO: {}", reply.display())),
+                }
+            }
+            Err(e) => {
+                self.mark_down(&node.address, &e);
+                Err(e)
+            }
+        }
     }
 
     /// The connection pool of the node at `address` (made on first use).
@@ -208,16 +388,27 @@ impl Cluster {
     /// A connection to the master at `address`: from its pool, or, when
     /// nothing is pooled (`max_idle: 0`, `pipelab run`), a fresh one without
     /// the pool's server check (the seed's command table serves every master).
+    /// A master marked down gets at most [`reload::ASK_TIMEOUT`] to connect:
+    /// one that drops packets must not hold every batch for the whole
+    /// connect timeout.
     pub async fn checkout(&self, address: &str, target: &RedisTarget, settings: &ConnSettings) -> Result<crate::exec::Lease, String> {
+        let shorter;
+        let settings = if self.any_down.load(Ordering::Relaxed) && self.down.lock().expect("cluster down lock").contains_key(address) {
+            shorter = ConnSettings { connect_timeout: settings.connect_timeout.min(reload::ASK_TIMEOUT), ..settings.clone() };
+            &shorter
+        } else {
+            settings
+        };
         if self.config.max_idle == 0 {
             return Conn::connect(target, settings).await.map(|conn| crate::exec::Lease { conn, reused: false });
         }
         self.pool(address, target).checkout(settings).await
     }
 
-    /// Gives back a connection whose batch ended cleanly (see `exec::pool`'s rules).
+    /// Gives back a connection whose batch ended cleanly (see `exec::pool`'s
+    /// rules), if `address` is still a master of the map.
     pub fn checkin(&self, address: &str, target: &RedisTarget, conn: Conn) {
-        if self.config.max_idle > 0 {
+        if self.config.max_idle > 0 && self.topology().index_of(address).is_some() {
             self.pool(address, target).checkin(conn);
         }
     }
@@ -255,4 +446,10 @@ pub struct NodeSummary {
     pub bytes_received: u64,
     /// MOVED and ASK replies it gave (each followed once, never a double execution).
     pub redirections: u64,
+    /// Its connection failed or timed out during the batch: why (omitted
+    /// when it did not). Its commands awaiting replies are `unknown`; those
+    /// never written to it `not_sent`, or run on the slot's new master (see
+    /// docs/api.md#redis-cluster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }

@@ -20,14 +20,24 @@
 //! `on_error: stop` (nothing is written past a window that may hold the
 //! error) nor in sequential mode (one round trip per command).
 //!
+//! With a simulated RTT, each window waits for its replies before the next
+//! is written, as a single Redis's pipeline does: every round trip pays the
+//! RTT on each master's link, which is what the figures are for.
+//!
 //! Redirections (see `redirect`): the commands that got MOVED (after the
 //! slot map is read again) or ASK (with `ASKING` before each) are sent again
 //! in a further round, only they, and their results keep their place;
 //! TRYAGAIN / CLUSTERDOWN are retried after a back-off, a bounded number
-//! of times, then the error is the result. A master whose connection fails:
-//! its commands awaiting replies are `unknown`, and its commands not yet
-//! written, in this window and later ones, `not_sent`; the other masters'
-//! results are kept and they go on.
+//! of times, then the error is the result; READONLY (a replica now) is
+//! sent to the slot's master after the map is read again.
+//!
+//! A master whose connection fails or times out: its commands awaiting
+//! replies are `unknown` (never sent again), it gets nothing more in this
+//! batch, and the slot map is read again (`super::reload`). Its commands
+//! never written, in this window and later ones, are `not_sent`, unless
+//! `on_error` is `continue` and the map read again names another master for
+//! their slot (its replica took over): then they are sent there, in their
+//! place. The other masters' results are kept and they go on.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -42,7 +52,7 @@ use crate::exec::{check_command, CommandResult, CommandSource, InputError, Input
 
 use super::redirect::{self, Redirect};
 use super::route::{route, Route};
-use super::{Cluster, Io, NodeSummary, Run};
+use super::{Cause, Cluster, Io, NodeSummary, Run, Topology};
 
 /// One master's connection and counts during a batch.
 struct NodeState {
@@ -115,8 +125,8 @@ struct Window {
     fresh: Vec<(usize, Vec<Item>)>,
     /// Written, replies not read yet.
     in_flight: Option<Vec<Written>>,
-    /// The last round asked for the slot map to be read again / a back-off.
-    refresh: bool,
+    /// The last round asked for the slot map to be read again (why) / a back-off.
+    reload: Option<Cause>,
     wait: Option<u8>,
 }
 
@@ -133,15 +143,39 @@ struct Written {
     /// Replies to read: the items and their `ASKING`s.
     expect: usize,
     sent_at: Option<Instant>,
-    /// The write failed: why, and whether not one byte of it was accepted.
-    failed: Option<(String, bool)>,
+    /// The write failed.
+    failed: Option<Failure>,
 }
 
 /// A future of the batch's, boxed so that one per master can be polled together.
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Why a master's write or read failed, and whether not one byte of the write was accepted.
-type Failure = (String, bool);
+/// Why a master's write or read failed.
+#[derive(Debug, Clone)]
+struct Failure {
+    why: String,
+    /// Not one byte of the write was accepted: what it carried never ran.
+    nothing_sent: bool,
+    /// The master's link failed or timed out (not the batch's deadline,
+    /// cancel or reply limit): the map is read again, the master marked down.
+    link: bool,
+}
+
+impl Failure {
+    fn link(why: impl Into<String>, nothing_sent: bool) -> Failure {
+        Failure { why: why.into(), nothing_sent, link: true }
+    }
+
+    fn of_write(e: &crate::conn::WriteError, nothing_sent: bool) -> Failure {
+        use crate::conn::WriteError::{Io, Timeout};
+        Failure { why: e.to_string(), nothing_sent, link: matches!(e, Io(_) | Timeout(_)) }
+    }
+
+    fn of_read(e: &crate::conn::ReadError) -> Failure {
+        use crate::conn::ReadError::{Closed, Io, Protocol, Timeout};
+        Failure { why: e.to_string(), nothing_sent: false, link: matches!(e, Closed | Io(_) | Protocol(_) | Timeout(_)) }
+    }
+}
 
 /// A master's replies read in a round (each with the instant its read
 /// returned), and the failure that ended the reading early.
@@ -151,13 +185,17 @@ type ReadOut = (Vec<(resp::Value, Instant)>, Option<Failure>);
 struct RoundOut {
     sent_at: Option<Instant>,
     replies: Vec<(resp::Value, Instant)>,
-    /// The connection failed: why, and whether not one byte of the round was accepted.
-    failed: Option<(String, bool)>,
+    /// The connection failed.
+    failed: Option<Failure>,
 }
 
 struct Batcher<'a, S: CommandSource, K: ResultSink> {
     cluster: &'a Cluster,
     settings: &'a ConnSettings,
+    /// The map the last window or round was routed by: a reload skips if another batch read a newer one since.
+    map: Arc<Topology>,
+    /// Commands never written to a lost master may go to its slot's new master (`on_error: continue`).
+    reroute: bool,
     table: Arc<Table>,
     source: &'a mut S,
     sink: &'a mut K,
@@ -192,6 +230,8 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
     let mut b = Batcher {
         cluster,
         settings,
+        map: cluster.topology(),
+        reroute: plan.on_error == OnError::Continue,
         table,
         source,
         sink,
@@ -218,8 +258,11 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
     b.t0 = Instant::now();
     b.last_io = b.t0;
     let stop = plan.on_error == OnError::Stop;
-    // Windows in flight at once (pipeline mode): the current one and those written ahead of it.
-    let depth = if plan.mode == Mode::Pipeline && !stop { super::in_flight_windows(size) } else { 1 };
+    // Windows in flight at once (pipeline mode): the current one and those
+    // written ahead of it. With a simulated RTT, one: each window's round
+    // trip pays it, as on a single Redis.
+    let ahead_allowed = plan.mode == Mode::Pipeline && !stop && plan.simulated_rtt_ms == 0.0;
+    let depth = if ahead_allowed { super::in_flight_windows(size) } else { 1 };
     let mut ahead: VecDeque<Window> = VecDeque::new();
     loop {
         let mut cur = match ahead.pop_front() {
@@ -296,6 +339,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     fn fill(&mut self, size: usize) -> Option<Window> {
         let topology = self.cluster.topology();
         let masters = self.masters(&topology);
+        self.map = topology.clone();
         let (mut entries, mut encoded) = self.spare.take().map(|w| (w.entries, w.encoded)).unwrap_or_default();
         entries.clear();
         encoded.iter_mut().for_each(Vec::clear);
@@ -364,7 +408,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
             return None;
         }
         let fresh = masters.into_iter().zip(items).filter(|(_, items)| !items.is_empty()).collect();
-        Some(Window { base, entries, encoded, fresh, in_flight: None, refresh: false, wait: None })
+        Some(Window { base, entries, encoded, fresh, in_flight: None, reload: None, wait: None })
     }
 
     /// Writes `w`'s fresh round (every master's share at once); its replies are read by [`Self::read_fresh`].
@@ -379,7 +423,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     async fn read_fresh(&mut self, w: &mut Window) {
         if let Some(written) = w.in_flight.take() {
             let round = self.read_phase(written).await;
-            (w.refresh, w.wait) = self.settle(w, round);
+            (w.reload, w.wait) = self.settle(w, round);
         }
     }
 
@@ -387,11 +431,9 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     /// round: redirections and retries), each written and read whole.
     async fn finish_window(&mut self, w: &mut Window) {
         loop {
-            if std::mem::take(&mut w.refresh) {
-                // The MOVED address is used either way: a failed refresh only delays the map.
-                if let Err(e) = self.cluster.refresh(self.settings).await {
-                    tracing::warn!(error = %e, "reading the cluster slot map again failed");
-                }
+            if let Some(cause) = w.reload.take() {
+                // A MOVED address is used either way: a failed reload only delays the map.
+                self.map = self.cluster.reload(&self.map, cause, self.settings).await;
             }
             if let Some(n) = w.wait.take() {
                 tokio::time::sleep(redirect::back_off(n)).await;
@@ -417,7 +459,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 .collect();
             let written = self.write_phase(plan, bufs.iter().map(Vec::as_slice).collect()).await;
             let round = self.read_phase(written).await;
-            (w.refresh, w.wait) = self.settle(w, round);
+            (w.reload, w.wait) = self.settle(w, round);
         }
     }
 
@@ -425,6 +467,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     fn plan_round(&mut self, w: &mut Window, pending: &[usize]) -> Vec<(usize, Vec<Item>)> {
         let topology = self.cluster.topology();
         let masters = self.masters(&topology);
+        self.map = topology.clone();
         let mut per_node: Vec<(usize, Vec<Item>)> = Vec::new();
         let mut add = |node: usize, item: Item| match per_node.iter_mut().find(|(n, _)| *n == node) {
             Some((_, items)) => items.push(item),
@@ -458,6 +501,11 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 (Route::Slot(s), None) => (masters[topology.owner(s).unwrap_or(0)], false),
                 (Route::Any, None) => (masters[0], false),
             };
+            if self.nodes[node.0].failed {
+                // Lost in this batch, and the map names no other master for it yet: never written.
+                w.entries[e].outcome = Some(Outcome::NotSent);
+                continue;
+            }
             add(node.0, Item { entry: e, asking: node.1, part: None });
         }
         per_node
@@ -468,15 +516,17 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         let topology = self.cluster.topology();
         let masters = self.masters(&topology);
         let (cluster, settings) = (self.cluster, self.settings);
-        let futures: Vec<Boxed<'_, Option<String>>> = self
+        let futures: Vec<Boxed<'_, (usize, Option<String>)>> = self
             .nodes
             .iter_mut()
             .enumerate()
             .filter(|(i, _)| masters.contains(i))
-            .map(|(_, n)| Box::pin(connect(cluster, settings, n)) as Boxed<'_, Option<String>>)
+            .map(|(i, n)| Box::pin(async move { (i, connect(cluster, settings, n).await) }) as Boxed<'_, _>)
             .collect();
-        for e in join_all(futures).await.into_iter().flatten() {
-            self.connection_error.get_or_insert(e);
+        for (i, e) in join_all(futures).await {
+            if let Some(why) = e {
+                self.fail(i, &Failure::link(why, true));
+            }
         }
     }
 
@@ -487,12 +537,13 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     async fn write_phase(&mut self, plan: Vec<(usize, Vec<Item>)>, bufs: Vec<&[u8]>) -> Vec<Written> {
         let mut out = Vec::with_capacity(plan.len());
         for (node, items) in plan {
-            if let Some(e) = connect(self.cluster, self.settings, &mut self.nodes[node]).await {
-                self.connection_error.get_or_insert(e);
+            if let Some(why) = connect(self.cluster, self.settings, &mut self.nodes[node]).await {
+                self.fail(node, &Failure::link(why, true));
             }
             let expect = items.iter().map(|it| 1 + it.asking as usize).sum();
             let failed = if self.nodes[node].failed {
-                Some(("master unavailable".into(), true))
+                // Lost earlier in the batch: the map may name its successor by now.
+                Some(Failure::link("master unavailable", true))
             } else {
                 let s = &mut self.nodes[node].summary;
                 s.commands += items.len();
@@ -518,28 +569,35 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 Ok(t) => out[k].sent_at = Some(t),
                 Err(f) => {
                     // Some bytes may have gone out: its commands are unknown, sent from here.
-                    if !f.1 {
+                    if !f.nothing_sent {
                         out[k].sent_at = Some(issued);
                     }
                     out[k].failed = Some(f);
                 }
             }
         }
-        for w in &out {
-            if let (Some((why, _)), false) = (&w.failed, self.nodes[w.node].failed) {
-                self.fail(w.node, why);
+        for k in 0..out.len() {
+            if let Some(f) = out[k].failed.clone() {
+                self.fail(out[k].node, &f);
             }
         }
         out
     }
 
-    /// Master `node` failed (`why`): its connection dropped, nothing more written to it.
-    fn fail(&mut self, node: usize, why: &str) {
+    /// Master `node` failed (`f`): its connection dropped, nothing more
+    /// written to it in this batch; a lost link marks it down in the
+    /// cluster (`/readyz`, the order the map is asked in) and in `summary.nodes`.
+    fn fail(&mut self, node: usize, f: &Failure) {
         let n = &mut self.nodes[node];
-        if !n.failed {
-            n.failed = true;
-            n.drop_conn();
-            self.connection_error.get_or_insert(format!("{}: {why}", n.address));
+        if n.failed {
+            return;
+        }
+        n.failed = true;
+        n.drop_conn();
+        self.connection_error.get_or_insert(format!("{}: {}", n.address, f.why));
+        if f.link {
+            n.summary.failed = Some(f.why.clone());
+            self.cluster.mark_down(&n.address, &f.why);
         }
     }
 
@@ -561,10 +619,11 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
     }
 
     /// Turns each master's replies into outcomes or redirections. Returns
-    /// whether the slot map must be read again (a MOVED) and the longest
-    /// back-off asked for (a TRYAGAIN / CLUSTERDOWN retry number).
-    fn settle(&mut self, w: &mut Window, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (bool, Option<u8>) {
-        let mut refresh = false;
+    /// why the slot map must be read again, if it must (a MOVED, a lost
+    /// master…), and the longest back-off asked for (a TRYAGAIN /
+    /// CLUSTERDOWN / READONLY retry number).
+    fn settle(&mut self, w: &mut Window, written: Vec<(usize, Vec<Item>, RoundOut)>) -> (Option<Cause>, Option<u8>) {
+        let mut reload = None;
         let mut wait = None;
         for (node, items, out) in written {
             let sent_us = out.sent_at.map(|t| self.us(t));
@@ -580,9 +639,13 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 let Some((reply, at)) = replies.next() else {
                     // No reply: unknown if written, else not sent.
                     // (A command written before got a redirection, so it did not run then.)
-                    let nothing = out.failed.as_ref().is_some_and(|(_, nothing)| *nothing);
+                    let nothing = out.failed.as_ref().is_some_and(|f| f.nothing_sent);
+                    let lost = out.failed.as_ref().is_some_and(|f| f.link);
                     let entry = &mut w.entries[it.entry];
-                    if nothing && it.part.is_none() {
+                    if nothing && it.part.is_none() && lost && self.reroute && entry.redirections < redirect::MAX_REDIRECTIONS {
+                        // Never written, its master lost: to the slot's master once the map is read again.
+                        entry.redirections += 1;
+                    } else if nothing && it.part.is_none() {
                         entry.outcome = Some(Outcome::NotSent);
                     } else if nothing {
                         entry.outcome = Some(Outcome::Unknown { sent_us: entry.first_sent_us, node: None });
@@ -609,22 +672,31 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                         entry.redirections += 1;
                         entry.redirect = Some((addr, false));
                         self.nodes[node].summary.redirections += 1;
-                        refresh = true;
+                        reload = reload.max(Some(Cause::Moved));
                     }
                     Some(Redirect::Ask(addr)) if entry.redirections < redirect::MAX_REDIRECTIONS => {
                         entry.redirections += 1;
                         entry.redirect = Some((addr, true));
                         self.nodes[node].summary.redirections += 1;
                     }
-                    Some(Redirect::Retry) if entry.retries < redirect::MAX_RETRIES => {
+                    Some(r @ (Redirect::TryAgain | Redirect::ClusterDown | Redirect::Replica)) if entry.retries < redirect::MAX_RETRIES => {
                         entry.retries += 1;
                         wait = wait.max(Some(entry.retries));
+                        let cause = match r {
+                            Redirect::TryAgain => Cause::TryAgain,
+                            Redirect::ClusterDown => Cause::ClusterDown,
+                            _ => Cause::Replica,
+                        };
+                        reload = reload.max(Some(cause));
                     }
                     _ => entry.outcome = Some(Outcome::Reply { reply, sent_us: sent, reply_us, node: Some(node) }),
                 }
             }
-            if let Some((why, _)) = out.failed {
-                self.fail(node, &why);
+            if let Some(f) = out.failed {
+                if f.link {
+                    reload = Some(Cause::Connection);
+                }
+                self.fail(node, &f);
             }
         }
         // A fan-out with a failed master: unknown (some masters may have run it).
@@ -636,7 +708,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 }
             }
         }
-        (refresh, wait)
+        (reload, wait)
     }
 
     /// Emits the window's results in order; true if any is an error reply.
@@ -707,7 +779,7 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
         s.set_io(io);
         s.commands = self.emitted;
         s.set_total_us(self.last_io.saturating_duration_since(self.t0).as_micros() as u64);
-        s.nodes = self.nodes.iter().filter(|n| n.summary.commands > 0).map(|n| n.summary.clone()).collect();
+        s.nodes = self.nodes.iter().filter(|n| n.summary.commands > 0 || n.summary.failed.is_some()).map(|n| n.summary.clone()).collect();
         if let Some(e) = &mut self.input_error {
             e.sent = self.sent;
         }
@@ -716,21 +788,21 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
 }
 
 /// A connection to `node` from its pool, unless it has one or failed;
-/// `Some(why)` if it cannot be reached (then it is failed: its commands are `not_sent`).
+/// `Some(why)` if it cannot be reached (the caller fails it).
 async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeState) -> Option<String> {
     if node.failed || node.conn.is_some() {
         return None;
     }
     match cluster.checkout(&node.address, &node.target, settings).await {
         Ok(lease) => {
+            if !lease.reused {
+                cluster.mark_up(&node.address);
+            }
             node.reused = lease.reused;
             node.conn = Some(lease.conn);
             None
         }
-        Err(e) => {
-            node.failed = true;
-            Some(format!("{}: {e}", node.address))
-        }
+        Err(e) => Some(e),
     }
 }
 
@@ -739,7 +811,7 @@ async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeStat
 /// connection from the pool whose write fails with not one byte accepted
 /// (it died idle) is replaced by a fresh one and the write made there.
 async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings) -> Result<Instant, Failure> {
-    let Some(conn) = node.conn.as_mut() else { return Err(("not connected".into(), true)) };
+    let Some(conn) = node.conn.as_mut() else { return Err(Failure { why: "not connected".into(), nothing_sent: true, link: false }) };
     let written = match conn.write(bytes).await {
         Ok(t) => Ok(t),
         Err(_) if node.reused && conn.nothing_sent() => {
@@ -747,12 +819,12 @@ async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings)
             match Conn::connect(&node.target, settings).await {
                 Ok(fresh) => {
                     let conn = node.conn.insert(fresh);
-                    conn.write(bytes).await.map_err(|e| (e.to_string(), conn.nothing_sent()))
+                    conn.write(bytes).await.map_err(|e| Failure::of_write(&e, conn.nothing_sent()))
                 }
-                Err(msg) => Err((msg, true)),
+                Err(msg) => Err(Failure::link(msg, true)),
             }
         }
-        Err(e) => Err((e.to_string(), conn.nothing_sent())),
+        Err(e) => Err(Failure::of_write(&e, conn.nothing_sent())),
     };
     node.reused = false;
     written
@@ -763,11 +835,13 @@ async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings)
 async fn node_read(node: &mut NodeState, expect: usize) -> ReadOut {
     let mut replies = Vec::with_capacity(expect);
     // Dropped meanwhile (a later write to it failed, or the batch was cut): what was written may have run.
-    let Some(conn) = node.conn.as_mut() else { return (replies, Some(("connection closed".into(), false))) };
+    let Some(conn) = node.conn.as_mut() else {
+        return (replies, Some(Failure { why: "connection closed".into(), nothing_sent: false, link: false }));
+    };
     for _ in 0..expect {
         match conn.read_reply().await {
             Ok(r) => replies.push(r),
-            Err(e) => return (replies, Some((e.to_string(), false))),
+            Err(e) => return (replies, Some(Failure::of_read(&e))),
         }
     }
     (replies, None)

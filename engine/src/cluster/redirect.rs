@@ -5,8 +5,10 @@
 //! send `ASKING` and the command to that node, once, map unchanged),
 //! `TRYAGAIN` (a multi-key command during a migration) and `CLUSTERDOWN`
 //! (the cluster cannot serve now): wait and send again, a bounded number of
-//! times. None of them ran the command, so following them never executes
-//! it twice; a command whose outcome is unknown is never sent again.
+//! times; `READONLY` (the node is a replica now, after a failover): read the
+//! map again and send it to the slot's master. None of them ran the command,
+//! so following them never executes it twice; a command whose outcome is
+//! unknown is never sent again.
 
 use std::time::Duration;
 
@@ -22,7 +24,9 @@ pub const MAX_RETRIES: u8 = 5;
 pub enum Redirect {
     Moved(String),
     Ask(String),
-    Retry,
+    TryAgain,
+    ClusterDown,
+    Replica,
 }
 
 /// The redirection `reply` asks for, if it is one.
@@ -37,8 +41,12 @@ pub fn of(reply: &resp::Value) -> Option<Redirect> {
         address().map(Redirect::Moved)
     } else if word(b"ASK ") {
         address().map(Redirect::Ask)
-    } else if word(b"TRYAGAIN") || word(b"CLUSTERDOWN") {
-        Some(Redirect::Retry)
+    } else if word(b"TRYAGAIN") {
+        Some(Redirect::TryAgain)
+    } else if word(b"CLUSTERDOWN") {
+        Some(Redirect::ClusterDown)
+    } else if word(b"READONLY") {
+        Some(Redirect::Replica)
     } else {
         None
     }
@@ -61,8 +69,9 @@ mod tests {
     fn classifies() {
         assert_eq!(of(&err("MOVED 3999 127.0.0.1:6381")), Some(Redirect::Moved("127.0.0.1:6381".into())));
         assert_eq!(of(&err("ASK 3999 127.0.0.1:6381")), Some(Redirect::Ask("127.0.0.1:6381".into())));
-        assert_eq!(of(&err("TRYAGAIN Multiple keys request during rehashing of slot")), Some(Redirect::Retry));
-        assert_eq!(of(&err("CLUSTERDOWN The cluster is down")), Some(Redirect::Retry));
+        assert_eq!(of(&err("TRYAGAIN Multiple keys request during rehashing of slot")), Some(Redirect::TryAgain));
+        assert_eq!(of(&err("CLUSTERDOWN The cluster is down")), Some(Redirect::ClusterDown));
+        assert_eq!(of(&err("READONLY You can't write against a read only replica.")), Some(Redirect::Replica));
         assert_eq!(of(&err("CROSSSLOT Keys in request don't hash to the same slot")), None);
         assert_eq!(of(&resp::Value::Simple(b"MOVED 1 a:1".to_vec())), None, "only error replies");
         assert_eq!(back_off(1), Duration::from_millis(10));

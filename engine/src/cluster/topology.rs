@@ -26,6 +26,9 @@ pub struct Node {
 #[derive(Debug, Clone)]
 pub struct Topology {
     pub nodes: Vec<Node>,
+    /// The other nodes the map named (replicas, masters serving no slot):
+    /// asked for the map again when the masters cannot answer.
+    pub others: Vec<Node>,
     /// `owner[slot]`: index into `nodes`, or [`UNOWNED`].
     owner: Vec<u16>,
 }
@@ -54,9 +57,10 @@ impl Topology {
         Topology::new(nodes)
     }
 
-    /// A topology of `nodes`; errors if none serves a slot.
-    pub fn new(mut nodes: Vec<Node>) -> Result<Topology, String> {
-        nodes.retain(|n| !n.slots.is_empty());
+    /// A topology of `nodes` (those serving no slot kept as
+    /// [`Topology::others`]); errors if none serves a slot.
+    pub fn new(nodes: Vec<Node>) -> Result<Topology, String> {
+        let (mut nodes, others): (Vec<Node>, Vec<Node>) = nodes.into_iter().partition(|n| !n.slots.is_empty());
         if nodes.is_empty() {
             return Err("the cluster has no master serving slots".into());
         }
@@ -70,7 +74,12 @@ impl Topology {
                 }
             }
         }
-        Ok(Topology { nodes, owner })
+        Ok(Topology { nodes, others, owner })
+    }
+
+    /// Hash slots no master serves.
+    pub fn unowned_slots(&self) -> usize {
+        self.owner.iter().filter(|&&o| o == UNOWNED).count()
     }
 
     /// The index of the master serving `slot`, if any.
@@ -146,18 +155,18 @@ fn from_shards(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Str
         for n in get("nodes").map(items).unwrap_or(&[]) {
             let nf = fields(n);
             let nget = |name: &str| nf.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
-            if nget("role").map(reply_text).as_deref() != Some("master") {
-                continue;
-            }
             let host = nget("endpoint").or_else(|| nget("ip")).map(reply_text).unwrap_or_default();
             let port_field = if base.tls.is_some() { "tls-port" } else { "port" };
             let Some(port) = nget(port_field).or_else(|| nget("port")).and_then(int) else { continue };
             let mut m = node(base, &host, port as u16);
-            m.slots = slots.clone();
+            // A replica serves nothing here (no `READONLY` reads): kept only to be asked for the map.
+            if nget("role").map(reply_text).as_deref() == Some("master") {
+                m.slots = slots.clone();
+            }
             out.push(m);
         }
     }
-    if out.is_empty() {
+    if out.iter().all(|n| n.slots.is_empty()) {
         return Err(format!("CLUSTER SHARDS named no master: {}", reply.display()));
     }
     Ok(out)
@@ -177,6 +186,15 @@ fn from_slots(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Stri
         match out.iter_mut().find(|o| o.address == n.address) {
             Some(o) => o.slots.push((first as u16, last as u16)),
             None => out.push(Node { slots: vec![(first as u16, last as u16)], ..n }),
+        }
+        for replica in r.get(3..).unwrap_or_default() {
+            let m = items(replica);
+            if let (Some(host), Some(port)) = (m.first().map(reply_text), m.get(1).and_then(int)) {
+                let n = node(base, &host, port as u16);
+                if !out.iter().any(|o| o.address == n.address) {
+                    out.push(n);
+                }
+            }
         }
     }
     if out.is_empty() {
@@ -206,6 +224,8 @@ mod tests {
         ]);
         let t = Topology::new(from_shards(&shards, &base).unwrap()).unwrap();
         assert_eq!(t.nodes.len(), 2, "the replica is not a node");
+        assert_eq!(t.others.iter().map(|n| n.address.as_str()).collect::<Vec<_>>(), ["10.0.0.1:7003"], "but is asked for the map");
+        assert_eq!(t.unowned_slots(), 0);
         assert_eq!(t.nodes[0].address, "10.0.0.1:7000", "empty endpoint: the seed's host");
         assert_eq!(t.nodes[0].target.password.as_deref(), Some("pw"));
         assert_eq!(t.owner(0), Some(0));
@@ -219,6 +239,7 @@ mod tests {
         ]);
         let t = Topology::new(from_slots(&slots, &base).unwrap()).unwrap();
         assert_eq!(t.nodes.iter().map(|n| n.address.as_str()).collect::<Vec<_>>(), ["h1:1", "h2:2"]);
+        assert_eq!(t.others.iter().map(|n| n.address.as_str()).collect::<Vec<_>>(), ["h3:3"]);
         assert_eq!(t.index_of("h2:2"), Some(1));
         assert_eq!(t.owner(100), Some(1));
         assert_eq!(endpoint_of("[::1]:7000"), Some(Endpoint::Tcp { host: "::1".into(), port: 7000 }));

@@ -19,7 +19,7 @@ use crate::exec::{check_command, BatchError, BatchSource, CommandResult, Command
 
 use super::redirect::{self, Redirect};
 use super::route::slots;
-use super::{Io, NodeSummary, Run};
+use super::{Cause, Io, NodeSummary, Run};
 
 /// The one hash slot of every key of `commands` and `watch` (`None`: no
 /// keys). Errors (`cross_slot`): two keys in different slots, naming the
@@ -100,7 +100,15 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
                 None => return Err(ExecError::Connect(format!("cannot connect to `{address}`"))),
             },
         };
-        let lease = cluster.checkout(&address, &target, settings).await.map_err(|e| ExecError::Connect(format!("{address}: {e}")))?;
+        let lease = match cluster.checkout(&address, &target, settings).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                // Nothing sent: the map is read again for the next batch (a failover may be under way).
+                cluster.mark_down(&address, &e);
+                cluster.reload(&topology, Cause::Connection, settings).await;
+                return Err(ExecError::Connect(format!("{address}: {e}")));
+            }
+        };
         let fallback = lease.reused.then_some((&target, settings));
         let mut results: Vec<CommandResult> = Vec::with_capacity(commands.len());
         let mut batch_source = BatchSource::new(&commands);
@@ -109,6 +117,10 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
             cluster.checkin(&address, &target, conn);
         }
         let mut report = ran.report;
+        if let Some(e) = report.connection_error.as_deref().filter(|e| !crate::conn::batch_cut(e)) {
+            cluster.mark_down(&address, e);
+            cluster.reload(&topology, Cause::Connection, settings).await;
+        }
         let moved = report.transaction.as_ref().filter(|t| t.status == TransactionStatus::Aborted && !t.rejected.is_empty()).and_then(|t| {
             let all: Option<Vec<String>> = t
                 .rejected
@@ -123,9 +135,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
         if let Some(addr) = moved {
             redirections += 1;
             if redirections <= redirect::MAX_REDIRECTIONS as u64 {
-                if let Err(e) = cluster.refresh(settings).await {
-                    tracing::warn!(error = %e, "reading the cluster slot map again failed");
-                }
+                cluster.reload(&topology, Cause::Moved, settings).await;
                 moved_to = Some(addr);
                 continue;
             }
@@ -164,6 +174,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
             bytes_sent: s.bytes_sent,
             bytes_received: s.bytes_received,
             redirections,
+            failed: report.connection_error.clone().filter(|e| !crate::conn::batch_cut(e)),
         }];
         let StreamReport { summary, transaction, connection_error, .. } = report;
         return Ok(StreamReport { summary, transaction, connection_error, input_error: None, reconnect_failed: None });

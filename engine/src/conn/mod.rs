@@ -124,6 +124,13 @@ const DEADLINE: &str = "batch timeout: the batch ran past its time limit and was
 /// Why a batch stopped when its client cancelled it.
 const CANCELLED: &str = "cancelled: the batch was cut at its client's request";
 
+/// Whether a connection error, as a report gives it, says the batch itself
+/// was cut (its deadline, a cancel, the reply limit) rather than the link
+/// to the server failing.
+pub fn batch_cut(message: &str) -> bool {
+    message.contains(DEADLINE) || message.contains(CANCELLED) || message.starts_with("reply limit reached")
+}
+
 /// Why a write failed. What it carried may or may not have reached Redis.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

@@ -524,14 +524,21 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     };
     let plan = &batch.plan;
     let settings = runner::settings(plan, opts);
+    // Boxed, as the other paths a one-command batch does not take
+    // (connecting, `summary.server`'s readings): a future holds its
+    // largest path inline, and every future around it is moved whole
+    // when it is made and awaited (memcpy was a seventh of a
+    // one-command request's instructions).
+    if let Some(cluster) = pool.known_cluster() {
+        // No connection to the seed: it may be the master that was lost.
+        return Box::pin(crate::cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
+    }
     let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
     if crate::cluster::is_cluster(&pool.commands()) {
-        // Boxed, as the other paths a one-command batch does not take
-        // (connecting, `summary.server`'s readings): a future holds its
-        // largest path inline, and every future around it is moved whole
-        // when it is made and awaited (memcpy was a seventh of a
-        // one-command request's instructions).
-        return Box::pin(crate::cluster::execute_pooled(pool, lease.conn, batch, &settings, sink, opts.table(Some(pool)))).await;
+        let mut conn = lease.conn;
+        let cluster = pool.cluster(&mut conn).await.map_err(ExecError::Connect)?;
+        pool.checkin(conn);
+        return Box::pin(crate::cluster::execute_pooled(&cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
     }
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
@@ -577,6 +584,9 @@ pub async fn execute_on_into<K: ResultSink>(
     *conn = ran.reusable.or(ran.kept);
     let mut out = ran.report;
     server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
+    if let Some(cluster) = pool.known_cluster() {
+        crate::cluster::note_session_batch(cluster, pool.target(), &settings, &mut out).await;
+    }
     Ok(out)
 }
 

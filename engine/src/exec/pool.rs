@@ -235,6 +235,11 @@ impl Pool {
         self.cluster.get_or_try_init(|| crate::cluster::Cluster::load(&self.target, conn, self.config.clone())).await.cloned()
     }
 
+    /// The cluster behind this target, once a batch found it is one.
+    pub fn known_cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
+        self.cluster.get()
+    }
+
     /// The cluster's masters if this target was found to be one (`None`
     /// for a single Redis, or before its first batch).
     pub fn cluster_nodes(&self) -> Option<Vec<crate::cluster::NodeInfo>> {
