@@ -86,7 +86,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt) {
+    let (upstream, link) = match super::proxy::upstream_and_link("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt, None) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -124,7 +124,7 @@ pub async fn main(args: Args) -> ExitCode {
         },
         None => None,
     };
-    let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, one_way, doc.clone()));
+    let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, link, doc.clone()));
     let ticker = (!args.json).then(|| tokio::spawn(live_view(doc.clone())));
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
