@@ -6,7 +6,8 @@
 //! - [`pattern`] and [`keys`]: commands grouped as `SET user:*` (key
 //!   positions from the server's `COMMAND`; values are never kept);
 //! - [`missed`]: runs of single-command flights a pipeline would have sent
-//!   at once, and the saving `(n − 1) × RTT`;
+//!   at once, and the saving `(n − 1) × RTT`; [`depends`]: the evidence
+//!   that a command was computed from an earlier reply (it carries its bytes);
 //! - [`stats`]: totals across connections (bounded), [`report`]: the JSON
 //!   shapes, [`live`]: the terminal view;
 //! - [`relay`]: forwarding, byte for byte, with the tracker looking on;
@@ -15,6 +16,7 @@
 //! Forwarding never depends on decoding: traffic the tracker cannot follow
 //! is forwarded as is and the connection is reported `undecoded`.
 
+pub mod depends;
 pub mod keys;
 pub mod live;
 pub mod missed;
