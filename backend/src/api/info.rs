@@ -27,7 +27,8 @@ use crate::config::Limits;
         "max_concurrent_batches": 256, "max_watch_keys": 1000, "max_sweep_points": 16,
         "session_idle_ms": 60000, "max_sessions": 100, "shared_connections": true},
     "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
-        "resp3": false, "max_simulated_rtt_ms": 1000.0},
+        "resp3": false, "max_simulated_rtt_ms": 1000.0, "min_simulated_bandwidth_mbps": 0.01,
+        "max_simulated_bandwidth_mbps": 100000.0},
     "refused": [{"command": "SELECT", "reason": "connection", "modes": ["sequential", "pipeline", "transaction", "auto"],
         "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}]
 }))]
