@@ -14,6 +14,7 @@ export class Tabs {
   readonly nav: HTMLElement;
   private current: ViewName = 'playground';
   private buttons = new Map<ViewName, HTMLButtonElement>();
+  private listeners: Array<(view: ViewName) => void> = [];
 
   constructor(private panels: Record<ViewName, HTMLElement>) {
     this.nav = el('nav', { class: 'tabs', id: 'tabs', role: 'tablist', 'aria-label': 'Views' });
@@ -31,8 +32,14 @@ export class Tabs {
     return this.current;
   }
 
+  /** Calls `listener` each time a view is shown. */
+  onShow(listener: (view: ViewName) => void): void {
+    this.listeners.push(listener);
+  }
+
   show(name: ViewName): void {
     this.current = name;
+    for (const l of this.listeners) l(name);
     for (const [n, panel] of Object.entries(this.panels) as Array<[ViewName, HTMLElement]>) {
       panel.hidden = n !== name;
       this.buttons.get(n)?.setAttribute('aria-selected', String(n === name));
