@@ -33,12 +33,13 @@ export function modelText(m: SweepModel, total: number): string {
 }
 
 /**
- * The two reply-latency lines, told apart in the legend's small swatch as on
- * the chart: p50 long dashes with filled squares, p99 dots with open triangles.
+ * The two reply-latency lines, told apart in the legend's small swatch (an
+ * open box drawn with the line's dashes) as on the chart: p50 long dashes
+ * and squares, p99 dots and triangles.
  */
 export const LATENCY_STYLE = {
-  p50: { dash: [7, 3], width: 2, point: 'rect', filled: true },
-  p99: { dash: [1, 3], width: 1.5, point: 'triangle', filled: false },
+  p50: { dash: [7, 3], width: 2, point: 'rect' },
+  p99: { dash: [1, 3], width: 1.5, point: 'triangle' },
 } as const;
 
 export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]) {
@@ -86,7 +87,7 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
           label: `${s.label}: reply latency ${q} (ms, right axis)`,
           data: lat.map((p) => ({ x: p.batch_size, y: Math.max(1e-3, p.latency_us![q] / 1000) })),
           borderColor: color,
-          backgroundColor: style.filled ? color : '#fff',
+          backgroundColor: '#fff',
           borderDash: [...style.dash],
           borderWidth: style.width,
           pointStyle: style.point,

@@ -18,6 +18,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<
 export function prose(html: string): HTMLDivElement {
   const d = el('div', { class: 'prose' });
   d.innerHTML = html;
+  // A wide example scrolls sideways: reachable by keyboard too.
+  for (const pre of d.querySelectorAll('pre')) pre.tabIndex = 0;
   return d;
 }
 
