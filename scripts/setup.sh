@@ -76,9 +76,8 @@ fi
 
 # --- npm packages for web/ --------------------------------------------------
 if [ -f web/package.json ] && command -v npm >/dev/null; then
-  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
-    log "npm ci in web/"
-    (cd web && npm ci --no-audit --no-fund --loglevel=error)
-  fi
+  # shellcheck source=scripts/lib/npm-deps.sh
+  source scripts/lib/npm-deps.sh
+  npm_ci_if_stale web
 fi
 log "ok"

@@ -41,6 +41,21 @@ bin="$target/release/pipelab"
 [ -x "$bin" ] || { echo "deploy: $bin missing after scripts/build.sh" >&2; exit 1; }
 [ -f web/dist/index.html ] || { echo "deploy: web/dist/index.html missing after scripts/build.sh" >&2; exit 1; }
 
+# A node_modules from elsewhere (a host's, newer than the lock file, no
+# stamp) is installed again by the build; an installed one is left alone.
+tmp=$(mktemp -d)
+cp web/package.json web/package-lock.json "$tmp/"
+mkdir "$tmp/node_modules"
+echo '{"copied": "from another machine"}' > "$tmp/node_modules/.package-lock.json"
+touch -d '+1 hour' "$tmp/node_modules/.package-lock.json"
+( source scripts/lib/npm-deps.sh && npm_ci_if_stale "$tmp" )
+[ -f "$tmp/node_modules/vite/package.json" ] || { echo "deploy: npm ci did not run over a copied node_modules" >&2; exit 1; }
+stamp=$(stat -c %Y.%N "$tmp/node_modules/.pipelab-installed")
+( source scripts/lib/npm-deps.sh && npm_ci_if_stale "$tmp" )
+[ "$(stat -c %Y.%N "$tmp/node_modules/.pipelab-installed")" = "$stamp" ] || { echo "deploy: npm ci ran again over its own install" >&2; exit 1; }
+rm -rf "$tmp"
+echo "deploy: npm ci over a node_modules copied from elsewhere, not over its own"
+
 # What `docker build .` would send, now that target/ and web/node_modules are full.
 python3 scripts/lib/docker_context.py --self-test
 python3 scripts/lib/docker_context.py --max-mb 50
