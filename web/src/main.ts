@@ -18,6 +18,7 @@ import { refusedIn, refusedWarning, type RefusedList } from './playground/refuse
 import { runner } from './playground/run.js';
 import { fmtDuration } from './playground/duration.js';
 import { mountInteractive } from './interactive/console.js';
+import { mountTokenField } from './playground/tokenField.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -63,24 +64,38 @@ async function main() {
     }
   });
   wireControls(() => void run(), warn);
-  $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
-    const select = e.target as HTMLSelectElement;
-    const text = sample(select.value);
-    // The menu keeps showing the sample loaded (it used to jump back to "choose…").
-    if (text !== null) editors.setInline(text);
+  // The menu shows the sample loaded until the batch is edited, then "choose…" again.
+  const sampleMenu = $<HTMLSelectElement>('sample');
+  let loaded: string | null = null;
+  sampleMenu.addEventListener('change', () => {
+    loaded = sample(sampleMenu.value);
+    if (loaded !== null) editors.setInline(loaded);
+  });
+  editors.onChange(() => {
+    if (loaded !== null && editors.snapshot().inlineText !== loaded) {
+      loaded = null;
+      sampleMenu.value = '';
+    }
   });
   editors.onChange(warn);
   warn();
   // Tutorial, compare and sweep views, share bar; restores a permalink.
-  const mounted = mountTutorial({ editors });
-  void fetchInfo().then(async (info) => {
+  let redisTarget: string | null = null;
+  const mounted = mountTutorial({ editors, redis: () => redisTarget });
+  // The server's limits and refusals for this caller (again once a token is given).
+  const loadInfo = async () => {
+    const info = await fetchInfo();
     limits = limitsOf(info);
     refusedList = info?.refused ?? [];
+    redisTarget = info?.redis.target ?? null;
     showSandbox(info);
     await mounted; // the tutorial's inputs exist
     applyLimits(limits);
     warn();
-  });
+    return info !== null;
+  };
+  mountTokenField($('banner'), loadInfo);
+  void loadInfo();
   await mounted;
 
   await refreshHealth();

@@ -160,7 +160,7 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
     super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
-    super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
+    super::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     Ok(PreparedBatch { batch, keep, session })
 }

@@ -12,7 +12,7 @@ use super::caller::Caller;
 use super::run::command;
 use super::validate::{Defaults, DEFAULTS};
 use super::{AppState, RedisSource};
-use crate::commands::RefusedCommand;
+use crate::commands::{Reason, RefusedCommand};
 use crate::config::Limits;
 
 /// Server facts.
@@ -30,7 +30,7 @@ use crate::config::Limits;
         "resp3": false, "max_simulated_rtt_ms": 1000.0, "min_simulated_bandwidth_mbps": 0.01,
         "max_simulated_bandwidth_mbps": 100000.0},
     "refused": [{"command": "SELECT", "reason": "connection", "modes": ["sequential", "pipeline", "transaction", "auto"],
-        "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}]
+        "message": "SELECT is refused: it changes the connection itself, which pipelab sets up for every batch and session (choose the database in the server's Redis URL, redis://host:port/DB)"}]
 }))]
 pub struct InfoResponse {
     /// pipelab's version.
@@ -43,8 +43,10 @@ pub struct InfoResponse {
     /// arguments (400 `refused_command`), sorted by name, as the server's
     /// command table and the caller's token decide (`Table::refused_commands`):
     /// a client can flag them before sending. Refusals that depend on the
-    /// arguments (a blocking command with timeout 0) or on the sandbox's
-    /// key rules are not listed; the batch endpoints still check them.
+    /// arguments (a blocking command with timeout 0, COPY … DB in the
+    /// sandbox) are not listed; the batch endpoints still check them. In the
+    /// sandbox, the commands it refuses whatever their arguments are listed
+    /// too (reason `sandbox`: INFO, RANDOMKEY, SUBSCRIBE, …).
     pub refused: Vec<RefusedCommand>,
     /// Present with `--sandbox`: each visitor's keys are private and expire.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,7 +116,14 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Json<InfoRes
     // command table at the same time, within the same wait (read once per
     // server; the built-in table while Redis does not answer).
     let (reply, table) = tokio::join!(command(&state, &[b"INFO"], wait), state.pool.commands_loaded(wait));
-    let refused = table.refused_commands(caller.access.rules(), state.allow);
+    let mut refused = table.refused_commands(caller.access.rules(), state.allow);
+    if let Some(sandbox) = &state.sandbox {
+        // A visitor's batches are refused these as well (403 `sandbox_refused`).
+        let isolated = sandbox.scripts_isolated();
+        table.refused_also(&mut refused, Reason::Sandbox, |argv, name| {
+            crate::sandbox::rules::confine(&table, argv, isolated).err().map(|why| format!("{name} is refused in the sandbox: {why}"))
+        });
+    }
     let (reachable, text, error) = match reply {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {
             (true, String::from_utf8_lossy(&text).into_owned(), None)

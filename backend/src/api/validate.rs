@@ -119,6 +119,13 @@ pub struct Prepared {
     pub plan: Plan,
 }
 
+impl Prepared {
+    /// Where command `i` is in the request: `commands[i]`, or `text, line L`.
+    pub fn field(&self, i: usize) -> String {
+        self.origins.field(i)
+    }
+}
+
 impl BatchFields {
     /// Check everything that does not depend on the mode.
     pub fn prepare(self, limits: &Limits) -> Result<Prepared, ApiError> {

@@ -15,13 +15,13 @@ use utoipa::ToSchema;
 
 use super::rules::{Access, Allow, Reason};
 use super::table::{Command, Table};
-use crate::exec::{Commands, Mode};
+use crate::exec::{ArgvRef, Commands, Mode};
 
 /// One command the API refuses with any arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[schema(example = json!({"command": "SELECT", "reason": "connection",
     "modes": ["sequential", "pipeline", "transaction", "auto"],
-    "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}))]
+    "message": "SELECT is refused: it changes the connection itself, which pipelab sets up for every batch and session (choose the database in the server's Redis URL, redis://host:port/DB)"}))]
 pub struct RefusedCommand {
     /// The name as people write it, uppercase: `SELECT`, or a container's
     /// subcommand, `CONFIG SET` (an argv whose first one or two words match,
@@ -45,28 +45,47 @@ impl Table {
     /// refusal check per command, subcommand and mode (about 2,000 on Redis 7).
     pub fn refused_commands(&self, access: Access, allow: Allow) -> Vec<RefusedCommand> {
         let mut out = Vec::new();
-        for top in self.iter() {
-            self.push_refused(&mut out, &[&top.name], top, access, allow);
-            for sub in top.subcommands.values() {
-                let word = sub.name.rsplit('|').next().unwrap_or(&sub.name);
-                self.push_refused(&mut out, &[&top.name, word], sub, access, allow);
+        self.each_bare_name(|argv, cmd| {
+            let mut entry: Option<RefusedCommand> = None;
+            for mode in MODES {
+                let Some(r) = self.refusal(argv, mode, access, allow) else { continue };
+                match &mut entry {
+                    Some(e) => e.modes.push(mode),
+                    None => entry = Some(RefusedCommand { command: cmd.display_name(), reason: r.reason, modes: vec![mode], message: r.message }),
+                }
             }
-        }
+            out.extend(entry);
+        });
         out.sort_by(|a, b| a.command.cmp(&b.command));
         out
     }
 
-    fn push_refused(&self, out: &mut Vec<RefusedCommand>, argv: &[&str], cmd: &Command, access: Access, allow: Allow) {
-        let argv = Commands::from_iter([argv.to_vec()]);
-        let mut entry: Option<RefusedCommand> = None;
-        for mode in MODES {
-            let Some(r) = self.refusal(argv.get(0), mode, access, allow) else { continue };
-            match &mut entry {
-                Some(e) => e.modes.push(mode),
-                None => entry = Some(RefusedCommand { command: cmd.display_name(), reason: r.reason, modes: vec![mode], message: r.message }),
+    /// `list` with the commands a deployment's own rule refuses in every
+    /// mode whatever their arguments (the sandbox's): `refuse(argv, name)`
+    /// gives the message, or `None`. A command already listed keeps its
+    /// entry; the list stays sorted.
+    pub fn refused_also(&self, list: &mut Vec<RefusedCommand>, reason: Reason, mut refuse: impl FnMut(ArgvRef<'_>, &str) -> Option<String>) {
+        let mut more = Vec::new();
+        self.each_bare_name(|argv, cmd| {
+            let name = cmd.display_name();
+            if let Some(message) = refuse(argv, &name) {
+                more.push(RefusedCommand { command: name, reason, modes: MODES.to_vec(), message });
+            }
+        });
+        more.retain(|m| list.binary_search_by(|r| r.command.cmp(&m.command)).is_err());
+        list.extend(more);
+        list.sort_by(|a, b| a.command.cmp(&b.command));
+    }
+
+    /// Each command and each subcommand as its bare argv (`SELECT`, `CONFIG SET`).
+    fn each_bare_name(&self, mut f: impl FnMut(ArgvRef<'_>, &Command)) {
+        for top in self.iter() {
+            f(Commands::from_iter([vec![top.name.as_str()]]).get(0), top);
+            for sub in top.subcommands.values() {
+                let word = sub.name.rsplit('|').next().unwrap_or(&sub.name);
+                f(Commands::from_iter([vec![top.name.as_str(), word]]).get(0), sub);
             }
         }
-        out.extend(entry);
     }
 }
 
@@ -141,5 +160,21 @@ mod tests {
         let ro = of(Access::ReadOnly);
         assert!(find(&ro, "SET").is_some_and(|r| r.reason == Reason::NotReadOnly));
         assert!(find(&ro, "GET").is_none());
+    }
+
+    /// A deployment's own rule adds its commands in every mode; an entry already listed keeps its own reason.
+    #[test]
+    fn a_deployments_rule_adds_to_the_list() {
+        let table = small_table();
+        let mut list = table.refused_commands(Access::Full, Allow::default());
+        table.refused_also(&mut list, Reason::Sandbox, |argv, name| {
+            (argv.name() == Some(b"get".as_slice()) || name.starts_with("CONFIG")).then(|| format!("{name} is refused in the sandbox: test"))
+        });
+        let get = find(&list, "GET").expect("GET added");
+        assert_eq!((get.reason, get.modes.clone()), (Reason::Sandbox, MODES.to_vec()));
+        assert_eq!(get.message, "GET is refused in the sandbox: test");
+        assert_eq!(find(&list, "CONFIG GET").map(|r| r.reason), Some(Reason::Secret), "kept as it was");
+        assert!(find(&list, "SET").is_none());
+        assert!(list.windows(2).all(|w| w[0].command < w[1].command), "sorted");
     }
 }

@@ -140,7 +140,10 @@ export function createEditors(opts: {
     mapField,
     activeField,
     refusedField,
-    EditorView.contentAttributes.of({ 'aria-label': label }),
+    // tabindex says outright what contenteditable already makes true (the
+    // text is reachable by keyboard), for checkers that look for it on a
+    // scrolled region.
+    EditorView.contentAttributes.of({ 'aria-label': label, tabindex: '0' }),
   ];
 
   const inlineWriter = new ViewWriter();

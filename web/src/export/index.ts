@@ -29,11 +29,15 @@ export const TARGETS: TargetInfo[] = [
   { id: 'redis-rs', label: 'Rust (redis-rs)', calls: { pipeline: 'redis::pipe()', transaction: 'redis::pipe().atomic()' } },
 ];
 
-/** Generates one export. `encode` turns an argv into RESP (needed for `resp`). */
-export function exportBatch(target: TargetId, commands: Argv[], mode: ExportMode, encode: EncodeCommand): Snippet {
+/**
+ * Generates one export. `encode` turns an argv into RESP (needed for
+ * `resp`); `redis`: the Redis the page runs on (/info's `redis.target`),
+ * which the RESP file's redis-cli line names.
+ */
+export function exportBatch(target: TargetId, commands: Argv[], mode: ExportMode, encode: EncodeCommand, redis?: string | null): Snippet {
   switch (target) {
     case 'resp':
-      return respSnippet(commands, mode, encode);
+      return respSnippet(commands, mode, encode, redis);
     case 'redis-py':
       return pythonSnippet(commands, mode);
     case 'ioredis':
