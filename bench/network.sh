@@ -4,7 +4,8 @@
 # 1. Accuracy of the added RTT: sequential PINGs at 0.2, 0.5 and 5 ms, on a
 #    quiet machine and with one core kept busy by a spin loop beside them
 #    (the "loaded 2-core machine"); the median reply latency against the
-#    loopback latency plus the asked RTT, and the summary's achieved RTT.
+#    loopback latency plus the asked RTT, and the summary's achieved RTT
+#    (the asked one plus each direction's median lateness).
 # 2. Bandwidth: one ~20 MB pipeline of SETs at 80 ms RTT, unlimited and at
 #    100 and 10 Mbit/s (each direction), against what the wire alone must take.
 #
@@ -91,5 +92,6 @@ runs = [json.loads(l)["summary"] for l in sys.stdin if l.strip()]
 t = statistics.median(r["total_us"] for r in runs) / 1000
 sent = runs[0]["bytes_sent"]
 wire = sent * 8 / (float(bw) * 1000) if bw else 0
-print(f"| {bw + \" Mbit/s\" if bw else \"unlimited\"} | {sent:,} | {t:.0f} | {wire:.0f} | {80 + wire:.0f} |")' "$bw"
+label = bw + " Mbit/s" if bw else "unlimited"
+print(f"| {label} | {sent:,} | {t:.0f} | {wire:.0f} | {80 + wire:.0f} |")' "$bw"
 done

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # `scripts/setup.sh --run`: only what building and running pipelab needs
 # (no browser, fuzzer or Python test libraries).
 if [ "${1:-}" = "--run" ]; then
-  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1
+  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1 PIPELAB_SKIP_EXPORT_TOOLS=1
 fi
 
 WASM_BINDGEN_VERSION=0.2.130
@@ -32,6 +32,14 @@ if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
 fi
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ]; then
   command -v openssl >/dev/null || apt_missing+=(openssl)   # certificates for the TLS tests
+fi
+# The page's exports run or parsed by their own toolchains (web/test/tutorial/
+# export.test.mjs): redis-rb runs for real, gofmt and javac's parser check
+# the Go and Java programs (their client libraries are not in Debian).
+if [ "${PIPELAB_SKIP_EXPORT_TOOLS:-0}" != 1 ]; then
+  ruby -e 'require "redis"' 2>/dev/null || apt_missing+=(ruby-redis)
+  command -v gofmt >/dev/null || apt_missing+=(golang-go)
+  command -v javac >/dev/null || apt_missing+=(default-jdk-headless)
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
   log "apt-get install ${apt_missing[*]}"

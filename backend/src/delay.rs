@@ -150,50 +150,81 @@ impl Wire {
     }
 }
 
-/// How late the line released its chunks, in each direction: the measure of
-/// how well a busy machine kept the simulated RTT ([`LineTiming`]).
-#[derive(Default)]
+/// Lateness buckets: bucket 0 is under 1 µs, bucket `i` is `[2^(i-1), 2^i)` µs
+/// (the last one open-ended, past half a minute).
+const BUCKETS: usize = 26;
+
+fn bucket(late: Duration) -> usize {
+    let us = late.as_micros() as u64;
+    (if us == 0 { 0 } else { 64 - us.leading_zeros() as usize }).min(BUCKETS - 1)
+}
+
+/// How late the line released its chunks, in each direction, as counts per
+/// [`bucket`]: the measure of how well a busy machine kept the simulated RTT
+/// ([`LineTiming`]).
 struct Lateness {
-    up_ns: AtomicU64,
-    up_chunks: AtomicU64,
-    down_ns: AtomicU64,
-    down_chunks: AtomicU64,
+    up: [AtomicU64; BUCKETS],
+    down: [AtomicU64; BUCKETS],
+}
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Lateness { up: std::array::from_fn(|_| AtomicU64::new(0)), down: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
 }
 
 impl Lateness {
     fn record(&self, up: bool, deadline: Instant, released: Instant) {
-        let late = released.saturating_duration_since(deadline).as_nanos() as u64;
-        let (ns, n) = if up { (&self.up_ns, &self.up_chunks) } else { (&self.down_ns, &self.down_chunks) };
-        ns.fetch_add(late, Ordering::Relaxed);
-        n.fetch_add(1, Ordering::Relaxed);
+        let counts = if up { &self.up } else { &self.down };
+        counts[bucket(released.saturating_duration_since(deadline))].fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// What a line did so far: chunks released each way and how late, in total.
+/// What a line did so far: chunks released each way, counted by how late.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LineTiming {
-    pub up_chunks: u64,
-    pub up_late_ns: u64,
-    pub down_chunks: u64,
-    pub down_late_ns: u64,
+    pub up: [u64; BUCKETS],
+    pub down: [u64; BUCKETS],
 }
 
 impl LineTiming {
     /// The round trip the line achieved for an asked `rtt_ms`: the asked one
-    /// plus the mean lateness of a chunk in each direction, in ms.
+    /// plus the median lateness of a chunk in each direction, in ms (each
+    /// median within its power-of-two bucket, at the bucket's geometric
+    /// middle). A median, so that a stall of the machine now and then does
+    /// not hide how the line usually kept the RTT; `total_us` counts the
+    /// stalls.
     pub fn achieved_rtt_ms(&self, rtt_ms: f64) -> f64 {
-        let mean = |ns: u64, n: u64| if n == 0 { 0.0 } else { ns as f64 / n as f64 / 1e6 };
-        rtt_ms + mean(self.up_late_ns, self.up_chunks) + mean(self.down_late_ns, self.down_chunks)
+        let median_ms = |counts: &[u64; BUCKETS]| {
+            let n: u64 = counts.iter().sum();
+            let mut seen = 0;
+            for (i, &c) in counts.iter().enumerate() {
+                seen += c;
+                if c > 0 && 2 * seen >= n {
+                    return if i == 0 { 0.0 } else { 2f64.powf(i as f64 - 0.5) / 1000.0 };
+                }
+            }
+            0.0
+        };
+        rtt_ms + median_ms(&self.up) + median_ms(&self.down)
+    }
+
+    /// The chunks released each way.
+    pub fn chunks(&self) -> (u64, u64) {
+        (self.up.iter().sum(), self.down.iter().sum())
     }
 
     /// The timing since `earlier` (the counts only grow).
     pub fn since(&self, earlier: &LineTiming) -> LineTiming {
-        LineTiming {
-            up_chunks: self.up_chunks - earlier.up_chunks,
-            up_late_ns: self.up_late_ns - earlier.up_late_ns,
-            down_chunks: self.down_chunks - earlier.down_chunks,
-            down_late_ns: self.down_late_ns - earlier.down_late_ns,
-        }
+        LineTiming { up: std::array::from_fn(|i| self.up[i] - earlier.up[i]), down: std::array::from_fn(|i| self.down[i] - earlier.down[i]) }
+    }
+}
+
+/// Two lines' (or one line's, across a reconnect) timing together.
+impl std::ops::Add for LineTiming {
+    type Output = LineTiming;
+    fn add(self, o: LineTiming) -> LineTiming {
+        LineTiming { up: std::array::from_fn(|i| self.up[i] + o.up[i]), down: std::array::from_fn(|i| self.down[i] + o.down[i]) }
     }
 }
 
@@ -204,12 +235,7 @@ pub struct TimingHandle(Arc<Lateness>);
 impl TimingHandle {
     pub fn get(&self) -> LineTiming {
         let l = &self.0;
-        LineTiming {
-            up_chunks: l.up_chunks.load(Ordering::Relaxed),
-            up_late_ns: l.up_ns.load(Ordering::Relaxed),
-            down_chunks: l.down_chunks.load(Ordering::Relaxed),
-            down_late_ns: l.down_ns.load(Ordering::Relaxed),
-        }
+        LineTiming { up: std::array::from_fn(|i| l.up[i].load(Ordering::Relaxed)), down: std::array::from_fn(|i| l.down[i].load(Ordering::Relaxed)) }
     }
 }
 
@@ -567,6 +593,21 @@ mod tests {
     }
 
     #[test]
+    fn the_achieved_rtt_is_the_asked_one_plus_each_way_s_median_lateness() {
+        let mut t = LineTiming::default();
+        assert_eq!(t.achieved_rtt_ms(0.2), 0.2);
+        // Up: 9 on time, 1 stalled by 40 ms; down: all about 20 µs late.
+        t.up[bucket(Duration::ZERO)] = 9;
+        t.up[bucket(Duration::from_millis(40))] = 1;
+        t.down[bucket(Duration::from_micros(20))] = 10;
+        let a = t.achieved_rtt_ms(0.2);
+        assert!(a > 0.2 + 0.016 && a < 0.2 + 0.032, "{a}");
+        assert_eq!((t + t).achieved_rtt_ms(0.2), a);
+        assert_eq!((t + t).since(&t), t);
+        assert_eq!(bucket(Duration::from_secs(3600)), BUCKETS - 1);
+    }
+
+    #[test]
     fn a_wire_sends_one_piece_after_another() {
         let link = Link::new(2.0, Some(8.0)).unwrap(); // 1 MB/s, 1 ms each way
         let mut wire = Wire::new(link);
@@ -612,7 +653,8 @@ mod tests {
         assert!(took >= Duration::from_millis(201), "{took:?}");
         assert!(took < Duration::from_secs(3), "{took:?}");
         let timing = near.timing().get();
-        assert!(timing.up_chunks >= (LEN / 1460) as u64 && timing.down_chunks >= (LEN / 1460) as u64, "{timing:?}");
+        let (up, down) = timing.chunks();
+        assert!(up >= (LEN / 1460) as u64 && down >= (LEN / 1460) as u64, "{timing:?}");
         assert!(timing.achieved_rtt_ms(1.0) >= 1.0);
     }
 }

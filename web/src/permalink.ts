@@ -17,6 +17,8 @@ export interface PageState {
   batch_size: number;
   on_error: OnError;
   simulated_rtt_ms: number;
+  /** The simulated bandwidth in Mbit/s; absent: unlimited (and in links made before it was added). */
+  simulated_bandwidth_mbps?: number;
   /** RESP3 (`HELLO 3` before the batch). Absent in links made before it was
    * added; those open with RESP3 off, the page's default. */
   resp3?: boolean;
@@ -135,6 +137,9 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
     on_error: field(r, 'on_error', (v) => v === 'continue' || v === 'stop', 'continue or stop'),
     simulated_rtt_ms: field(r, 'simulated_rtt_ms', isMs, 'a number of ms >= 0'),
   };
+  if (r.simulated_bandwidth_mbps !== undefined) {
+    state.simulated_bandwidth_mbps = field(r, 'simulated_bandwidth_mbps', (v) => typeof v === 'number' && Number.isFinite(v) && v > 0, 'a number of Mbit/s > 0');
+  }
   if (r.resp3 !== undefined) state.resp3 = field(r, 'resp3', (v) => typeof v === 'boolean', 'true or false');
   if (r.view !== undefined) state.view = field(r, 'view', (v) => typeof v === 'string' && /^[a-z0-9-]{1,32}$/.test(v), 'a view name');
   const compare = settings<CompareSettings>(r, 'compare', {

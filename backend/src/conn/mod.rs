@@ -107,12 +107,7 @@ impl std::ops::Add for IoStats {
             bytes_received: self.bytes_received + o.bytes_received,
             pushes: self.pushes + o.pushes,
             line: match (self.line, o.line) {
-                (Some(a), Some(b)) => Some(delay::LineTiming {
-                    up_chunks: a.up_chunks + b.up_chunks,
-                    up_late_ns: a.up_late_ns + b.up_late_ns,
-                    down_chunks: a.down_chunks + b.down_chunks,
-                    down_late_ns: a.down_late_ns + b.down_late_ns,
-                }),
+                (Some(a), Some(b)) => Some(a + b),
                 (a, b) => a.or(b),
             },
         }

@@ -4,7 +4,7 @@
 // from the server's OpenAPI document (./types.ts).
 import { parseJsonExact } from '../replyJson.js';
 import { noteUnauthorized, withToken } from './token.js';
-import type { BatchRequest, BatchResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
+import type { BatchRequest, BatchResponse, CommandsResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
 
 export type * from './types.js';
 
@@ -56,6 +56,8 @@ export async function postJson<T>(path: string, body: unknown): Promise<T> {
 }
 
 export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batch', req);
+/** GET /api/v1/commands: the server's commands with summary, syntax and arity (from its COMMAND DOCS). */
+export const commandDocs = async () => JSON.parse(await call('api/v1/commands')) as CommandsResponse;
 export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
 export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
 
@@ -72,6 +74,8 @@ export interface Session {
 export interface SessionOptions {
   resp3?: boolean;
   simulated_rtt_ms?: number;
+  /** Mbit/s each way; absent: unlimited. */
+  simulated_bandwidth_mbps?: number;
 }
 
 /**

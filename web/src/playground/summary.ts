@@ -26,6 +26,11 @@ export function renderSummary(res: BatchResponse, mode: Mode, onError: 'continue
     // Seconds past 10 s: "40.5 s" reads, "40537.586 ms" does not.
     ['total time', totalMs < 10_000 ? `${totalMs.toFixed(3)} ms` : fmtDuration(totalMs), 'total'],
     ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+    // Asked beside achieved: a machine that could not keep the RTT shows it here.
+    ...(s.achieved_rtt_ms != null
+      ? [['simulated RTT', `${s.simulated_rtt_ms} ms asked, ${s.achieved_rtt_ms.toFixed(3)} ms achieved`, 'rtt'] as [string, string, string]]
+      : []),
+    ...(s.simulated_bandwidth_mbps != null ? [['bandwidth', `${s.simulated_bandwidth_mbps} Mbit/s each way`, 'bandwidth'] as [string, string, string]] : []),
     ...extraItems(s),
   ];
   // Batch size is what splits a pipeline into round trips (a transaction is always one).
