@@ -29,7 +29,8 @@ function logSpaced(lo: number, hi: number, per = 12): number[] {
 /** The model's line, in words, for captions and the chart's aria-label. */
 export function modelText(m: SweepModel, total: number): string {
   const fit = m.fitted_on.length ? `t_cmd fitted by least squares on batch ${m.fitted_on.map(fmt).join(', ')}` : 't_cmd not fitted';
-  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
+  const wire = m.wire_us_per_cmd ? ` + ${fmt(total)} × ${m.wire_us_per_cmd.toFixed(2)} µs on the wire (${fmt(Math.round(m.bytes_per_cmd ?? 0))} bytes at ${m.bandwidth_mbps} Mbit/s; bandwidth-delay product ${fmt(m.bdp_batch_size ?? 0)} commands)` : '';
+  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs${wire} (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
 }
 
 /**

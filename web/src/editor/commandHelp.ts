@@ -44,10 +44,11 @@ export function arityProblem(book: CommandBook, argv: string[]): string | null {
   const a = doc.arity;
   const n = argv.length;
   if (a > 0 ? n === a : n >= -a) return null;
-  const want = a > 0 ? `exactly ${a - 1}` : `at least ${-a - 1}`;
+  // Redis counts the name (and a subcommand's name) among the words.
   const words = doc.name.split(' ').length;
-  const got = n - words;
-  return `${doc.name} takes ${want} argument${Math.abs(a) - 1 === 1 ? '' : 's'} after its name${words > 1 ? 's' : ''} (${doc.syntax}), this one has ${Math.max(0, got)}: Redis would answer "ERR wrong number of arguments"`;
+  const need = Math.max(0, Math.abs(a) - words);
+  const want = `${a > 0 ? 'exactly' : 'at least'} ${need} argument${need === 1 ? '' : 's'}`;
+  return `${doc.name} takes ${want} after its name${words > 1 ? 's' : ''} (${doc.syntax}), this one has ${Math.max(0, n - words)}: Redis would answer "ERR wrong number of arguments"`;
 }
 
 /** The help shown for a command: its syntax line, summary, and where it comes from. */

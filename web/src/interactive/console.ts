@@ -133,12 +133,12 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
       const shown = reply ? formatReply(reply).replace(/\n$/, '') : r?.status === 'unknown' ? '(unknown: the connection failed before the reply; it may or may not have run)' : `(${r?.status ?? 'no reply'})`;
       const us = r?.reply_us != null && r.sent_us != null ? r.reply_us - r.sent_us : null;
       // The command's own round trip, shown as redis-cli shows its "(0.21s)": the figure a round-trip lesson needs.
-      const took = us != null ? [el('span', { class: 'took', 'data-us': String(us) }, `(${(us / 1000).toFixed(3)} ms)`)] : [];
-      entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown, ...took), {
+      const done = entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown), {
         'data-status': r?.status ?? '',
         'data-reply-type': reply?.type ?? '',
         ...(us != null ? { 'data-us': String(us), title: `${(us / 1000).toFixed(3)} ms round trip` } : {}),
       });
+      if (us != null) done.append(el('span', { class: 'took', 'data-us': String(us) }, `(${(us / 1000).toFixed(3)} ms)`));
       if (practice?.current()) {
         const argv = commandsOf(cmd)[0]?.map((a) => new TextDecoder().decode(a)) ?? [];
         const got = practice.take({ argv, reply, us });

@@ -39,7 +39,8 @@ export const lesson3: Lesson = {
     the number of round trips by 10, and throughput climbs almost ×10 while the RTT dominates.
     Once a batch takes longer for Redis to execute than the RTT, more batching buys little.</p>
     <p>Where the curve flattens depends on the RTT and on the machine: the verdict names the knee
-    this run measured, the smallest batch size within 10% of the best throughput.
+    this run measured, the smallest batch size within 10% of the best throughput. On a real link the
+    bytes cost time too, and the knee moves to the bandwidth-delay product: lesson 11.
     Why the usual advice is batches of thousands, not "everything at once": Redis
     buffers the replies to a batch in the client's output buffer in server memory until the client
     reads them, and the client holds the whole batch too. A million-command pipeline means

@@ -10,12 +10,13 @@ import { lesson6 } from './lesson6.js';
 import { lesson7 } from './lesson7.js';
 import { lesson8 } from './lesson8.js';
 import { lesson9 } from './lesson9.js';
+import { lessonBandwidth } from './lessonBandwidth.js';
 import { lessonApp } from './lessonApp.js';
 import type { Bridge, Lesson } from './types.js';
 import { el, errorBox, prose } from './ui.js';
 
 /** The lessons in order: a lesson's number (`lesson-N`, its heading) is its place here, from 1. */
-export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp];
+export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp, lessonBandwidth];
 
 function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
   const parts = lesson.build();

@@ -76,8 +76,8 @@ for (const vp of VIEWPORTS) {
       await page.click('#tab-tutorial');
       const n = await page.locator('.lesson').count();
       const intro = await page.innerText('#tutorial-view .prose');
-      assert.match(intro, /^Ten short lessons\./, `${n} lessons: ${intro.slice(0, 40)}`);
-      assert.equal(n, 10);
+      assert.match(intro, /^Eleven short lessons\./, `${n} lessons: ${intro.slice(0, 40)}`);
+      assert.equal(n, 11);
       assert.doesNotMatch(await page.innerText('#lesson-10'), /Lessons 1–7/);
     });
 

@@ -98,7 +98,7 @@ async function setSlider(id, value) {
   }, value);
 }
 
-const LESSON_NUMBERS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const LESSON_NUMBERS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
 
 test('tabs show the tutorial with ten lessons in order', async () => {
   await page.screenshot({ path: join(artifacts, 'tutorial-playground.png') });
@@ -424,7 +424,7 @@ test('phone-sized screens (390, 420 px): no horizontal scrolling, every tab and 
 });
 
 test('every lesson\'s "Load example" fills the playground with a batch that runs there', { timeout: 120_000 }, async () => {
-  const expected = { 1: 'sequential', 2: 'pipeline', 3: 'pipeline', 4: 'pipeline', 5: 'pipeline', 6: 'sequential', 7: 'pipeline', 8: 'auto', 9: 'sequential', 10: 'sequential' };
+  const expected = { 1: 'sequential', 2: 'pipeline', 3: 'pipeline', 4: 'pipeline', 5: 'pipeline', 6: 'sequential', 7: 'pipeline', 8: 'auto', 9: 'sequential', 10: 'sequential', 11: 'pipeline' };
   for (const n of LESSON_NUMBERS) {
     await page.click('#tab-tutorial');
     await page.click(`#lesson-${n} button.load-example`);
@@ -646,6 +646,36 @@ test('lesson 10: the saving the doctor reports, (n − 1) × RTT, is what the pi
   assert.equal(Number(m.predicted_us), 999 * 0.5 * 1000);
   assert.ok(Number(m.sequential_us) >= 1000 * 0.5 * 1000, 'the loop waits 1000 round trips');
   assert.equal(await page.getAttribute('#lesson-10 .verdict', 'data-verdict'), 'holds', await page.innerText('#lesson-10 .verdict'));
+});
+
+test('lesson 11: on a link of limited bandwidth bigger batches stop helping past the bandwidth-delay product', { timeout: 120_000 }, async () => {
+  await page.click('#tab-tutorial');
+  await setSlider('bw-rtt', 10);
+  await setSlider('bw-mbps', 10);
+  const sweeps = [];
+  const onRequest = (r) => r.url().endsWith('/api/v1/sweep') && sweeps.push(r.postDataJSON());
+  page.on('request', onRequest);
+  await runLesson(11, 110_000);
+  page.off('request', onRequest);
+  assert.deepEqual(sweeps.map((s) => s.simulated_bandwidth_mbps), [10, undefined], 'one sweep at the bandwidth, one unlimited');
+  const m = await metricsOf(11);
+  const pts = JSON.parse(m.points);
+  const cps = (list, b) => Object.fromEntries(list)[b];
+  // The verdict follows the figures it prints.
+  const gainLimited = cps(pts.limited, 2000) / cps(pts.limited, 100);
+  const gainOpen = cps(pts.unlimited, 2000) / cps(pts.unlimited, 100);
+  assert.ok(Math.abs(Number(m.gain_limited) - gainLimited) < 1e-9 && Math.abs(Number(m.gain_unlimited) - gainOpen) < 1e-9);
+  const holds = gainLimited < 2 && gainOpen > 2 * gainLimited;
+  const v = await verdictOf(11);
+  assert.equal(v.state, holds ? 'holds' : 'differs', `${v.text} ${JSON.stringify(m)}`);
+  // The model's wire term: 10 Mbit/s, a bit over 500 bytes per SET; the BDP is an RTT's worth of them.
+  assert.ok(Number(m.wire_us_per_cmd) > 400 && Number(m.wire_us_per_cmd) < 500, m.wire_us_per_cmd);
+  const rtt = Number(m.model_rtt_ms);
+  assert.equal(Number(m.bdp_batch_size), Math.ceil((rtt * 1000) / Number(m.wire_us_per_cmd)));
+  assert.ok(v.text.includes(`one RTT holds about ${Number(m.bdp_batch_size).toLocaleString('en-US')} commands`), v.text);
+  // The wire is a floor: 2,000 commands of ~530 bytes at 10 Mbit/s cannot go faster than ~0.85 s.
+  assert.ok(cps(pts.limited, 2000) < 2000 / 0.8, `limited at batch 2,000: ${cps(pts.limited, 2000)}/s`);
+  assert.match(await page.innerText('#lesson-11 .model-text'), /on the wire .* at 10 Mbit\/s; bandwidth-delay product/);
 });
 
 // The page's responsiveness is the same with or without the sandbox: checked once, in the run without it.
