@@ -25,7 +25,7 @@ export const TARGETS: TargetInfo[] = [
   { id: 'resp', label: 'RESP file (redis-cli --pipe)', calls: { pipeline: 'redis-cli --pipe', transaction: 'MULTI … EXEC, redis-cli --pipe' } },
   { id: 'redis-py', label: 'Python (redis-py)', calls: { pipeline: 'pipeline(transaction=False)', transaction: 'pipeline(transaction=True)' } },
   { id: 'ioredis', label: 'Node.js (ioredis)', calls: { pipeline: 'pipeline()', transaction: 'multi()' } },
-  { id: 'redis-rb', label: 'Ruby (redis-rb)', calls: { pipeline: 'pipelined', transaction: 'multi' } },
+  { id: 'redis-rb', label: 'Ruby (redis-rb)', calls: { pipeline: 'pipelined', transaction: 'pipelined MULTI … EXEC' } },
   { id: 'go-redis', label: 'Go (go-redis v9)', calls: { pipeline: 'Pipeline()', transaction: 'TxPipeline()' } },
   { id: 'jedis', label: 'Java (Jedis)', calls: { pipeline: 'pipelined()', transaction: 'multi()' } },
   { id: 'redis-rs', label: 'Rust (redis-rs)', calls: { pipeline: 'redis::pipe()', transaction: 'redis::pipe().atomic()' } },

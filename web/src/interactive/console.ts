@@ -141,7 +141,7 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
       if (us != null) done.append(el('span', { class: 'took', 'data-us': String(us) }, `(${(us / 1000).toFixed(3)} ms)`));
       if (practice?.current()) {
         const argv = commandsOf(cmd)[0]?.map((a) => new TextDecoder().decode(a)) ?? [];
-        const got = practice.take({ argv, reply, us });
+        const got = practice.take({ argv, reply: reply ?? undefined, us });
         if (got) {
           showStep(
             got.passed
