@@ -64,7 +64,7 @@ async function main() {
     const hits = refusedIn(refusedList, snap, currentMode());
     const arity = arityIn(book, snap);
     editors.markRefused(new Map([...arity, ...hits].map((h) => [h.index, h.message])));
-    updateWarning(limits, () => snap.commands, refusedWarning(hits) ?? arityWarning(arity));
+    updateWarning(limits, () => snap.commands, refusedWarning(hits), arityWarning(arity));
   };
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.defaultPrevented) {

@@ -173,16 +173,19 @@ export function clearControlError() {
  * controls change (nothing while the timeout is unknown; `commands` is only
  * asked then: on a large batch it flushes the editors' pending sync).
  */
-export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null) {
+export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null, advice: string | null = null) {
   const warning = $<HTMLParagraphElement>('run-warning');
-  const text = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
+  const blocking = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
     ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs, Number(clients.value))
     : null);
+  // `advice` (a command Redis will answer with an error) is said, but Run stays on.
+  const text = blocking ?? advice;
   warning.hidden = !text;
   warning.textContent = text ?? '';
+  warning.dataset.blocking = String(!!blocking);
   // The page knows the server would refuse the batch: no Run until the controls change.
   const run = $<HTMLButtonElement>('run');
-  if (run.getAttribute('aria-busy') !== 'true') run.disabled = !!text;
+  if (run.getAttribute('aria-busy') !== 'true') run.disabled = !!blocking;
   if (text) run.setAttribute('aria-describedby', 'run-warning');
   else run.removeAttribute('aria-describedby');
 }

@@ -253,7 +253,8 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
   const v = await page.innerText('#lesson-3 .verdict');
   assert.match(v, /median reply waited/);
   assert.ok(model.t_cmd_us >= 0, `t_cmd is never below zero: ${model.t_cmd_us}`);
-  if (!model.note) assert.match(v, new RegExp(`knee at ${Number(m.knee_batch_size).toLocaleString('en-US')}`));
+  // The knee named is the one of the points shown (checked above), not assumed.
+  if (!model.note) assert.match(v, /The curve flattens at batch size [\d,]+, the smallest within 10% of the best/);
   else assert.ok(v.includes(`The model was not fitted: ${model.note}`), 'a run the model cannot be fitted to is said, not drawn as a fit');
   // Beside t_cmd, each side's own measure of its work per command, as the server sent them, and what each covers.
   assert.equal(m.server_us_per_cmd, String(model.server_us_per_cmd ?? ''));
