@@ -100,7 +100,7 @@ async function setSlider(id, value) {
 
 const LESSON_NUMBERS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
 
-test('tabs show the tutorial with ten lessons in order', async () => {
+test('tabs show the tutorial with its lessons in order', async () => {
   await page.screenshot({ path: join(artifacts, 'tutorial-playground.png') });
   await page.click('#tab-tutorial');
   await page.screenshot({ path: join(artifacts, 'tutorial-overview.png') });
