@@ -52,7 +52,6 @@ impl Lead {
     }
 }
 
-
 /// One reusable timer; arm it for any deadline by polling [`Timer::poll_until`].
 pub struct Timer {
     inner: imp::Inner,
@@ -247,5 +246,21 @@ mod tests {
         late.sort();
         // Never early; the median is late by µs, not by a timer tick.
         assert!(late[late.len() / 2] < Duration::from_micros(200), "{late:?}");
+    }
+
+    #[test]
+    fn the_lead_climbs_to_late_wake_ups_quickly_and_comes_down_slowly() {
+        let lead = Lead(AtomicU64::new(0));
+        for _ in 0..20 {
+            lead.learn(Duration::from_micros(200));
+        }
+        let up = lead.get();
+        assert!(up > Duration::from_micros(190) && up <= Duration::from_micros(200), "{up:?}");
+        // One on-time wake-up moves it down by a 32nd of the gap only.
+        lead.learn(Duration::ZERO);
+        assert!(lead.get() > up * 9 / 10, "{:?}", lead.get());
+        // Never past the cap, whatever a stall.
+        lead.learn(Duration::from_secs(1));
+        assert!(lead.get() <= Duration::from_nanos(MAX_LEAD_NS));
     }
 }
