@@ -190,8 +190,11 @@ export function updateWarning(l: ServerLimits, commands: () => number, refused: 
   else run.removeAttribute('aria-describedby');
 }
 
-/** The warning of `updateWarning` is showing: a run would be refused. */
-export const refusalShown = () => !$<HTMLParagraphElement>('run-warning').hidden;
+/** A blocking warning of `updateWarning` is showing: a run would be refused (advice alone is not). */
+export const refusalShown = () => {
+  const w = $<HTMLParagraphElement>('run-warning');
+  return !w.hidden && w.dataset.blocking === 'true';
+};
 
 /** Wires the controls: submit runs, presets set the RTT, a fixed value takes its stale message away, every change calls `changed`. */
 export function wireControls(run: () => void, changed: () => void) {

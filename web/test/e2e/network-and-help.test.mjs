@@ -105,6 +105,9 @@ test('a command with the wrong number of arguments is caught before Run, as Redi
   assert.equal(await page.isEnabled('#run'), true);
   assert.equal(await page.getAttribute('#run-warning', 'data-blocking'), 'false');
   assert.match(await page.locator('#inline-editor .cm-line').nth(1).getAttribute('class'), /cm-refusedCommand/, 'line 2 is marked');
+  // And it runs when asked: Redis answers that command's error, the others run.
+  await run();
+  assert.equal((await summary()).errors, '1');
   assert.match(warning, /Command 2 \(line 2\): INCR takes exactly 1 argument after its name \(INCR key\), this one has 0/);
   assert.match(warning, /wrong number of arguments/);
   // Subcommands are checked by their own arity; a correct batch runs.
