@@ -56,7 +56,7 @@ for (const vp of VIEWPORTS) {
     test("each lesson's Run sits in its own card, and tapping lesson 2's runs lesson 2", { timeout: 90_000 }, async () => {
       await page.click('#tab-tutorial');
       const cards = await page.$$eval('.lesson', (ls) => ls.map((l) => l.id));
-      assert.equal(cards.length, 10);
+      assert.equal(cards.length, 11);
       for (const id of cards) {
         await page.locator(`#${id} button.run-lesson`).scrollIntoViewIfNeeded();
         assert.ok(inside(await boxOf(page, `#${id} button.run-lesson`), await boxOf(page, `#${id}`)), `${id}: its Run is inside its card`);
