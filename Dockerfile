@@ -8,8 +8,9 @@
 #   docker run -p 8080:8080 pipelab                     # public sandbox, its own redis-server
 #   docker run -p 8080:8080 -e PIPELAB_TOKENS=secret -e REDIS_URL=redis://host:6379 pipelab   # team API
 #
-# Safe by default on 0.0.0.0: without a token the image runs the sandbox
-# (scripts/docker-entrypoint.sh; README "Deploying publicly").
+# Safe by default on 0.0.0.0: without a token or a REDIS_URL the image runs
+# the sandbox (scripts/docker-entrypoint.sh; README "Deploying publicly").
+# The build context is what .dockerignore leaves (scripts/lib/docker_context.py).
 
 # --- Rust stage: the pipelab binary and the wasm module --------------------
 FROM rust:1.95-bookworm AS rust
@@ -46,6 +47,6 @@ ENV PIPELAB_LISTEN=0.0.0.0:8080 \
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["pipelab", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
-# `pipelab serve` with the sandbox on unless a token is set.
+# `pipelab serve` with the sandbox on unless a token or a Redis is given.
 ENTRYPOINT ["pipelab-entrypoint"]
 CMD ["serve"]

@@ -78,10 +78,9 @@ fi
 [ -f web/src/api/openapi.json ] || { log "web/src/api/openapi.json is missing: build it first (without PIPELAB_SKIP_WASM)"; exit 1; }
 
 [ "${PIPELAB_SKIP_PAGE:-0}" = 1 ] && exit 0
+# shellcheck source=scripts/lib/npm-deps.sh
+source scripts/lib/npm-deps.sh
+npm_ci_if_stale web
 cd web
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
-fi
 log "openapi-typescript -> web/src/api/schema.d.ts; vite build -> web/dist"
 npm run -s build

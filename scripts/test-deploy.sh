@@ -2,6 +2,9 @@
 # Deployment checks (no Docker engine runs on our machines, so the image's
 # steps are tested through the scripts the Dockerfile calls):
 # - hadolint on the Dockerfile; the compose file's profiles;
+# - the build context .dockerignore leaves (scripts/lib/docker_context.py):
+#   under 50 MB, with every file the stages need, after a build has filled
+#   target/ and web/node_modules;
 # - the image's entrypoint logic (scripts/test-entrypoint.sh);
 # - scripts/build.sh (what the Dockerfile's stages run) produces the release
 #   binary and the web bundle;
@@ -18,11 +21,7 @@ target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
 
 hadolint Dockerfile
 python3 - <<'PY'
-import sys
-try:
-    import yaml
-except ImportError:
-    sys.exit(0)  # PyYAML is optional; the compose file is also read by the test below
+import yaml
 y = yaml.safe_load(open("docker-compose.yml"))
 assert y["services"]["pipelab"]["depends_on"]["redis"]["condition"] == "service_healthy"
 s = y["services"]
@@ -42,7 +41,26 @@ bin="$target/release/pipelab"
 [ -x "$bin" ] || { echo "deploy: $bin missing after scripts/build.sh" >&2; exit 1; }
 [ -f web/dist/index.html ] || { echo "deploy: web/dist/index.html missing after scripts/build.sh" >&2; exit 1; }
 
-# The image's entrypoint (sandbox unless a token is set, protected mode) with this binary.
+# A node_modules from elsewhere (a host's, newer than the lock file, no
+# stamp) is installed again by the build; an installed one is left alone.
+tmp=$(mktemp -d)
+cp web/package.json web/package-lock.json "$tmp/"
+mkdir "$tmp/node_modules"
+echo '{"copied": "from another machine"}' > "$tmp/node_modules/.package-lock.json"
+touch -d '+1 hour' "$tmp/node_modules/.package-lock.json"
+( source scripts/lib/npm-deps.sh && npm_ci_if_stale "$tmp" )
+[ -f "$tmp/node_modules/vite/package.json" ] || { echo "deploy: npm ci did not run over a copied node_modules" >&2; exit 1; }
+stamp=$(stat -c %Y.%N "$tmp/node_modules/.pipelab-installed")
+( source scripts/lib/npm-deps.sh && npm_ci_if_stale "$tmp" )
+[ "$(stat -c %Y.%N "$tmp/node_modules/.pipelab-installed")" = "$stamp" ] || { echo "deploy: npm ci ran again over its own install" >&2; exit 1; }
+rm -rf "$tmp"
+echo "deploy: npm ci over a node_modules copied from elsewhere, not over its own"
+
+# What `docker build .` would send, now that target/ and web/node_modules are full.
+python3 scripts/lib/docker_context.py --self-test
+python3 scripts/lib/docker_context.py --max-mb 50
+
+# The image's entrypoint (sandbox unless a token or a Redis is given, protected mode) with this binary.
 PIPELAB_BIN="$bin" scripts/test-entrypoint.sh
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

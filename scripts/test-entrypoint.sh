@@ -4,7 +4,12 @@
 # - no token: the sandbox is on (GET /api/v1/info has `sandbox`, a cookie is set);
 # - PIPELAB_TOKENS: no sandbox, requests need the token (401 without);
 # - PIPELAB_SANDBOX=false and no token: protected mode refuses to start (exit 2, one line);
-# - PIPELAB_SANDBOX=false PIPELAB_ALLOW_UNAUTHENTICATED=true: open.
+# - PIPELAB_SANDBOX=false PIPELAB_ALLOW_UNAUTHENTICATED=true: open;
+# - REDIS_URL and no token: never the sandbox (it runs on pipelab's own
+#   redis-server), so protected mode refuses to start;
+# - every pipelab service of docker-compose.yml with its own environment
+#   (scripts/lib/compose_env.py: real redis-servers and a real cluster in
+#   place of the compose hosts).
 # Only 127.0.0.1 is ever sent to.
 #   PIPELAB_BIN=path   the binary (default: target/debug/pipelab, built if missing)
 set -euo pipefail
@@ -70,6 +75,14 @@ set -e
 [ "$(grep -c . "$log")" = 1 ] && grep -q -- '--allow-unauthenticated' "$log" || { echo "entrypoint: protected mode said: $(cat "$log")" >&2; exit 1; }
 echo "entrypoint: PIPELAB_SANDBOX=false, no token -> refused: $(cat "$log")"
 
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+set +e
+REDIS_URL=redis://127.0.0.1:1 PIPELAB_LISTEN="0.0.0.0:$port" scripts/docker-entrypoint.sh serve >"$log" 2>&1
+code=$?
+set -e
+[ "$code" = 2 ] && grep -q -- '--allow-unauthenticated' "$log" || { echo "entrypoint: REDIS_URL without a token exited $code: $(cat "$log")" >&2; exit 1; }
+echo "entrypoint: REDIS_URL, no token -> no sandbox, refused: $(cat "$log")"
+
 start PIPELAB_SANDBOX=false PIPELAB_ALLOW_UNAUTHENTICATED=true
 python3 - "$port" <<'PY'
 import json, sys, urllib.request
@@ -78,4 +91,5 @@ assert "sandbox" not in info, info
 print("entrypoint: --allow-unauthenticated -> open")
 PY
 stop
+python3 scripts/lib/compose_env.py "$PIPELAB_BIN"
 echo "entrypoint tests passed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tests of the tutorial (issue 6): export generators run for real against a
-# real redis-server (RESP via redis-cli --pipe, redis-py, ioredis, the Rust
-# redis crate in web/test/export-rs; Go syntax-checked with gofmt), permalink
+# Tests of the tutorial: export generators run for real against a
+# real redis-server (RESP via redis-cli --pipe, redis-py, ioredis, redis-rb,
+# the Rust redis crate in web/test/export-rs; Go and Java parsed by gofmt and
+# javac's parser), permalink
 # encode/decode, and every lesson (their verdicts recomputed from the figures
 # they show), the compare and sweep views, the permalink round trip, each
 # export format and the playground's interactive console on a session
@@ -10,9 +11,9 @@
 # `pipelab serve`. Screenshots: artifacts/tutorial-*.png, artifacts/interactive-*.png.
 #
 # Installs what it needs when missing (idempotent): PyPI redis, npm packages of
-# web/ (ioredis is a devDependency), Debian golang-go (for gofmt; skip with
-# PIPELAB_SKIP_GO=1). The Rust redis crate comes from crates.io on the first
-# build of web/test/export-rs (not a workspace member).
+# web/ (ioredis is a devDependency); scripts/setup.sh installs Debian's
+# ruby-redis, golang-go and default-jdk-headless. The Rust redis crate comes
+# from crates.io on the first build of web/test/export-rs (not a workspace member).
 #   PIPELAB_SANDBOX=1 PIPELAB_E2E_EMBEDDED=1   run the lessons against a sandboxed `pipelab serve`
 #                      on its own redis-server (as a public deployment runs): only
 #                      web/test/tutorial-e2e/tutorial.test.mjs (every lesson, the compare and
@@ -39,13 +40,6 @@ done
 if ! python3 -c 'import redis' 2>/dev/null; then
   log "pip install redis"
   python3 -m pip install -q --disable-pip-version-check redis==8.1.0
-fi
-if [ "${PIPELAB_SKIP_GO:-0}" != 1 ] && ! command -v gofmt >/dev/null && command -v apt-get >/dev/null; then
-  log "apt-get install golang-go (gofmt checks the go-redis export)"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq || true
-  $SUDO apt-get install -y -qq --no-install-recommends golang-go >/dev/null || log "golang-go could not be installed: the Go check will be skipped"
 fi
 
 # The wasm module and the page (web/dist); npm ci when web/node_modules is stale.

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Tests of the playground: the wasm module in Node (acceptance vectors, round
 # trips, errors) and the page end to end in headless Debian Chromium against
-# `pipelab serve` with a real redis-server (each started on a free port), and
-# the timeline's lanes on a real 3-master Redis Cluster (scripts/lib/cluster.sh).
+# `pipelab serve` with a real redis-server (each started on a free port), at
+# a desktop's size and a phone's (1400×1000, 390×844), also behind tokens and
+# in the sandbox; the timeline's lanes on a real 3-master Redis Cluster
+# (scripts/lib/cluster.sh); an accessibility pass with axe-core over the
+# playground, the tutorial and the doctor's page (test/a11y/), which also
+# takes the README's tour screenshots (artifacts/tour-*.png).
 # Screenshots land in artifacts/ (git-ignored). Run from anywhere.
 #
 # Needs: what scripts/setup.sh installs (wasm32 target, wasm-bindgen-cli,
@@ -25,4 +29,4 @@ if [ -z "${PIPELAB_BIN:-}" ]; then
 fi
 mkdir -p artifacts
 cd web
-node --test --test-concurrency=1 test/wasm/ test/e2e/ test/doctor-e2e/ test/cluster-e2e/
+node --test --test-concurrency=1 test/wasm/ test/e2e/ test/doctor-e2e/ test/cluster-e2e/ test/a11y/

@@ -36,7 +36,7 @@ pub struct ServeConfig {
     pub web_dir: PathBuf,
 
     /// Log format on stderr: `text` or `json` (one object per line). The
-    /// level comes from PIPELAB_LOG (default `info`).
+    /// level comes from PIPELAB_LOG, else RUST_LOG (default `info`).
     #[arg(long, env = "PIPELAB_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: crate::telemetry::LogFormat,
 

@@ -245,10 +245,13 @@ pub enum LogFormat {
 }
 
 /// Logs go to stderr; the level comes from `PIPELAB_LOG` (e.g. `info`,
-/// `pipelab=debug`), default `info`.
+/// `pipelab=debug`), else from `RUST_LOG` as the ecosystem sets it (Docker
+/// Compose files, systemd units), default `info`.
 pub fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("PIPELAB_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("PIPELAB_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
     use std::io::IsTerminal;
     // Colours only for a person at a terminal, never in a file or a log shipper.
     let builder = tracing_subscriber::fmt()

@@ -149,6 +149,86 @@ async fn batch_options_batch_size_on_error_rtt_resp3_watch() {
     assert_eq!(redis.cmd_str(&["EXISTS", "tx"]), resp::Value::Integer(0));
 }
 
+/// A simulated bandwidth holds the bytes back in each direction: 200 KB
+/// each way at 8 Mbit/s cannot take less than 400 ms (a floor the line
+/// never beats, whatever the machine's load); the summary says what was
+/// asked and what the line achieved; a bandwidth out of range is named.
+#[tokio::test]
+async fn bandwidth_and_the_achieved_rtt_are_in_the_summary() {
+    let redis = RedisServer::start();
+    let api = App::start(&redis.url, &[]);
+    let value = "v".repeat(200_000);
+    let body = json!({"commands": [["SET", "big", value], ["GET", "big"]], "simulated_rtt_ms": 2, "simulated_bandwidth_mbps": 8});
+    let (status, res) = api.post("/api/v1/batch", &body).await;
+    assert_eq!(status, 200, "{res}");
+    let s = &res["summary"];
+    assert_eq!(statuses(&res), ["ok", "ok"]);
+    assert!(s["total_us"].as_u64().unwrap() >= 400_000, "{s}");
+    assert_eq!(s["simulated_bandwidth_mbps"], 8.0);
+    assert_eq!(s["simulated_rtt_ms"], 2.0);
+    assert!(s["achieved_rtt_ms"].as_f64().unwrap() >= 2.0, "{s}");
+    // Without a simulated network neither figure is there.
+    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["PING"]]})).await;
+    assert!(res["summary"].get("achieved_rtt_ms").is_none() && res["summary"].get("simulated_bandwidth_mbps").is_none(), "{res}");
+    // A bandwidth alone (no RTT) is simulated too.
+    let (_, res) = api.post("/api/v1/batch", &json!({"commands": [["PING"]], "simulated_bandwidth_mbps": 1000})).await;
+    assert_eq!(res["summary"]["achieved_rtt_ms"].as_f64().map(|a| a >= 0.0), Some(true), "{res}");
+    for bad in [json!(0), json!(-1), json!(1e9), json!("fast")] {
+        let (status, err) = api.post("/api/v1/batch", &json!({"commands": [["PING"]], "simulated_bandwidth_mbps": bad})).await;
+        assert_eq!(status, 400, "{bad}: {err}");
+        assert_eq!(err["error"]["field"], "simulated_bandwidth_mbps", "{err}");
+    }
+    // Commands whose bytes alone outlast the batch timeout are refused up front.
+    let (status, err) = api
+        .post("/api/v1/batch", &json!({"commands": [["SET", "big", "v".repeat(100_000)]], "simulated_bandwidth_mbps": 0.01}))
+        .await;
+    assert_eq!((status, err["error"]["field"].as_str()), (400, Some("simulated_bandwidth_mbps")), "{err}");
+    // compare and sweep carry it to every run.
+    let (status, res) = api
+        .post("/api/v1/compare", &json!({"commands": [["PING"], ["PING"]], "modes": ["pipeline"], "simulated_bandwidth_mbps": 100}))
+        .await;
+    assert_eq!(status, 200, "{res}");
+    assert!(res["runs"].as_array().unwrap().iter().all(|r| r["summary"]["simulated_bandwidth_mbps"] == 100.0), "{res}");
+    let sweep = json!({"command": ["SET", "bw:{i}", "x"], "total": 200, "batch_sizes": [10, 200], "simulated_rtt_ms": 1, "simulated_bandwidth_mbps": 1, "repeats": 1});
+    let (status, res) = api.post("/api/v1/sweep", &sweep).await;
+    assert_eq!(status, 200, "{res}");
+    let m = &res["model"];
+    assert_eq!(m["bandwidth_mbps"], 1.0);
+    assert!(m["bytes_per_cmd"].as_f64().unwrap() > 20.0 && m["wire_us_per_cmd"].as_f64().unwrap() > 160.0, "{m}");
+    assert!(m["bdp_batch_size"].as_u64().is_some(), "{m}");
+    assert!(res["points"].as_array().unwrap().iter().all(|p| p["achieved_rtt_ms"].as_f64().is_some()), "{res}");
+}
+
+/// `GET /api/v1/commands`: the server's own docs, with the table's arity.
+#[tokio::test]
+async fn commands_come_from_the_servers_docs() {
+    let redis = RedisServer::start();
+    let api = App::start(&redis.url, &[]);
+    let (status, res) = api.get("/api/v1/commands").await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["documented"], true);
+    let commands = res["commands"].as_array().unwrap();
+    let entry = |name: &str| commands.iter().find(|c| c["name"] == name).cloned().unwrap_or_else(|| panic!("{name} missing"));
+    // What the server itself says.
+    let resp::Value::Array(docs) = redis.cmd_str(&["COMMAND", "DOCS", "INCR"]) else { panic!() };
+    let resp::Value::Array(fields) = &docs[1] else { panic!() };
+    let summary = fields.chunks(2).find(|kv| kv[0] == resp::Value::Bulk(b"summary".to_vec())).map(|kv| kv[1].clone());
+    let incr = entry("INCR");
+    assert_eq!(summary, Some(resp::Value::Bulk(incr["summary"].as_str().unwrap().as_bytes().to_vec())));
+    assert_eq!((incr["arity"].as_i64(), incr["syntax"].as_str()), (Some(2), Some("INCR key")));
+    let set = entry("SET");
+    assert_eq!(set["arity"], -3);
+    assert!(set["syntax"].as_str().unwrap().starts_with("SET key value [NX | XX]"), "{set}");
+    assert_eq!(set["group"], "string");
+    let kill = entry("CLIENT KILL");
+    assert!(kill["summary"].as_str().unwrap().to_lowercase().contains("kill"), "{kill}");
+    assert_eq!(entry("CLIENT")["container"], true);
+    assert!(commands.len() > 200, "{}", commands.len());
+    // Served again from memory, the same.
+    let (_, again) = api.get("/api/v1/commands").await;
+    assert_eq!(again, res);
+}
+
 #[tokio::test]
 async fn text_input_inline_and_resp() {
     let redis = RedisServer::start();
@@ -399,6 +479,7 @@ async fn openapi_document_matches_real_responses() {
         ("/api/v1/compare", "post"),
         ("/api/v1/sweep", "post"),
         ("/api/v1/info", "get"),
+        ("/api/v1/commands", "get"),
         ("/api/v1/openapi.json", "get"),
     ] {
         assert!(
@@ -496,6 +577,10 @@ async fn openapi_document_matches_real_responses() {
         &info,
         "info",
     );
+    let (_, commands) = api.get("/api/v1/commands").await;
+    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/CommandsResponse"}), &commands, "commands");
+    let (_, delayed) = api.post("/api/v1/batch", &json!({"commands": [["PING"]], "simulated_rtt_ms": 0.2, "simulated_bandwidth_mbps": 100})).await;
+    check_against_schema(&doc, &json!({"$ref": "#/components/schemas/BatchResponse"}), &delayed, "delayed");
     let (_, err) = api.post("/api/v1/batch", &json!({"commands": []})).await;
     check_against_schema(
         &doc,

@@ -304,3 +304,20 @@ async fn sweep_reports_latency_and_a_fitted_cost_model() {
         assert_eq!((status, res["error"]["field"].as_str()), (400, Some("repeats")), "{res}");
     }
 }
+
+/// A session opened with a simulated network carries every batch over it;
+/// a batch that asks for another bandwidth is told to leave it out.
+#[tokio::test]
+async fn a_session_keeps_its_bandwidth() {
+    let redis = RedisServer::start();
+    let api = App::start(&redis.url, &[]);
+    let id = open(&api, r#"{"simulated_rtt_ms": 1, "simulated_bandwidth_mbps": 50}"#).await;
+    let (status, res) = on(&api, &id, &["PING"]).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!((res["summary"]["simulated_bandwidth_mbps"].as_f64(), res["summary"]["simulated_rtt_ms"].as_f64()), (Some(50.0), Some(1.0)));
+    assert!(res["summary"]["achieved_rtt_ms"].as_f64().unwrap() >= 1.0, "{res}");
+    let (status, err) = api.post("/api/v1/batch", &json!({"session": id, "commands": [["PING"]], "simulated_bandwidth_mbps": 10})).await;
+    assert_eq!((status, err["error"]["field"].as_str()), (400, Some("simulated_bandwidth_mbps")), "{err}");
+    let (status, err) = api.post_raw("/api/v1/sessions", r#"{"simulated_bandwidth_mbps": -5}"#.to_string()).await;
+    assert_eq!((status, err["error"]["field"].as_str()), (400, Some("simulated_bandwidth_mbps")), "{err}");
+}

@@ -1,9 +1,11 @@
 //! `pipelab doctor` with real clients (redis-py, ioredis, raw sockets)
 //! against a real redis-server: the binary runs with `--json`, the tests
-//! read its JSON lines after SIGTERM. The think-time threshold is a
-//! generous 1 s so that a loaded machine's stalls between a reply and the
-//! next command do not break a run (the rule itself is unit-tested with
-//! exact times in `doctor::missed` and `doctor::tracker`).
+//! read its JSON lines after SIGTERM, with its default rule: whether a
+//! command could have been pipelined is decided on evidence (it carries no
+//! bytes of an earlier reply), and the think-time bound (1 s) only ends a
+//! run when the client went idle, far above a loaded machine's stalls (the
+//! rule itself is unit-tested with exact times in `doctor::missed`,
+//! `doctor::depends` and `doctor::tracker`).
 
 mod common;
 
@@ -28,7 +30,7 @@ struct Doctor {
 impl Doctor {
     fn start(upstream: &str, extra: &[&str]) -> Doctor {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pipelab"))
-            .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", upstream, "--json", "--think-time-us", "1000000"])
+            .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", upstream, "--json"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -132,6 +134,67 @@ fn redis_py_loop_is_a_missed_pipeline_and_its_pipeline_is_not() {
     let (flights, commands) = commands_in_deep_flights(summary, 10);
     assert!(commands >= 990 && flights <= 10, "{flights} flights of depth 10+ with {commands} commands: {summary}");
     assert_eq!(summary["missed_commands"], 1000);
+}
+
+/// A thread that keeps a core busy until dropped (a busy machine beside the client).
+struct Spin(Arc<std::sync::atomic::AtomicBool>, Option<JoinHandle<()>>);
+
+impl Spin {
+    fn start() -> Spin {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        Spin(stop, Some(handle))
+    }
+}
+
+impl Drop for Spin {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[test]
+fn the_loop_is_one_run_with_a_busy_core_beside_it_and_says_why() {
+    let redis = RedisServer::start();
+    let doctor = Doctor::start(&redis.url, &[]);
+    let spin = Spin::start();
+    python(
+        "import sys, redis\nr = redis.Redis(port=int(sys.argv[1]))\nfor i in range(1000): r.set(f'busy:{i}', 'x')\nr.close()",
+        doctor.port(),
+    );
+    drop(spin);
+    let lines = doctor.stop();
+    let m = missed(&lines);
+    assert_eq!(m.iter().map(|m| m["commands"].as_u64().unwrap()).collect::<Vec<_>>(), [1000], "{m:?}");
+    assert_eq!(m[0]["pattern"], "SET busy:*");
+    assert!(m[0]["replies_compared"].as_u64().unwrap() >= 999, "{}", m[0]);
+    assert!(m[0]["why"].as_str().unwrap().starts_with("no command carried bytes of an earlier reply"), "{}", m[0]);
+}
+
+#[test]
+fn a_loop_that_reads_an_id_then_writes_its_key_is_not_reported() {
+    let redis = RedisServer::start();
+    let doctor = Doctor::start(&redis.url, &[]);
+    python(
+        "import sys, redis\nr = redis.Redis(port=int(sys.argv[1]))\n\
+r.mset({f'id:{i}': str(5000 + i) for i in range(300)})\n\
+for i in range(300):\n    uid = r.get(f'id:{i}').decode()\n    r.set(f'user:{uid}', 'x')\nr.close()",
+        doctor.port(),
+    );
+    let lines = doctor.stop();
+    assert_eq!(redis.cmd_str(&["EXISTS", "user:5299"]), resp::Value::Integer(1));
+    assert!(missed(&lines).is_empty(), "{:?}", missed(&lines));
+    let summary = lines.last().unwrap();
+    assert!(summary["depth"][0]["flights"].as_u64().unwrap() >= 600, "{summary}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ async fn the_ui_api_shows_a_redis_py_loop_while_it_runs_and_after() {
     let doc = Arc::new(Doctor::new(Rule { think_time_us: 1_000_000, min_run: 3, rtt_ms: 2.0 }, Arc::new(keys), 16, Box::new(|_| {})));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(doctor::serve(listener, target, Duration::from_secs(5), Duration::ZERO, doc.clone()));
+    tokio::spawn(doctor::serve(listener, target, Duration::from_secs(5), pipelab::delay::Link::default(), doc.clone()));
     let router = ui::router(ui::UiState { doctor: doc.clone(), playground_url: "http://127.0.0.1:8080/".into(), web_dir: "/nonexistent".into() });
 
     // 200 sets, then the connection stays open until stdin closes.

@@ -2,9 +2,10 @@
 //! are not throttled, and the added latency is never less than the RTT.
 //!
 //! These are correctness checks that hold on a loaded 2-core machine: a
-//! delay is never shorter than asked, and not grossly longer. How accurate
-//! the delay line is (±10% and better on a quiet machine) is a benchmark's
-//! figure, not a test's: `bench/run_vs_redis_cli.sh` ("PING accuracy").
+//! delay is never shorter than asked, and not grossly longer; bytes never
+//! cross a simulated bandwidth faster than it allows. How accurate the
+//! delay line is, quiet and with a core kept busy, is a benchmark's
+//! figure, not a test's: `bench/network.sh`.
 
 mod common;
 
@@ -128,6 +129,66 @@ fn proxy_adds_rtt() {
     // scheduling delay, never less than the RTT).
     assert!(median >= Duration::from_millis(5) && median < Duration::from_millis(10), "{median:?}");
     assert!(pipelined >= Duration::from_millis(5) && pipelined < Duration::from_millis(10) + median, "{pipelined:?}");
+}
+
+/// `pipelab proxy --bandwidth` holds the bytes back for any client: a
+/// 100 KB SET and its 100 KB GET at 8 Mbit/s (1 MB/s) take at least 100 ms
+/// each way; `pipelab run --bandwidth` says what it simulated and achieved.
+#[test]
+fn proxy_and_run_carry_a_bandwidth() {
+    use std::io::{Read, Write};
+    let server = RedisServer::start();
+    let port = common::free_port();
+    let mut proxy = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["proxy", "--listen", &format!("127.0.0.1:{port}"), "--upstream", &server.url, "--rtt", "1", "--bandwidth", "8"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut s = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("proxy not listening: {e}"),
+        }
+    };
+    let value = vec![b'v'; 100_000];
+    let mut set = Vec::new();
+    resp::encode_command([&b"SET"[..], b"bw", &value], &mut set);
+    let t0 = Instant::now();
+    s.write_all(&set).unwrap();
+    let mut ok = [0u8; 5];
+    s.read_exact(&mut ok).unwrap();
+    let up = t0.elapsed();
+    assert_eq!(&ok, b"+OK\r\n");
+    let t0 = Instant::now();
+    s.write_all(b"GET bw\r\n").unwrap();
+    let mut got = vec![0u8; 100_000 + 11];
+    s.read_exact(&mut got).unwrap();
+    let down = t0.elapsed();
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+    eprintln!("proxy --rtt 1 --bandwidth 8: 100 KB up {up:?}, 100 KB down {down:?}");
+    assert!(up >= Duration::from_millis(101), "{up:?}");
+    assert!(down >= Duration::from_millis(101), "{down:?}");
+    assert!(up < Duration::from_secs(3) && down < Duration::from_secs(3), "{up:?} {down:?}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["run", "-", "--redis", &server.url, "--rtt", "1", "--bandwidth", "8"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"GET bw\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("simulated RTT: 1 ms (achieved ") && text.contains("bandwidth: 8 Mbit/s"), "{text}");
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab")).args(["run", "-", "--bandwidth", "0"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--bandwidth"), "{}", String::from_utf8_lossy(&bad.stderr));
 }
 
 /// The simulated RTT is the batch's: connecting and the handshake (AUTH,

@@ -31,6 +31,7 @@ fn settings() -> pipelab::conn::ConnSettings {
         read_timeout: Duration::from_secs(5),
         resp3: false,
         simulated_rtt_ms: 0.0,
+        simulated_bandwidth_mbps: None,
         max_reply_bytes: None,
         deadline: None,
         cancel: None,

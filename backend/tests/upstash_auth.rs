@@ -124,6 +124,18 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
         let message = a.json()["error"]["message"].as_str().unwrap().to_string();
         assert!(message.contains(&format!("commands[{index}]")) && message.contains(name), "{message}");
     }
+    // A refusal names where the command is, as the request gave it.
+    let a = call(&app, Method::POST, "/api/v1/batch", &ro, r#"{"text": "GET k\n\nSET k x"}"#).await;
+    assert_eq!(a.status, 403);
+    assert!(a.json()["error"]["message"].as_str().unwrap().starts_with("text, line 3: SET is refused"), "{}", a.json());
+    // The page's Run: a live batch, checked the same way, and its cancel.
+    let a = call(&app, Method::POST, "/api/v1/batches", &ro, r#"{"text": "GET k"}"#.to_string()).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let end = String::from_utf8_lossy(&a.body).lines().last().map(str::to_string).unwrap_or_default();
+    assert!(end.contains(r#""type":"end""#) && end.contains(r#""ok":1"#), "{end}");
+    let a = call(&app, Method::POST, "/api/v1/batches", &ro, r#"{"text": "SET k x"}"#.to_string()).await;
+    assert_eq!((a.status, a.json()["error"]["code"].clone()), (403, json!("readonly_token")));
+    assert_ne!(call(&app, Method::POST, "/api/v1/batches/nosuchbatch/cancel", &ro, "").await.status, 403, "a read-only token may cancel");
     for path in ["/api/v1/compare", "/api/v1/sweep"] {
         let &(_, _, body) = ROUTES.iter().find(|r| r.1 == path).unwrap();
         let a = call(&app, Method::POST, path, &ro, body.to_string()).await;

@@ -178,15 +178,7 @@ pub async fn lua_reachable(conn: &mut Conn, table: &Table, allow: Allow) -> Resu
 /// commands pipelab refuses that scripts could still run as `pool`'s user,
 /// and the rule to apply ([`rule_to_apply`]); or that it could not be told.
 pub async fn warn_if_scripts_reach_refused(pool: &crate::exec::Pool, allow: Allow, wait: std::time::Duration) {
-    let settings = crate::conn::ConnSettings {
-        connect_timeout: wait,
-        read_timeout: wait,
-        resp3: false,
-        simulated_rtt_ms: 0.0,
-        max_reply_bytes: None,
-        deadline: None,
-        cancel: None,
-    };
+    let settings = crate::conn::ConnSettings::plain(wait);
     let table = pool.commands_loaded(wait).await;
     let user = pool.target().username.clone().unwrap_or_else(|| "default".into());
     let checked = match Conn::connect(pool.target(), &settings).await {

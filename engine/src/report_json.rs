@@ -101,6 +101,14 @@ pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
     write_f64(out, s.commands_per_sec);
     out.extend_from_slice(b",\"simulated_rtt_ms\":");
     write_f64(out, s.simulated_rtt_ms);
+    if let Some(ms) = s.achieved_rtt_ms {
+        out.extend_from_slice(b",\"achieved_rtt_ms\":");
+        write_f64(out, ms);
+    }
+    if let Some(mbps) = s.simulated_bandwidth_mbps {
+        out.extend_from_slice(b",\"simulated_bandwidth_mbps\":");
+        write_f64(out, mbps);
+    }
     member(out, b",\"batch_size\":", s.batch_size as u64);
     out.extend_from_slice(if s.resp3 { b",\"resp3\":true" } else { b",\"resp3\":false" });
     if let Some(auto) = &s.auto {
@@ -324,6 +332,8 @@ mod tests {
             total_us: 812,
             commands_per_sec: 2463.054187192118,
             simulated_rtt_ms: 0.25,
+            achieved_rtt_ms: Some(0.2631),
+            simulated_bandwidth_mbps: Some(12.5),
             batch_size: 1000,
             resp3: true,
             auto: Some(Default::default()),

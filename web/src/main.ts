@@ -13,11 +13,15 @@ import * as wasm from './wasm.js';
 import * as respText from './editor/respText.js';
 import { mountTutorial } from './lessons/index.js';
 import { refreshHealth, showStartFailure } from './playground/banner.js';
-import { applyLimits, currentMode, fitBatchSize, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
+import { applyLimits, bandwidthMbps, currentMode, fitBatchSize, limitsOf, updateWarning, wireControls, type ServerLimits } from './playground/controls.js';
 import { refusedIn, refusedWarning, type RefusedList } from './playground/refused.js';
+import { arityIn, arityWarning } from './playground/arity.js';
+import { CommandBook, commandHelp } from './editor/commandHelp.js';
+import { commandDocs } from './api/client.js';
 import { runner } from './playground/run.js';
 import { fmtDuration } from './playground/duration.js';
 import { mountInteractive } from './interactive/console.js';
+import { mountTokenField } from './playground/tokenField.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -31,6 +35,8 @@ async function main() {
   // never answers) the page checks none of them.
   let limits: ServerLimits = {};
   let run: () => Promise<boolean> = async () => true;
+  // The server's commands (GET /api/v1/commands), for completion, hover and the arity check.
+  const book = new CommandBook();
   const runKeys = Prec.highest(keymap.of([{ key: 'Mod-Enter', run: () => (void run(), true) }]));
   const editors = createEditors({
     inlineParent: $('inline-editor'),
@@ -39,10 +45,13 @@ async function main() {
     respStatus: $('resp-status'),
     initial: sample('demo')!,
     extraKeys: runKeys,
+    help: commandHelp(book),
   });
   const batchRun = runner({ editors, timeline, table, runButton: $<HTMLButtonElement>('run'), limits: () => limits });
   // The interactive toggle's console runs one command at a time on a session; the batch Run rests meanwhile.
-  const interactive = mountInteractive({ settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), resp3: $<HTMLInputElement>('resp3').checked }) });
+  const interactive = mountInteractive({
+    settings: () => ({ simulated_rtt_ms: Number($<HTMLInputElement>('rtt').value), simulated_bandwidth_mbps: bandwidthMbps(), resp3: $<HTMLInputElement>('resp3').checked }),
+  });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
   (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration, timeline };
@@ -53,8 +62,9 @@ async function main() {
     const snap = editors.snapshot();
     fitBatchSize(limits, snap.commands);
     const hits = refusedIn(refusedList, snap, currentMode());
-    editors.markRefused(new Map(hits.map((h) => [h.index, h.message])));
-    updateWarning(limits, () => snap.commands, refusedWarning(hits));
+    const arity = arityIn(book, snap);
+    editors.markRefused(new Map([...arity, ...hits].map((h) => [h.index, h.message])));
+    updateWarning(limits, () => snap.commands, refusedWarning(hits), arityWarning(arity));
   };
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.defaultPrevented) {
@@ -63,24 +73,49 @@ async function main() {
     }
   });
   wireControls(() => void run(), warn);
-  $<HTMLSelectElement>('sample').addEventListener('change', (e) => {
-    const select = e.target as HTMLSelectElement;
-    const text = sample(select.value);
-    // The menu keeps showing the sample loaded (it used to jump back to "choose…").
-    if (text !== null) editors.setInline(text);
+  // The menu shows the sample loaded until the batch is edited, then "choose…" again.
+  const sampleMenu = $<HTMLSelectElement>('sample');
+  let loaded: string | null = null;
+  sampleMenu.addEventListener('change', () => {
+    loaded = sample(sampleMenu.value);
+    if (loaded !== null) editors.setInline(loaded);
+  });
+  editors.onChange(() => {
+    if (loaded !== null && editors.snapshot().inlineText !== loaded) {
+      loaded = null;
+      sampleMenu.value = '';
+    }
   });
   editors.onChange(warn);
   warn();
   // Tutorial, compare and sweep views, share bar; restores a permalink.
-  const mounted = mountTutorial({ editors });
-  void fetchInfo().then(async (info) => {
+  let redisTarget: string | null = null;
+  const mounted = mountTutorial({ editors, redis: () => redisTarget });
+  // The server's limits and refusals for this caller (again once a token is given).
+  const loadInfo = async () => {
+    const info = await fetchInfo();
     limits = limitsOf(info);
     refusedList = info?.refused ?? [];
+    // Once per server: completion and the arity check wait for it, the page does not.
+    if (info && book.size === 0) {
+      void commandDocs()
+        .then((d) => {
+          book.load(d.commands);
+          warn();
+        })
+        .catch(() => {
+          /* no docs: no completion, and Redis checks the arity */
+        });
+    }
+    redisTarget = info?.redis.target ?? null;
     showSandbox(info);
     await mounted; // the tutorial's inputs exist
     applyLimits(limits);
     warn();
-  });
+    return info !== null;
+  };
+  mountTokenField($('banner'), loadInfo);
+  void loadInfo();
   await mounted;
 
   await refreshHealth();

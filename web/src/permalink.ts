@@ -1,6 +1,7 @@
-// Permalinks: the page state (editor text, mode, options, open view) in the
-// URL fragment, so a link restores exactly what its author ran. The fragment
-// never reaches the server.
+// Permalinks: the page state (editor text, mode, options, open view, and
+// the compare and sweep views' own settings) in the URL fragment, so a link
+// restores exactly what its author ran. The fragment never reaches the
+// server, and never holds the API token (kept in the tab's sessionStorage).
 //
 // Format: `#s=` + base64url(deflate-raw(UTF-8 JSON)) — JSON so fields can be
 // added, deflate because batches are repetitive (1000 SETs shrink ~50x).
@@ -16,11 +17,32 @@ export interface PageState {
   batch_size: number;
   on_error: OnError;
   simulated_rtt_ms: number;
+  /** The simulated bandwidth in Mbit/s; absent: unlimited (and in links made before it was added). */
+  simulated_bandwidth_mbps?: number;
   /** RESP3 (`HELLO 3` before the batch). Absent in links made before it was
    * added; those open with RESP3 off, the page's default. */
   resp3?: boolean;
   /** The open tab: `playground`, `compare`, `sweep` or `lesson-N`. */
   view?: string;
+  /** The Compare view's settings; absent fields keep the view's defaults. */
+  compare?: CompareSettings;
+  /** The sweep view's settings; absent fields keep the view's defaults. */
+  sweep?: SweepSettings;
+}
+
+/** Compare's inputs: RTT (ms), the pipeline's batch size, auto mode's clients. */
+export interface CompareSettings {
+  simulated_rtt_ms?: number;
+  batch_size?: number;
+  clients?: number;
+}
+
+/** Sweep's inputs, as typed (`batch_sizes`: "1, 10, 100"). */
+export interface SweepSettings {
+  command?: string;
+  total?: number;
+  batch_sizes?: string;
+  simulated_rtt_ms?: number;
 }
 
 /** What a reader is told when the fragment's bytes do not decode. */
@@ -60,10 +82,25 @@ export async function encodePermalink(state: PageState): Promise<string> {
   return '#' + PREFIX + toBase64Url(packed);
 }
 
-/** Checks one field; the error names it, as the API's do. */
-function field<T>(o: Record<string, unknown>, name: string, ok: (v: unknown) => boolean, what: string): T {
-  if (!ok(o[name])) throw new Error(`field \`${name}\` must be ${what}, got ${JSON.stringify(o[name])}`);
+/** Checks one field; the error names it (`compare.clients` inside an object), as the API's do. */
+function field<T>(o: Record<string, unknown>, name: string, ok: (v: unknown) => boolean, what: string, path = name): T {
+  if (!ok(o[name])) throw new Error(`field \`${path}\` must be ${what}, got ${JSON.stringify(o[name])}`);
   return o[name] as T;
+}
+
+const isInt1 = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
+const isMs = (v: unknown) => typeof v === 'number' && v >= 0 && Number.isFinite(v);
+const isString = (v: unknown) => typeof v === 'string';
+
+/** A view's settings object: each field optional, checked when present. */
+function settings<T>(r: Record<string, unknown>, name: string, fields: Record<string, [(v: unknown) => boolean, string]>): T | undefined {
+  if (r[name] === undefined) return undefined;
+  const o = field<Record<string, unknown>>(r, name, (v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'an object');
+  const out: Record<string, unknown> = {};
+  for (const [k, [ok, what]] of Object.entries(fields)) {
+    if (o[k] !== undefined) out[k] = field(o, k, ok, what, `${name}.${k}`);
+  }
+  return out as T;
 }
 
 /**
@@ -96,11 +133,27 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
   const state: PageState = {
     text: field(r, 'text', (v) => typeof v === 'string', 'a string'),
     mode: field(r, 'mode', (v) => MODES.includes(v as Mode), 'sequential, pipeline, transaction or auto'),
-    batch_size: field(r, 'batch_size', (v) => Number.isInteger(v) && (v as number) >= 1, 'an integer >= 1'),
+    batch_size: field(r, 'batch_size', isInt1, 'an integer >= 1'),
     on_error: field(r, 'on_error', (v) => v === 'continue' || v === 'stop', 'continue or stop'),
-    simulated_rtt_ms: field(r, 'simulated_rtt_ms', (v) => typeof v === 'number' && v >= 0 && Number.isFinite(v), 'a number of ms >= 0'),
+    simulated_rtt_ms: field(r, 'simulated_rtt_ms', isMs, 'a number of ms >= 0'),
   };
+  if (r.simulated_bandwidth_mbps !== undefined) {
+    state.simulated_bandwidth_mbps = field(r, 'simulated_bandwidth_mbps', (v) => typeof v === 'number' && Number.isFinite(v) && v > 0, 'a number of Mbit/s > 0');
+  }
   if (r.resp3 !== undefined) state.resp3 = field(r, 'resp3', (v) => typeof v === 'boolean', 'true or false');
   if (r.view !== undefined) state.view = field(r, 'view', (v) => typeof v === 'string' && /^[a-z0-9-]{1,32}$/.test(v), 'a view name');
+  const compare = settings<CompareSettings>(r, 'compare', {
+    simulated_rtt_ms: [isMs, 'a number of ms >= 0'],
+    batch_size: [isInt1, 'an integer >= 1'],
+    clients: [isInt1, 'an integer >= 1'],
+  });
+  if (compare) state.compare = compare;
+  const sweep = settings<SweepSettings>(r, 'sweep', {
+    command: [isString, 'a string'],
+    total: [isInt1, 'an integer >= 1'],
+    batch_sizes: [isString, 'a string'],
+    simulated_rtt_ms: [isMs, 'a number of ms >= 0'],
+  });
+  if (sweep) state.sweep = sweep;
   return state;
 }

@@ -330,9 +330,10 @@ pub fn challenge(res: &mut Response) {
 /// (unless `--metrics-public`) need a token when tokens are configured;
 /// `Err` is the 401 or 403 to answer. A read-only token may GET on
 /// `/api/v1`, open and close sessions (`/api/v1/sessions`, bound to its
-/// access) and POST `/api/v1/batch`, whose commands [`readonly_check`]
-/// then checks one by one; the other batch endpoints (`/compare`,
-/// `/sweep`: they write keys of their own) answer 403 `forbidden`. The
+/// access), POST `/api/v1/batch` and `/api/v1/batches` (the page's Run),
+/// whose commands [`readonly_check`] then checks one by one, and cancel a
+/// live batch; the other batch endpoints (`/compare`, `/sweep`: they write
+/// keys of their own) answer 403 `forbidden`. The
 /// request's [`Access`] is left in its extensions. The Upstash routes
 /// check their tokens themselves, in Upstash's error shape
 /// ([`crate::upstash`]), and every other path is open.
@@ -350,7 +351,7 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<Request, Response> {
     }
     let reading = req.method() == Method::GET || req.method() == Method::HEAD;
     match state.auth.check_request(req.headers(), req.uri()) {
-        Ok(Access::ReadOnly) if api && !reading && path != "/api/v1/batch" && !path.starts_with("/api/v1/sessions") => Err(ApiError::new(
+        Ok(Access::ReadOnly) if api && !reading && !readonly_may_post(path) => Err(ApiError::new(
             ApiCode::Forbidden,
             "a read-only token may not run /compare or /sweep (they write keys of their own); use a full-access \
              token, or /api/v1/batch and the Upstash routes, which refuse only the commands that write",
@@ -368,17 +369,31 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<Request, Response> {
     }
 }
 
+/// The `/api/v1` paths a read-only token may POST (or DELETE) to: the
+/// batch endpoints that check each command ([`readonly_check`]), a live
+/// batch's cancel, and sessions.
+fn readonly_may_post(path: &str) -> bool {
+    let cancel = path.strip_prefix("/api/v1/batches/").is_some_and(|rest| rest.ends_with("/cancel"));
+    path == "/api/v1/batch" || path == "/api/v1/batches" || cancel || path.starts_with("/api/v1/sessions")
+}
+
 /// The read-only rule on a batch: with [`Access::ReadOnly`], the first
 /// command `table` does not allow a read-only token
 /// ([`crate::commands::Table::allows_readonly`]) is a 403 `readonly_token`
-/// naming its index and name (field `commands[i]`); nothing is sent.
-pub fn readonly_check(access: Access, table: &crate::commands::Table, commands: &crate::exec::Commands) -> Result<(), ApiError> {
+/// naming where it is (`field(i)`: `commands[i]`, or `text, line L`) and
+/// its name; nothing is sent.
+pub fn readonly_check(
+    access: Access,
+    table: &crate::commands::Table,
+    commands: &crate::exec::Commands,
+    field: impl Fn(usize) -> String,
+) -> Result<(), ApiError> {
     if !access.read_only() {
         return Ok(());
     }
     match commands.iter().enumerate().find_map(|(i, argv)| Some((i, table.readonly_refusal(argv)?))) {
         None => Ok(()),
-        Some((i, why)) => Err(ApiError::field(ApiCode::ReadonlyToken, format!("commands[{i}]"), format!("{why}; nothing was sent"))),
+        Some((i, why)) => Err(ApiError::field(ApiCode::ReadonlyToken, field(i), format!("{why}; nothing was sent"))),
     }
 }
 

@@ -44,6 +44,11 @@ pub struct BatchRequest {
     /// Extra delay per round trip in ms, 0 to 1000 (fractions allowed). Default 0.
     #[schema(minimum = 0, maximum = 1000, example = 0.5)]
     pub simulated_rtt_ms: Option<f64>,
+    /// Simulated bandwidth of the link in each direction, in Mbit/s, 0.01 to
+    /// 100000 (fractions allowed). Default: unlimited. Each direction sends
+    /// its bytes one after another at this rate, besides the RTT.
+    #[schema(minimum = 0.01, maximum = 100000, example = 100)]
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Speak RESP3 (HELLO 3) on the batch's connection. Default false.
     pub resp3: Option<bool>,
     /// Keys to WATCH before MULTI (transaction mode only).
@@ -57,8 +62,8 @@ pub struct BatchRequest {
     /// Run on this session's own connection (`POST /api/v1/sessions`),
     /// which keeps its state (WATCH, MULTI…) between batches: MULTI, EXEC
     /// and WATCH may then be sent one batch each in pipeline or sequential
-    /// mode. `resp3` and `simulated_rtt_ms` are the session's (leave them
-    /// out). 404 `session_not_found`, 409 `session_lost` / `session_busy`.
+    /// mode. `resp3`, `simulated_rtt_ms` and `simulated_bandwidth_mbps` are
+    /// the session's (leave them out). 404 `session_not_found`, 409 `session_lost` / `session_busy`.
     #[schema(example = "3f2a9c0e5b7d41e8a6c4f0b2d9e7a1c3")]
     pub session: Option<String>,
     /// Auto mode: simulated concurrent callers, 1 to 1000. Default 10.
@@ -144,8 +149,9 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
     let session = match req.session.take() {
         Some(id) => {
             let s = state.sessions.get(&id, access, visitor.as_ref())?;
-            s.check_settings(req.resp3, req.simulated_rtt_ms)?;
-            (req.resp3, req.simulated_rtt_ms) = (Some(s.resp3), Some(s.simulated_rtt_ms));
+            s.check_settings(req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps)?;
+            (req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps) =
+                (Some(s.resp3), Some(s.simulated_rtt_ms), s.simulated_bandwidth_mbps);
             Some((id, s))
         }
         None => None,
@@ -156,7 +162,7 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
     super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
-    super::auth::readonly_check(access, &rules.table, &prepared.commands)?;
+    super::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     Ok(PreparedBatch { batch, keep, session, backend })
 }

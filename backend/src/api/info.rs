@@ -29,9 +29,10 @@ use crate::config::Limits;
         "session_idle_ms": 60000, "max_sessions": 100, "max_sessions_per_client": 10, "max_batches_per_client": 64,
         "max_blocking_per_client": 8, "max_response_memory": 536870912, "shared_connections": true},
     "defaults": {"mode": "pipeline", "batch_size": 1000, "on_error": "continue", "simulated_rtt_ms": 0.0,
-        "resp3": false, "max_simulated_rtt_ms": 1000.0},
+        "resp3": false, "max_simulated_rtt_ms": 1000.0, "min_simulated_bandwidth_mbps": 0.01,
+        "max_simulated_bandwidth_mbps": 100000.0},
     "refused": [{"command": "SELECT", "reason": "connection", "modes": ["sequential", "pipeline", "transaction", "auto"],
-        "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"}]
+        "message": "SELECT is refused: it changes the connection itself, which pipelab sets up for every batch and session (choose the database in the server's Redis URL, redis://host:port/DB)"}]
 }))]
 pub struct InfoResponse {
     /// pipelab's version.

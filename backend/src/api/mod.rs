@@ -16,6 +16,7 @@ pub mod budget;
 pub mod busy;
 pub mod caller;
 pub mod compare;
+pub mod commands;
 pub mod error;
 pub mod extract;
 pub mod gate;
@@ -120,6 +121,8 @@ pub struct Inner {
     /// Rate limits per client address and token ([`rate`]); off unless
     /// [`AppState::with_rate`].
     pub rate: rate::Limiter,
+    /// `GET /api/v1/commands`'s answer for the server's current run ([`commands`]).
+    pub docs: commands::DocsCache,
 }
 
 /// The pool settings of the shared Redis: as many idle connections as
@@ -169,6 +172,7 @@ impl AppState {
             upstash: Default::default(),
             live: Default::default(),
             rate: Default::default(),
+            docs: Default::default(),
         }))
     }
 
@@ -281,6 +285,7 @@ fn routes(state: &AppState) -> Router<AppState> {
         .route("/api/v1/sessions", post(session::create))
         .route("/api/v1/sessions/{id}", delete(session::delete))
         .route("/api/v1/info", get(info::info))
+        .route("/api/v1/commands", get(commands::commands))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
         // Only the routes above: a wrong method there is a JSON 405.
         .method_not_allowed_fallback(api_method_not_allowed)

@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, compare, error, info, live, schema, session, stream, sweep};
+use super::{batch, commands, compare, error, info, live, schema, session, stream, sweep};
 use crate::exec;
 use error::CodeStatuses;
 
@@ -29,7 +29,7 @@ use error::CodeStatuses;
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             README's \"Upstash-compatible REST\".",
     ),
-    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, session::delete, info::info, openapi_json),
+    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, session::delete, info::info, commands::commands, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
         schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,

@@ -55,6 +55,10 @@ pub struct SessionRequest {
     /// 1000). Default 0. Every batch on the session pays it.
     #[schema(minimum = 0, maximum = 1000)]
     pub simulated_rtt_ms: Option<f64>,
+    /// Simulated bandwidth in each direction, in Mbit/s (0.01 to 100000).
+    /// Default: unlimited. Every batch on the session is carried at it.
+    #[schema(minimum = 0.01, maximum = 100000)]
+    pub simulated_bandwidth_mbps: Option<f64>,
 }
 
 /// An open session (201).
@@ -82,6 +86,7 @@ pub struct Session {
     /// The settings its connection was opened with: a batch on it must not ask for others.
     pub resp3: bool,
     pub simulated_rtt_ms: f64,
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// The connection; `Err` with why once it is lost. Locked by the batch
     /// running on it (so a second batch finds it busy).
     conn: Arc<tokio::sync::Mutex<Result<Conn, String>>>,
@@ -232,6 +237,7 @@ pub async fn create(
     let backend = state.backend(&caller).await?;
     let super::caller::Caller { access, visitor, .. } = caller;
     let simulated_rtt_ms = super::validate::rtt(req.simulated_rtt_ms)?;
+    let simulated_bandwidth_mbps = super::validate::bandwidth(req.simulated_bandwidth_mbps)?;
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
     sessions.expire();
@@ -255,6 +261,7 @@ pub async fn create(
         read_timeout: limits.batch_timeout(),
         resp3,
         simulated_rtt_ms,
+        simulated_bandwidth_mbps,
         max_reply_bytes: Some(limits.max_reply_bytes),
         deadline: None,
         cancel: None,
@@ -268,6 +275,7 @@ pub async fn create(
         _visitor_slot: visitor_slot,
         resp3,
         simulated_rtt_ms,
+        simulated_bandwidth_mbps,
         conn: Arc::new(tokio::sync::Mutex::new(Ok(conn))),
         last_used: Mutex::new(Instant::now()),
     });
@@ -311,9 +319,10 @@ pub async fn delete(
 }
 
 impl Session {
-    /// A batch's `resp3` / `simulated_rtt_ms`, if given, must be the
-    /// session's: its connection was opened with them. Errors: 400 `invalid_field`.
-    pub fn check_settings(&self, resp3: Option<bool>, simulated_rtt_ms: Option<f64>) -> Result<(), ApiError> {
+    /// A batch's `resp3` / `simulated_rtt_ms` / `simulated_bandwidth_mbps`,
+    /// if given, must be the session's: its connection was opened with them.
+    /// Errors: 400 `invalid_field`.
+    pub fn check_settings(&self, resp3: Option<bool>, simulated_rtt_ms: Option<f64>, mbps: Option<f64>) -> Result<(), ApiError> {
         if resp3.is_some_and(|r| r != self.resp3) {
             return Err(ApiError::field(
                 ApiCode::InvalidField,
@@ -326,6 +335,13 @@ impl Session {
                 ApiCode::InvalidField,
                 "simulated_rtt_ms",
                 format!("the session's connection has {} ms (set when it was opened); leave simulated_rtt_ms out", self.simulated_rtt_ms),
+            ));
+        }
+        if mbps.is_some() && mbps != self.simulated_bandwidth_mbps {
+            return Err(ApiError::field(
+                ApiCode::InvalidField,
+                "simulated_bandwidth_mbps",
+                "the session's connection has its own bandwidth (set when it was opened); leave simulated_bandwidth_mbps out",
             ));
         }
         Ok(())

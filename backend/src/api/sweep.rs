@@ -41,6 +41,11 @@ pub struct SweepRequest {
     /// Extra delay per round trip in ms, 0 to 1000. Default 0.
     #[schema(minimum = 0, maximum = 1000)]
     pub simulated_rtt_ms: Option<f64>,
+    /// Simulated bandwidth of the link in each direction, in Mbit/s, 0.01 to
+    /// 100000 (fractions allowed). Default: unlimited. Each direction sends
+    /// its bytes one after another at this rate, besides the RTT.
+    #[schema(minimum = 0.01, maximum = 100000, example = 100)]
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Runs per batch size, 1 to 10 (default 3); each point is its size's
     /// median run. A size stops repeating once its runs took 1 s together,
     /// or when the client's command rate limit has no room for another run
@@ -94,6 +99,7 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
         .collect::<Result<Argv, _>>()?;
     let rtt = validate::rtt(req.simulated_rtt_ms)?;
     let mut spec = SweepSpec::new(template, req.total, &req.batch_sizes, rtt)?;
+    spec.simulated_bandwidth_mbps = validate::bandwidth(req.simulated_bandwidth_mbps)?;
     if let Some(r) = req.repeats {
         spec = spec.with_repeats(r)?;
     }

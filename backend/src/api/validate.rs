@@ -30,6 +30,9 @@ pub struct Defaults {
     pub resp3: bool,
     /// The largest simulated_rtt_ms accepted.
     pub max_simulated_rtt_ms: f64,
+    /// The range of simulated_bandwidth_mbps accepted (absent: unlimited, the default).
+    pub min_simulated_bandwidth_mbps: f64,
+    pub max_simulated_bandwidth_mbps: f64,
 }
 
 /// The defaults of every batch-running request.
@@ -40,6 +43,8 @@ pub const DEFAULTS: Defaults = Defaults {
     simulated_rtt_ms: 0.0,
     resp3: false,
     max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
+    min_simulated_bandwidth_mbps: crate::delay::MIN_BANDWIDTH_MBPS,
+    max_simulated_bandwidth_mbps: crate::delay::MAX_BANDWIDTH_MBPS,
 };
 
 /// The fields every batch-running request shares, as received.
@@ -50,12 +55,14 @@ pub struct BatchFields {
     pub batch_size: Option<i64>,
     pub on_error: Option<String>,
     pub simulated_rtt_ms: Option<f64>,
+    pub simulated_bandwidth_mbps: Option<f64>,
     pub resp3: Option<bool>,
     pub watch: Option<Vec<ArgBytes>>,
 }
 
 /// For a request type with the members of [`BatchFields`] (`commands`,
-/// `text`, `batch_size`, `on_error`, `simulated_rtt_ms`, `resp3`, `watch`):
+/// `text`, `batch_size`, `on_error`, `simulated_rtt_ms`,
+/// `simulated_bandwidth_mbps`, `resp3`, `watch`):
 /// `From<request> for BatchFields`, and `HasCommands` for the fast path
 /// that reads `commands` while the body arrives (`super::incremental`).
 macro_rules! batch_request {
@@ -68,6 +75,7 @@ macro_rules! batch_request {
                     batch_size: req.batch_size,
                     on_error: req.on_error,
                     simulated_rtt_ms: req.simulated_rtt_ms,
+                    simulated_bandwidth_mbps: req.simulated_bandwidth_mbps,
                     resp3: req.resp3,
                     watch: req.watch,
                 }
@@ -111,6 +119,13 @@ pub struct Prepared {
     pub plan: Plan,
 }
 
+impl Prepared {
+    /// Where command `i` is in the request: `commands[i]`, or `text, line L`.
+    pub fn field(&self, i: usize) -> String {
+        self.origins.field(i)
+    }
+}
+
 impl BatchFields {
     /// Check everything that does not depend on the mode.
     pub fn prepare(self, limits: &Limits) -> Result<Prepared, ApiError> {
@@ -135,6 +150,7 @@ impl BatchFields {
             batch_size: batch_size(self.batch_size)?,
             on_error: on_error(self.on_error.as_deref())?,
             simulated_rtt_ms: rtt(self.simulated_rtt_ms)?,
+            simulated_bandwidth_mbps: bandwidth(self.simulated_bandwidth_mbps)?,
             resp3: self.resp3.unwrap_or(DEFAULTS.resp3),
             watch: watch_keys(self.watch.unwrap_or_default(), limits)?,
             ..Plan::new(DEFAULT_MODE)
@@ -222,10 +238,26 @@ pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize, clients: 
     }
 }
 
-/// Refuse up front a batch whose simulated RTT alone exceeds the batch
-/// timeout, instead of letting it run into a 504.
+/// Refuse up front a batch whose simulated RTT alone, or its requests'
+/// bytes at the simulated bandwidth alone, exceed the batch timeout, instead
+/// of letting it run into a 504.
 fn check_rtt_budget(batch: &Batch, limits: &Limits) -> Result<(), ApiError> {
     let plan = &batch.plan;
+    if let Some(mbps) = plan.simulated_bandwidth_mbps {
+        let bytes: usize = batch.commands.iter().map(resp::encoded_command_len).sum();
+        let ms = bytes as f64 * 8.0 / (mbps * 1000.0);
+        if ms > limits.batch_timeout_ms as f64 {
+            return Err(ApiError::field(
+                ApiCode::InvalidField,
+                "simulated_bandwidth_mbps",
+                format!(
+                    "{bytes} bytes of commands at {mbps} Mbit/s take {ms:.0} ms, over the batch timeout of \
+                     {} ms; raise simulated_bandwidth_mbps or send fewer commands",
+                    limits.batch_timeout_ms
+                ),
+            ));
+        }
+    }
     let trips = min_round_trips(plan.mode, batch.commands.len(), plan.batch_size, plan.clients);
     let ms = trips as f64 * plan.simulated_rtt_ms;
     if ms > limits.batch_timeout_ms as f64 {
@@ -320,6 +352,11 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
         ));
     }
     Ok(v)
+}
+
+/// `simulated_bandwidth_mbps`: absent (unlimited), or finite, 0.01 to 100000 Mbit/s.
+pub fn bandwidth(value: Option<f64>) -> Result<Option<f64>, ApiError> {
+    crate::delay::check_bandwidth(value).map_err(|m| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", m))
 }
 
 fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins), ApiError> {

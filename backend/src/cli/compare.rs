@@ -82,7 +82,8 @@ fn read_commands(file: &str) -> Result<(Commands, Vec<usize>), String> {
 /// One row per run: round trips, time, commands/s, speedup, outcomes.
 fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
     let first = &report.runs[0].summary;
-    println!("commands: {}, simulated RTT: {} ms, redis: {target}", first.commands, first.simulated_rtt_ms);
+    let network = super::options::network_text(first.simulated_rtt_ms, None, first.simulated_bandwidth_mbps);
+    println!("commands: {}, {network}, redis: {target}", first.commands);
     println!(
         "{:<12} {:>11} {:>10} {:>12} {:>8} {:>8} {:>7} {:>9} {:>8} {:>7} {:>7} {:>9} {:>9} {:>9}",
         "mode", "round trips", "time ms", "commands/s", "speedup", "ok", "errors", "not sent", "unknown",
@@ -112,6 +113,9 @@ fn print_table(report: &CompareReport, target: &pipelab::conn::RedisTarget) {
         match run.transaction.as_ref().and_then(|t| serde_json::to_value(t.status).ok()) {
             Some(serde_json::Value::String(status)) => println!("  transaction {status}"),
             _ => println!(),
+        }
+        if let Some(a) = s.achieved_rtt_ms {
+            println!("{:<12} achieved RTT {a:.3} ms (asked {} ms)", "", s.simulated_rtt_ms);
         }
     }
     println!("{}", report.note);

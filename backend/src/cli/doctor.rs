@@ -29,9 +29,12 @@ pub struct Args {
     /// Round-trip time to add to the traffic, in ms, as `pipelab proxy --rtt` (0 to 1000).
     #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     add_rtt: f64,
-    /// Longest time between a reply and the next command for the two to count
-    /// as a missed pipeline, in µs.
-    #[arg(long, default_value_t = 50)]
+    /// Longest time between a reply and the next command for the two to
+    /// stay in one missed pipeline, in µs: a longer pause means the client
+    /// was idle. Whether a command could have been pipelined is decided on
+    /// evidence (it carries no bytes of an earlier reply); this bound is
+    /// only the secondary signal, and sits far above a busy machine's stalls.
+    #[arg(long, default_value_t = 1_000_000)]
     think_time_us: u64,
     /// Fewest commands in a reported missed pipeline (at least 2).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..))]
@@ -86,7 +89,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let (upstream, one_way) = match super::proxy::upstream_and_delay("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt) {
+    let (upstream, link) = match super::proxy::upstream_and_link("doctor", &args.ends.upstream, "--add-rtt", args.add_rtt, None) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -130,7 +133,7 @@ pub async fn main(args: Args) -> ExitCode {
         },
         None => None,
     };
-    let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, one_way, doc.clone()));
+    let server = tokio::spawn(doctor::serve(listener, upstream, connect_timeout, link, doc.clone()));
     let ticker = (!args.json).then(|| tokio::spawn(live_view(doc.clone())));
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,

@@ -51,6 +51,12 @@ pub fn rtt_ms(s: &str) -> Result<f64, String> {
     }
 }
 
+/// clap parser for `--bandwidth` in Mbit/s.
+pub fn bandwidth_mbps(s: &str) -> Result<f64, String> {
+    let v = s.trim().parse::<f64>().map_err(|_| String::from("must be a number of Mbit/s, e.g. 100"))?;
+    pipelab::delay::check_bandwidth(Some(v)).map(|_| v)
+}
+
 /// clap parser for counts that must be at least 1 (`--batch-size`).
 pub fn at_least_one(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {

@@ -49,6 +49,10 @@ pub struct PlanArgs {
     /// Simulated round-trip time to add, in ms (0 to 1000, fractional; API: `simulated_rtt_ms`).
     #[arg(long, default_value_t = 0.0, value_parser = rtt_ms, allow_negative_numbers = true)]
     pub rtt: f64,
+    /// Simulated bandwidth in each direction, in Mbit/s (0.01 to 100000;
+    /// default unlimited; API: `simulated_bandwidth_mbps`).
+    #[arg(long, value_parser = super::input::bandwidth_mbps)]
+    pub bandwidth: Option<f64>,
     /// After a chunk with an error reply: keep going, or send nothing more.
     #[arg(long, value_enum, default_value_t = OnError::Continue)]
     pub on_error: OnError,
@@ -71,6 +75,19 @@ pub struct PlanArgs {
     pub server_stats: bool,
 }
 
+/// The simulated network of a summary, as the CLI prints it: `simulated
+/// RTT: 0.2 ms (achieved 0.214 ms), bandwidth: 100 Mbit/s`.
+pub fn network_text(rtt_ms: f64, achieved_rtt_ms: Option<f64>, bandwidth_mbps: Option<f64>) -> String {
+    let mut text = format!("simulated RTT: {rtt_ms} ms");
+    if let Some(a) = achieved_rtt_ms {
+        text += &format!(" (achieved {a:.3} ms)");
+    }
+    if let Some(b) = bandwidth_mbps {
+        text += &format!(", bandwidth: {b} Mbit/s");
+    }
+    text
+}
+
 impl PlanArgs {
     pub fn plan(&self, mode: Mode) -> Plan {
         Plan {
@@ -78,6 +95,7 @@ impl PlanArgs {
             batch_size: self.batch_size as usize,
             on_error: self.on_error,
             simulated_rtt_ms: self.rtt,
+            simulated_bandwidth_mbps: self.bandwidth,
             resp3: self.resp3,
             watch: self.watch.iter().map(|k| k.as_bytes().to_vec()).collect(),
             clients: self.clients as usize,

@@ -1,6 +1,7 @@
-//! `pipelab proxy --listen ADDR --upstream URL --rtt MS`: the delay line of
-//! `simulated_rtt_ms` as a standalone TCP proxy, so that any client
-//! (redis-cli, redis-benchmark, your application) can feel a given RTT.
+//! `pipelab proxy --listen ADDR --upstream URL --rtt MS [--bandwidth MBPS]`:
+//! the delay line of `simulated_rtt_ms` (and `simulated_bandwidth_mbps`) as
+//! a standalone TCP proxy, so that any client (redis-cli, redis-benchmark,
+//! your application) can feel a given RTT and bandwidth.
 //!
 //! Bytes are relayed untouched (the client does its own AUTH/SELECT); with a
 //! `rediss://` upstream the proxy speaks TLS to Redis and plain TCP to clients.
@@ -32,21 +33,25 @@ pub struct Args {
     /// Round-trip time to add, in ms (0 to 1000, fractional): RTT/2 each way.
     #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
+    /// Bandwidth of the simulated link in each direction, in Mbit/s (0.01 to
+    /// 100000; default unlimited).
+    #[arg(long, value_parser = super::input::bandwidth_mbps)]
+    bandwidth: Option<f64>,
 }
 
-/// `--upstream URL` and the RTT to add, as `pipelab proxy` and `pipelab
-/// doctor` take them (`cmd` and `rtt_flag` name them in errors): the target
-/// and the one-way delay, or exit status 2 after saying what is wrong.
-pub fn upstream_and_delay(cmd: &str, url: &str, rtt_flag: &str, rtt_ms: f64) -> Result<(RedisTarget, Duration), ExitCode> {
+/// `--upstream URL`, the RTT and bandwidth to simulate, as `pipelab proxy`
+/// and `pipelab doctor` take them (`cmd` and `rtt_flag` name them in
+/// errors): the target and the link, or exit status 2 after saying what is wrong.
+pub fn upstream_and_link(cmd: &str, url: &str, rtt_flag: &str, rtt_ms: f64, mbps: Option<f64>) -> Result<(RedisTarget, delay::Link), ExitCode> {
     let upstream = RedisTarget::parse(url).map_err(|e| {
         eprintln!("pipelab {cmd}: --upstream: {e}");
         ExitCode::from(2)
     })?;
-    let one_way = delay::one_way(rtt_ms).map_err(|e| {
+    let link = delay::Link::new(rtt_ms, mbps).map_err(|e| {
         eprintln!("pipelab {cmd}: {rtt_flag}: {e}");
         ExitCode::from(2)
     })?;
-    Ok((upstream, one_way))
+    Ok((upstream, link))
 }
 
 /// Binds `--listen`, or exit status 1 after saying why not.
@@ -58,7 +63,7 @@ pub async fn bind(cmd: &str, addr: &str) -> Result<tokio::net::TcpListener, Exit
 }
 
 pub async fn main(args: Args) -> ExitCode {
-    let (upstream, one_way) = match upstream_and_delay("proxy", &args.ends.upstream, "--rtt", args.rtt) {
+    let (upstream, link) = match upstream_and_link("proxy", &args.ends.upstream, "--rtt", args.rtt, args.bandwidth) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -67,7 +72,8 @@ pub async fn main(args: Args) -> ExitCode {
         Err(code) => return code,
     };
     let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.ends.listen.clone());
-    eprintln!("pipelab proxy: listening on {local}, forwarding to {upstream} with {} ms added RTT", args.rtt);
+    let bandwidth = args.bandwidth.map(|b| format!(", {b} Mbit/s each way")).unwrap_or_default();
+    eprintln!("pipelab proxy: listening on {local}, forwarding to {upstream} with {} ms added RTT{bandwidth}", args.rtt);
     let connect_timeout = Duration::from_millis(args.ends.connect_timeout_ms);
     loop {
         let accepted = tokio::select! {
@@ -86,7 +92,7 @@ pub async fn main(args: Args) -> ExitCode {
         tokio::spawn(async move {
             match connect_stream(&upstream, connect_timeout).await {
                 Ok(server) => {
-                    if let Err(e) = delay::relay(client, server, one_way).await {
+                    if let Err(e) = delay::relay(client, server, link).await {
                         eprintln!("pipelab proxy: {peer}: {e}");
                     }
                 }

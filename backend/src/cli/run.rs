@@ -164,7 +164,8 @@ impl CliSink {
                 Some(mode) => mode.name().to_string(),
                 None => "-".to_string(),
             };
-            println!("mode: {mode}, simulated RTT: {} ms, redis: {target}", s.simulated_rtt_ms);
+            let network = super::options::network_text(s.simulated_rtt_ms, s.achieved_rtt_ms, s.simulated_bandwidth_mbps);
+            println!("mode: {mode}, {network}, redis: {target}");
             println!(
                 "commands: {} (ok {}, errors {}, not sent {}, unknown {})",
                 s.commands, s.ok, s.errors, s.not_sent, s.unknown

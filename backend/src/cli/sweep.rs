@@ -38,6 +38,10 @@ pub struct Args {
     /// Simulated round-trip time to add, in ms (0 to 1000, fractional; API: `simulated_rtt_ms`).
     #[arg(long, default_value_t = 0.0, value_parser = rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
+    /// Simulated bandwidth in each direction, in Mbit/s (0.01 to 100000;
+    /// default unlimited; API: `simulated_bandwidth_mbps`).
+    #[arg(long, value_parser = super::input::bandwidth_mbps)]
+    bandwidth: Option<f64>,
     /// Runs per batch size, 1 to 10; each row is its size's median run, and
     /// a size stops repeating once its runs took 1 s together (API: `repeats`).
     #[arg(long, default_value_t = pipelab::lab::sweep::DEFAULT_REPEATS as u64, value_parser = at_least_one)]
@@ -55,9 +59,10 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
     })?;
     let sizes: Vec<i64> = args.batch_sizes.iter().map(|&b| i64::try_from(b).unwrap_or(i64::MAX)).collect();
     let total = i64::try_from(args.count).unwrap_or(i64::MAX);
-    let spec = SweepSpec::new(template, total, &sizes, args.rtt)
+    let mut spec = SweepSpec::new(template, total, &sizes, args.rtt)
         .and_then(|s| s.with_repeats(i64::try_from(args.repeats).unwrap_or(i64::MAX)))
         .map_err(|e| input_error(NAME, &e, &[]))?;
+    spec.simulated_bandwidth_mbps = args.bandwidth;
     // Refused before anything runs, as the API refuses it.
     exec::check_command(&*runner.commands().await, Commands::from(vec![spec.template.clone()]).get(0), Mode::Pipeline)
         .map_err(|m| fail(NAME, Exit::BadInput, format_args!("--command: {m}")))?;
@@ -74,19 +79,17 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
 
 /// One row per batch size, then what the clean-up did.
 fn print_table(report: &SweepReport, command: &str, target: &pipelab::conn::RedisTarget) {
+    let network = super::options::network_text(report.simulated_rtt_ms, None, report.simulated_bandwidth_mbps);
+    println!("command: {command}, count: {}, {network}, redis: {target}", report.total);
     println!(
-        "command: {command}, count: {}, simulated RTT: {} ms, redis: {target}",
-        report.total, report.simulated_rtt_ms
-    );
-    println!(
-        "{:>10} {:>11} {:>10} {:>12} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10}",
+        "{:>10} {:>11} {:>10} {:>12} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10} {:>12}",
         "batch size", "round trips", "time ms", "commands/s", "ok", "errors", "incomplete", "p50 µs", "p99 µs", "max µs",
-        "model ms"
+        "model ms", "achieved RTT"
     );
     let m = &report.model;
     for p in &report.points {
         println!(
-            "{:>10} {:>11} {:>10.3} {:>12.0} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10.3}",
+            "{:>10} {:>11} {:>10.3} {:>12.0} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10.3} {:>12}",
             p.batch_size,
             p.round_trips,
             p.total_us as f64 / 1000.0,
@@ -97,13 +100,20 @@ fn print_table(report: &SweepReport, command: &str, target: &pipelab::conn::Redi
             p.latency_us.p50,
             p.latency_us.p99,
             p.latency_us.max,
-            m.total_us(report.total, p.batch_size) / 1000.0
+            m.total_us(report.total, p.batch_size) / 1000.0,
+            p.achieved_rtt_ms.map_or("-".to_string(), |a| format!("{a:.3} ms"))
         );
     }
     println!(
-        "model: T(b) = ceil(N/b) × RTT + N × t_cmd, RTT {:.3} ms (simulated + loopback {:.3}), t_cmd {:.2} µs (least squares on batch sizes {:?}); knee at batch size {}",
+        "model: T(b) = ceil(N/b) × RTT + N × (wire + t_cmd), RTT {:.3} ms (simulated + loopback {:.3}), t_cmd {:.2} µs (least squares on batch sizes {:?}); knee at batch size {}",
         m.rtt_ms, m.loopback_rtt_ms, m.t_cmd_us, m.fitted_on, m.knee_batch_size
     );
+    if let (Some(mbps), Some(bdp)) = (m.bandwidth_mbps, m.bdp_batch_size) {
+        println!(
+            "model: wire {:.2} µs per command ({:.0} bytes at {mbps} Mbit/s); bandwidth-delay product {bdp} commands: beyond it a bigger batch saves little",
+            m.wire_us_per_cmd, m.bytes_per_cmd
+        );
+    }
     if let Some(note) = &m.note {
         println!("model: {note}");
     }

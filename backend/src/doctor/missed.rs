@@ -1,9 +1,12 @@
 //! The missed-pipeline detector: on one connection, a run of consecutive
-//! single-command flights where each next command was written within the
-//! think-time threshold of the previous reply (`--think-time-us`, default
-//! 50 µs) is a run whose commands did not wait for each other's replies in
-//! any way a pipeline could not (the client wrote the next one at once, so
-//! it did not compute it from the reply). Commands of a WATCH/MULTI block
+//! single-command flights none of which carries bytes of an earlier reply of
+//! the run ([`super::depends`]: the evidence that it was computed from that
+//! reply) is a run whose commands did not wait for each other's replies in
+//! any way a pipeline could not. A command that does carry such bytes ends
+//! the run and starts the next. Think time is a secondary signal: a command
+//! written more than `--think-time-us` (default 1 s) after the previous
+//! reply ends a run too (the client was idle, not waiting on Redis); a
+//! busy machine's stalls, tens of ms, stay under it. Commands of a WATCH/MULTI block
 //! (from WATCH or MULTI to EXEC/DISCARD, UNWATCH and RESET included) break a
 //! run and never join one: a read-then-write under WATCH must wait for its
 //! reads. Commands that change the connection's state (HELLO, AUTH, SELECT,
@@ -18,7 +21,7 @@ const MAX_PATTERNS: usize = 8;
 /// The detector's rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {
-    /// Longest think time that continues a run, µs.
+    /// Longest think time that continues a run, µs (an idle client's pause ends it).
     pub think_time_us: u64,
     /// Fewest commands of a reported run.
     pub min_run: u64,
@@ -35,6 +38,10 @@ pub struct FlightFacts<'a> {
     /// not the application's loop).
     pub breaks_runs: bool,
     pub think_us: Option<u64>,
+    /// Its command carries bytes of an earlier reply of the current run.
+    pub carried: bool,
+    /// Replies of the run its command was compared with.
+    pub compared: u64,
     pub start_us: u64,
     pub end_us: u64,
     pub pattern: &'a str,
@@ -47,6 +54,9 @@ pub struct Run {
     pub start_us: u64,
     pub end_us: u64,
     pub think_us_max: u64,
+    /// Comparisons of a command with an earlier reply of the run, in all
+    /// (the evidence of independence: each found nothing carried).
+    pub compared: u64,
     /// Most frequent first.
     pub patterns: Vec<PatternCount>,
     pub saving_ms: f64,
@@ -68,12 +78,13 @@ impl Detector {
     /// that run is long enough to report.
     pub fn on_flight(&mut self, f: &FlightFacts) -> Option<Run> {
         let single = f.commands == 1 && !f.breaks_runs;
-        let continues = single && self.run.is_some() && f.think_us.is_some_and(|t| t <= self.rule.think_time_us);
+        let continues = single && !f.carried && self.run.is_some() && f.think_us.is_some_and(|t| t <= self.rule.think_time_us);
         if continues {
             let run = self.run.as_mut().expect("checked");
             run.commands += 1;
             run.end_us = f.end_us;
             run.think_us_max = run.think_us_max.max(f.think_us.unwrap_or(0));
+            run.compared += f.compared;
             add_pattern(&mut run.patterns, f.pattern);
             return None;
         }
@@ -81,9 +92,18 @@ impl Detector {
         if single {
             let mut patterns = Vec::new();
             add_pattern(&mut patterns, f.pattern);
-            self.run = Some(Run { commands: 1, start_us: f.start_us, end_us: f.end_us, think_us_max: 0, patterns, saving_ms: 0.0 });
+            self.run = Some(Run { commands: 1, start_us: f.start_us, end_us: f.end_us, think_us_max: 0, compared: 0, patterns, saving_ms: 0.0 });
         }
         ended
+    }
+
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// Commands in the current run (0: none): the replies a next command is compared with.
+    pub fn run_len(&self) -> u64 {
+        self.run.as_ref().map_or(0, |r| r.commands)
     }
 
     /// Ends the current run (the connection closed, or the doctor stops).
@@ -130,7 +150,7 @@ mod tests {
     const RULE: Rule = Rule { think_time_us: 50, min_run: 3, rtt_ms: 0.5 };
 
     fn flight(commands: u32, think: Option<u64>, tx: bool, pattern: &str) -> FlightFacts<'_> {
-        FlightFacts { commands, breaks_runs: tx, think_us: think, start_us: 0, end_us: 10, pattern }
+        FlightFacts { commands, breaks_runs: tx, think_us: think, carried: false, compared: 1, start_us: 0, end_us: 10, pattern }
     }
 
     #[test]
@@ -165,6 +185,19 @@ mod tests {
             assert!(d.on_flight(&flight(1, Some(1), true, "WATCH a")).is_none());
         }
         assert!(d.finish().is_none());
+    }
+
+    #[test]
+    fn a_command_carrying_an_earlier_reply_starts_the_next_run() {
+        let mut d = Detector::new(RULE);
+        for _ in 0..4 {
+            d.on_flight(&flight(1, Some(10), false, "GET id:*"));
+        }
+        assert_eq!(d.run_len(), 4);
+        let carried = FlightFacts { carried: true, ..flight(1, Some(10), false, "SET user:*") };
+        let run = d.on_flight(&carried).expect("the run of 4 ended");
+        assert_eq!((run.commands, run.compared), (4, 3));
+        assert_eq!(d.run_len(), 1, "the carrying command starts the next run");
     }
 
     #[test]

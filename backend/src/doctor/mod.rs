@@ -6,7 +6,8 @@
 //! - [`pattern`] and [`keys`]: commands grouped as `SET user:*` (key
 //!   positions from the server's `COMMAND`; values are never kept);
 //! - [`missed`]: runs of single-command flights a pipeline would have sent
-//!   at once, and the saving `(n − 1) × RTT`;
+//!   at once, and the saving `(n − 1) × RTT`; [`depends`]: the evidence
+//!   that a command was computed from an earlier reply (it carries its bytes);
 //! - [`stats`]: totals across connections (bounded), [`report`]: the JSON
 //!   shapes, [`live`]: the terminal view;
 //! - [`relay`]: forwarding, byte for byte, with the tracker looking on;
@@ -15,6 +16,7 @@
 //! Forwarding never depends on decoding: traffic the tracker cannot follow
 //! is forwarded as is and the connection is reported `undecoded`.
 
+pub mod depends;
 pub mod keys;
 pub mod live;
 pub mod missed;
@@ -43,6 +45,7 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
         read_timeout: Duration::from_secs(10),
         resp3: false,
         simulated_rtt_ms: 0.0,
+        simulated_bandwidth_mbps: None,
         max_reply_bytes: None,
         deadline: None,
         cancel: None,
@@ -59,9 +62,9 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
 }
 
 /// Accepts clients on `listener` forever, each relayed to `upstream` (behind
-/// the delay line when `one_way` is not zero) and tracked by `doctor`.
+/// the delay line when `link` simulates anything) and tracked by `doctor`.
 /// Clients over `--max-connections` are closed at once (counted as refused).
-pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, one_way: Duration, doctor: Arc<Doctor>) {
+pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, link: delay::Link, doctor: Arc<Doctor>) {
     loop {
         let (client, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -81,8 +84,8 @@ pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, con
         let doctor = doctor.clone();
         tokio::spawn(async move {
             let result = match connect_stream(&upstream, connect_timeout).await {
-                Ok(server) if one_way.is_zero() => relay::relay(client, server, &tracker, &doctor).await.map_err(|e| e.to_string()),
-                Ok(server) => match delay::wrap(server, one_way) {
+                Ok(server) if link.is_none() => relay::relay(client, server, &tracker, &doctor).await.map_err(|e| e.to_string()),
+                Ok(server) => match delay::wrap(server, link) {
                     Ok(line) => relay::relay(client, line, &tracker, &doctor).await.map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 },

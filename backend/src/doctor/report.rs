@@ -57,6 +57,12 @@ pub struct MissedPipeline {
     pub duration_ms: f64,
     /// Longest think time between a reply and the next command in the run, µs.
     pub think_us_max: u64,
+    /// Why the run was judged independent, for people: what was compared
+    /// and found not carried, and the think-time bound it stayed under.
+    pub why: String,
+    /// Comparisons of a command with an earlier reply of the run, in all;
+    /// none found the command carrying bytes of the reply.
+    pub replies_compared: u64,
     /// The RTT the saving is computed at (`--rtt`), ms.
     pub rtt_ms: f64,
     /// `(commands − 1) × rtt_ms`: the round trips a pipeline would save, ms.

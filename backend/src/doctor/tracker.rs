@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use resp::{Decoded, Decoder, RequestReader, Value};
 
+use super::depends::Replies;
 use super::keys::KeyTable;
 use crate::commands::{Table, TransactionStep};
 use crate::exec::Commands;
@@ -59,6 +60,10 @@ pub enum Outcome {
 struct OpenFlight {
     start: Instant,
     think_us: Option<u64>,
+    /// Its first command carries bytes of an earlier reply of the run.
+    carried: bool,
+    /// Replies of the run that command was compared with.
+    compared: u64,
     commands: u32,
     replied: u32,
     bytes_up: u64,
@@ -105,6 +110,8 @@ pub struct Tracker {
     head: Commands,
     replies: Decoder,
     reply_tail: Vec<u8>,
+    /// Hashes of recent replies' data, for [`super::depends`].
+    seen: Replies,
     stopped: bool,
     /// Oldest first; the back one takes new commands while `accepting`.
     open: VecDeque<OpenFlight>,
@@ -170,6 +177,7 @@ impl Tracker {
             head: Commands::new(),
             replies: Decoder::new(),
             reply_tail: Vec::new(),
+            seen: Replies::default(),
             stopped: false,
             open: VecDeque::new(),
             accepting: false,
@@ -291,13 +299,15 @@ impl Tracker {
             // command: the one whose pattern is kept.
             let (name, key) = self.keys.name_and_key(argv);
             let think_us = self.last_reply.map(|r| us(now.saturating_duration_since(r)));
+            // The evidence: the run's replies so far, those a pipeline would have sent it with.
+            let (carried, compared) = self.seen.carried(argv, self.detector.run_len());
             // Only a flight's first command gets a pattern: the rest of a
             // pipeline is never part of a run.
             let pattern = match key {
                 Some(i) => format!("{name} {}", key_pattern(&argv[i])),
                 None => name,
             };
-            self.open.push_back(OpenFlight { start: now, think_us, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
+            self.open.push_back(OpenFlight { start: now, think_us, carried, compared, commands: 0, replied: 0, bytes_up: 0, bytes_down: 0, breaks_runs: false, pattern });
             self.accepting = true;
         }
         let f = self.open.back_mut().expect("just pushed");
@@ -317,6 +327,7 @@ impl Tracker {
                     Decoded::Complete { value, consumed } => {
                         pos += consumed;
                         if !matches!(value, Value::Push(_)) {
+                            t.seen.add(&value);
                             t.on_reply(consumed as u64, now);
                         }
                     }
@@ -361,6 +372,8 @@ impl Tracker {
             commands: flight.commands,
             breaks_runs: f.breaks_runs,
             think_us: flight.think_us,
+            carried: f.carried,
+            compared: f.compared,
             start_us,
             end_us,
             pattern: &flight.pattern,
@@ -405,6 +418,15 @@ impl Tracker {
             format!("{} sequential", parts.join(", "))
         };
         let rtt_ms = if run.commands > 1 { run.saving_ms / (run.commands - 1) as f64 } else { 0.0 };
+        let why = format!(
+            "no command carried bytes of an earlier reply of the run ({} comparisons of an argument, whole and cut at \
+             key separators, with the data of up to {} replies back); longest think time {:.1} ms, under the {:.0} ms \
+             that ends a run",
+            run.compared,
+            super::depends::WINDOW,
+            run.think_us_max as f64 / 1000.0,
+            self.detector.rule().think_time_us as f64 / 1000.0
+        );
         MissedPipeline {
             connection: self.id,
             peer: self.peer.clone(),
@@ -415,6 +437,8 @@ impl Tracker {
             start_us: run.start_us,
             duration_ms: run.end_us.saturating_sub(run.start_us) as f64 / 1000.0,
             think_us_max: run.think_us_max,
+            why,
+            replies_compared: run.compared,
             rtt_ms,
             saving_ms: run.saving_ms,
         }
@@ -450,7 +474,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    const RULE: Rule = Rule { think_time_us: 50, min_run: 3, rtt_ms: 1.0 };
+    const RULE: Rule = Rule { think_time_us: 50_000, min_run: 3, rtt_ms: 1.0 };
 
     fn tracker() -> (Tracker, Instant) {
         let origin = Instant::now();
@@ -507,6 +531,36 @@ mod tests {
         t.on_requests(b"PING\r\n", at(o, 20));
         t.on_replies(b"+PONG\r\n+PONG\r\n", at(o, 30));
         assert_eq!(flights(&t), vec![2, 1]);
+    }
+
+    #[test]
+    fn a_loop_that_reads_an_id_then_writes_its_key_is_not_a_missed_pipeline() {
+        let (mut t, o) = tracker();
+        let mut now = 0;
+        for i in 0..100u64 {
+            let id = 1000 + i;
+            t.on_requests(format!("GET next:{i}\r\n").as_bytes(), at(o, now));
+            t.on_replies(format!("${}\r\n{id}\r\n", id.to_string().len()).as_bytes(), at(o, now + 5));
+            t.on_requests(format!("SET user:{id} x\r\n").as_bytes(), at(o, now + 10));
+            t.on_replies(b"+OK\r\n", at(o, now + 15));
+            now += 20;
+        }
+        t.finish();
+        assert_eq!(t.counters.flights, 200);
+        assert!(missed(&t).is_empty(), "{:?}", missed(&t));
+        // The same loop writing keys of its own: one run of 200, and why.
+        let (mut t, o) = tracker();
+        for i in 0..100u64 {
+            t.on_requests(format!("GET next:{i}\r\n").as_bytes(), at(o, i * 20));
+            t.on_replies(b"$4\r\n7777\r\n", at(o, i * 20 + 5));
+            t.on_requests(format!("SET user:{i} x\r\n").as_bytes(), at(o, i * 20 + 10_000));
+            t.on_replies(b"+OK\r\n", at(o, i * 20 + 10_005));
+        }
+        t.finish();
+        let m = missed(&t);
+        assert_eq!(m.iter().map(|m| m.commands).collect::<Vec<_>>(), [200], "think time of 10 ms stays under the bound");
+        assert!(m[0].replies_compared >= 199, "{:?}", m[0]);
+        assert!(m[0].why.starts_with("no command carried bytes of an earlier reply"), "{}", m[0].why);
     }
 
     #[test]

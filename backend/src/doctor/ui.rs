@@ -187,6 +187,8 @@ mod tests {
             start_us: 0,
             duration_ms: 0.0,
             think_us_max: 0,
+            why: String::new(),
+            replies_compared: 0,
             rtt_ms: 1.0,
             saving_ms: 0.0,
         }

@@ -69,6 +69,7 @@ async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) 
         read_timeout: IDLE_LIMIT,
         resp3: false,
         simulated_rtt_ms: 0.0,
+        simulated_bandwidth_mbps: None,
         max_reply_bytes: None,
         deadline: None,
         cancel: None,

@@ -316,15 +316,7 @@ impl Cluster {
     /// and the map read again once (its replica may have taken over).
     /// Errors: how many slots cannot be served, and each master's reason.
     pub async fn readiness(&self, wait: Duration) -> Result<(), String> {
-        let settings = ConnSettings {
-            connect_timeout: wait,
-            read_timeout: wait,
-            resp3: false,
-            simulated_rtt_ms: 0.0,
-            max_reply_bytes: None,
-            deadline: None,
-            cancel: None,
-        };
+        let settings = ConnSettings::plain(wait);
         let mut map = self.topology();
         for again in [true, false] {
             let answers = futures_util::future::join_all(map.nodes.iter().map(|n| self.cluster_state(n, &settings))).await;

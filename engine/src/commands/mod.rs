@@ -33,12 +33,15 @@
 //!   (`getTimeoutFromObjectOrReply`, `xreadCommand`).
 //! - [`fallback`]: the built-in table of the handful of commands that must
 //!   be refused before the server is reachable (Redis 7.0.15's own entries).
+//! - [`docs`]: each command for people (`COMMAND DOCS`: summary, arguments,
+//!   the syntax line) with the table's arity, for the page's editor.
 //! - [`cache`]: the table of one target, refreshed when the server's
 //!   `run_id` or `redis_version` changes (checked on each new pooled
 //!   connection).
 //!
-//! Sources: `COMMAND` only. Redis 7.0 already puts the tips and key specs
-//! in it, so `COMMAND DOCS` (argument names and types) is not read; Redis
+//! Sources: `COMMAND` for the rules. Redis 7.0 already puts the tips and key
+//! specs in it; `COMMAND DOCS` (argument names and types) is read only for
+//! people ([`docs`], on the API's request). Redis
 //! 6 gives no tips or key specs (every [`Keys`] of a command with keys is
 //! then incomplete, so callers fall back to `COMMAND GETKEYS`). Cost: one `INFO server` round trip per
 //! new pooled connection (not behind the simulated-RTT delay line, not in
@@ -54,6 +57,7 @@
 //! [`Command::request_policy`], [`Command::response_policy`]).
 
 pub mod cache;
+pub mod docs;
 pub mod fallback;
 pub mod keys;
 pub mod refused;

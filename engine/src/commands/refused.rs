@@ -14,14 +14,14 @@ use serde::Serialize;
 
 use super::rules::{Access, Allow, Reason};
 use super::table::{Command, Table};
-use crate::exec::{Commands, Mode};
+use crate::exec::{ArgvRef, Commands, Mode};
 
 /// One command the API refuses with any arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "openapi", schema(example = json!({"command": "SELECT", "reason": "connection",
     "modes": ["sequential", "pipeline", "transaction", "auto"],
-    "message": "SELECT is refused: it changes the connection itself, and a batch has its connection only while it runs (choose the database in the server's Redis URL, redis://host:port/DB)"})))]
+    "message": "SELECT is refused: it changes the connection itself, which pipelab sets up for every batch and session (choose the database in the server's Redis URL, redis://host:port/DB)"})))]
 pub struct RefusedCommand {
     /// The name as people write it, uppercase: `SELECT`, or a container's
     /// subcommand, `CONFIG SET` (an argv whose first one or two words match,
@@ -45,28 +45,30 @@ impl Table {
     /// refusal check per command, subcommand and mode (about 2,000 on Redis 7).
     pub fn refused_commands(&self, access: Access, allow: Allow) -> Vec<RefusedCommand> {
         let mut out = Vec::new();
-        for top in self.iter() {
-            self.push_refused(&mut out, &[&top.name], top, access, allow);
-            for sub in top.subcommands.values() {
-                let word = sub.name.rsplit('|').next().unwrap_or(&sub.name);
-                self.push_refused(&mut out, &[&top.name, word], sub, access, allow);
+        self.each_bare_name(|argv, cmd| {
+            let mut entry: Option<RefusedCommand> = None;
+            for mode in MODES {
+                let Some(r) = self.refusal(argv, mode, access, allow) else { continue };
+                match &mut entry {
+                    Some(e) => e.modes.push(mode),
+                    None => entry = Some(RefusedCommand { command: cmd.display_name(), reason: r.reason, modes: vec![mode], message: r.message }),
+                }
             }
-        }
+            out.extend(entry);
+        });
         out.sort_by(|a, b| a.command.cmp(&b.command));
         out
     }
 
-    fn push_refused(&self, out: &mut Vec<RefusedCommand>, argv: &[&str], cmd: &Command, access: Access, allow: Allow) {
-        let argv = Commands::from_iter([argv.to_vec()]);
-        let mut entry: Option<RefusedCommand> = None;
-        for mode in MODES {
-            let Some(r) = self.refusal(argv.get(0), mode, access, allow) else { continue };
-            match &mut entry {
-                Some(e) => e.modes.push(mode),
-                None => entry = Some(RefusedCommand { command: cmd.display_name(), reason: r.reason, modes: vec![mode], message: r.message }),
+    /// Each command and each subcommand as its bare argv (`SELECT`, `CONFIG SET`).
+    fn each_bare_name(&self, mut f: impl FnMut(ArgvRef<'_>, &Command)) {
+        for top in self.iter() {
+            f(Commands::from_iter([vec![top.name.as_str()]]).get(0), top);
+            for sub in top.subcommands.values() {
+                let word = sub.name.rsplit('|').next().unwrap_or(&sub.name);
+                f(Commands::from_iter([vec![top.name.as_str(), word]]).get(0), sub);
             }
         }
-        out.extend(entry);
     }
 }
 

@@ -301,16 +301,16 @@ impl Table {
             };
             return Some(refuse(
                 Reason::Connection,
-                format!("{name} is refused: it changes the connection itself, and a batch has its connection only while it runs{hint}"),
+                format!("{name} is refused: it changes the connection itself, which pipelab sets up for every batch and session{hint}"),
             ));
         }
         if class.has(Class::STREAM) || class.has(Class::REPLICA) {
-            return Some(refuse(Reason::Stream, format!("{name} is refused: it turns the connection into a stream of messages that outlives the batch")));
+            return Some(refuse(Reason::Stream, format!("{name} is refused: it turns the connection into a stream of messages that outlives the request")));
         }
         if class.has(Class::REPLY_MODE) {
             return Some(refuse(
                 Reason::ReplyMode,
-                format!("{name} is refused: it changes which replies the connection gets, and the batch expects exactly one reply per command"),
+                format!("{name} is refused: it changes which replies the connection gets, and pipelab expects exactly one reply per command"),
             ));
         }
         if class.has(Class::TRANSACTION) && mode == Mode::Transaction {
@@ -348,7 +348,7 @@ impl Table {
         if class.has(Class::BLOCKING) && mode != Mode::Transaction && timeout::timeout_of(&cmd.name).is_some_and(|t| arity_ok(cmd, argv) && timeout::waits_forever(t, argv)) {
             return Some(refuse(
                 Reason::BlockingForever,
-                format!("{name} with timeout 0 is refused: it could block the batch's connection forever (give it a timeout)"),
+                format!("{name} with timeout 0 is refused: it could block the connection forever (give it a timeout)"),
             ));
         }
         if access == Access::ReadOnly && !class.readonly_token() {

@@ -53,6 +53,9 @@ pub struct ConnSettings {
     pub resp3: bool,
     /// Put the socket behind the delay line: this round-trip time in ms is added.
     pub simulated_rtt_ms: f64,
+    /// Behind the delay line, each direction carries this many Mbit/s
+    /// (`None`: unlimited).
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Stop reading once this many reply bytes were received (`None`: no limit).
     pub max_reply_bytes: Option<u64>,
     /// No read or write waits past this instant (the batch's time limit):
@@ -61,6 +64,19 @@ pub struct ConnSettings {
     /// Ends the batch early when flipped: then [`ReadError::Cancelled`] /
     /// [`WriteError::Cancelled`] (see [`Cancel`]).
     pub cancel: Option<Cancel>,
+}
+
+impl ConnSettings {
+    /// A plain connection for pipelab's own few commands: `wait` to connect
+    /// and for each reply, RESP2, no simulated network, no limits.
+    pub fn plain(wait: std::time::Duration) -> ConnSettings {
+        ConnSettings { connect_timeout: wait, read_timeout: wait, resp3: false, simulated_rtt_ms: 0.0, simulated_bandwidth_mbps: None, max_reply_bytes: None, deadline: None, cancel: None }
+    }
+
+    /// The connection goes behind the delay line (a simulated RTT or bandwidth).
+    pub fn simulates_network(&self) -> bool {
+        self.simulated_rtt_ms > 0.0 || self.simulated_bandwidth_mbps.is_some()
+    }
 }
 
 /// Byte and call counts on one connection, since [`Conn::reset_stats`].
@@ -82,6 +98,8 @@ pub struct IoStats {
     /// RESP3 push messages received and set aside: out-of-band data (e.g.
     /// client-side caching invalidations) that answers no command.
     pub pushes: u64,
+    /// Behind the delay line: how late it released chunks (`None` without).
+    pub line: Option<delay::LineTiming>,
 }
 
 /// The counts of two connections (or of one, before and after a reconnect) together.
@@ -95,6 +113,10 @@ impl std::ops::Add for IoStats {
             bytes_sent: self.bytes_sent + o.bytes_sent,
             bytes_received: self.bytes_received + o.bytes_received,
             pushes: self.pushes + o.pushes,
+            line: match (self.line, o.line) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            },
         }
     }
 }
@@ -160,8 +182,9 @@ struct State {
     stream: Counted,
     /// The socket under `stream`, to probe it while idle.
     raw: RawSock,
-    /// Behind the delay line (`simulated_rtt_ms > 0`): never pooled.
-    delayed: bool,
+    /// Behind the delay line (a simulated RTT or bandwidth): its timing, and
+    /// the timing when the stats were last reset. Such a connection is never pooled.
+    line: Option<(delay::TimingHandle, delay::LineTiming)>,
     /// Spoke `HELLO 3` in the handshake.
     resp3: bool,
     /// The tokio runtime whose I/O driver the socket is registered with
@@ -184,7 +207,7 @@ impl Conn {
     /// Connects, runs the handshake in one write: `HELLO 3 [AUTH user pass]
     /// SETNAME pipelab` (RESP3) or `[AUTH [user] pass]` + `CLIENT SETNAME
     /// pipelab` (RESP2), then `SELECT db`; then puts the socket behind the
-    /// delay line if `settings.simulated_rtt_ms > 0`. The simulated RTT is
+    /// delay line if `settings` simulate an RTT or a bandwidth. The simulated RTT is
     /// the batch's: connecting and the handshake do not pay it (they are
     /// outside `total_us` too, and a user waiting one RTT more than the
     /// summary shows would be misled).
@@ -196,13 +219,13 @@ impl Conn {
     /// Errors (a message naming the step and Redis's error) if the socket,
     /// TLS, AUTH, HELLO or SELECT fails. Stats start at zero after the handshake.
     pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, String> {
-        let one_way = delay::one_way(settings.simulated_rtt_ms)?;
+        let link = delay::Link::new(settings.simulated_rtt_ms, settings.simulated_bandwidth_mbps)?;
         let connect_until = tokio::time::Instant::now() + settings.connect_timeout;
         let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
         let mut conn = Conn { s: Box::new(State {
             stream: Counted { inner: raw, syscalls: 0, reads: 0, accepted: 0 },
             raw: fd,
-            delayed: !one_way.is_zero(),
+            line: None,
             resp3: settings.resp3,
             runtime: tokio::runtime::Handle::try_current().ok().map(|h| h.id()),
             buffer: ReadBuffer::new(),
@@ -221,9 +244,11 @@ impl Conn {
                 return Err(format!("handshake with {target} failed: no reply within {ms} ms (connect timeout)"));
             }
         }
-        if !one_way.is_zero() {
+        if !link.is_none() {
             let raw = std::mem::replace(&mut conn.s.stream.inner, Box::new(tokio::io::duplex(1).0));
-            conn.s.stream.inner = Box::new(delay::wrap(raw, one_way).map_err(|e| format!("delay line: {e}"))?);
+            let line = delay::wrap(raw, link).map_err(|e| format!("delay line: {e}"))?;
+            conn.s.line = Some((line.timing(), delay::LineTiming::default()));
+            conn.s.stream.inner = Box::new(line);
         }
         conn.reset_stats();
         conn.s.max_reply_bytes = settings.max_reply_bytes;
@@ -234,7 +259,13 @@ impl Conn {
 
     /// Byte and call counts since the handshake.
     pub fn stats(&self) -> IoStats {
-        IoStats { write_syscalls: self.s.stream.syscalls, read_syscalls: self.s.stream.reads, bytes_sent: self.s.stream.accepted, ..self.s.stats }
+        IoStats {
+            write_syscalls: self.s.stream.syscalls,
+            read_syscalls: self.s.stream.reads,
+            bytes_sent: self.s.stream.accepted,
+            line: self.s.line.as_ref().map(|(h, base)| h.get().since(base)),
+            ..self.s.stats
+        }
     }
 
     fn reset_stats(&mut self) {
@@ -242,6 +273,9 @@ impl Conn {
         self.s.stream.syscalls = 0;
         self.s.stream.reads = 0;
         self.s.stream.accepted = 0;
+        if let Some((h, base)) = &mut self.s.line {
+            *base = h.get();
+        }
     }
 
     /// True if the socket has accepted no byte since the handshake or the
@@ -252,7 +286,7 @@ impl Conn {
 
     /// Behind the delay line (simulated RTT).
     pub fn is_delayed(&self) -> bool {
-        self.s.delayed
+        self.s.line.is_some()
     }
 
     /// Speaks RESP3 (`HELLO 3` in the handshake).

@@ -3,39 +3,98 @@
 //! tokio's timer has 1 ms granularity, and spinning a whole hold on a core
 //! starves other threads on a busy machine (a woken thread can preempt the
 //! one that woke it and then spin for the full hold). On Linux this waits on
-//! a `timerfd` (an hrtimer, no timer slack) registered with tokio's reactor
-//! until [`SPIN`] before the deadline, then re-polls for that last stretch.
-//! Elsewhere tokio's timer is used until 2 ms before, then re-polling.
+//! a `timerfd` (an hrtimer, no timer slack) registered with tokio's reactor,
+//! then re-polls for the last stretch. Elsewhere tokio's timer is used until
+//! 2 ms before, then re-polling.
+//!
+//! A wake-up comes late by however long the thread waits for a core: a few
+//! µs on an idle machine, hundreds when every core is busy. The timer
+//! learns that lateness ([`Lead`], shared by every timer of the process, as
+//! it is the machine's) and fires earlier by it, so that the re-polled
+//! stretch stays short: [`SPIN`] when a core is free, where the learned
+//! lead is about zero.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Final stretch covered by re-polling, to absorb the reactor's wake-up latency.
+/// Final stretch always covered by re-polling.
 #[cfg(target_os = "linux")]
-const SPIN: Duration = Duration::from_micros(60);
+const SPIN: Duration = Duration::from_micros(10);
 #[cfg(not(target_os = "linux"))]
 const SPIN: Duration = Duration::from_micros(2000);
+
+/// The most a wake-up is ever moved earlier: a machine that late would make
+/// the re-polled stretch a busy loop.
+const MAX_LEAD_NS: u64 = 1_000_000;
+
+/// How late the process's timer wake-ups come, in ns: a running estimate of
+/// a high quantile (about the 90th percentile), which moves up by a quarter
+/// of the gap to a later wake-up and down by a 32nd of the gap to an
+/// earlier one (a quantile's stochastic-gradient step).
+struct Lead(AtomicU64);
+
+static LEAD: Lead = Lead(AtomicU64::new(0));
+
+impl Lead {
+    fn get(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
+
+    /// One wake-up came `late` after the instant it was armed for.
+    /// Concurrent updates may lose one another's step: an estimate.
+    fn learn(&self, late: Duration) {
+        let x = (late.as_nanos() as u64).min(MAX_LEAD_NS);
+        let l = self.0.load(Ordering::Relaxed);
+        let next = if x > l { l + (x - l) / 4 } else { l - (l - x) / 32 };
+        self.0.store(next, Ordering::Relaxed);
+    }
+}
 
 /// One reusable timer; arm it for any deadline by polling [`Timer::poll_until`].
 pub struct Timer {
     inner: imp::Inner,
+    /// The deadline waited for and the instant the inner timer is armed
+    /// for (earlier by the lead), until it is seen to have passed.
+    waiting: Option<(Instant, Instant)>,
 }
 
 impl Timer {
     /// Must be called within a tokio runtime.
     pub fn new() -> io::Result<Timer> {
-        Ok(Timer { inner: imp::Inner::new()? })
+        Ok(Timer { inner: imp::Inner::new()?, waiting: None })
     }
 
     /// Ready once `deadline` has passed.
     pub fn poll_until(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
         let now = Instant::now();
+        if let Some((d, at)) = self.waiting {
+            if now >= at {
+                // Woken (by the timer or anything else) after the armed instant.
+                LEAD.learn(now - at);
+                self.waiting = None;
+            } else if d != deadline {
+                self.waiting = None;
+            }
+        }
         if now >= deadline {
+            self.waiting = None;
             return Poll::Ready(());
         }
-        if deadline - now > SPIN && self.inner.poll_until(cx, deadline - SPIN).is_pending() {
-            return Poll::Pending;
+        let early = SPIN + LEAD.get();
+        let at = match self.waiting {
+            Some((_, at)) => Some(at),
+            None if deadline - now > early => Some(deadline - early),
+            None => None,
+        };
+        if let Some(at) = at {
+            if self.inner.poll_until(cx, at).is_pending() {
+                self.waiting = Some((deadline, at));
+                return Poll::Pending;
+            }
+            LEAD.learn(Instant::now().saturating_duration_since(at));
+            self.waiting = None;
         }
         // The last µs: ask to be polled again at once.
         cx.waker().wake_by_ref();
@@ -187,5 +246,21 @@ mod tests {
         late.sort();
         // Never early; the median is late by µs, not by a timer tick.
         assert!(late[late.len() / 2] < Duration::from_micros(200), "{late:?}");
+    }
+
+    #[test]
+    fn the_lead_climbs_to_late_wake_ups_quickly_and_comes_down_slowly() {
+        let lead = Lead(AtomicU64::new(0));
+        for _ in 0..20 {
+            lead.learn(Duration::from_micros(200));
+        }
+        let up = lead.get();
+        assert!(up > Duration::from_micros(190) && up <= Duration::from_micros(200), "{up:?}");
+        // One on-time wake-up moves it down by a 32nd of the gap only.
+        lead.learn(Duration::ZERO);
+        assert!(lead.get() > up * 9 / 10, "{:?}", lead.get());
+        // Never past the cap, whatever a stall.
+        lead.learn(Duration::from_secs(1));
+        assert!(lead.get() <= Duration::from_nanos(MAX_LEAD_NS));
     }
 }

@@ -185,6 +185,15 @@ pub struct Summary {
     /// `commands / total_us`, in commands per second.
     pub commands_per_sec: f64,
     pub simulated_rtt_ms: f64,
+    /// The simulated round trip the delay line achieved: `simulated_rtt_ms`
+    /// plus how late, on average, it released bytes in each direction (a
+    /// busy machine's late wake-ups). Beside the asked one, it says when
+    /// the machine could not keep it. Absent without a delay line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_rtt_ms: Option<f64>,
+    /// The simulated bandwidth in each direction, in Mbit/s; absent: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Commands per chunk in pipeline mode (1 in sequential mode, all in transaction mode).
     pub batch_size: usize,
     /// Replies were read as RESP3 (`HELLO 3`).
@@ -230,6 +239,7 @@ impl Summary {
         self.bytes_sent = io.bytes_sent;
         self.bytes_received = io.bytes_received;
         self.pushes = io.pushes;
+        self.achieved_rtt_ms = io.line.map(|l| l.achieved_rtt_ms(self.simulated_rtt_ms));
     }
 
     /// Sets `total_us` (µs) and `commands_per_sec` from it: answered
@@ -392,6 +402,9 @@ pub struct Plan {
     pub on_error: OnError,
     /// Simulated round-trip time in ms (0 to 1000, fractional), added by the delay line.
     pub simulated_rtt_ms: f64,
+    /// Simulated bandwidth in Mbit/s, each direction (`None`: unlimited;
+    /// see [`crate::delay::Link`]).
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Switch the connection to RESP3 with `HELLO 3` before the batch.
     pub resp3: bool,
     /// Keys to `WATCH` before a transaction.
@@ -419,6 +432,7 @@ impl Plan {
             batch_size: DEFAULT_BATCH_SIZE,
             on_error: OnError::Continue,
             simulated_rtt_ms: 0.0,
+            simulated_bandwidth_mbps: None,
             resp3: false,
             watch: Vec::new(),
             clients: auto::DEFAULT_CLIENTS,

@@ -190,11 +190,11 @@ impl Pool {
     }
 
     /// A connection for a batch with `settings`: an idle one that passes the
-    /// probe (RESP2/RESP3 as asked, no simulated RTT), else a new one.
+    /// probe (RESP2/RESP3 as asked, no simulated network), else a new one.
     ///
     /// Errors: as [`Conn::connect`] (nothing was sent).
     pub async fn checkout(&self, settings: &ConnSettings) -> Result<Lease, String> {
-        if settings.simulated_rtt_ms == 0.0 && self.config.max_idle > 0 {
+        if !settings.simulates_network() && self.config.max_idle > 0 {
             // Take the most recent idle connection of the right protocol,
             // then probe it outside the lock (a system call); a stale or
             // dead one is closed and the next is tried.
@@ -215,7 +215,7 @@ impl Pool {
 
     /// A new connection for [`Pool::checkout`].
     async fn connect(&self, settings: &ConnSettings) -> Result<Lease, String> {
-        if settings.simulated_rtt_ms > 0.0 {
+        if settings.simulates_network() {
             return Ok(Lease { conn: Conn::connect(&self.target, settings).await?, reused: false });
         }
         // The table is read before the reply-size limit applies.
@@ -267,15 +267,7 @@ impl Pool {
 
     /// Reads the table for [`Pool::commands_loaded`].
     async fn load_commands(&self, wait: std::time::Duration) {
-        let settings = ConnSettings {
-            connect_timeout: wait,
-            read_timeout: wait,
-            resp3: false,
-            simulated_rtt_ms: 0.0,
-            max_reply_bytes: None,
-            deadline: None,
-            cancel: None,
-        };
+        let settings = ConnSettings::plain(wait);
         if let Ok(mut conn) = Conn::connect(&self.target, &settings).await {
             if let Err(e) = self.commands.refresh(&mut conn).await {
                 tracing::warn!(error = %e, "reading the command table failed");

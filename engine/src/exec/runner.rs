@@ -55,6 +55,7 @@ pub(crate) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
         read_timeout: opts.read_timeout,
         resp3: plan.resp3,
         simulated_rtt_ms: plan.simulated_rtt_ms,
+        simulated_bandwidth_mbps: plan.simulated_bandwidth_mbps,
         max_reply_bytes: opts.max_reply_bytes,
         deadline: opts.deadline,
         cancel: opts.cancel.clone(),
@@ -126,6 +127,7 @@ pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
         summary: Summary {
             mode: Some(plan.mode),
             simulated_rtt_ms: plan.simulated_rtt_ms,
+            simulated_bandwidth_mbps: plan.simulated_bandwidth_mbps,
             resp3: plan.resp3,
             batch_size: match plan.mode {
                 Mode::Sequential => 1,

@@ -23,7 +23,7 @@ use crate::conn::{Conn, ConnSettings};
 /// A side connection's settings, from the batch's: no delay line (a
 /// reading must not wait a simulated RTT), RESP2, no reply-size limit.
 pub(crate) fn side_settings(batch: &ConnSettings) -> ConnSettings {
-    ConnSettings { resp3: false, simulated_rtt_ms: 0.0, max_reply_bytes: None, ..batch.clone() }
+    ConnSettings { resp3: false, simulated_rtt_ms: 0.0, simulated_bandwidth_mbps: None, max_reply_bytes: None, ..batch.clone() }
 }
 
 /// A reading taken before a batch, on its side connection.

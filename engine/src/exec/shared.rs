@@ -96,6 +96,7 @@ pub fn shareable(batch: &Batch, opts: &ExecOptions, table: &Table) -> bool {
     one_chunk
         && (1..=MAX_COMMANDS).contains(&n)
         && plan.simulated_rtt_ms == 0.0
+        && plan.simulated_bandwidth_mbps.is_none()
         && !plan.resp3
         && plan.watch.is_empty()
         && !plan.server_stats

@@ -33,6 +33,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), BatchError> {
         return Err(err("batch_size", "must be at least 1".into()));
     }
     delay::one_way(plan.simulated_rtt_ms).map_err(|m| err("simulated_rtt_ms", m))?;
+    delay::check_bandwidth(plan.simulated_bandwidth_mbps).map_err(|m| err("simulated_bandwidth_mbps", m))?;
     if !plan.watch.is_empty() && plan.mode != Mode::Transaction {
         return Err(err("watch", "WATCH is only meaningful in transaction mode".into()));
     }

@@ -26,6 +26,8 @@ pub struct SweepSpec {
     pub batch_sizes: Vec<usize>,
     /// Extra delay per round trip in ms (0 to 1000; the executor checks it).
     pub simulated_rtt_ms: f64,
+    /// Simulated bandwidth in Mbit/s, each direction (`None`: unlimited).
+    pub simulated_bandwidth_mbps: Option<f64>,
     /// Runs per batch size, 1 to [`MAX_REPEATS`] (default [`DEFAULT_REPEATS`]);
     /// a batch size stops repeating once its runs took [`REPEAT_BUDGET_US`]
     /// together. Its point is its median run.
@@ -73,7 +75,7 @@ impl SweepSpec {
                 )),
             })
             .collect::<Result<_, _>>()?;
-        Ok(SweepSpec { template, total: total as u64, batch_sizes, simulated_rtt_ms, repeats: DEFAULT_REPEATS })
+        Ok(SweepSpec { template, total: total as u64, batch_sizes, simulated_rtt_ms, simulated_bandwidth_mbps: None, repeats: DEFAULT_REPEATS })
     }
 
     /// `self` with `repeats` runs per batch size (API field `repeats`):
@@ -118,15 +120,22 @@ impl SweepSpec {
 pub struct SweepReport {
     pub total: u64,
     pub simulated_rtt_ms: f64,
+    /// The simulated bandwidth in Mbit/s, each direction; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated_bandwidth_mbps: Option<f64>,
     pub points: Vec<SweepPoint>,
     pub cleanup: Cleanup,
     /// The cost model fitted to `points`.
     pub model: CostModel,
 }
 
-/// The cost model `T(b) = ⌈N/b⌉·RTT + N·t_cmd` beside the measurement: a
-/// run of N commands in chunks of b pays one RTT per round trip and
-/// `t_cmd` per command. `t_cmd` is wall time: the client's work, the
+/// The cost model `T(b) = ⌈N/b⌉·RTT + N·wire + N·t_cmd` beside the
+/// measurement: a run of N commands in chunks of b pays one RTT per round
+/// trip, `wire` per command for its bytes on a link of limited bandwidth
+/// (the larger of its request and its reply, as the two directions overlap
+/// in a pipeline; 0 when unlimited) and `t_cmd` per command. The wire term
+/// does not shrink with b: once a chunk's bytes take longer to send than
+/// an RTT ([`CostModel::bdp_batch_size`]), a bigger batch saves little. `t_cmd` is wall time: the client's work, the
 /// kernel's and the server's together; the two figures beside it say what
 /// each side's share is ([`CostModel::server_us_per_cmd`],
 /// [`CostModel::client_cpu_us_per_cmd`]).
@@ -154,6 +163,22 @@ pub struct CostModel {
     /// RTT off by 10 µs is 20 ms over 2,000 round trips); there the model
     /// is drawn, not fitted. Empty: no fit.
     pub fitted_on: Vec<u64>,
+    /// The simulated bandwidth, in Mbit/s; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_mbps: Option<f64>,
+    /// Bytes on the wire per command: the larger of its request and its
+    /// reply (`bytes_sent` / `bytes_received` per command of a complete run).
+    #[serde(default)]
+    pub bytes_per_cmd: f64,
+    /// µs per command on the wire at [`CostModel::bandwidth_mbps`]
+    /// (`bytes_per_cmd · 8 / Mbit/s`); 0 when unlimited.
+    #[serde(default)]
+    pub wire_us_per_cmd: f64,
+    /// The bandwidth-delay product in commands: the batch size whose bytes
+    /// take one RTT to send (`RTT / wire_us_per_cmd`). Beyond it the wire,
+    /// not the round trips, sets the pace. Absent when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdp_batch_size: Option<u64>,
     /// Why `t_cmd_us` is 0: the data do not support a fit (no complete
     /// run, or every run was mostly round trips). Absent when fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,31 +223,46 @@ impl Latency {
 
 impl CostModel {
     /// The model for `points` of `total` commands each, at the simulated
-    /// RTT plus the loopback one (ms).
-    pub fn fit(points: &[SweepPoint], total: u64, simulated_rtt_ms: f64, loopback_rtt_ms: f64) -> CostModel {
+    /// RTT plus the loopback one (ms), and the simulated bandwidth (Mbit/s).
+    pub fn fit(points: &[SweepPoint], total: u64, simulated_rtt_ms: f64, loopback_rtt_ms: f64, bandwidth_mbps: Option<f64>) -> CostModel {
         let rtt_ms = simulated_rtt_ms + loopback_rtt_ms;
         let rtt_us = rtt_ms * 1000.0;
         let complete: Vec<&SweepPoint> =
             points.iter().filter(|p| p.incomplete == 0 && p.errors == 0 && p.total_us > 0).collect();
-        let usable: Vec<&SweepPoint> =
-            complete.iter().copied().filter(|p| p.round_trips as f64 * rtt_us <= p.total_us as f64 / 2.0).collect();
+        let bytes_per_cmd = complete
+            .first()
+            .filter(|_| total > 0)
+            .map(|p| p.bytes_sent.max(p.bytes_received) as f64 / total as f64)
+            .unwrap_or(0.0);
+        let wire_us_per_cmd = bandwidth_mbps.map_or(0.0, |mbps| bytes_per_cmd * 8.0 / mbps);
+        let wire_us = wire_us_per_cmd * total as f64;
+        // What the model knows of a run before fitting: its round trips and
+        // its bytes on the wire. The wire's time is the simulated bandwidth's,
+        // exact; only the RTT is measured, so only its share must stay small.
+        let known = |p: &SweepPoint| p.round_trips as f64 * rtt_us + wire_us;
+        let usable: Vec<&SweepPoint> = complete
+            .iter()
+            .copied()
+            .filter(|p| p.round_trips as f64 * rtt_us <= (p.total_us as f64 - wire_us) / 2.0)
+            .collect();
         // Least squares of the relative error of T_i ≈ k_i·RTT + N·t over t,
         // so that each run weighs the same however long it took (a plain
         // fit is all the slowest run's: its per-round-trip overhead beyond
         // the RTT, not the per-command cost): minimise Σ ((r_i − N·t)/T_i)²,
         // r_i = T_i − k_i·RTT, hence t = Σ r_i/T_i² / (N · Σ 1/T_i²).
-        // Each r_i ≥ T_i/2 > 0 (how `usable` is chosen): t is positive.
+        // Each r_i ≥ (T_i − wire)/2 ≥ 0 (how `usable` is chosen): t is not negative.
         let (num, den) = usable.iter().fold((0.0, 0.0), |(a, b), p| {
             let t = p.total_us as f64;
-            (a + (t - p.round_trips as f64 * rtt_us) / (t * t), b + 1.0 / (t * t))
+            (a + (t - known(p)) / (t * t), b + 1.0 / (t * t))
         });
         let t_cmd_us = if den == 0.0 || total == 0 { 0.0 } else { (num / (den * total as f64)).max(0.0) };
         let note = match (complete.is_empty(), usable.is_empty()) {
             (true, _) => Some("no complete run (every run had errors or was cut): t_cmd not fitted".to_string()),
             (false, true) => Some(format!(
-                "every run spent more than half its time in round trips at the model's RTT ({rtt_ms:.3} ms): \
+                "every run spent more than half its time in round trips at the model's RTT ({rtt_ms:.3} ms){}: \
                  t_cmd cannot be told apart from the RTT's own error, so it is not fitted (add a larger batch size, \
-                 e.g. {total})"
+                 e.g. {total})",
+                if wire_us > 0.0 { " and on the wire" } else { "" }
             )),
             _ => None,
         };
@@ -245,6 +285,10 @@ impl CostModel {
             loopback_rtt_ms,
             t_cmd_us,
             fitted_on: usable.iter().map(|p| p.batch_size).collect(),
+            bandwidth_mbps,
+            bytes_per_cmd,
+            wire_us_per_cmd,
+            bdp_batch_size: (wire_us_per_cmd > 0.0).then(|| (rtt_us / wire_us_per_cmd).ceil().max(1.0) as u64),
             note,
             server_us_per_cmd,
             client_cpu_us_per_cmd,
@@ -254,7 +298,7 @@ impl CostModel {
 
     /// The model's time for `total` commands in chunks of `batch_size`, in µs.
     pub fn total_us(&self, total: u64, batch_size: u64) -> f64 {
-        total.div_ceil(batch_size.max(1)) as f64 * self.rtt_ms * 1000.0 + total as f64 * self.t_cmd_us
+        total.div_ceil(batch_size.max(1)) as f64 * self.rtt_ms * 1000.0 + total as f64 * (self.wire_us_per_cmd + self.t_cmd_us)
     }
 }
 
@@ -279,6 +323,15 @@ pub struct SweepPoint {
     pub total_us: u64,
     pub commands_per_sec: f64,
     pub round_trips: u64,
+    /// Bytes the run wrote and read (`summary.bytes_sent`, `bytes_received`).
+    #[serde(default)]
+    pub bytes_sent: u64,
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// The round trip the delay line achieved in that run
+    /// (`summary.achieved_rtt_ms`); absent without a delay line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_rtt_ms: Option<f64>,
     pub ok: u64,
     pub errors: u64,
     /// not_sent + unknown (the run was cut).
@@ -306,6 +359,9 @@ impl SweepPoint {
             total_us: s.total_us,
             commands_per_sec: s.commands_per_sec,
             round_trips: s.round_trips,
+            bytes_sent: s.bytes_sent,
+            bytes_received: s.bytes_received,
+            achieved_rtt_ms: s.achieved_rtt_ms,
             ok: s.ok as u64,
             errors: s.errors as u64,
             incomplete: (s.not_sent + s.unknown) as u64,
@@ -358,8 +414,15 @@ pub async fn sweep_until<R: Runner>(
         Some(Stopped::Failed(e)) => Err(LabError::Run(e)),
         Some(Stopped::Interrupted) => Err(LabError::Interrupted(cleanup?)),
         None => {
-            let model = CostModel::fit(&points, spec.total, spec.simulated_rtt_ms, loopback_ms);
-            Ok(SweepReport { total: spec.total, simulated_rtt_ms: spec.simulated_rtt_ms, points, cleanup: cleanup?, model })
+            let model = CostModel::fit(&points, spec.total, spec.simulated_rtt_ms, loopback_ms, spec.simulated_bandwidth_mbps);
+            Ok(SweepReport {
+                total: spec.total,
+                simulated_rtt_ms: spec.simulated_rtt_ms,
+                simulated_bandwidth_mbps: spec.simulated_bandwidth_mbps,
+                points,
+                cleanup: cleanup?,
+                model,
+            })
         }
     }
 }
@@ -383,6 +446,7 @@ async fn run_points<R: Runner>(
 ) -> Option<R::Error> {
     for &b in &spec.batch_sizes {
         let mut batch = pipeline(commands.clone(), b, spec.simulated_rtt_ms);
+        batch.plan.simulated_bandwidth_mbps = spec.simulated_bandwidth_mbps;
         batch.plan.server_stats = true;
         let mut runs: Vec<SweepPoint> = Vec::new();
         let mut spent = 0u64;
@@ -454,6 +518,9 @@ mod tests {
             total_us,
             commands_per_sec: 1000.0 * 1e6 / total_us as f64,
             round_trips,
+            bytes_sent: 0,
+            bytes_received: 0,
+            achieved_rtt_ms: None,
             ok: 1000,
             errors: 0,
             incomplete: 0,
@@ -465,7 +532,7 @@ mod tests {
     }
 
     fn truth(rtt_ms: f64, t_cmd_us: f64) -> CostModel {
-        CostModel::fit(&[], 1, rtt_ms, 0.0).with_t_cmd(t_cmd_us)
+        CostModel::fit(&[], 1, rtt_ms, 0.0, None).with_t_cmd(t_cmd_us)
     }
 
     impl CostModel {
@@ -481,7 +548,7 @@ mod tests {
         let truth = truth(0.5, 4.0);
         let points: Vec<SweepPoint> =
             [1u64, 10, 100, 1000].iter().map(|&b| point(b, truth.total_us(1000, b) as u64, 1000u64.div_ceil(b))).collect();
-        let m = CostModel::fit(&points, 1000, 0.45, 0.05);
+        let m = CostModel::fit(&points, 1000, 0.45, 0.05, None);
         assert!((m.t_cmd_us - 4.0).abs() < 0.01, "{m:?}");
         assert_eq!((m.rtt_ms, m.loopback_rtt_ms), (0.5, 0.05));
         // 1000: 4.5 ms (0.5 ms of round trips), 100: 9 ms (5 ms: more than
@@ -491,7 +558,7 @@ mod tests {
         // 1000: 4.5 ms, 100: 9 ms (50% of the plateau), 10: 54 ms.
         assert_eq!(m.knee_batch_size, 1000);
         let flat = [point(1, 2_000_000, 1000), point(100, 10_000, 10), point(1000, 9_500, 1)];
-        assert_eq!(CostModel::fit(&flat, 1000, 0.0, 0.0).knee_batch_size, 100, "within 10% of the plateau");
+        assert_eq!(CostModel::fit(&flat, 1000, 0.0, 0.0, None).knee_batch_size, 100, "within 10% of the plateau");
     }
 
     /// A loopback RTT measured high (a loaded machine) made the old fit
@@ -506,19 +573,54 @@ mod tests {
             p.client_cpu_us = Some(3_000 * p.round_trips);
         }
         // The old fit gave −5.4 µs here; now no run supports a fit, and it says so.
-        let m = CostModel::fit(&points, 2000, 0.2, 4.0);
+        let m = CostModel::fit(&points, 2000, 0.2, 4.0, None);
         assert_eq!((m.t_cmd_us, m.fitted_on.len()), (0.0, 0), "{m:?}");
         assert!(m.note.as_deref().is_some_and(|n| n.contains("more than half its time in round trips")), "{m:?}");
         assert_eq!(m.server_us_per_cmd, Some(1.0), "from the complete run with the fewest round trips");
         // At 0.05 ms: 100 and 2,000 are fitted, and 1 (that run took 1.35 ms
         // per round trip: the machine's stalls, not the RTT), with little weight.
-        let m = CostModel::fit(&points, 2000, 0.2, 0.05);
+        let m = CostModel::fit(&points, 2000, 0.2, 0.05, None);
         assert_eq!(m.fitted_on, [1, 100, 2000], "{m:?}");
         assert!(m.t_cmd_us > 1.0 && m.t_cmd_us < 3.5, "{m:?}");
         assert_eq!((m.server_us_per_cmd, m.client_cpu_us_per_cmd), (Some(1.0), Some(1.5)), "from batch 2,000's run");
         assert_eq!(m.note, None);
-        let m = CostModel::fit(&[], 2000, 0.2, 0.05);
+        let m = CostModel::fit(&[], 2000, 0.2, 0.05, None);
         assert!(m.note.as_deref().is_some_and(|n| n.contains("no complete run")), "{m:?}");
+    }
+
+    /// On a link of limited bandwidth the wire term is known from the
+    /// bytes, the fit gives t_cmd back, and the bandwidth-delay product
+    /// says where bigger batches stop helping.
+    #[test]
+    fn bandwidth_adds_a_wire_term_that_batches_do_not_shrink() {
+        // 10 Mbit/s, 50 bytes per request and 5 per reply: 40 µs per command
+        // on the wire; RTT 20 ms: the BDP is 500 commands.
+        let mut truth = truth(20.0, 2.0);
+        truth.wire_us_per_cmd = 40.0;
+        let points: Vec<SweepPoint> = [1u64, 10, 100, 1000, 10000]
+            .iter()
+            .map(|&b| {
+                let t = truth.total_us(10_000, b) as u64;
+                SweepPoint {
+                    bytes_sent: 50 * 10_000,
+                    bytes_received: 5 * 10_000,
+                    commands_per_sec: 10_000.0 * 1e6 / t as f64,
+                    ..point(b, t, 10_000u64.div_ceil(b))
+                }
+            })
+            .collect();
+        let m = CostModel::fit(&points, 10_000, 19.95, 0.05, Some(10.0));
+        assert_eq!((m.bytes_per_cmd, m.wire_us_per_cmd, m.bdp_batch_size), (50.0, 40.0, Some(500)));
+        assert!((m.t_cmd_us - 2.0).abs() < 0.01, "{m:?}");
+        // Past the BDP ten times the batch buys less than 1.5x (round trips
+        // are then a fraction BDP/b of the wire's time); below it, almost 4x.
+        let t = |b| m.total_us(10_000, b);
+        assert!(t(1000) / t(10_000) < 1.5, "{} {}", t(1000), t(10_000));
+        assert!(t(100) / t(1000) > 3.5, "{} {}", t(100), t(1000));
+        assert_eq!(m.knee_batch_size, 10_000);
+        // Unlimited: no wire term at all.
+        let m = CostModel::fit(&points, 10_000, 19.95, 0.05, None);
+        assert_eq!((m.wire_us_per_cmd, m.bdp_batch_size), (0.0, None));
     }
 
     #[test]

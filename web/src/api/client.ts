@@ -3,7 +3,8 @@
 // type. Paths are relative so the page works under any prefix. Types come
 // from the server's OpenAPI document (./types.ts).
 import { parseJsonExact } from '../replyJson.js';
-import type { BatchRequest, BatchResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
+import { noteUnauthorized, withToken } from './token.js';
+import type { BatchRequest, BatchResponse, CommandsResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
 
 export type * from './types.js';
 
@@ -15,20 +16,20 @@ export class ApiError extends Error {
 }
 
 /**
- * Fetches `path` and returns the body of a 2xx answer as text. Anything else
- * throws ApiError: status 0 `unreachable` when fetch itself fails, else the
- * server's `{"error": {code, message}}` (raw text and `http_<status>` when the
- * body is not that JSON).
+ * fetch() with the API token (./token.ts), if one was given; status 0
+ * `unreachable` when fetch itself fails.
  */
-async function call(path: string, init?: RequestInit): Promise<string> {
-  let res: Response;
+export async function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
   try {
-    res = await fetch(path, init);
+    return await fetch(path, { ...init, headers: withToken(init.headers as Record<string, string> | undefined) });
   } catch (e) {
     throw new ApiError(0, 'unreachable', `the pipelab API is unreachable (${(e as Error).message})`);
   }
+}
+
+/** The error of a failed answer: the server's `{"error": {code, message}}`, or its raw text and `http_<status>`. */
+export async function errorOf(res: Response): Promise<ApiError> {
   const body = await res.text();
-  if (res.ok) return body;
   let code = `http_${res.status}`;
   let message = body.slice(0, 300) || res.statusText;
   try {
@@ -37,7 +38,15 @@ async function call(path: string, init?: RequestInit): Promise<string> {
   } catch {
     /* not JSON: keep the raw text */
   }
-  throw new ApiError(res.status, code, message);
+  noteUnauthorized(res.status, message);
+  return new ApiError(res.status, code, message);
+}
+
+/** Fetches `path` and returns the body of a 2xx answer as text; anything else throws ApiError. */
+async function call(path: string, init?: RequestInit): Promise<string> {
+  const res = await apiFetch(path, init);
+  if (res.ok) return res.text();
+  throw await errorOf(res);
 }
 
 /** POSTs JSON to a path relative to the page; integer replies beyond 2^53 stay exact (BigInt). */
@@ -47,6 +56,8 @@ export async function postJson<T>(path: string, body: unknown): Promise<T> {
 }
 
 export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batch', req);
+/** GET /api/v1/commands: the server's commands with summary, syntax and arity (from its COMMAND DOCS). */
+export const commandDocs = async () => JSON.parse(await call('api/v1/commands')) as CommandsResponse;
 export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
 export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
 
@@ -63,6 +74,8 @@ export interface Session {
 export interface SessionOptions {
   resp3?: boolean;
   simulated_rtt_ms?: number;
+  /** Mbit/s each way; absent: unlimited. */
+  simulated_bandwidth_mbps?: number;
 }
 
 /**
@@ -96,7 +109,7 @@ export async function checkHealth(): Promise<Health> {
   }
 }
 
-/** GET /api/v1/info (the server's limits and defaults), or null when it cannot be read. */
+/** GET /api/v1/info (the server's limits and defaults), or null when it cannot be read (a 401 also shows the token field). */
 export async function fetchInfo(): Promise<InfoResponse | null> {
   try {
     return JSON.parse(await call('api/v1/info', { cache: 'no-store' })) as InfoResponse;

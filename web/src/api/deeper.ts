@@ -10,19 +10,20 @@ export type ServerWork = NonNullable<Summary['server']>;
 export type AutoSummary = NonNullable<Summary['auto']>;
 /** One sweep point, with its reply latency (µs). */
 export type SweepPoint = SweepResponse['points'][number];
-/** The sweep's cost model: `T(b) = ⌈N/b⌉·RTT + N·t_cmd`. */
+/** The sweep's cost model: `T(b) = ⌈N/b⌉·RTT + N·(wire + t_cmd)`. */
 export type SweepModel = NonNullable<SweepResponse['model']>;
 
 /**
  * The model's time for `total` commands at batch size `b`, in µs:
- * `⌈N/b⌉ · RTT + N · t_cmd` (RTT the simulated plus the measured loopback one).
+ * `⌈N/b⌉ · RTT + N · (wire + t_cmd)` (RTT the simulated plus the measured
+ * loopback one; `wire` a command's bytes at the simulated bandwidth, 0 when unlimited).
  */
-export function modelUs(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'>, total: number, b: number): number {
-  return Math.ceil(total / b) * model.rtt_ms * 1000 + total * model.t_cmd_us;
+export function modelUs(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'> & { wire_us_per_cmd?: number }, total: number, b: number): number {
+  return Math.ceil(total / b) * model.rtt_ms * 1000 + total * ((model.wire_us_per_cmd ?? 0) + model.t_cmd_us);
 }
 
 /** Commands/s the model predicts at batch size `b`; NaN where its time is not positive (a fit below zero). */
-export function modelRate(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'>, total: number, b: number): number {
+export function modelRate(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'> & { wire_us_per_cmd?: number }, total: number, b: number): number {
   const us = modelUs(model, total, b);
   return us > 0 ? (total * 1e6) / us : NaN;
 }

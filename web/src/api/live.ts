@@ -5,7 +5,7 @@
 // (commands awaiting replies `unknown`, the rest `not_sent`) and its `end`
 // line still comes, so the promise resolves with the true statuses.
 import { parseJsonExact } from '../replyJson.js';
-import { ApiError } from './client.js';
+import { ApiError, apiFetch, errorOf } from './client.js';
 import type { BatchRequest, BatchResponse, CommandResult } from './types.js';
 
 export interface LiveBatch {
@@ -22,35 +22,19 @@ export interface LiveEvents {
   results?: (all: CommandResult[]) => void;
 }
 
-async function errorOf(res: Response): Promise<ApiError> {
-  const body = await res.text();
-  try {
-    const err = JSON.parse(body).error;
-    if (err) return new ApiError(res.status, err.code, err.message);
-  } catch {
-    /* not JSON */
-  }
-  return new ApiError(res.status, `http_${res.status}`, body.slice(0, 300) || res.statusText);
-}
-
 export function liveBatch(req: BatchRequest, events: LiveEvents = {}): LiveBatch {
   let cancelPath: string | null = null;
   let cancelWanted = false;
   const postCancel = async () => {
     if (!cancelPath) return;
     try {
-      await fetch(cancelPath.replace(/^\//, ''), { method: 'POST' });
+      await apiFetch(cancelPath.replace(/^\//, ''), { method: 'POST' });
     } catch {
       /* the stream's end or error tells what happened */
     }
   };
   const done = (async (): Promise<BatchResponse> => {
-    let res: Response;
-    try {
-      res = await fetch('api/v1/batches', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req) });
-    } catch (e) {
-      throw new ApiError(0, 'unreachable', `the pipelab API is unreachable (${(e as Error).message})`);
-    }
+    const res = await apiFetch('api/v1/batches', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req) });
     if (!res.ok || !res.body) throw await errorOf(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     const results: CommandResult[] = [];

@@ -7,7 +7,7 @@ import type * as Schema from './schema.js';
 import type { ReplyJson } from '../replyJson.js';
 
 export type {
-  Arg, BatchRequest, CompareRequest, ErrorBody, InfoResponse, Mode, OnError, Status, Summary, SweepRequest, SweepResponse, TransactionOutcome,
+  Arg, ArgDoc, BatchRequest, CommandDoc, CommandsResponse, CompareRequest, ErrorBody, InfoResponse, Mode, OnError, Status, Summary, SweepRequest, SweepResponse, TransactionOutcome,
 } from './schema.js';
 
 /** One command's result, its reply as the page parses it. */

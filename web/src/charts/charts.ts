@@ -41,26 +41,40 @@ export interface ModeBar {
 }
 
 /**
- * Each bar's ratio to the smallest: "9.2× pipeline" (the smallest bar says
- * "smallest"), so that a 9× gap reads as 9× whatever the axis.
+ * Each bar against the baseline, the first bar (sequential, as the table's
+ * "speedup vs sequential"): "27× faster than sequential" for a smaller
+ * value (`less` names what smaller means), "2× slower" for a larger one;
+ * the baseline's own bar says "baseline".
  */
-export function ratioLabels(bars: ModeBar[]): string[] {
-  const min = bars.reduce((m, b) => (b.value < m.value ? b : m), bars[0]);
-  return bars.map((b) => {
-    if (b === min || b.value === min.value) return 'smallest';
-    if (min.value <= 0) return '';
-    const r = b.value / min.value;
-    return `${r.toLocaleString('en-US', { maximumFractionDigits: r < 10 ? 1 : 0 })}× ${min.mode}`;
+export function baselineLabels(bars: ModeBar[], less: string, more: string): string[] {
+  const base = bars[0];
+  return bars.map((b, i) => {
+    if (i === 0 || !base) return 'baseline';
+    if (b.value <= 0 || base.value <= 0) return '';
+    const r = base.value >= b.value ? base.value / b.value : b.value / base.value;
+    const x = `${r.toLocaleString('en-US', { maximumFractionDigits: r < 10 ? 1 : 0 })}×`;
+    if (x === '1×') return `same as ${base.mode}`;
+    return `${x} ${base.value >= b.value ? less : more} than ${base.mode}`;
   });
 }
 
+/** Bars further apart than this (largest / smallest) go on a log axis, or the small ones vanish. */
+export const LOG_ABOVE = 20;
+
 /**
- * One bar per mode on a linear axis (a log axis made a 9× gap look like
- * 3×), each labelled with its value and its ratio to the smallest. `log`:
- * a logarithmic axis instead, for values too far apart to see side by side.
+ * One bar per mode, each labelled with its value and its ratio to the
+ * baseline (the first bar). A linear axis while the bars are within
+ * LOG_ABOVE× of each other (a log axis made a 9× gap look like 3×); past
+ * that a logarithmic one (said in the axis title), so that a pipeline 600×
+ * faster than sequential is still a bar and not a hairline. The canvas's
+ * `data-scale` says which.
  */
-export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: { title: string; unit: string; log: boolean }): Chart {
-  const ratios = ratioLabels(bars);
+export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: { title: string; unit: string; less: string; more: string }): Chart {
+  const ratios = baselineLabels(bars, opts.less, opts.more);
+  const base = bars[0]?.mode ?? 'the first';
+  const values = bars.map((b) => b.value).filter((v) => v > 0);
+  const log = values.length > 1 && Math.max(...values) / Math.min(...values) > LOG_ABOVE;
+  canvas.dataset.scale = log ? 'log' : 'linear';
   canvas.setAttribute('role', 'img');
   canvas.setAttribute(
     'aria-label',
@@ -69,7 +83,9 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
   return draw(canvas, {
     type: 'bar',
     data: {
-      labels: bars.map((b, i) => [b.mode, `${fmt(b.value)} ${b.value === 1 ? opts.unit.replace(/s$/, '') : opts.unit}`, ratios[i]]),
+      // Under each bar its ratio without "than sequential": the axis title says it once.
+      // A count whose unit is the chart's title ("round trips") goes bare.
+      labels: bars.map((b, i) => [b.mode, opts.unit === opts.title ? fmt(b.value) : `${fmt(b.value)} ${opts.unit}`, ratios[i]!.replace(` than ${base}`, '')]),
       datasets: [{ label: opts.title, data: bars.map((b) => b.value), backgroundColor: bars.map((b) => MODE_COLORS[b.mode] ?? '#888') }],
     },
     options: {
@@ -80,14 +96,14 @@ export function modeBarChart(canvas: HTMLCanvasElement, bars: ModeBar[], opts: {
         tooltip: { callbacks: { label: (c) => `${fmt(c.parsed.y ?? 0)} ${opts.unit}` } },
       },
       scales: {
-        x: { ticks: { maxRotation: 0, autoSkip: false } },
+        x: { ticks: { maxRotation: 0, autoSkip: false, font: { size: 11 } }, title: { display: true, text: `ratio to ${base}, the baseline` } },
         y: {
-          type: opts.log ? 'logarithmic' : 'linear',
+          type: log ? 'logarithmic' : 'linear',
           beginAtZero: true,
-          title: { display: true, text: `${opts.title} (${opts.unit}${opts.log ? ', log scale' : ''})` },
-          ticks: { maxTicksLimit: 6, callback: (v) => (!opts.log || Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') },
+          title: { display: true, text: opts.unit === opts.title ? `${opts.title}${log ? ' (log scale)' : ''}` : `${opts.title} (${opts.unit}${log ? ', log scale' : ''})` },
+          ticks: { maxTicksLimit: 6, callback: (v) => (!log || Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '') },
           // Half the power of ten below the smallest bar, so that a bar of exactly 1 still shows.
-          ...(opts.log ? { min: 10 ** Math.floor(Math.log10(Math.max(1e-3, Math.min(...bars.map((b) => b.value))))) / 2 } : {}),
+          ...(log ? { min: 10 ** Math.floor(Math.log10(Math.max(1e-3, Math.min(...values)))) / 2 } : {}),
         },
       },
     },

@@ -29,8 +29,19 @@ function logSpaced(lo: number, hi: number, per = 12): number[] {
 /** The model's line, in words, for captions and the chart's aria-label. */
 export function modelText(m: SweepModel, total: number): string {
   const fit = m.fitted_on.length ? `t_cmd fitted by least squares on batch ${m.fitted_on.map(fmt).join(', ')}` : 't_cmd not fitted';
-  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
+  const wire = m.wire_us_per_cmd ? ` + ${fmt(total)} × ${m.wire_us_per_cmd.toFixed(2)} µs on the wire (${fmt(Math.round(m.bytes_per_cmd ?? 0))} bytes at ${m.bandwidth_mbps} Mbit/s; bandwidth-delay product ${fmt(m.bdp_batch_size ?? 0)} commands)` : '';
+  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs${wire} (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
 }
+
+/**
+ * The two reply-latency lines, told apart in the legend's small swatch (an
+ * open box drawn with the line's dashes) as on the chart: p50 long dashes
+ * and squares, p99 dots and triangles.
+ */
+export const LATENCY_STYLE = {
+  p50: { dash: [7, 3], width: 2, point: 'rect' },
+  p99: { dash: [1, 3], width: 1.5, point: 'triangle' },
+} as const;
 
 export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]) {
   canvas.setAttribute('role', 'img');
@@ -71,16 +82,17 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
     }
     const lat = s.points.filter((p) => p.latency_us);
     if (lat.length > 0) {
-      for (const [q, dash, width] of [['p50', [2, 3], 1.5], ['p99', [1, 2], 1]] as const) {
+      for (const q of ['p50', 'p99'] as const) {
+        const style = LATENCY_STYLE[q];
         datasets.push({
           label: `${s.label}: reply latency ${q} (ms, right axis)`,
           data: lat.map((p) => ({ x: p.batch_size, y: Math.max(1e-3, p.latency_us![q] / 1000) })),
           borderColor: color,
           backgroundColor: '#fff',
-          borderDash: [...dash],
-          borderWidth: width,
-          pointStyle: 'rectRot',
-          pointRadius: 3,
+          borderDash: [...style.dash],
+          borderWidth: style.width,
+          pointStyle: style.point,
+          pointRadius: 3.5,
           yAxisID: 'latency',
         });
       }

@@ -102,6 +102,8 @@ export function createEditors(opts: {
   respStatus: HTMLElement;
   initial: string;
   extraKeys: Extension;
+  /** The inline editor's help: completion and hover from the server's commands (./commandHelp.ts). */
+  help?: Extension;
 }): Editors {
   let lastSnapshot: BatchSnapshot = {
     inlineText: '', commands: 0, inlineErrors: 0, respError: null, respBytes: 0,
@@ -140,7 +142,10 @@ export function createEditors(opts: {
     mapField,
     activeField,
     refusedField,
-    EditorView.contentAttributes.of({ 'aria-label': label }),
+    // tabindex says outright what contenteditable already makes true (the
+    // text is reachable by keyboard), for checkers that look for it on a
+    // scrolled region.
+    EditorView.contentAttributes.of({ 'aria-label': label, tabindex: '0' }),
   ];
 
   const inlineWriter = new ViewWriter();
@@ -152,6 +157,7 @@ export function createEditors(opts: {
       doc: opts.initial,
       extensions: [
         common('Inline commands, one per line'),
+        opts.help ?? [],
         highlightSpecialChars(),
         decorationsPlugin(false),
         inlineWriter.listener(),

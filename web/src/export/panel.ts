@@ -25,26 +25,38 @@ function previewOf(content: string | Uint8Array): string {
 /** Longest permalink said to be shareable, in characters (many chat tools cut at 4–8 K). */
 export const PERMALINK_MAX = 8000;
 
-/** "Copy permalink": the state (with the open view) into the address bar and the clipboard. */
-export function permalinkButton(state: () => PageState): HTMLElement {
-  const status = h('span', { class: 'share-status', role: 'status', id: 'permalink-status' });
-  const linkBtn = h('button', { type: 'button', id: 'permalink', title: 'A link that reopens this page with this batch, mode, options and view' }, 'Copy permalink');
+/**
+ * "Copy permalink": the state (with the open view) into the address bar and
+ * the clipboard. `button` goes in the tab bar; `status` (what happened, and
+ * a warning when the link is too long to share) on its own line under it,
+ * so the tab bar never wraps; `clear()` takes it away when another view is shown.
+ */
+export function permalinkButton(state: () => PageState): { button: HTMLElement; status: HTMLElement; clear: () => void } {
+  const status = h('p', { class: 'share-status permalink-status', role: 'status', id: 'permalink-status' });
+  status.hidden = true;
+  const linkBtn = h('button', { type: 'button', id: 'permalink', title: 'A link that reopens this page with this batch, mode, options, view and its settings' }, 'Copy permalink');
   linkBtn.addEventListener('click', async () => {
     const frag = await encodePermalink(state());
     history.replaceState(null, '', frag);
     // Chat tools and mail clients cut links far shorter than browsers take them.
     const long = location.href.length > PERMALINK_MAX
-      ? ` The link is ${location.href.length.toLocaleString('en-US')} characters, too long to share reliably: export the batch as a RESP file (Export, below the controls) and share that.`
+      ? ` The link is ${location.href.length.toLocaleString('en-US')} characters, too long to share reliably: export the batch as a RESP file (Export, below the playground's controls) and share that.`
       : '';
     try {
       await navigator.clipboard.writeText(location.href);
-      status.textContent = `Copied (and in the address bar).${long}`;
+      status.textContent = `Permalink copied (and in the address bar).${long}`;
     } catch {
-      status.textContent = `In the address bar.${long}`;
+      status.textContent = `Permalink in the address bar.${long}`;
     }
     status.toggleAttribute('data-too-long', long !== '');
+    status.hidden = false;
   });
-  return h('span', { class: 'permalink' }, status, ' ', linkBtn);
+  const clear = () => {
+    status.textContent = '';
+    status.removeAttribute('data-too-long');
+    status.hidden = true;
+  };
+  return { button: h('span', { class: 'permalink' }, linkBtn), status, clear };
 }
 
 /** Lines of the batch the preview is generated for; Download and Copy generate the whole file. */
@@ -66,7 +78,7 @@ function firstLines(text: string, n: number): { text: string; whole: boolean } {
  * batch follows the editor without blocking the page (it took 0.7 s a change,
  * issue 13); Download and Copy generate the whole file when clicked.
  */
-export function shareBar(opts: { state: () => PageState; commands: () => number; onBatchChange?: (listener: () => void) => void }): HTMLElement {
+export function shareBar(opts: { state: () => PageState; commands: () => number; onBatchChange?: (listener: () => void) => void; redis?: () => string | null }): HTMLElement {
   const status = h('span', { class: 'share-status', role: 'status', id: 'share-status' });
   const target = h('select', { id: 'export-target', 'aria-label': 'Export format' }, ...TARGETS.map((t) => h('option', { value: t.id }, t.label)));
   const mode = h('select', { id: 'export-mode', 'aria-label': 'Export as' }, h('option', { value: 'pipeline' }, 'pipeline'), h('option', { value: 'transaction' }, 'MULTI/EXEC transaction'));
@@ -84,7 +96,7 @@ export function shareBar(opts: { state: () => PageState; commands: () => number;
     const part = limit === undefined ? { text: s.text, whole: true } : firstLines(s.text, limit);
     const cmds = commandsOf(part.text);
     if (cmds.length === 0) throw new Error('nothing to export: the editor has no commands');
-    return { snippet: exportBatch(target.value as TargetId, cmds, chosenMode(), encodeCommand), whole: part.whole };
+    return { snippet: exportBatch(target.value as TargetId, cmds, chosenMode(), encodeCommand, opts.redis?.()), whole: part.whole };
   };
 
   const generate = () => {

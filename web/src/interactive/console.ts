@@ -5,7 +5,9 @@
 // controls and batch results are hidden (CSS: main.interactive-on); the RTT
 // and RESP3 controls set the connection a new session opens. Turning it off,
 // or leaving the page, closes the session.
+import { commandsOf } from '../export/fromText.js';
 import { formatReply, inlineToResp } from '../wasm.js';
+import { Practice } from './practice.js';
 import { SessionLink, type SessionInfo } from './session.js';
 import { nextTxState } from './txState.js';
 import './interactive.css';
@@ -22,8 +24,8 @@ export interface Interactive {
   active(): boolean;
 }
 
-/** `settings`: the RTT and RESP3 a new session opens with (the playground's controls). */
-export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: number; resp3: boolean } }): Interactive {
+/** `settings`: the RTT, bandwidth and RESP3 a new session opens with (the playground's controls). */
+export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: number; simulated_bandwidth_mbps?: number; resp3: boolean } }): Interactive {
   const main = document.querySelector('main')!;
   const form = document.getElementById('controls')!;
   const toggle = el('input', { type: 'checkbox', id: 'interactive' });
@@ -37,11 +39,16 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
   const send = el('button', { type: 'submit', class: 'run', id: 'console-send' }, 'Send');
   const close = el('button', { type: 'button', id: 'session-close' }, 'Close session');
   const line = el('form', { class: 'console-line', id: 'console-form' }, prompt, input, send, close);
+  const practiceStart = el('button', { type: 'button', id: 'practice-start' }, 'Guided practice');
+  const practiceBox = el('div', { id: 'practice', class: 'practice', role: 'status', 'aria-live': 'polite' });
+  practiceBox.hidden = true;
   const panel = el(
     'section',
     { id: 'interactive-panel', class: 'interactive', 'aria-labelledby': 'interactive-title' },
     el('h2', { id: 'interactive-title' }, 'Interactive ', el('span', { class: 'sub' }, 'one command at a time on one connection (a session), like redis-cli: WATCH and MULTI state carry to the next command')),
     status,
+    el('p', { class: 'practice-intro' }, practiceStart, ' one command at a time, each checked and explained, with the round trip it took.'),
+    practiceBox,
     log,
     line,
   );
@@ -52,7 +59,23 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
   let inTx = false;
   let busy = false;
   let n = 0;
+  let practice: Practice | null = null;
   const history: string[] = [];
+  /** The practice's next step, or its end. */
+  const showStep = (said?: HTMLElement) => {
+    if (!practice) return;
+    const step = practice.current();
+    const next = step
+      ? el('p', { class: 'practice-ask', 'data-step': String(practice.index + 1) }, `Step ${practice.index + 1} of ${practice.length}: type `, el('code', {}, step.ask))
+      : el('p', { class: 'practice-done', 'data-step': 'done' }, 'Practice done: every step passed.');
+    practiceBox.replaceChildren(...(said ? [said] : []), next);
+    practiceBox.hidden = false;
+  };
+  practiceStart.addEventListener('click', () => {
+    practice = new Practice();
+    showStep();
+    input.focus();
+  });
   let back = 0;
 
   const setPrompt = () => (prompt.textContent = inTx ? 'redis(TX)> ' : 'redis> ');
@@ -88,8 +111,12 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
     busy = true;
     send.disabled = true;
     try {
-      const { simulated_rtt_ms: rtt, resp3 } = opts.settings();
-      const out = await link.send(cmd, { simulated_rtt_ms: Number.isFinite(rtt) && rtt > 0 ? rtt : 0, ...(resp3 ? { resp3 } : {}) });
+      const { simulated_rtt_ms: rtt, simulated_bandwidth_mbps: mbps, resp3 } = opts.settings();
+      const out = await link.send(cmd, {
+        simulated_rtt_ms: Number.isFinite(rtt) && rtt > 0 ? rtt : 0,
+        ...(mbps !== undefined && Number.isFinite(mbps) && mbps > 0 ? { simulated_bandwidth_mbps: mbps } : {}),
+        ...(resp3 ? { resp3 } : {}),
+      });
       if (!out.ok) {
         entry(cmd, el('pre', { class: 'reply refused' }, '(not run)'), { 'data-status': 'refused', 'data-code': out.refusal.code });
         if (out.refusal.ended) {
@@ -105,11 +132,24 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
       const reply = r?.reply;
       const shown = reply ? formatReply(reply).replace(/\n$/, '') : r?.status === 'unknown' ? '(unknown: the connection failed before the reply; it may or may not have run)' : `(${r?.status ?? 'no reply'})`;
       const us = r?.reply_us != null && r.sent_us != null ? r.reply_us - r.sent_us : null;
-      entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown), {
+      // The command's own round trip, shown as redis-cli shows its "(0.21s)": the figure a round-trip lesson needs.
+      const done = entry(cmd, el('pre', { class: `reply ${r?.status ?? ''}` }, shown), {
         'data-status': r?.status ?? '',
         'data-reply-type': reply?.type ?? '',
-        ...(us != null ? { title: `${(us / 1000).toFixed(3)} ms round trip` } : {}),
+        ...(us != null ? { 'data-us': String(us), title: `${(us / 1000).toFixed(3)} ms round trip` } : {}),
       });
+      if (us != null) done.append(el('span', { class: 'took', 'data-us': String(us) }, `(${(us / 1000).toFixed(3)} ms)`));
+      if (practice?.current()) {
+        const argv = commandsOf(cmd)[0]?.map((a) => new TextDecoder().decode(a)) ?? [];
+        const got = practice.take({ argv, reply: reply ?? undefined, us });
+        if (got) {
+          showStep(
+            got.passed
+              ? el('p', { class: 'practice-passed', 'data-result': 'passed' }, '✔ ', got.explanation)
+              : el('p', { class: 'practice-expected', 'data-result': 'expected' }, `Not this step: ${got.expected}. (It ran all the same: this is your console.)`),
+          );
+        }
+      }
       if (out.res.connection_error) notice(`The connection failed: ${out.res.connection_error}. The session is lost with it.`, 'error');
       inTx = nextTxState(inTx, cmd.split(/\s+/)[0] ?? '', reply?.type);
       setPrompt();

@@ -18,6 +18,7 @@ export class PlaygroundState {
       batch_size: Number(byId<HTMLInputElement>('batch-size')?.value ?? 1000) || 1000,
       on_error: (byId<HTMLSelectElement>('on-error')?.value ?? 'continue') as OnError,
       simulated_rtt_ms: Number(byId<HTMLInputElement>('rtt')?.value ?? 0) || 0,
+      ...(byId<HTMLInputElement>('bandwidth')?.value ? { simulated_bandwidth_mbps: Number(byId<HTMLInputElement>('bandwidth')!.value) } : {}),
       resp3: byId<HTMLInputElement>('resp3')?.checked ?? false,
     };
   }
@@ -41,6 +42,8 @@ export class PlaygroundState {
     setInput('batch-size', s.batch_size, 'input');
     setInput('on-error', s.on_error, 'change');
     setInput('rtt', s.simulated_rtt_ms, 'input');
+    // A state that names an RTT sets the whole link: no bandwidth named is unlimited.
+    if (s.simulated_rtt_ms !== undefined || s.simulated_bandwidth_mbps !== undefined) setInput('bandwidth', s.simulated_bandwidth_mbps ?? '', 'input');
     const resp3 = byId<HTMLInputElement>('resp3');
     if (resp3 && s.resp3 !== undefined && resp3.checked !== s.resp3) {
       resp3.checked = s.resp3;

@@ -6,9 +6,10 @@ import type { PlaygroundState } from './bridge.js';
 import { compare } from '../api/client.js';
 import { batchSizeNote } from './batchSizeNote.js';
 import { syscallTable } from './syscalls.js';
-import { controls, count, el, errorBox, fmtInt, fmtMs, fmtX, table, view } from './ui.js';
+import type { CompareSettings } from '../permalink.js';
+import { controls, count, el, errorBox, fmtInt, fmtMs, fmtX, setInputs, table, view, type SettingsView } from './ui.js';
 
-export function compareView(state: PlaygroundState): HTMLElement {
+export function compareView(state: PlaygroundState): SettingsView<CompareSettings> {
   const rtt = el('input', { type: 'number', id: 'compare-rtt', min: '0', step: 'any', value: '1' });
   const size = el('input', { type: 'number', id: 'compare-batch-size', min: '1', step: '1', value: '1000' });
   const clients = el('input', { type: 'number', id: 'compare-clients', min: '1', step: '1', value: '10' });
@@ -66,8 +67,8 @@ export function compareView(state: PlaygroundState): HTMLElement {
         el('p', { class: 'note' }, res.note),
         ...batchSizeNote(res.runs, Number(size.value)),
       );
-      modeBarChart(timeCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.total_us / 1000 })), { title: 'total time', unit: 'ms', log: false });
-      modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', log: false });
+      modeBarChart(timeCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.total_us / 1000 })), { title: 'total time', unit: 'ms', less: 'faster', more: 'slower' });
+      modeBarChart(rtCanvas, res.runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', less: 'fewer', more: 'more' });
     } catch (e) {
       out.replaceChildren(errorBox(e));
       const err = e as { code?: string; message?: string };
@@ -79,5 +80,10 @@ export function compareView(state: PlaygroundState): HTMLElement {
       run.disabled = false;
     }
   });
-  return root;
+  const inputs = { simulated_rtt_ms: rtt, batch_size: size, clients };
+  return {
+    root,
+    settings: () => ({ simulated_rtt_ms: Number(rtt.value), batch_size: Number(size.value), clients: Number(clients.value) }),
+    apply: (s) => setInputs(inputs, s),
+  };
 }

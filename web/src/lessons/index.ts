@@ -11,7 +11,8 @@ import { tutorialView } from './tutorialView.js';
 import { el } from './ui.js';
 import './tutorial.css';
 
-export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
+/** `redis`: the Redis the server runs batches on (/info's `redis.target`), for the exports. */
+export async function mountTutorial(opts: { editors: Editors; redis?: () => string | null }): Promise<void> {
   const state = new PlaygroundState(opts.editors);
   const main = document.querySelector('main')!;
   main.id ||= 'playground-view';
@@ -25,28 +26,40 @@ export async function mountTutorial(opts: { editors: Editors }): Promise<void> {
   });
   const compare = compareView(state);
   const sweep = sweepView();
-  main.after(tutorial, compare, sweep);
-  tabs = new Tabs({ playground: main, tutorial, compare, sweep });
+  main.after(tutorial, compare.root, sweep.root);
+  tabs = new Tabs({ playground: main, tutorial, compare: compare.root, sweep: sweep.root });
   (document.querySelector('header') ?? main).after(tabs.nav);
 
-  tabs.nav.append(permalinkButton(() => ({ ...state.get(), view: tabs!.view })));
-  const share = shareBar({ state: () => state.get(), commands: () => opts.editors.snapshot().commands, onBatchChange: (l) => opts.editors.onChange(l) });
+  const link = permalinkButton(() => ({ ...state.get(), view: tabs!.view, compare: compare.settings(), sweep: sweep.settings() }));
+  tabs.nav.append(link.button);
+  tabs.nav.after(link.status);
+  tabs.onShow(link.clear);
+  const share = shareBar({ state: () => state.get(), commands: () => opts.editors.snapshot().commands, onBatchChange: (l) => opts.editors.onChange(l), redis: opts.redis });
   (document.getElementById('controls') ?? main.firstElementChild ?? main).after(share);
 
-  // Restore a permalink: editor text, mode, options and the open view.
+  // Restore a permalink: editor text, mode, options, the open view and the
+  // views' settings; again when only the fragment changes (a link pasted
+  // into the address bar of an open page does not reload it).
   const notice = el('p', { class: 'message error', id: 'permalink-error', role: 'alert' });
-  try {
-    const s = await decodePermalink(location.hash);
-    if (s) {
+  const restore = async (opening: boolean) => {
+    notice.remove();
+    try {
+      const s = await decodePermalink(location.hash);
+      if (!s) return;
       state.set(s);
-      if (s.view && VIEWS.some(([v]) => v === s.view)) tabs.show(s.view as ViewName);
+      if (s.compare) compare.apply(s.compare);
+      if (s.sweep) sweep.apply(s.sweep);
+      if (s.view && VIEWS.some(([v]) => v === s.view)) tabs!.show(s.view as ViewName);
       else if (s.view && /^lesson-\d+$/.test(s.view) && document.getElementById(s.view)) {
-        tabs.show('tutorial');
+        tabs!.show('tutorial');
         document.getElementById(s.view)?.scrollIntoView();
       }
+    } catch (e) {
+      const kept = opening ? 'The default batch was loaded instead.' : 'The page keeps the batch it had.';
+      notice.textContent = `Could not open the permalink: ${(e as Error).message}. ${kept}`;
+      tabs!.nav.after(notice);
     }
-  } catch (e) {
-    notice.textContent = `Could not open the permalink: ${(e as Error).message}. The default batch was loaded instead.`;
-    tabs.nav.after(notice);
-  }
+  };
+  addEventListener('hashchange', () => void restore(false));
+  await restore(true);
 }

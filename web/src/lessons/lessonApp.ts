@@ -16,7 +16,7 @@ export const lessonApp: Lesson = {
   title: 'Your application: ask the doctor',
   claim: 'pipelab doctor, put between your application and Redis, finds the loops that should be pipelines, and the time a pipeline saves is (n − 1) × RTT.',
   text: `
-    <p>Lessons 1–7 measured batches typed here. Your own code is the real question: does it
+    <p>The lessons before this one measured batches typed here. Your own code is the real question: does it
     pipeline? Client libraries do not say, and <code>MONITOR</code> shows commands but not round
     trips. <code>pipelab doctor</code> is a proxy that decodes both directions and groups the
     commands into <b>flights</b> (the commands written before a reply came back: one round trip each):</p>

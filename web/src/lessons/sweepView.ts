@@ -5,7 +5,8 @@ import { sweepModelChart, type ModelSeries } from '../charts/sweepModel.js';
 import { modelFacts } from './modelFacts.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
 import { sweep } from '../api/client.js';
-import { controls, el, errorBox, fmtInt, fmtMs, table, view } from './ui.js';
+import type { SweepSettings } from '../permalink.js';
+import { controls, el, errorBox, fmtInt, fmtMs, setInputs, table, view, type SettingsView } from './ui.js';
 
 /** `"1, 10, 100"` -> [1, 10, 100]; throws naming the bad entry. */
 export function parseSizes(s: string): number[] {
@@ -18,7 +19,7 @@ export function parseSizes(s: string): number[] {
   });
 }
 
-export function sweepView(): HTMLElement {
+export function sweepView(): SettingsView<SweepSettings> {
   const command = el('input', { type: 'text', id: 'sweep-command', value: 'SET sweep:{i} x', size: '28', spellcheck: 'false' });
   const total = el('input', { type: 'number', id: 'sweep-total', min: '1', value: '10000' });
   const sizes = el('input', { type: 'text', id: 'sweep-sizes', value: '1, 10, 100, 1000, 10000', size: '24' });
@@ -75,5 +76,10 @@ export function sweepView(): HTMLElement {
       run.disabled = false;
     }
   });
-  return root;
+  const inputs = { command, total, batch_sizes: sizes, simulated_rtt_ms: rtt };
+  return {
+    root,
+    settings: () => ({ command: command.value, total: Number(total.value), batch_sizes: sizes.value, simulated_rtt_ms: Number(rtt.value) }),
+    apply: (s) => setInputs(inputs, s),
+  };
 }

@@ -1,4 +1,4 @@
-// The tutorial: ten lessons in order, each a card with its claim, its
+// The tutorial: the lessons in order, each a card with its claim, its
 // explanation, "Load example" (into the playground) and "Run" (the
 // experiment, against the reader's own Redis, numbers shown in the card).
 import { lesson1 } from './lesson1.js';
@@ -10,12 +10,13 @@ import { lesson6 } from './lesson6.js';
 import { lesson7 } from './lesson7.js';
 import { lesson8 } from './lesson8.js';
 import { lesson9 } from './lesson9.js';
+import { lessonBandwidth } from './lessonBandwidth.js';
 import { lessonApp } from './lessonApp.js';
 import type { Bridge, Lesson } from './types.js';
 import { el, errorBox, prose } from './ui.js';
 
 /** The lessons in order: a lesson's number (`lesson-N`, its heading) is its place here, from 1. */
-export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp];
+export const LESSONS: Lesson[] = [lesson1, lesson2, lesson3, lesson4, lesson5, lesson6, lesson7, lesson8, lesson9, lessonApp, lessonBandwidth];
 
 function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
   const parts = lesson.build();
@@ -52,6 +53,12 @@ function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
   );
 }
 
+/** "Ten" for 10: the count of lessons as the intro says it (the list decides it). */
+export function countWord(n: number): string {
+  const words = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve'];
+  return words[n] ?? String(n);
+}
+
 export function tutorialView(bridge: Bridge): HTMLElement {
   const toc = el('ol', { class: 'toc' }, ...LESSONS.map((l, i) => el('li', {}, el('a', { href: `#lesson-${i + 1}`, 'data-goto': String(i + 1) }, l.title))));
   toc.addEventListener('click', (e) => {
@@ -64,7 +71,7 @@ export function tutorialView(bridge: Bridge): HTMLElement {
     'section',
     { id: 'tutorial-view', class: 'view tutorial', 'aria-labelledby': 'tutorial-title' },
     el('h2', { id: 'tutorial-title' }, 'Pipelining, measured on your Redis'),
-    prose(`<p>Nine short lessons. Each makes one claim and measures it with one click on the Redis
+    prose(`<p>${countWord(LESSONS.length)} short lessons. Each makes one claim and measures it with one click on the Redis
       behind this page; no number below is written in advance. "Load example" puts the lesson's
       batch into the playground to play with. Keys are prefixed <code>tut:</code>.</p>`),
     toc,

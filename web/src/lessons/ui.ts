@@ -2,6 +2,8 @@
 // number shown carries `data-metric` and `data-value` (the raw number), so a
 // reader's screen reader and the end-to-end tests read the same values.
 
+import { fmtDuration } from '../playground/duration.js';
+
 export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Array<Node | string>): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -16,6 +18,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<
 export function prose(html: string): HTMLDivElement {
   const d = el('div', { class: 'prose' });
   d.innerHTML = html;
+  // A wide example scrolls sideways: reachable by keyboard too.
+  for (const pre of d.querySelectorAll('pre')) pre.tabIndex = 0;
   return d;
 }
 
@@ -32,6 +36,21 @@ export function view(name: string, title: string, intro: string, ...children: No
   );
 }
 
+/** A view whose inputs a permalink keeps: its element, its settings, and setting them back. */
+export interface SettingsView<T> {
+  root: HTMLElement;
+  settings(): T;
+  apply(s: T): void;
+}
+
+/** Each input of `inputs` named in `values` gets that value (the others keep theirs). */
+export function setInputs(inputs: Record<string, HTMLInputElement>, values: object): void {
+  for (const [k, v] of Object.entries(values)) {
+    const input = inputs[k];
+    if (input && v !== undefined) input.value = String(v);
+  }
+}
+
 /** A `div.controls` row: each `[label, input]` pair becomes a
  * `label.field` around its input; buttons and other elements stay as given. */
 export function controls(...items: Array<[string, HTMLElement] | HTMLElement>): HTMLDivElement {
@@ -41,8 +60,10 @@ export function controls(...items: Array<[string, HTMLElement] | HTMLElement>): 
 export const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
 /** `1 round trip`, `2 round trips`, `1,000 round trips` (English plural in `s`). */
 export const count = (n: number, noun: string) => `${fmtInt(n)} ${noun}${n === 1 ? '' : 's'}`;
+/** A time given in µs, for people: ms up to 10 s, seconds past it (as the playground's summary and the CLI). */
 export const fmtMs = (us: number) => {
   const ms = us / 1000;
+  if (ms >= 10_000) return fmtDuration(ms);
   return `${ms.toLocaleString('en-US', { maximumFractionDigits: ms < 10 ? 2 : ms < 100 ? 1 : 0 })} ms`;
 };
 export const fmtX = (x: number) => `${x.toLocaleString('en-US', { maximumFractionDigits: x < 10 ? 1 : 0 })}×`;

@@ -13,6 +13,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 export const form = $<HTMLFormElement>('controls');
 const batchSize = $<HTMLInputElement>('batch-size');
 const rtt = $<HTMLInputElement>('rtt');
+const bandwidth = $<HTMLInputElement>('bandwidth');
 const clients = $<HTMLInputElement>('clients');
 const batchSizeNote = $<HTMLElement>('batch-size-note');
 
@@ -26,11 +27,20 @@ export interface ServerLimits {
   maxCommands?: number;
   maxRttMs?: number;
   batchTimeoutMs?: number;
+  /** `defaults.min_simulated_bandwidth_mbps` / `max_…`: the bandwidths accepted. */
+  minMbps?: number;
+  maxMbps?: number;
 }
 
 export function limitsOf(info: InfoResponse | null): ServerLimits {
   if (!info) return {};
-  return { maxCommands: info.limits.max_commands, maxRttMs: info.defaults.max_simulated_rtt_ms, batchTimeoutMs: info.limits.batch_timeout_ms };
+  return {
+    maxCommands: info.limits.max_commands,
+    maxRttMs: info.defaults.max_simulated_rtt_ms,
+    batchTimeoutMs: info.limits.batch_timeout_ms,
+    minMbps: info.defaults.min_simulated_bandwidth_mbps,
+    maxMbps: info.defaults.max_simulated_bandwidth_mbps,
+  };
 }
 
 /** Sets `max` on the inputs of these ids (RTT and command-count fields here and in the tutorial's views). */
@@ -47,7 +57,7 @@ export function currentMode(): Mode {
   return (document.querySelector<HTMLInputElement>('input[name="mode"]:checked')?.value ?? 'pipeline') as Mode;
 }
 
-/** Batch size only in pipeline mode, clients only in auto mode; the RTT preset matching the field looks pressed. */
+/** Batch size only in pipeline mode, clients only in auto mode; the RTT preset and the link preset matching the fields look pressed. */
 export function syncControls() {
   batchSize.disabled = currentMode() !== 'pipeline';
   clients.disabled = currentMode() !== 'auto';
@@ -55,6 +65,14 @@ export function syncControls() {
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
   }
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.link-presets button')) {
+    b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v && bandwidth.value !== '' && Number(b.dataset.mbps) === Number(bandwidth.value)));
+  }
+}
+
+/** The simulated bandwidth in Mbit/s, or undefined (the field is empty: unlimited). */
+export function bandwidthMbps(): number | undefined {
+  return bandwidth.value.trim() === '' && !bandwidth.validity.badInput ? undefined : Number(bandwidth.value);
 }
 
 /**
@@ -109,6 +127,11 @@ export function controlError(l: ServerLimits): ControlError | null {
     const range = max === Infinity ? ', at least 0' : ` from 0 to ${max}`;
     return { input: rtt, message: `Simulated RTT must be a number of milliseconds${range}, e.g. 0.25${rtt.value ? ` (it is ${rtt.value})` : ' (the field is empty or not a number)'}.` };
   }
+  const mbps = bandwidthMbps();
+  const [lo, hi] = [l.minMbps ?? 0.01, l.maxMbps ?? Infinity];
+  if (mbps !== undefined && (bandwidth.validity.badInput || !Number.isFinite(mbps) || mbps < lo || mbps > hi)) {
+    return { input: bandwidth, message: `Bandwidth must be a number of Mbit/s from ${lo} to ${hi === Infinity ? 'any' : hi}, e.g. 100, or empty for unlimited${bandwidth.value ? ` (it is ${bandwidth.value})` : ''}.` };
+  }
   return null;
 }
 
@@ -123,6 +146,8 @@ export function request(snap: BatchSnapshot): BatchRequest {
     on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
     simulated_rtt_ms: Number(rtt.value),
   };
+  const mbps = bandwidthMbps();
+  if (mbps !== undefined) req.simulated_bandwidth_mbps = mbps;
   if (req.mode === 'auto') req.clients = Number(clients.value);
   if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
   return req;
@@ -130,14 +155,14 @@ export function request(snap: BatchSnapshot): BatchRequest {
 
 /** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
 export function showControlError({ input, message }: ControlError) {
-  for (const i of [batchSize, rtt, clients]) i.removeAttribute('aria-invalid');
+  for (const i of [batchSize, rtt, clients, bandwidth]) i.removeAttribute('aria-invalid');
   input.setAttribute('aria-invalid', 'true');
   summaryMessage(message, 'error', 'controls');
   input.focus();
 }
 
 export function clearControlError() {
-  for (const i of [batchSize, rtt, clients]) i.removeAttribute('aria-invalid');
+  for (const i of [batchSize, rtt, clients, bandwidth]) i.removeAttribute('aria-invalid');
   clearSummaryMessage('controls');
 }
 
@@ -148,22 +173,28 @@ export function clearControlError() {
  * controls change (nothing while the timeout is unknown; `commands` is only
  * asked then: on a large batch it flushes the editors' pending sync).
  */
-export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null) {
+export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null, advice: string | null = null) {
   const warning = $<HTMLParagraphElement>('run-warning');
-  const text = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
+  const blocking = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
     ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs, Number(clients.value))
     : null);
+  // `advice` (a command Redis will answer with an error) is said, but Run stays on.
+  const text = blocking ?? advice;
   warning.hidden = !text;
   warning.textContent = text ?? '';
+  warning.dataset.blocking = String(!!blocking);
   // The page knows the server would refuse the batch: no Run until the controls change.
   const run = $<HTMLButtonElement>('run');
-  if (run.getAttribute('aria-busy') !== 'true') run.disabled = !!text;
+  if (run.getAttribute('aria-busy') !== 'true') run.disabled = !!blocking;
   if (text) run.setAttribute('aria-describedby', 'run-warning');
   else run.removeAttribute('aria-describedby');
 }
 
-/** The warning of `updateWarning` is showing: a run would be refused. */
-export const refusalShown = () => !$<HTMLParagraphElement>('run-warning').hidden;
+/** A blocking warning of `updateWarning` is showing: a run would be refused (advice alone is not). */
+export const refusalShown = () => {
+  const w = $<HTMLParagraphElement>('run-warning');
+  return !w.hidden && w.dataset.blocking === 'true';
+};
 
 /** Wires the controls: submit runs, presets set the RTT, a fixed value takes its stale message away, every change calls `changed`. */
 export function wireControls(run: () => void, changed: () => void) {
@@ -178,7 +209,16 @@ export function wireControls(run: () => void, changed: () => void) {
       syncControls();
     });
   }
+  for (const b of document.querySelectorAll<HTMLButtonElement>('.link-presets button')) {
+    b.addEventListener('click', () => {
+      rtt.value = b.dataset.rtt ?? '0';
+      bandwidth.value = b.dataset.mbps ?? '';
+      clearControlError();
+      syncControls();
+    });
+  }
   rtt.addEventListener('input', syncControls);
+  bandwidth.addEventListener('input', syncControls);
   batchSize.addEventListener('input', batchSizeChosen);
   for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
   form.addEventListener('input', clearControlError);
@@ -187,6 +227,6 @@ export function wireControls(run: () => void, changed: () => void) {
   form.addEventListener('input', changed);
   form.addEventListener('change', changed);
   form.addEventListener('click', (e) => {
-    if ((e.target as HTMLElement).closest('.presets button')) changed();
+    if ((e.target as HTMLElement).closest('.presets button, .link-presets button')) changed();
   });
 }

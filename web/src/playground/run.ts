@@ -92,7 +92,7 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
       const res = await live.done;
       progress.stop();
       stopDrawing();
-      renderSummary(res, req.mode ?? 'pipeline');
+      renderSummary(res, req.mode ?? 'pipeline', req.on_error ?? 'continue');
       timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
       table.set(res, label);
       showBanner('ok');

@@ -8,7 +8,7 @@ import { extraItems } from './summaryExtra.js';
 const summaryEl = () => document.getElementById('summary') as HTMLElement;
 
 /** A batch's summary as a `<dl>`, one `div[data-key]` per figure; `mode` when the response has none. */
-export function renderSummary(res: BatchResponse, mode: Mode) {
+export function renderSummary(res: BatchResponse, mode: Mode, onError: 'continue' | 'stop' = 'continue') {
   const s = res.summary;
   const n = (x: number | undefined) => (x ?? 0).toLocaleString('en-US');
   const totalMs = s.total_us / 1000;
@@ -26,6 +26,11 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     // Seconds past 10 s: "40.5 s" reads, "40537.586 ms" does not.
     ['total time', totalMs < 10_000 ? `${totalMs.toFixed(3)} ms` : fmtDuration(totalMs), 'total'],
     ['commands/s', Math.round(perSec).toLocaleString('en-US'), 'rate'],
+    // Asked beside achieved: a machine that could not keep the RTT shows it here.
+    ...(s.achieved_rtt_ms != null
+      ? [['simulated RTT', `${s.simulated_rtt_ms} ms asked, ${s.achieved_rtt_ms.toFixed(3)} ms achieved`, 'rtt'] as [string, string, string]]
+      : []),
+    ...(s.simulated_bandwidth_mbps != null ? [['bandwidth', `${s.simulated_bandwidth_mbps} Mbit/s each way`, 'bandwidth'] as [string, string, string]] : []),
     ...extraItems(s),
   ];
   // Batch size is what splits a pipeline into round trips (a transaction is always one).
@@ -48,12 +53,36 @@ export function renderSummary(res: BatchResponse, mode: Mode) {
     div.append(dt, dd);
     dl.append(div);
   }
-  const note = roundTripNote(res, s.mode ?? mode);
-  const p = document.createElement('p');
-  p.className = 'round-trip-note';
-  p.dataset.note = 'round-trips';
-  p.textContent = note;
-  summaryEl().replaceChildren(...(note ? [dl, p] : [dl]));
+  const notes: HTMLElement[] = [];
+  for (const [key, text] of [['round-trips', roundTripNote(res, s.mode ?? mode)], ['on-error', onErrorNote(res, s.mode ?? mode, onError)]] as const) {
+    if (!text) continue;
+    const p = document.createElement('p');
+    p.className = 'round-trip-note';
+    p.dataset.note = key;
+    p.textContent = text;
+    notes.push(p);
+  }
+  summaryEl().replaceChildren(dl, ...notes);
+}
+
+/**
+ * Why `on_error: stop` stopped nothing, when it did not: a pipeline's round
+ * trip is written whole before any reply comes back, so it stops only
+ * between round trips, and a transaction runs all or nothing at EXEC.
+ */
+export function onErrorNote(res: BatchResponse, mode: Mode, onError: 'continue' | 'stop'): string {
+  const s = res.summary;
+  if (onError !== 'stop' || s.errors === 0 || s.not_sent > 0) return '';
+  if (mode === 'pipeline' && s.round_trips <= 1) {
+    return 'On error "stop" stopped nothing: the whole batch was one round trip, written before the first error came back. It stops between round trips: lower the batch size to stop sooner (sequential mode stops at the first error).';
+  }
+  if (mode === 'pipeline') {
+    return "On error \"stop\" stopped nothing: the error came back in the batch's last round trip, whose commands were all written already.";
+  }
+  if (mode === 'transaction') {
+    return 'On error "stop" does not apply inside MULTI/EXEC: Redis runs every queued command at EXEC, an error reply among them or not.';
+  }
+  return '';
 }
 
 /**

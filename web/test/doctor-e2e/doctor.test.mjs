@@ -110,6 +110,12 @@ test('the --ui page lists the loop as a missed pipeline and draws its flights', 
   assert.equal(lines[0], 'SET user:0 1');
   assert.ok(lines.length >= 3 && lines.every((l, i) => l === `SET user:${i} 1`), text.slice(0, 200));
   await pg.locator('#compare-view').waitFor({ state: 'visible' });
+  // At the doctor's RTT (its default 0.5 ms, which its saving used), not Compare's own default.
+  assert.equal(await pg.inputValue('#compare-rtt'), '0.5');
+  assert.equal(await pg.inputValue('#rtt'), '0.5');
+  await pg.click('#compare-run');
+  await pg.waitForSelector('#compare-out .compare-ran', { timeout: 60000 });
+  assert.match(await pg.innerText('#compare-out .compare-ran'), / at 0\.5 ms RTT,/);
   await pg.close();
   assert.deepEqual(pageErrors, []);
 });

@@ -107,19 +107,22 @@ export function pipelabBin() {
   throw new Error('no pipelab binary: run cargo build -p pipelab (or set PIPELAB_BIN)');
 }
 
-/** `pipelab serve` in front of `redisUrl`, serving web/dist; `extraArgs`: more flags (e.g. `--session-idle-ms`). */
+/**
+ * `pipelab serve` in front of `redisUrl` (null: its own redis-server),
+ * serving web/dist; `extraArgs`: more flags (e.g. `--session-idle-ms`).
+ */
 export async function startServe(redisUrl, extraArgs = []) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/`;
   // PIPELAB_E2E_EMBEDDED=1: no --redis, so pipelab starts its own (with
   // PIPELAB_SANDBOX=1: a redis-server per visitor, as a public deployment runs).
-  const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' ? [] : ['--redis', redisUrl];
+  const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' || redisUrl === null ? [] : ['--redis', redisUrl];
   const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await waitFor('pipelab serve', async () => (await fetch(`${base}readyz`)).ok);
-  return { base, stop: () => stop(child) };
+  return { base, port, stop: () => stop(child) };
 }
 
 export async function launchBrowser() {
@@ -152,4 +155,27 @@ export async function openPlayground(viewport) {
     await redis?.stop();
   };
   return { redis, serve, browser, page, pageErrors, close };
+}
+
+/** The two screens every page test runs at: a desktop and a phone (iPhone 12–15, CSS pixels). */
+export const VIEWPORTS = [
+  { name: 'desktop', width: 1400, height: 1000 },
+  { name: 'phone', width: 390, height: 844 },
+];
+
+/** The box of `selector` in the viewport (getBoundingClientRect). */
+export const boxOf = (page, selector) => page.$eval(selector, (e) => e.getBoundingClientRect().toJSON());
+
+/** Whether `inner` lies within `outer` (boxes as getBoundingClientRect gives them), to the pixel. */
+export const inside = (inner, outer) => inner.left >= outer.left - 1 && inner.right <= outer.right + 1 && inner.top >= outer.top - 1 && inner.bottom <= outer.bottom + 1;
+
+/** Pixels of a canvas within 8 of colour `hex` (#rrggbb) in each channel. */
+export function pixelsOf(page, selector, hex) {
+  const rgb = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  return page.$eval(selector, (c, [r, g, b]) => {
+    const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8) n++;
+    return n;
+  }, rgb);
 }

@@ -126,6 +126,33 @@ test('an idle session expires; the console says so and the command is not run', 
   assert.equal(await cli('GET', 'tut:i:idle'), '1', 'the INCR did not run');
 });
 
+test('each command shows its own round trip, and guided practice checks, explains and moves on', { timeout: 60_000 }, async () => {
+  const r = await send('PING');
+  assert.equal(r.reply, 'PONG', 'the reply alone, the time beside it');
+  const took = await page.$eval('#console-log .entry:last-of-type .took', (e) => ({ us: Number(e.dataset.us), text: e.textContent }));
+  assert.ok(took.us > 0, JSON.stringify(took));
+  assert.equal(took.text, `(${(took.us / 1000).toFixed(3)} ms)`);
+  await page.click('#practice-start');
+  assert.match(await page.innerText('#practice'), /Step 1 of 6: type PING/);
+  // A wrong command runs all the same; the step says what it wanted.
+  assert.equal((await send('ECHO hi')).reply, '"hi"');
+  assert.match(await page.innerText('#practice .practice-expected'), /Not this step: type PING exactly/);
+  assert.match(await page.innerText('#practice'), /Step 1 of 6/);
+  await cli('DEL', 'visits');
+  for (const [cmd, reply] of [['PING', 'PONG'], ['SET visits 0', 'OK'], ['INCR visits', '(integer) 1'], ['MULTI', 'OK'], ['INCR visits', 'QUEUED']]) {
+    assert.equal((await send(cmd)).reply, reply, cmd);
+    const us = await page.$eval('#console-log .entry:last-of-type', (e) => Number(e.dataset.us));
+    const passed = await page.innerText('#practice .practice-passed');
+    assert.match(passed, /^✔ /, cmd);
+    if (cmd !== 'MULTI') assert.ok(passed.includes(`${(us / 1000).toFixed(3)} ms`), `${cmd}: the explanation names the time shown: ${passed}`);
+  }
+  assert.match(await page.innerText('#practice .practice-passed'), /QUEUED.*costs a round trip/);
+  assert.match((await send('EXEC')).reply, /\(integer\) 2/);
+  assert.equal(await page.getAttribute('#practice .practice-done', 'data-step'), 'done');
+  assert.equal(await cli('GET', 'visits'), '2');
+  await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-practice.png') });
+});
+
 test('turning interactive off closes the session and brings the batch editor back', { timeout: 30_000 }, async () => {
   assert.equal((await send('PING')).reply, 'PONG');
   const id = await page.evaluate(() => document.getElementById('session-status').textContent);

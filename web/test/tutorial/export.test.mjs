@@ -1,7 +1,9 @@
 // Every export format, run for real against a real redis-server: the RESP file
-// through `redis-cli --pipe`, Python with redis-py, Node with ioredis, Rust
-// with the redis crate (web/test/export-rs). Go and Java are checked where
-// their toolchain and client library exist on the machine (see the skips).
+// through `redis-cli --pipe`, Python with redis-py, Node with ioredis, Ruby
+// with redis-rb (Debian's ruby-redis), Rust with the redis crate
+// (web/test/export-rs). Go and Java are parsed by their own toolchains
+// (gofmt, javac's parser: scripts/setup.sh installs both), and built and run
+// where their client library is given (see the skips).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -64,6 +66,11 @@ const runners = {
     const built = await run('cargo', ['build', '-q', '--locked', '--manifest-path', join(dir, 'Cargo.toml'), '--target-dir', join(dir, 'target')], {});
     assert.equal(built.code, 0, `cargo build of the redis-rs snippet failed:\n${built.stderr}\n${snippet.content}`);
     return run(join(dir, 'target/debug/snippet'), [], { env: { ...process.env, REDIS_URL: redis.url } });
+  },
+  async 'redis-rb'(snippet) {
+    const file = join(tmpDir, snippet.filename);
+    writeFileSync(file, snippet.content);
+    return run('ruby', [file], { env: { ...process.env, REDIS_URL: redis.url } });
   },
   async resp(snippet) {
     return run('redis-cli', ['-p', String(redis.port), '--pipe'], { input: Buffer.from(snippet.content) });
@@ -147,6 +154,56 @@ test('go-redis snippet is valid Go (gofmt), where Go is installed', async (t) =>
     assert.equal(out.stderr, '');
     assert.equal(out.stdout, '', 'the snippet is formatted as gofmt formats it');
   }
+});
+
+test('the redis-rb snippet is valid Ruby on both of its paths (ruby -c)', async () => {
+  for (const mode of ['pipeline', 'transaction']) {
+    const s = ex.exportBatch('redis-rb', MIXED, mode, encode);
+    assert.match(s.content, /pipelined\(exception: false\)/);
+    if (mode === 'transaction') assert.match(s.content, /\[\["MULTI"\], \*COMMANDS, \["EXEC"\]\]/);
+    const file = join(tmpDir, `syntax-${mode}.rb`);
+    writeFileSync(file, s.content);
+    const out = await run('ruby', ['-c', file]);
+    assert.equal(out.code, 0, `ruby -c:\n${out.stderr}\n${s.content}`);
+  }
+  // Interpolation cannot sneak in: "#{" in an argument stays those bytes.
+  const tricky = [[U('SET'), U('k'), U('#{exit 3}#@x#$y')]];
+  await redis.client.flushall();
+  const out = await runners['redis-rb'](ex.exportBatch('redis-rb', tricky, 'pipeline', encode));
+  assert.equal(out.code, 0, out.stdout + out.stderr);
+  assert.equal(await redis.client.get('k'), '#{exit 3}#@x#$y');
+});
+
+test('the Jedis snippet parses as Java (javac\'s parser), where a JDK is installed', async (t) => {
+  if (!existsSync('/usr/bin/javac')) return t.skip('no JDK on this machine (scripts/setup.sh installs default-jdk-headless)');
+  // javac's own parser (JavacTask.parse): syntax errors only, as Jedis
+  // itself is not packaged for Debian and Maven Central is unreachable.
+  const parser = join(tmpDir, 'ParseOnly.java');
+  writeFileSync(parser, `import javax.tools.*;
+import com.sun.source.util.JavacTask;
+public class ParseOnly {
+  public static void main(String[] files) throws Exception {
+    JavaCompiler c = ToolProvider.getSystemJavaCompiler();
+    DiagnosticCollector<JavaFileObject> d = new DiagnosticCollector<>();
+    StandardJavaFileManager fm = c.getStandardFileManager(d, null, null);
+    JavacTask task = (JavacTask) c.getTask(null, fm, d, null, null, fm.getJavaFileObjects(files));
+    task.parse();
+    boolean bad = false;
+    for (Diagnostic<? extends JavaFileObject> x : d.getDiagnostics()) { System.err.println(x); bad |= x.getKind() == Diagnostic.Kind.ERROR; }
+    System.exit(bad ? 1 : 0);
+  }
+}
+`);
+  for (const [batch, mode] of [[MIXED, 'pipeline'], [MIXED, 'transaction'], [ABORTING, 'transaction']]) {
+    const s = ex.exportBatch('jedis', batch, mode, encode);
+    const file = join(tmpDir, s.filename);
+    writeFileSync(file, s.content);
+    const out = await run('java', [parser, file]);
+    assert.equal(out.code, 0, `javac's parser rejected the ${mode} snippet:\n${out.stderr}\n${s.content}`);
+  }
+  // The check has teeth: a missing brace is caught.
+  writeFileSync(join(tmpDir, 'Broken.java'), 'public class Broken { void f() { }');
+  assert.notEqual((await run('java', [parser, join(tmpDir, 'Broken.java')])).code, 0);
 });
 
 test('Jedis snippet compiles and runs, where a Jedis class path is given (PIPELAB_JEDIS_CLASSPATH)', async (t) => {

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): how faithful the simulated network is.
+#
+# 1. Accuracy of the added RTT: sequential PINGs at 0.2, 0.5 and 5 ms, on a
+#    quiet machine and with one core kept busy by a spin loop beside them
+#    (the "loaded 2-core machine"); the median reply latency against the
+#    loopback latency plus the asked RTT, and the summary's achieved RTT
+#    (the asked one plus each direction's median lateness).
+# 2. Bandwidth: one ~20 MB pipeline of SETs at 80 ms RTT, unlimited and at
+#    100 and 10 Mbit/s (each direction), against what the wire alone must take.
+#
+#   bench/network.sh [REPS]              # REPS runs per cell (median), default 3
+#   PIPELAB_BIN=path bench/network.sh    # that binary instead of building target/release/pipelab
+#
+# Needs: redis-server, redis-cli, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${1:-3}
+if [ -n "${PIPELAB_BIN:-}" ]; then
+  BIN=$PIPELAB_BIN
+else
+  cargo build --release -q -p pipelab
+  BIN=target/release/pipelab
+fi
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" --daemonize no >/dev/null &
+REDIS_PID=$!
+SPIN_PID=""
+stop_spin() { [ -n "$SPIN_PID" ] && kill "$SPIN_PID" 2>/dev/null; SPIN_PID=""; }
+trap 'stop_spin; kill $REDIS_PID 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+URL="redis://127.0.0.1:$PORT"
+python3 -c "print('PING\n' * 500, end='')" >"$WORK/ping.txt"
+
+echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# pipelab: $BIN ($("$BIN" --version))"
+
+# Median over REPS runs of: the median reply latency (µs) of 500 sequential
+# PINGs at RTT $1, and the summary's achieved_rtt_ms.
+latency() {
+  for _ in $(seq "$REPS"); do
+    "$BIN" run "$WORK/ping.txt" --mode sequential --rtt "$1" --redis "$URL" --json
+  done | python3 -c '
+import json, sys, statistics
+runs = [json.loads(l) for l in sys.stdin if l.strip()]
+lat = [statistics.median(r["reply_us"] - r["sent_us"] for r in run["results"]) for run in runs]
+ach = [run["summary"].get("achieved_rtt_ms") or 0 for run in runs]
+print(statistics.median(lat), statistics.median(ach))'
+}
+
+accuracy() { # title
+  echo
+  echo "## Sequential PING latency, $1 (median of $REPS runs of 500; load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "| asked RTT (ms) | measured (µs) | loopback + RTT (µs) | error | summary's achieved_rtt_ms |"
+  echo "|---|---|---|---|---|"
+  read -r base _ < <(latency 0)
+  for rtt in 0.2 0.5 5; do
+    read -r m ach < <(latency "$rtt")
+    python3 -c "b=$base; m=$m; e=b+$rtt*1000; print(f'| $rtt | {m:.0f} | {e:.0f} (loopback {b:.0f}) | {100*(m-e)/e:+.1f}% | {$ach:.3f} |')"
+  done
+}
+
+accuracy "quiet"
+python3 -c 'while True: pass' &
+SPIN_PID=$!
+accuracy "one core kept busy by a spin loop"
+stop_spin
+
+# --- bandwidth -----------------------------------------------------------------
+N=100000
+python3 - "$WORK/big.txt" "$N" <<'PY'
+import sys
+path, n = sys.argv[1], int(sys.argv[2])
+v = "x" * 180
+with open(path, "w") as f:
+    f.write("".join(f"SET big:{i} {v}\n" for i in range(n)))
+PY
+echo
+echo "## $N SETs of 180-byte values in one pipeline at 80 ms RTT (median of $REPS runs)"
+echo "| bandwidth | bytes sent | total (ms) | the wire alone (ms) | RTT + wire (ms) |"
+echo "|---|---|---|---|---|"
+for bw in "" 100 10; do
+  flag=(); [ -n "$bw" ] && flag=(--bandwidth "$bw")
+  for _ in $(seq "$REPS"); do
+    redis-cli -p "$PORT" flushall >/dev/null
+    "$BIN" run "$WORK/big.txt" --mode pipeline --batch-size "$N" --rtt 80 "${flag[@]}" --redis "$URL" --json
+  done | python3 -c '
+import json, sys, statistics
+bw = sys.argv[1]
+runs = [json.loads(l)["summary"] for l in sys.stdin if l.strip()]
+t = statistics.median(r["total_us"] for r in runs) / 1000
+sent = runs[0]["bytes_sent"]
+wire = sent * 8 / (float(bw) * 1000) if bw else 0
+label = bw + " Mbit/s" if bw else "unlimited"
+print(f"| {label} | {sent:,} | {t:.0f} | {wire:.0f} | {80 + wire:.0f} |")' "$bw"
+done

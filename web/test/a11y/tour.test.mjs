@@ -1,0 +1,138 @@
+// An accessibility pass (axe-core, the engine of Lighthouse's and the
+// browsers' audits) over the playground, the tutorial, the Compare and
+// sweep views and the doctor's page, at a desktop's size and a phone's,
+// each with something on it (a run, a compare, a doctor watching a client):
+// no serious or critical violation. The same visits leave the README's tour
+// screenshots: artifacts/tour-<view>-<desktop|phone>.png.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { VIEWPORTS, artifacts, freePort, launchBrowser, pipelabBin, repoRoot, startRedis, startServe } from '../e2e/harness.mjs';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let redis, serve, doctor, browser, client;
+let looping = true;
+let loop;
+
+/** `pipelab doctor --ui` in front of `upstream`; resolves once it listens. */
+async function startDoctor(upstream, playgroundUrl) {
+  const ui = await freePort();
+  const child = spawn(
+    pipelabBin(),
+    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--think-time-us', '100000', '--playground-url', playgroundUrl, '--web-dir', join(repoRoot, 'web/dist')],
+    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const listen = await new Promise((res, rej) => {
+    createInterface({ input: child.stderr }).on('line', (l) => {
+      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
+      if (m) res(m[1]);
+    });
+    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
+  });
+  const [host, port] = listen.split(':');
+  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
+}
+
+before(async () => {
+  redis = await startRedis();
+  serve = await startServe(redis.url);
+  doctor = await startDoctor(redis.url, serve.base);
+  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
+  await client.connect();
+  // A loop of single SETs with a pipeline now and then: a missed pipeline, both depths.
+  loop = (async () => {
+    for (let i = 0; looping; i++) {
+      if (i % 40 === 39) await client.pipeline(Array.from({ length: 50 }, (_, j) => ['set', `tour:batch:${j}`, 'x'])).exec();
+      else await client.set(`tour:user:${i}`, 'x');
+    }
+  })();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  looping = false;
+  await loop?.catch(() => {});
+  client?.disconnect();
+  await browser?.close();
+  doctor?.stop();
+  await serve?.stop();
+  await redis?.stop();
+});
+
+/** axe-core's serious and critical violations on the page as it is now, one line each. */
+async function seriousViolations(page) {
+  await page.evaluate(axeSource); // evaluated by the driver: the page's CSP does not apply
+  const violations = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations));
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} — ${v.nodes.slice(0, 10).map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+for (const vp of VIEWPORTS) {
+  describe(`at ${vp.width}×${vp.height}`, () => {
+    let context, page;
+    const errors = [];
+    before(async () => {
+      context = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
+      page = await context.newPage();
+      page.on('pageerror', (e) => errors.push(e.message));
+    });
+    after(async () => {
+      await context?.close();
+      assert.deepEqual(errors, []);
+    });
+    const tour = (name) => page.screenshot({ path: join(artifacts, `tour-${name}-${vp.name}.png`) });
+
+    test('the playground, after a run', { timeout: 60_000 }, async () => {
+      await page.goto(serve.base);
+      await page.waitForSelector('#inline-editor .cm-content');
+      await page.check('input[name="mode"][value="pipeline"]');
+      await page.click('#run');
+      await page.waitForSelector('#summary dl', { timeout: 20_000 });
+      await page.waitForTimeout(150);
+      await tour('playground');
+      assert.deepEqual(await seriousViolations(page), []);
+    });
+
+    test('the tutorial, a lesson run', { timeout: 90_000 }, async () => {
+      await page.click('#tab-tutorial');
+      await page.locator('#lesson-2 button.run-lesson').click();
+      await page.waitForSelector('#lesson-2 .lesson-result[data-state="done"]', { timeout: 60_000 });
+      await page.locator('#lesson-2').scrollIntoViewIfNeeded();
+      await page.waitForTimeout(150);
+      await tour('tutorial');
+      assert.deepEqual(await seriousViolations(page), []);
+    });
+
+    test('Compare and the sweep, each run', { timeout: 120_000 }, async () => {
+      await page.click('#tab-compare');
+      await page.click('#compare-run');
+      await page.waitForSelector('#compare-out [data-table="compare"]', { timeout: 60_000 });
+      await page.waitForTimeout(150);
+      await tour('compare');
+      assert.deepEqual(await seriousViolations(page), []);
+      await page.click('#tab-sweep');
+      await page.fill('#sweep-total', '2000');
+      await page.fill('#sweep-sizes', '1, 10, 100, 1000');
+      await page.click('#sweep-run');
+      await page.waitForSelector('#sweep-out [data-table="sweep"]', { timeout: 80_000 });
+      await page.waitForTimeout(150);
+      await tour('sweep');
+      assert.deepEqual(await seriousViolations(page), []);
+    });
+
+    test("the doctor's page, watching a client", { timeout: 60_000 }, async () => {
+      await page.goto(doctor.base);
+      await page.waitForSelector('li.missed', { timeout: 20_000 });
+      await page.waitForSelector('.conn svg');
+      await tour('doctor');
+      assert.deepEqual(await seriousViolations(page), []);
+    });
+  });
+}
