@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
-import { VIEWPORTS, artifacts, freePort, launchBrowser, pipelabBin, repoRoot, startRedis, startServe } from '../e2e/harness.mjs';
+import { VIEWPORTS, artifacts, freePort, launchBrowser, pipelabBin, repoRoot, startRedis, startServe, webDist } from '../e2e/harness.mjs';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -25,7 +25,7 @@ async function startDoctor(upstream, playgroundUrl) {
   const ui = await freePort();
   const child = spawn(
     pipelabBin(),
-    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--think-time-us', '100000', '--playground-url', playgroundUrl, '--web-dir', join(repoRoot, 'web/dist')],
+    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--think-time-us', '100000', '--playground-url', playgroundUrl, '--web-dir', webDist],
     { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   const listen = await new Promise((res, rej) => {

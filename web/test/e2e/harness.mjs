@@ -11,6 +11,8 @@ import { chromium } from 'playwright-core';
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '../../..');
 export const artifacts = join(repoRoot, 'artifacts');
+/** The built page `pipelab serve` serves (PIPELAB_WEB_DIST: another build of it, e.g. an older one to compare). */
+export const webDist = process.env.PIPELAB_WEB_DIST ?? join(repoRoot, 'web/dist');
 mkdirSync(artifacts, { recursive: true });
 
 /** A port that was free a moment ago (bind 127.0.0.1:0, then release it). */
@@ -117,7 +119,7 @@ export async function startServe(redisUrl, extraArgs = []) {
   // PIPELAB_E2E_EMBEDDED=1: pipelab's own redis-server instead (with its ACL
   // users: how a sandbox, PIPELAB_SANDBOX=1, runs in production).
   const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' || redisUrl === null ? [] : ['--redis', redisUrl];
-  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', webDist, ...extraArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
