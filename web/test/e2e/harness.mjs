@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
+import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -125,6 +126,31 @@ export async function startServe(redisUrl, extraArgs = []) {
   });
   await waitFor('pipelab serve', async () => (await fetch(`${base}readyz`)).ok);
   return { base, port, stop: () => stop(child) };
+}
+
+/**
+ * `pipelab doctor --ui` in front of `upstream`, its "open in playground"
+ * links to `playgroundUrl`; `extraArgs`: more flags (`--think-time-us`).
+ * Resolves once it listens: `host`/`port` for the application, `base` for
+ * the page; `stop()` sends SIGTERM.
+ */
+export async function startDoctor(upstream, playgroundUrl, extraArgs = []) {
+  const ui = await freePort();
+  const child = spawn(
+    pipelabBin(),
+    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--playground-url', playgroundUrl, '--web-dir', webDist, ...extraArgs],
+    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const listen = await new Promise((res, rej) => {
+    createInterface({ input: child.stderr }).on('line', (l) => {
+      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
+      if (m) res(m[1]);
+      else if (!/^pipelab doctor: page on/.test(l)) process.stderr.write(`doctor: ${l}\n`);
+    });
+    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
+  });
+  const [host, port] = listen.split(':');
+  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
 }
 
 export async function launchBrowser() {
