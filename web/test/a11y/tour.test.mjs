@@ -9,35 +9,22 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Redis from 'ioredis';
-import { VIEWPORTS, artifacts, launchBrowser, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
+import { VIEWPORTS, artifacts, launchBrowser, loopThrough, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-let redis, serve, doctor, browser, client;
-let looping = true;
-let loop;
+let redis, serve, doctor, browser, app;
 
 before(async () => {
   redis = await startRedis();
   serve = await startServe(redis.url);
   doctor = await startDoctor(redis.url, serve.base, ['--think-time-us', '100000']);
-  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
-  await client.connect();
-  // A loop of single SETs with a pipeline now and then: a missed pipeline, both depths.
-  loop = (async () => {
-    for (let i = 0; looping; i++) {
-      if (i % 40 === 39) await client.pipeline(Array.from({ length: 50 }, (_, j) => ['set', `tour:batch:${j}`, 'x'])).exec();
-      else await client.set(`tour:user:${i}`, 'x');
-    }
-  })();
+  app = await loopThrough(doctor);
   browser = await launchBrowser();
 });
 
 after(async () => {
-  looping = false;
-  await loop?.catch(() => {});
-  client?.disconnect();
+  await app?.stop();
   await browser?.close();
   doctor?.stop();
   await serve?.stop();

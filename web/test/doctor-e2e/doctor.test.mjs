@@ -7,37 +7,23 @@
 // Screenshot: artifacts/doctor-ui.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Redis from 'ioredis';
-import { launchBrowser, shot, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
+import { launchBrowser, loopThrough, shot, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
 
-let redis, serve, doctor, browser, page, client;
-let looping = true;
-let loop;
+let redis, serve, doctor, browser, page, app;
 const pageErrors = [];
 
 before(async () => {
   redis = await startRedis();
   serve = await startServe(redis.url);
   doctor = await startDoctor(redis.url, serve.base, ['--think-time-us', '1000000']);
-  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
-  await client.connect();
-  // 40 single SETs, then a pipeline of 100, over and over: the doctor keeps
-  // the last 64 flights of a connection, so each poll sees a deep one.
-  loop = (async () => {
-    for (let i = 0; looping; i++) {
-      if (i % 40 === 39) await client.pipeline(Array.from({ length: 100 }, (_, j) => ['set', `batch:${j}`, 'x'])).exec();
-      else await client.set(`user:${i}`, 'x');
-    }
-  })();
+  app = await loopThrough(doctor);
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (e) => pageErrors.push(e.message));
 });
 
 after(async () => {
-  looping = false;
-  await loop?.catch(() => {});
-  client?.disconnect();
+  await app?.stop();
   await browser?.close();
   doctor?.stop();
   await serve?.stop();

@@ -153,6 +153,32 @@ export async function startDoctor(upstream, playgroundUrl, extraArgs = []) {
   return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
 }
 
+/**
+ * An application through `doctor` (ioredis): 39 single SETs (`user:N`),
+ * then a pipeline of 100 (`batch:N`), over and over, so that the doctor
+ * sees a missed pipeline and both depths in its last flights of the
+ * connection. `stop()` ends the loop and disconnects.
+ */
+export async function loopThrough(doctor) {
+  const { default: Redis } = await import('ioredis');
+  const client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
+  await client.connect();
+  let looping = true;
+  const loop = (async () => {
+    for (let i = 0; looping; i++) {
+      if (i % 40 === 39) await client.pipeline(Array.from({ length: 100 }, (_, j) => ['set', `batch:${j}`, 'x'])).exec();
+      else await client.set(`user:${i}`, 'x');
+    }
+  })();
+  return {
+    async stop() {
+      looping = false;
+      await loop.catch(() => {});
+      client.disconnect();
+    },
+  };
+}
+
 export async function launchBrowser() {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
