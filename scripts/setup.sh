@@ -55,13 +55,25 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "rustup target add wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-  log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
-  cargo install -q wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+# The binaries of wasm-bindgen-cli not yet at the pinned version: the build
+# needs wasm-bindgen; the tests also wasm-bindgen-test-runner (resp on wasm32).
+bins=()
+for bin in wasm-bindgen $([ "${PIPELAB_SKIP_FUZZ:-0}" = 1 ] || echo wasm-bindgen-test-runner); do
+  [ "$($bin --version 2>/dev/null | awk '{print $2}')" = "$WASM_BINDGEN_VERSION" ] || bins+=(--bin "$bin")
+done
+if [ ${#bins[@]} -gt 0 ]; then
+  # The longest step of a first start: no registry ships this binary, so
+  # cargo compiles it, about 175 crates (docs/build.md has the times
+  # measured: minutes on an idle 2-core machine, far more beside other
+  # builds). Without the default features: no TLS stack (ring, rustls),
+  # which only the test runner's webdriver downloads would use. Cargo's
+  # progress follows.
+  log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION ${bins[*]}: compiles ~175 crates, about 3 min on a quiet 2-core machine, 20 min beside other builds (docs/build.md)"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --no-default-features --force "${bins[@]}"
 fi
 if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ] && ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
-  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
-  cargo install -q cargo-fuzz --version "$CARGO_FUZZ_VERSION"
+  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION (tests only; cargo's progress follows)"
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION"
 fi
 
 # --- Python (differential tests against hiredis and redis-py) --------------

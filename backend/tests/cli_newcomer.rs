@@ -1,7 +1,10 @@
-//! `pipelab run` as a newcomer meets it (issue 21): a progress bar on a
-//! terminal's stderr (none with `--quiet` or when stderr is not a
-//! terminal), `--replies` printing each reply redis-cli style, commands
-//! counted from 1 in messages, and a summary that reads right.
+//! The CLI as a newcomer meets it: a progress bar on a terminal's stderr
+//! for `pipelab run` and `pipelab compare` (none with `--quiet` or when
+//! stderr is not a terminal), `--replies` printing each reply redis-cli
+//! style, commands counted from 1 in messages, a summary that reads right,
+//! errors that name the subcommand and the CLI's own options, input with no
+//! command refused as the API refuses it, and `pipelab serve`'s log level
+//! from `RUST_LOG` as the ecosystem sets it.
 
 mod common;
 
@@ -89,4 +92,92 @@ fn replies_redis_cli_style_one_numbering_and_a_summary_that_reads_right() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("(1 write system call)"), "{stdout}");
     assert!(stdout.contains("time: ") && stdout.contains(" ms, "), "{stdout}");
+}
+
+#[test]
+fn compare_shows_each_runs_progress_on_a_terminal_only() {
+    let s = RedisServer::start();
+    // 80 PINGs at 20 ms sequentially: at least 1.6 s of the first run.
+    let file = pings(80);
+    let path = file.path().to_str().unwrap();
+    let args = ["compare", path, "--rtt", "20", "--redis", &s.url];
+    let shown = on_terminal(&args);
+    assert!(shown.contains("sequential, run 1 of 4") && shown.contains("/80 commands") && shown.contains("ETA"), "{shown}");
+    assert!(shown.contains("sequential: 80 commands in ") && shown.contains("auto, run 4 of 4"), "each run done is listed: {shown}");
+    assert!(shown.contains("speedup"), "the table follows: {shown}");
+
+    let quiet: Vec<&str> = args.iter().copied().chain(["--quiet"]).collect();
+    assert!(!on_terminal(&quiet).contains("run 1 of 4"));
+    let json: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+    assert!(!on_terminal(&json).contains("run 1 of 4"), "JSON alone");
+    let out = run(&args, b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "nothing on a piped stderr: {:?}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn no_command_at_all_is_bad_input_as_for_the_api() {
+    let s = RedisServer::start();
+    for input in [&b""[..], b"\n\n  \n"] {
+        for json in [false, true] {
+            let mut args = vec!["run", "-", "--redis", &s.url];
+            if json {
+                args.push("--json");
+            }
+            let out = run(&args, input);
+            assert_eq!(out.status.code(), Some(2), "{input:?} json {json}");
+            assert_eq!(String::from_utf8_lossy(&out.stderr), "pipelab run: stdin holds no command (only blank lines)\n");
+            assert!(out.stdout.is_empty(), "no summary, no JSON: {:?}", String::from_utf8_lossy(&out.stdout));
+        }
+    }
+}
+
+#[test]
+fn messages_name_the_subcommand_and_the_clis_options() {
+    let s = RedisServer::start();
+    let out = run(&["resp", "decode", "-"], b"*2\r\n$3\r\nGE");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "pipelab resp decode: byte 0: incomplete value: the input ends inside it (10 bytes left over)\n");
+    let out = run(&["resp", "inline", "-"], b"*1\r\n$x\r\n");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("pipelab resp inline: "), "{:?}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["resp", "format", "/nonexistent/file"], b"");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("pipelab resp format: cannot open /nonexistent/file"));
+
+    let out = run(&["run", "-", "--mode", "pipeline", "--watch", "k", "--redis", &s.url], b"GET k\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "pipelab run: --watch: WATCH is only meaningful in transaction mode\n");
+    let out = run(&["run", "-", "--mode", "transaction", "--redis", &s.url], b"MULTI\nGET k\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MULTI cannot be part of a transaction batch") && stderr.contains("--watch in the CLI"), "{stderr}");
+}
+
+#[test]
+fn serve_takes_its_log_level_from_rust_log_after_pipelab_log() {
+    let s = RedisServer::start();
+    let serve = |env: &[(&str, &str)]| {
+        let port = common::free_port();
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--redis", &s.url])
+            .env_remove("PIPELAB_LOG")
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        // Ready: then stop it and read all it logged.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "pipelab serve did not listen");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        err
+    };
+    assert!(serve(&[]).contains("pipelab serve listening"), "info by default");
+    assert!(!serve(&[("RUST_LOG", "warn")]).contains("pipelab serve listening"), "RUST_LOG=warn: no info lines");
+    assert!(serve(&[("RUST_LOG", "warn"), ("PIPELAB_LOG", "info")]).contains("pipelab serve listening"), "PIPELAB_LOG first");
 }

@@ -41,7 +41,7 @@ fn inline_vectors_through_encode() {
         let (code, stdout, stderr) = pipelab("encode", input.as_bytes());
         if case["error"].as_bool().unwrap() {
             assert_eq!(code, 2, "{input:?} must fail");
-            assert!(stderr.starts_with("line 1, column "), "{input:?}: {stderr}");
+            assert!(stderr.starts_with("pipelab resp encode: line 1, column "), "{input:?}: {stderr}");
             assert!(stdout.is_empty());
         } else {
             assert_eq!(code, 0, "{input:?}: {stderr}");
@@ -64,11 +64,11 @@ fn resp_vectors_through_decode() {
             }
             "error" => {
                 assert_eq!(code, 2, "{what:?}");
-                assert!(stderr.starts_with("byte "), "{what:?}: {stderr}");
+                assert!(stderr.starts_with("pipelab resp decode: byte "), "{what:?}: {stderr}");
             }
             "incomplete" => {
                 assert_eq!(code, 2, "{what:?}");
-                assert!(stderr.contains("incomplete"), "{what:?}: {stderr}");
+                assert!(stderr.starts_with("pipelab resp decode: byte ") && stderr.contains("incomplete"), "{what:?}: {stderr}");
             }
             other => panic!("unknown expect {other}"),
         }
@@ -80,7 +80,7 @@ fn encode_reports_line_and_column_and_what_was_written() {
     let (code, stdout, stderr) = pipelab("encode", b"SET a 1\n\nSET b 'x\n");
     assert_eq!(code, 2);
     assert_eq!(stdout, b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n");
-    assert!(stderr.contains("line 3, column 7: unbalanced single quote"), "{stderr}");
+    assert!(stderr.starts_with("pipelab resp encode: line 3, column 7: unbalanced single quote"), "{stderr}");
     assert!(stderr.contains("1 command before line 3 written"), "{stderr}");
 }
 
@@ -89,7 +89,7 @@ fn decode_error_offset_is_absolute_across_values() {
     let (code, stdout, stderr) = pipelab("decode", b"+OK\r\n:1\r\n:+1\r\n");
     assert_eq!(code, 2);
     assert_eq!(String::from_utf8(stdout).unwrap().lines().count(), 2);
-    assert!(stderr.starts_with("byte 9: invalid integer"), "{stderr}");
+    assert!(stderr.starts_with("pipelab resp decode: byte 9: invalid integer"), "{stderr}");
 }
 
 #[test]

@@ -28,10 +28,16 @@ struct Doctor {
 }
 
 impl Doctor {
+    /// With the generous threshold of these tests (1 s).
     fn start(upstream: &str, extra: &[&str]) -> Doctor {
+        let args: Vec<&str> = ["--think-time-us", "1000000"].iter().chain(extra).copied().collect();
+        Doctor::start_with(upstream, &args)
+    }
+
+    fn start_with(upstream: &str, args: &[&str]) -> Doctor {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pipelab"))
             .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", upstream, "--json"])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -254,6 +260,31 @@ for _ in range(100): r.transaction(bump, 'w:count')\nassert int(r.get('w:count')
     assert!(missed(&lines).is_empty(), "{lines:?}");
     let summary = lines.last().unwrap();
     assert_eq!(summary["transactions"], 200);
+}
+
+/// A loop whose think times sit just over the default 50 µs (a 2 ms pause
+/// between a reply and the next command, as a busy machine makes of a
+/// redis-py loop): no missed pipeline at that threshold, but the summary
+/// counts the near misses and names a `--think-time-us` that takes them in.
+#[test]
+fn think_times_just_over_the_threshold_are_named_with_the_flag_to_use() {
+    let redis = RedisServer::start();
+    let doctor = Doctor::start_with(&redis.url, &["--think-time-us", "50"]);
+    let mut s = doctor.connect();
+    for i in 0..40 {
+        assert_eq!(call(&mut s, &["SET", &format!("slow:{i}"), "x"]), resp::Value::Simple(b"OK".to_vec()));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(s);
+    let lines = doctor.stop();
+    assert!(missed(&lines).is_empty(), "2 ms is over 50 µs: {lines:?}");
+    let near = &lines.last().unwrap()["near_misses"];
+    // Most of the 39 gaps; a stall past 5 ms on a loaded machine is not "just over".
+    assert!(near["flights"].as_u64().unwrap() >= 10, "{near}");
+    let max = near["think_us_max"].as_u64().unwrap();
+    assert!((2000..=5000).contains(&max), "{near}");
+    let suggested = near["suggested_think_time_us"].as_u64().expect("a threshold suggested");
+    assert!(suggested >= max && [2000, 5000].contains(&suggested), "{near}");
 }
 
 /// SET then GET of a value with CR, LF and NUL inside, through `s`.

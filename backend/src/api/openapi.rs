@@ -22,9 +22,8 @@ use error::CodeStatuses;
             `--readonly-token`) every /api/v1 endpoint needs `Authorization: Bearer TOKEN` or \
             `?_token=TOKEN` (else 401 `unauthorized`); a read-only token may only GET (403 \
             `forbidden`). With `--sandbox` each visitor (the `pipelab_sandbox` cookie) \
-            has a key namespace of their own: keys are rewritten, replies show the visitor's \
-            names, commands that could reach other keys or the server answer 403 \
-            `sandbox_refused`, and commands past a quota are `not_sent`. The same server also speaks Upstash's REST protocol (`POST /`, \
+            has a redis-server of their own: every request of theirs runs there, and \
+            commands that administer a server answer 400 `refused_command`. The same server also speaks Upstash's REST protocol (`POST /`, \
             path-style `/cmd/arg`, `/pipeline`, `/multi-exec`, `/subscribe/<channel>`, or under \
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             README's \"Upstash-compatible REST\".",

@@ -9,14 +9,19 @@
 
 use std::io::Read;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use pipelab::exec::{self, Batch, Commands, ExecError, Mode, Plan};
+use pipelab::commands::Table;
+use pipelab::exec::{self, Batch, BatchSource, CommandResult, Commands, ExecError, Mode, Plan, Report, ResultSink};
 use pipelab::lab::compare::{self, CompareReport};
-use pipelab::lab::Runner;
+use pipelab::lab::{Direct, Runner};
 
 use super::input::{open_input, Exit};
 use super::lab::{exec_error, fail, input_error, LabArgs};
 use super::options::PlanArgs;
+use super::progress::Runs;
 
 const NAME: &str = "compare";
 
@@ -34,6 +39,9 @@ pub struct Args {
     /// With --json: each run's per-command results too (API: `include_results`).
     #[arg(long)]
     include_results: bool,
+    /// No progress bar on stderr (there is none anyway when stderr is not a terminal, or with --json).
+    #[arg(long, short)]
+    quiet: bool,
     #[command(flatten)]
     lab: LabArgs,
 }
@@ -52,11 +60,59 @@ pub async fn main(args: Args) -> Result<ExitCode, ExitCode> {
         exec::validate(&batch, &table).map(|()| batch)
     })
     .map_err(|e| exec_error(NAME, &ExecError::Invalid(e), &lines))?;
-    let report = compare::compare(&runner, &batches, args.include_results)
-        .await
-        .map_err(|e| exec_error(NAME, &e, &lines))?;
+    let shown = Shown { direct: runner.clone(), runs: Runs::new(args.quiet || args.lab.json), of: batches.len(), started: Arc::default() };
+    let report = compare::compare(&shown, &batches, args.include_results).await;
+    shown.runs.finish();
+    let report = report.map_err(|e| exec_error(NAME, &e, &lines))?;
     let clean = report.runs.iter().all(|r| r.summary.errors + r.summary.not_sent + r.summary.unknown == 0);
     Ok(args.lab.finish(&report, |r| print_table(r, &runner.target), clean))
+}
+
+/// The executor as [`Direct`] runs it, with each run's progress shown
+/// ([`Runs`]): a run of 100,000 commands sequentially takes a while.
+#[derive(Clone)]
+struct Shown {
+    direct: Direct,
+    runs: Runs,
+    /// How many runs in all, and how many started.
+    of: usize,
+    started: Arc<AtomicUsize>,
+}
+
+/// Results collected as [`Direct`] collects them, each counted on the bar.
+struct Counted<'a> {
+    results: Vec<CommandResult>,
+    runs: &'a Runs,
+}
+
+impl ResultSink for Counted<'_> {
+    fn push(&mut self, result: CommandResult) {
+        self.results.push(result);
+        self.runs.answered(self.results.len() as u64);
+    }
+}
+
+impl Runner for Shown {
+    type Error = ExecError;
+
+    async fn run(&self, batch: &Batch) -> Result<Report, ExecError> {
+        let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        let mode = batch.plan.mode.name();
+        self.runs.start(format!("{mode}, run {n} of {}", self.of), batch.commands.len() as u64);
+        let mut sink = Counted { results: Vec::with_capacity(batch.commands.len()), runs: &self.runs };
+        let out = exec::execute_stream(&self.direct.target, &batch.plan, &mut BatchSource::new(&batch.commands), &mut sink, &self.direct.opts).await?;
+        let report = out.with_results(sink.results);
+        self.runs.done(format!("{mode}: {} commands in {:.3} ms", report.summary.commands, report.summary.total_us as f64 / 1000.0));
+        Ok(report)
+    }
+
+    fn batch_timeout(&self) -> Duration {
+        self.direct.batch_timeout()
+    }
+
+    async fn commands(&self) -> Arc<Table> {
+        self.direct.commands().await
+    }
 }
 
 /// Every command of `file`, split as the server splits its input, and the
@@ -74,7 +130,7 @@ fn read_commands(file: &str) -> Result<(Commands, Vec<usize>), String> {
         commands.push(&req.argv);
     }
     if commands.is_empty() {
-        return Err(format!("{file} holds no command (only blank lines)"));
+        return Err(format!("{} holds no command (only blank lines)", super::input::input_name(file)));
     }
     Ok((commands, lines))
 }

@@ -30,6 +30,11 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// `FILE|-` as messages name it: `stdin` for `-`.
+pub fn input_name(file: &str) -> &str {
+    if file == "-" { "stdin" } else { file }
+}
+
 /// `-` is stdin; anything else a file, with its name in the error.
 pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
     const CAP: usize = 256 * 1024;

@@ -66,3 +66,54 @@ impl Progress {
         }
     }
 }
+
+/// `pipelab compare`'s progress on stderr: a bar for the run going on (its
+/// commands answered of all, the rate, the time left) and, above it, a line
+/// for each run done. Only when stderr is a terminal and `quiet` is false;
+/// cheap to clone (the runs share the bar).
+#[derive(Clone)]
+pub struct Runs(Option<ProgressBar>);
+
+impl Runs {
+    pub fn new(quiet: bool) -> Runs {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Runs(None);
+        }
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
+        let template = "{spinner} {prefix} [{bar:30}] {human_pos}/{human_len} commands · {elapsed} elapsed · ETA {eta}";
+        bar.set_style(ProgressStyle::with_template(template).expect("a valid template").progress_chars("=> "));
+        bar.enable_steady_tick(TICK);
+        Runs(Some(bar))
+    }
+
+    /// A run of `commands` begins; `what` names it (`sequential, run 1 of 4`).
+    pub fn start(&self, what: String, commands: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_prefix(what);
+            bar.set_length(commands);
+            bar.set_position(0);
+            bar.reset_eta();
+        }
+    }
+
+    /// `answered` commands of the run have a result.
+    pub fn answered(&self, answered: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(answered);
+        }
+    }
+
+    /// A run ended: `line` stays on the terminal above the bar.
+    pub fn done(&self, line: String) {
+        if let Some(bar) = &self.0 {
+            bar.println(line);
+        }
+    }
+
+    /// Takes the bar off the terminal (before the table is printed).
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}

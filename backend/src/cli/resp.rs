@@ -1,7 +1,8 @@
 //! `pipelab resp encode|decode|format|inline`: the codec on files and pipes,
 //! streamed so that a file of millions of commands needs constant memory.
 //! Exit status as docs/cli.md#exit-status: 0 success, 2 input that cannot be
-//! parsed (message on stderr: `line L, column C: …` or `byte N: …`).
+//! parsed (message on stderr: `pipelab resp decode: byte N: …`, or
+//! `… line L, column C: …`, named as every subcommand names itself).
 
 use super::input::{open_input, Exit};
 use clap::Subcommand;
@@ -36,23 +37,40 @@ pub enum RespCommand {
 }
 
 pub fn run(cmd: RespCommand) -> Exit {
-    let result = match cmd {
-        RespCommand::Encode { file } => encode(&file),
-        RespCommand::Decode { file } => decode(&file, |v, out| {
-            serde_json::to_writer(&mut *out, v)?;
-            out.write_all(b"\n")
-        }),
-        RespCommand::Format { file } => decode(&file, |v, out| out.write_all(v.display().as_bytes())),
-        RespCommand::Inline { file } => inline(&file),
+    let (name, result) = match cmd {
+        RespCommand::Encode { file } => ("resp encode", encode(&file)),
+        RespCommand::Decode { file } => (
+            "resp decode",
+            decode(&file, |v, out| {
+                serde_json::to_writer(&mut *out, v)?;
+                out.write_all(b"\n")
+            }),
+        ),
+        RespCommand::Format { file } => ("resp format", decode(&file, |v, out| out.write_all(v.display().as_bytes()))),
+        RespCommand::Inline { file } => ("resp inline", inline(&file)),
     };
-    result.unwrap_or_else(Exit::from_io)
+    match result {
+        Ok(Ok(())) => Exit::Ok,
+        Ok(Err(message)) => {
+            eprintln!("pipelab {name}: {message}");
+            Exit::BadInput
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => {
+            eprintln!("pipelab {name}: {e}");
+            Exit::BadInput
+        }
+    }
 }
+
+/// `Ok(Err(message))`: the input cannot be parsed; the message says where.
+type Outcome = std::io::Result<Result<(), String>>;
 
 fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
 }
 
-fn encode(file: &str) -> std::io::Result<Exit> {
+fn encode(file: &str) -> Outcome {
     let mut input = open_input(file)?;
     let mut out = stdout();
     let (mut line_no, mut written) = (0usize, 0usize);
@@ -77,19 +95,17 @@ fn encode(file: &str) -> std::io::Result<Exit> {
             Err(e) => {
                 out.flush()?;
                 let col = resp::inline::column_of(text, e.offset);
-                eprintln!("line {line_no}, column {col}: {}", e.message);
                 let plural = if written == 1 { "command" } else { "commands" };
-                eprintln!("({written} {plural} before line {line_no} written to stdout)");
-                return Ok(Exit::BadInput);
+                return Ok(Err(format!("line {line_no}, column {col}: {} ({written} {plural} before line {line_no} written to stdout)", e.message)));
             }
         }
     }
     out.flush()?;
-    Ok(Exit::Ok)
+    Ok(Ok(()))
 }
 
 /// Streams a RESP file through the incremental decoder, handing each value to `emit`.
-fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std::io::Result<()>) -> std::io::Result<Exit> {
+fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std::io::Result<()>) -> Outcome {
     let mut input = open_input(file)?;
     let mut out = stdout();
     let mut decoder = Decoder::new();
@@ -106,8 +122,7 @@ fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std:
             Ok(Decoded::Incomplete { .. }) => {}
             Err(e) => {
                 out.flush()?;
-                eprintln!("byte {}: {}", base + start + e.offset, e.message);
-                return Ok(Exit::BadInput);
+                return Ok(Err(format!("byte {}: {}", base + start + e.offset, e.message)));
             }
         }
         // Need more bytes: drop what is consumed, read a chunk.
@@ -120,10 +135,9 @@ fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std:
         if chunk.is_empty() {
             out.flush()?;
             if buf.is_empty() {
-                return Ok(Exit::Ok);
+                return Ok(Ok(()));
             }
-            eprintln!("byte {}: incomplete value: the input ends inside it ({} bytes left over)", base, buf.len());
-            return Ok(Exit::BadInput);
+            return Ok(Err(format!("byte {}: incomplete value: the input ends inside it ({} bytes left over)", base, buf.len())));
         }
         let n = chunk.len();
         buf.extend_from_slice(chunk);
@@ -131,7 +145,7 @@ fn decode(file: &str, mut emit: impl FnMut(&resp::Value, &mut dyn Write) -> std:
     }
 }
 
-fn inline(file: &str) -> std::io::Result<Exit> {
+fn inline(file: &str) -> Outcome {
     let mut input = open_input(file)?;
     let mut out = stdout();
     let mut reader = RequestReader::new();
@@ -153,11 +167,10 @@ fn inline(file: &str) -> std::io::Result<Exit> {
             }
             Err(e) => {
                 out.flush()?;
-                eprintln!("{e}");
-                return Ok(Exit::BadInput);
+                return Ok(Err(e.to_string()));
             }
         }
     }
     out.flush()?;
-    Ok(Exit::Ok)
+    Ok(Ok(()))
 }

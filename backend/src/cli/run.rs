@@ -86,12 +86,16 @@ pub async fn main(args: Args) -> ExitCode {
     sink.progress.finish();
     let report = match report {
         Ok(r) => r,
-        Err(ExecError::Invalid(e) | ExecError::CrossSlot(e)) => return usage(e.to_string()),
+        Err(ExecError::Invalid(e) | ExecError::CrossSlot(e)) => return usage(format!("{}: {}", super::lab::option_name(&e.field, &[]), e.message)),
         Err(ExecError::Connect(e)) => {
             eprintln!("pipelab run: {e}");
             return ExitCode::from(1);
         }
     };
+    // As the API answers 400 for a batch without commands: nothing to report.
+    if report.summary.commands == 0 && report.input_error.is_none() {
+        return usage(format!("{} holds no command (only blank lines)", super::input::input_name(&args.file)));
+    }
     sink.finish(&report, &target);
     let s = &report.summary;
     if report.input_error.is_some() {

@@ -57,6 +57,15 @@ pub fn summary_text(s: &Summary) -> String {
     for m in &s.missed.top_missed {
         let _ = writeln!(out, "  connection {} ({}): {}, saving {:.1} ms", m.connection, m.peer, m.description, m.saving_ms);
     }
+    if let Some(t) = s.near_misses.suggested_think_time_us {
+        let _ = writeln!(
+            out,
+            "near misses: {} single-command round trips came just over --think-time-us {} after the previous reply (the longest {} µs later), \
+             so they were not counted in a missed pipeline; if your application sends them in a loop without using the replies \
+             (a busy machine slows such a loop), run again with --think-time-us {t}",
+            s.near_misses.flights, s.think_time_us, s.near_misses.think_us_max
+        );
+    }
     for u in &s.undecoded {
         let _ = writeln!(out, "  not decoded: connection {} ({}): {}", u.connection, u.peer, u.reason);
     }
@@ -75,5 +84,17 @@ mod tests {
         let cols: Vec<&str> = l.split_whitespace().collect();
         assert_eq!(cols, vec!["2", "3", "1100", "1000", "200", "100", "10.0", "1", "49.5"]);
         assert_eq!(header().split_whitespace().count(), 10); // "saving ms" is two words
+    }
+
+    #[test]
+    fn the_summary_names_the_threshold_to_use_for_near_misses() {
+        use crate::doctor::report::NearMisses;
+        let mut s = Summary { think_time_us: 50, ..Summary::default() };
+        s.near_misses = NearMisses::of(900, 4300, 1000, 50);
+        let text = summary_text(&s);
+        assert!(text.contains("near misses: 900 single-command round trips came just over --think-time-us 50"), "{text}");
+        assert!(text.contains("run again with --think-time-us 5000"), "{text}");
+        s.near_misses = NearMisses::of(2, 4300, 1000, 50);
+        assert!(!summary_text(&s).contains("near misses"), "a couple are noise");
     }
 }

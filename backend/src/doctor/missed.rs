@@ -18,6 +18,9 @@ use super::report::PatternCount;
 /// Distinct patterns kept per run; more are counted under `…`.
 const MAX_PATTERNS: usize = 8;
 
+/// A think time up to this many times the threshold is "just over" it ([`Detector::near_miss`]).
+pub const NEAR_FACTOR: u64 = 100;
+
 /// The detector's rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {
@@ -72,6 +75,18 @@ pub struct Detector {
 impl Detector {
     pub fn new(rule: Rule) -> Detector {
         Detector { rule, run: None }
+    }
+
+    /// Whether `f` (the next flight, not yet taken) would have continued the
+    /// run but for a think time just over the threshold (at most
+    /// [`NEAR_FACTOR`] times it): on a busy machine a loop's own think times
+    /// grow past `--think-time-us` and its missed pipeline breaks into pieces.
+    pub fn near_miss(&self, f: &FlightFacts) -> bool {
+        let limit = self.rule.think_time_us;
+        f.commands == 1
+            && !f.breaks_runs
+            && self.run.is_some()
+            && f.think_us.is_some_and(|t| t > limit && t <= limit.saturating_mul(NEAR_FACTOR))
     }
 
     /// Takes the next finished flight (in order); returns a run it ended, if
@@ -211,5 +226,17 @@ mod tests {
         let run = d.finish().unwrap();
         assert_eq!(run.patterns.len(), MAX_PATTERNS + 1);
         assert_eq!(run.patterns.iter().map(|p| p.commands).sum::<u64>(), 20);
+    }
+
+    #[test]
+    fn think_times_just_over_the_threshold_are_near_misses() {
+        let mut d = Detector::new(RULE);
+        d.on_flight(&flight(1, None, false, "SET a:*"));
+        assert!(!d.near_miss(&flight(1, Some(50), false, "SET a:*")), "within the threshold: a hit");
+        assert!(d.near_miss(&flight(1, Some(51), false, "SET a:*")));
+        assert!(d.near_miss(&flight(1, Some(5000), false, "SET a:*")), "100x the threshold");
+        assert!(!d.near_miss(&flight(1, Some(5001), false, "SET a:*")), "the application's own work");
+        assert!(!d.near_miss(&flight(2, Some(60), false, "SET a:*")), "a pipeline");
+        assert!(!d.near_miss(&flight(1, Some(60), true, "MULTI")), "a transaction's step");
     }
 }

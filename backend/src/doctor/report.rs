@@ -113,7 +113,7 @@ pub struct ConnectionFlights {
 
 /// The whole run, at the end (SIGINT/SIGTERM, or the last client leaving
 /// with `--exit-when-idle`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Since the doctor started, ms.
     pub duration_ms: f64,
@@ -147,10 +147,48 @@ pub struct Summary {
     /// The missed pipelines' totals, their fields at this level of the JSON.
     #[serde(flatten)]
     pub missed: MissedTotals,
+    /// Single-command round trips that came just after the think-time
+    /// threshold: pipelines the threshold may have missed.
+    pub near_misses: NearMisses,
     /// Connections no longer decoded (at most 100 listed).
     pub undecoded: Vec<Undecoded>,
     /// The last connections (at most 20), with their recent flights.
     pub recent_connections: Vec<ConnectionReport>,
+}
+
+/// Round trips that would have continued a missed pipeline but for a think
+/// time just over `--think-time-us` (up to 100 times it): a loop slowed by a
+/// busy machine, or an application that works between its commands. Many of
+/// them and the summary suggests a threshold that would take them in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NearMisses {
+    pub flights: u64,
+    /// The longest of their think times, µs.
+    pub think_us_max: u64,
+    /// A `--think-time-us` that would count them (a round number at or over
+    /// `think_us_max`), when they are many: at least 3 and 1% of all flights.
+    pub suggested_think_time_us: Option<u64>,
+}
+
+impl NearMisses {
+    pub fn of(flights: u64, think_us_max: u64, all_flights: u64, threshold: u64) -> NearMisses {
+        let many = flights >= 3 && flights * 100 >= all_flights;
+        let suggested = (many && think_us_max > threshold).then(|| round_up(think_us_max));
+        NearMisses { flights, think_us_max, suggested_think_time_us: suggested }
+    }
+}
+
+/// The first of 1, 2, 5, 10, 20, 50, … at or over `x`.
+fn round_up(x: u64) -> u64 {
+    let mut p = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if p.saturating_mul(m) >= x {
+                return p.saturating_mul(m);
+            }
+        }
+        p = p.saturating_mul(10);
+    }
 }
 
 /// The missed pipelines of a run, counted as each one ends.

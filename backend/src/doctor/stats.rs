@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::keys::KeyTable;
 use super::missed::Rule;
-use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, MissedTotals, Summary, Undecoded};
+use super::report::{ConnectionFlights, ConnectionReport, DepthBucket, Event, MissedPipeline, MissedTotals, NearMisses, Summary, Undecoded};
 use super::tracker::{ConnCounters, Outcome, Tracker, DEPTH_BOUNDS};
 
 const TOP_MISSED: usize = 10;
@@ -73,6 +73,8 @@ fn add_counters(into: &mut ConnCounters, c: &ConnCounters) {
     into.bytes_down += c.bytes_down;
     into.wait_us += c.wait_us;
     into.client_us += c.client_us;
+    into.near_misses += c.near_misses;
+    into.near_think_us_max = into.near_think_us_max.max(c.near_think_us_max);
     for (k, v) in &c.state_changes {
         *into.state_changes.entry(k.clone()).or_default() += v;
     }
@@ -283,6 +285,7 @@ impl Doctor {
             scripts: t.scripts,
             state_changes: counters.state_changes.into_iter().collect::<BTreeMap<_, _>>(),
             missed: t.missed.clone(),
+            near_misses: NearMisses::of(counters.near_misses, counters.near_think_us_max, flights, self.rule.think_time_us),
             undecoded: t.undecoded.clone(),
             recent_connections: recent.into_iter().skip(skip).collect(),
         };

@@ -95,6 +95,10 @@ pub struct ConnCounters {
     /// Time between a reply and the next command with nothing outstanding, µs.
     pub client_us: u64,
     pub state_changes: BTreeMap<String, u64>,
+    /// Single-command flights whose think time was just over the threshold
+    /// ([`Detector::near_miss`]), and the longest such think time, µs.
+    pub near_misses: u64,
+    pub near_think_us_max: u64,
 }
 
 /// One connection's tracker.
@@ -378,6 +382,10 @@ impl Tracker {
             end_us,
             pattern: &flight.pattern,
         };
+        if self.detector.near_miss(&facts) {
+            self.counters.near_misses += 1;
+            self.counters.near_think_us_max = self.counters.near_think_us_max.max(facts.think_us.unwrap_or(0));
+        }
         if let Some(run) = self.detector.on_flight(&facts) {
             self.push_run(run);
         }

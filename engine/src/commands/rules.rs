@@ -365,7 +365,7 @@ impl Table {
         if mode == Mode::Transaction && self.may_concern(Class::FILTER_REPLY, argv) {
             if let Some(cmd) = self.command(argv).filter(|c| c.class.has(Class::TRANSACTION)) {
                 return Err(format!(
-                    "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (put keys to WATCH in `watch`)",
+                    "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (keys to WATCH go in the batch's watch list: \"watch\" in the API, --watch in the CLI)",
                     cmd.display_name()
                 ));
             }

@@ -4,61 +4,27 @@
 // each with something on it (a run, a compare, a doctor watching a client):
 // no serious or critical violation. The same visits leave the README's tour
 // screenshots: artifacts/tour-<view>-<desktop|phone>.png.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Redis from 'ioredis';
-import { VIEWPORTS, artifacts, freePort, launchBrowser, pipelabBin, repoRoot, startRedis, startServe } from '../e2e/harness.mjs';
+import { VIEWPORTS, artifacts, launchBrowser, loopThrough, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-let redis, serve, doctor, browser, client;
-let looping = true;
-let loop;
-
-/** `pipelab doctor --ui` in front of `upstream`; resolves once it listens. */
-async function startDoctor(upstream, playgroundUrl) {
-  const ui = await freePort();
-  const child = spawn(
-    pipelabBin(),
-    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--think-time-us', '100000', '--playground-url', playgroundUrl, '--web-dir', join(repoRoot, 'web/dist')],
-    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const listen = await new Promise((res, rej) => {
-    createInterface({ input: child.stderr }).on('line', (l) => {
-      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
-      if (m) res(m[1]);
-    });
-    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
-  });
-  const [host, port] = listen.split(':');
-  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
-}
+let redis, serve, doctor, browser, app;
 
 before(async () => {
   redis = await startRedis();
   serve = await startServe(redis.url);
-  doctor = await startDoctor(redis.url, serve.base);
-  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
-  await client.connect();
-  // A loop of single SETs with a pipeline now and then: a missed pipeline, both depths.
-  loop = (async () => {
-    for (let i = 0; looping; i++) {
-      if (i % 40 === 39) await client.pipeline(Array.from({ length: 50 }, (_, j) => ['set', `tour:batch:${j}`, 'x'])).exec();
-      else await client.set(`tour:user:${i}`, 'x');
-    }
-  })();
+  doctor = await startDoctor(redis.url, serve.base, ['--think-time-us', '100000']);
+  app = await loopThrough(doctor);
   browser = await launchBrowser();
 });
 
 after(async () => {
-  looping = false;
-  await loop?.catch(() => {});
-  client?.disconnect();
+  await app?.stop();
   await browser?.close();
   doctor?.stop();
   await serve?.stop();

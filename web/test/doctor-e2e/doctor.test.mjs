@@ -5,64 +5,25 @@
 // trip, the client's flights are drawn on a timeline, and "open in
 // playground" opens the pattern as a batch in a real `pipelab serve`.
 // Screenshot: artifacts/doctor-ui.png.
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Redis from 'ioredis';
-import { freePort, launchBrowser, pipelabBin, repoRoot, shot, startRedis, startServe } from '../e2e/harness.mjs';
+import { launchBrowser, loopThrough, shot, startDoctor, startRedis, startServe } from '../e2e/harness.mjs';
 
-let redis, serve, doctor, browser, page, client;
-let looping = true;
-let loop;
+let redis, serve, doctor, browser, page, app;
 const pageErrors = [];
-
-/** The doctor with --ui; resolves once its page answers. */
-async function startDoctor(upstream, playgroundUrl) {
-  const ui = await freePort();
-  const child = spawn(
-    pipelabBin(),
-    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json',
-      '--think-time-us', '1000000', '--playground-url', playgroundUrl, '--web-dir', join(repoRoot, 'web/dist')],
-    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const listen = await new Promise((res, rej) => {
-    const lines = createInterface({ input: child.stderr });
-    lines.on('line', (l) => {
-      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
-      if (m) res(m[1]);
-      else if (!/^pipelab doctor: page on/.test(l)) process.stderr.write(`doctor: ${l}\n`);
-    });
-    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
-  });
-  const [host, port] = listen.split(':');
-  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
-}
 
 before(async () => {
   redis = await startRedis();
   serve = await startServe(redis.url);
-  doctor = await startDoctor(redis.url, serve.base);
-  client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
-  await client.connect();
-  // 40 single SETs, then a pipeline of 100, over and over: the doctor keeps
-  // the last 64 flights of a connection, so each poll sees a deep one.
-  loop = (async () => {
-    for (let i = 0; looping; i++) {
-      if (i % 40 === 39) await client.pipeline(Array.from({ length: 100 }, (_, j) => ['set', `batch:${j}`, 'x'])).exec();
-      else await client.set(`user:${i}`, 'x');
-    }
-  })();
+  doctor = await startDoctor(redis.url, serve.base, ['--think-time-us', '1000000']);
+  app = await loopThrough(doctor);
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (e) => pageErrors.push(e.message));
 });
 
 after(async () => {
-  looping = false;
-  await loop?.catch(() => {});
-  client?.disconnect();
+  await app?.stop();
   await browser?.close();
   doctor?.stop();
   await serve?.stop();

@@ -128,19 +128,19 @@ for (const vp of VIEWPORTS) {
       assert.deepEqual(tab.errors, []);
     });
 
-    test('the sandbox: what it refuses (INFO) is marked before Run in every mode', { timeout: 60_000 }, async () => {
+    test('the sandbox: what it refuses (CONFIG SET) is marked before Run in every mode', { timeout: 60_000 }, async () => {
       const tab = await openTab(vp, sandbox.base);
       const { page } = tab;
       await page.waitForSelector('#sandbox-note:not([hidden])');
-      await setBatch(page, 'SET sbx:k 1\nINFO');
+      await setBatch(page, 'SET k 1\nCONFIG SET dir /tmp');
       for (const mode of MODES) {
         await page.check(`input[name="mode"][value="${mode}"]`);
         await page.waitForSelector('#run-warning:not([hidden])');
-        assert.match(await page.innerText('#run-warning'), /^Command 2 \(line 2\) will be refused by this server: INFO is refused in the sandbox/, mode);
+        assert.match(await page.innerText('#run-warning'), /^Command 2 \(line 2\) will be refused by this server: CONFIG SET is not available in the sandbox/, mode);
         assert.equal(await page.$eval('#run', (b) => b.disabled), true, `${mode}: Run is off`);
       }
       await page.screenshot({ path: join(artifacts, `deployments-${vp.name}-sandbox-refused.png`) });
-      await setBatch(page, 'SET sbx:k 1\nGET sbx:k');
+      await setBatch(page, 'SET k 1\nINFO server');
       await page.waitForSelector('#run-warning', { state: 'hidden' });
       await page.click('#run');
       await page.waitForFunction(() => document.querySelector('#summary [data-key="ok"] dd')?.textContent === '2');

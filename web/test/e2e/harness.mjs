@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
+import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -11,6 +12,8 @@ import { chromium } from 'playwright-core';
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '../../..');
 export const artifacts = join(repoRoot, 'artifacts');
+/** The built page `pipelab serve` serves (PIPELAB_WEB_DIST: another build of it, e.g. an older one to compare). */
+export const webDist = process.env.PIPELAB_WEB_DIST ?? join(repoRoot, 'web/dist');
 mkdirSync(artifacts, { recursive: true });
 
 /** A port that was free a moment ago (bind 127.0.0.1:0, then release it). */
@@ -117,12 +120,63 @@ export async function startServe(redisUrl, extraArgs = []) {
   // PIPELAB_E2E_EMBEDDED=1: no --redis, so pipelab starts its own (with
   // PIPELAB_SANDBOX=1: a redis-server per visitor, as a public deployment runs).
   const redisArgs = process.env.PIPELAB_E2E_EMBEDDED === '1' || redisUrl === null ? [] : ['--redis', redisUrl];
-  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', join(repoRoot, 'web/dist'), ...extraArgs], {
+  const child = spawn(pipelabBin(), ['serve', '--listen', `127.0.0.1:${port}`, ...redisArgs, '--web-dir', webDist, ...extraArgs], {
     cwd: repoRoot,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await waitFor('pipelab serve', async () => (await fetch(`${base}readyz`)).ok);
   return { base, port, stop: () => stop(child) };
+}
+
+/**
+ * `pipelab doctor --ui` in front of `upstream`, its "open in playground"
+ * links to `playgroundUrl`; `extraArgs`: more flags (`--think-time-us`).
+ * Resolves once it listens: `host`/`port` for the application, `base` for
+ * the page; `stop()` sends SIGTERM.
+ */
+export async function startDoctor(upstream, playgroundUrl, extraArgs = []) {
+  const ui = await freePort();
+  const child = spawn(
+    pipelabBin(),
+    ['doctor', '--listen', '127.0.0.1:0', '--upstream', upstream, '--ui', `127.0.0.1:${ui}`, '--json', '--playground-url', playgroundUrl, '--web-dir', webDist, ...extraArgs],
+    { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const listen = await new Promise((res, rej) => {
+    createInterface({ input: child.stderr }).on('line', (l) => {
+      const m = /^pipelab doctor: listening on ([^,]+),/.exec(l);
+      if (m) res(m[1]);
+      else if (!/^pipelab doctor: page on/.test(l)) process.stderr.write(`doctor: ${l}\n`);
+    });
+    child.once('exit', (code) => rej(new Error(`pipelab doctor exited (${code}) before listening`)));
+  });
+  const [host, port] = listen.split(':');
+  return { host, port: Number(port), base: `http://127.0.0.1:${ui}/`, stop: () => child.kill('SIGTERM') };
+}
+
+/**
+ * An application through `doctor` (ioredis): 39 single SETs (`user:N`),
+ * then a pipeline of 100 (`batch:N`), over and over, so that the doctor
+ * sees a missed pipeline and both depths in its last flights of the
+ * connection. `stop()` ends the loop and disconnects.
+ */
+export async function loopThrough(doctor) {
+  const { default: Redis } = await import('ioredis');
+  const client = new Redis({ host: doctor.host, port: doctor.port, lazyConnect: true });
+  await client.connect();
+  let looping = true;
+  const loop = (async () => {
+    for (let i = 0; looping; i++) {
+      if (i % 40 === 39) await client.pipeline(Array.from({ length: 100 }, (_, j) => ['set', `batch:${j}`, 'x'])).exec();
+      else await client.set(`user:${i}`, 'x');
+    }
+  })();
+  return {
+    async stop() {
+      looping = false;
+      await loop.catch(() => {});
+      client.disconnect();
+    },
+  };
 }
 
 export async function launchBrowser() {
