@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of the REST API, issue 4. Two comparisons on the
+# Benchmark (not a test) of the REST API. Two comparisons on the
 # same machine, against the same redis-server (its own, on a free port):
 #
 #  1. A 100k-SET batch: POST /api/v1/batch in pipeline mode with
@@ -28,7 +28,7 @@
 # the figures and the machine they came from go in bench/README-api.md.
 # Environment (both optional, for before/after comparisons):
 #   PIPELAB_BIN=path   run this pipelab binary instead of building target/release/pipelab
-#                      (one without POST /, e.g. round 1's 976cb3f, runs without that contender)
+#                      (one without POST /, such as 976cb3f, runs without that contender)
 #   SKIP_100K=1        skip the 100k-SET comparison (part 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -176,7 +176,7 @@ wrk.headers["Content-Type"] = "application/json"
 LUA
 curl -sf -H 'content-type: application/json' -d '{"commands": [["SET", "bench", "v"]]}' \
   "http://127.0.0.1:$APORT/api/v1/batch" | grep -q '"ok":1' || { echo "pipelab does not answer SET" >&2; exit 1; }
-# A binary from before the Upstash surface (round 1, for a before/after
+# A binary from before the Upstash surface (for a before/after
 # comparison through PIPELAB_BIN) runs without the POST / contender.
 UPSTASH=1
 if ! curl -sf -H 'content-type: application/json' -d '["SET", "bench", "v"]' \

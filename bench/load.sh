@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load campaign (issue 20, "Load"), not a test and not in CI: `pipelab serve`
+# Load campaign, not a test and not in CI: `pipelab serve`
 # (release build) against a redis-server of its own, driven by wrk (the
 # Debian package, installed with apt-get when missing: bench/lib.sh), its
 # Lua hooks counting every response by status.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): what checking a token costs (issue 15, "Done
-# when": the single-command and 100k-batch figures with a token configured
-# stay within 5% of those without).
+# Benchmark (not a test): what checking a token costs (the single-command
+# and 100k-batch figures with a token configured should stay within 5% of
+# those without).
 #
 # Two `pipelab serve` (release build) against one redis-server of their
 # own, started together: A without tokens, B with `--token` (and a

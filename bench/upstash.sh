@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of the Upstash-compatible surface, issue 16: a
+# Benchmark (not a test) of the Upstash-compatible surface: a
 # 10,000-SET pipeline as @upstash/redis sends it (POST /pipeline, a JSON
 # array of argv arrays, `Upstash-Encoding: base64`, an `upstash-sync-token`)
 # vs the same commands as POST /api/v1/batch (pipeline mode, one round

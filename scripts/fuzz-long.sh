@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzzing (issue 20), not in CI: each cargo-fuzz target for
+# Long fuzzing, not in CI: each cargo-fuzz target for
 # PIPELAB_FUZZ_MINUTES CPU-minutes (default 15; one libFuzzer process per
 # target, so CPU time = wall time), from the corpus kept in the repo
 # (fuzz/corpus/TARGET) and the hand-written seeds (fuzz/seeds/TARGET).

@@ -85,7 +85,7 @@ metrics = urllib.request.urlopen(base + "/metrics").read().decode()
 assert 'pipelab_batches_total{mode="pipeline",outcome="ok"} 1' in metrics, metrics
 print("deploy smoke: page, batch and metrics ok")
 PY
-# Issue #18's bound, which only the release build meets: the sweep's fitted
+# The bound, which only the release build meets: the sweep's fitted
 # t_cmd within 3x of INFO commandstats usec_per_call.
 python3 scripts/lib/cost_model_check.py "$port"
 socket=$(sed -n 's/.*(Redis: unix:\/\/\(.*\))$/\1/p' "$log" | head -1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the `resp` crate (issue 2, the codec part), from the repo root:
+# Tests of the `resp` crate (the codec), from the repo root:
 #   - (in `cargo test --workspace`, run by scripts/test.sh) unit tests of every type, error and
 #     limit; property tests; differential tests against hiredis (python3 +
 #     PyPI hiredis), redis-server (inline splitting, request streams) and

@@ -35,7 +35,7 @@ part "cargo test" cargo test --workspace --locked
 for name in resp web tutorial deploy upstash readme; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
-# Every lesson again, in the sandbox of a public deployment (issue 15), on
+# Every lesson again, in the sandbox of a public deployment, on
 # the page scripts/test-tutorial.sh built.
 part "scripts/test-tutorial.sh in the sandbox" env PIPELAB_SANDBOX=1 PIPELAB_E2E_EMBEDDED=1 PIPELAB_WEB_BUILT=1 bash scripts/test-tutorial.sh
 echo "=== time per part"

@@ -500,7 +500,7 @@ fn cases() -> Vec<Case> {
             "refused_command",
             &["XREAD"],
         ),
-        // Issue 15, defect 10: the last BLOCK wins (xreadCommand's loop).
+        // The last BLOCK wins (xreadCommand's loop).
         case(
             "XREAD BLOCK 5 BLOCK 0",
             B,
@@ -509,7 +509,7 @@ fn cases() -> Vec<Case> {
             "refused_command",
             &["XREAD", "timeout 0"],
         ),
-        // Issue 15, defect 5: MIGRATE makes Redis connect where the request says.
+        // MIGRATE makes Redis connect where the request says.
         case(
             "MIGRATE",
             B,
@@ -518,7 +518,7 @@ fn cases() -> Vec<Case> {
             "refused_command",
             &["commands[0]", "MIGRATE", "another server", "--allow-migrate"],
         ),
-        // Issue 15, defect 6: secrets need an operator token.
+        // Secrets need an operator token.
         case(
             "CONFIG GET",
             B,
@@ -792,7 +792,7 @@ async fn every_bad_request_gets_a_4xx_naming_the_field() {
     api.assert_only_idle_pooled(&redis, 1, 3).await;
 }
 
-/// Issue 15, defects 5 and 10, the other side: what Redis does not block on
+/// The other side: what Redis does not block on
 /// runs (`BLPOP k 1e-400` waits 1 ms: Redis rounds the timeout up), and an
 /// operator's `--allow-migrate` lets MIGRATE through to Redis.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Defects of issue 15 found by probing the API as an attacker would, each
+//! Defects found by probing the API as an attacker would, each
 //! checked in-process (`api_inproc`: `pipelab::api::router` + `oneshot`) against
 //! a real redis-server: cross-site requests and DNS rebinding (1), an
 //! unbounded `watch` (3), a reply whose JSON is six times its size (4),

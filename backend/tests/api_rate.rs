@@ -1,4 +1,4 @@
-//! Rate limits (issue 15, "Rate and size limits"), in-process against a
+//! Rate limits, in-process against a
 //! real Redis: a burst past a limit gets 429 with `Retry-After` in each
 //! surface's shape and nothing reaches Redis, the client recovers after
 //! waiting that long, a token is limited across addresses, and a request

@@ -1,4 +1,4 @@
-//! Defects of issue 15 that need the real `pipelab serve` (its accept
+//! Defects that need the real `pipelab serve` (its accept
 //! loop, its connections, its embedded Redis): a script that would freeze
 //! Redis (2), a client that stops reading (4), the embedded Redis's memory
 //! cap (7), the connection caps (8), and hyper's own errors (11).

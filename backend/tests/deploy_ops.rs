@@ -1,4 +1,4 @@
-//! What an operator relies on (issue 7): metrics that move with batches, a
+//! What an operator relies on: metrics that move with batches, a
 //! log line per batch that never shows values, SIGTERM that lets a running
 //! batch finish, and bad settings refused at start-up by name. Readiness
 //! flipping with Redis is in api_resilience.rs.

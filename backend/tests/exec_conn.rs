@@ -112,8 +112,8 @@ async fn tls_with_rustls() {
     assert!(r.results[0].reply_us.unwrap() >= 1000);
 }
 
-/// A server that accepts the TCP connection and never answers (issue 15,
-/// defect 9): the connect timeout covers the handshake (and the TLS
+/// A server that accepts the TCP connection and never answers: the connect
+/// timeout covers the handshake (and the TLS
 /// handshake), so the batch fails after it, not after the read timeout or
 /// the batch's deadline.
 #[tokio::test]

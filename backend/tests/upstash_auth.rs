@@ -147,7 +147,7 @@ async fn a_read_only_token_reads_and_is_refused_every_write() {
     assert_eq!(call(&app, Method::POST, "/subscribe/ch", &ro, "[]").await.status, 200, "subscribing reads");
 }
 
-/// The commands that reveal secrets (issue 15, defect 6) run for an
+/// The commands that reveal secrets run for an
 /// operator token only, on /api/v1/batch and the Upstash routes alike.
 #[tokio::test]
 async fn only_an_operator_token_reads_secrets() {

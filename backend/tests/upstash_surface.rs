@@ -1,5 +1,5 @@
 //! The Upstash-compatible surface, in-process against a real redis-server:
-//! every shape of issue 16's list (single JSON command, path style with
+//! every shape Upstash's clients send (single JSON command, path style with
 //! body and query, /pipeline with errors in place, /multi-exec committed and
 //! discarded), the encodings (base64, resp2), 405, refusals, limits, the
 //! sync token, Server-Timing, metrics, the playground's coexistence with

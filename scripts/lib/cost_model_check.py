@@ -1,4 +1,4 @@
-"""Issue #18's bound on the sweep's cost model, checked on the release binary.
+"""The bound on the sweep's cost model, checked on the release binary.
 
 The sweep (`POST /api/v1/sweep`) fits `T(b) = ceil(N/b)*RTT + N*t_cmd` to its
 runs. Its `t_cmd` (µs per command, wall time) must be positive and within 3x

@@ -67,7 +67,7 @@ fn utf16_len(s: &str) -> u32 {
 /// text (one position per UTF-16 unit), every byte that is not valid UTF-8 as
 /// one escaped character, and CR LF as its line separator, which CodeMirror
 /// counts as one position. Doing this in JavaScript over a 2.5 MB view took
-/// longer than parsing the batch (issue 13).
+/// longer than parsing the batch.
 struct ViewCursor<'a> {
     bytes: &'a [u8],
     byte: usize,

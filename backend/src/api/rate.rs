@@ -1,6 +1,5 @@
 //! Rate limits per client address and per token: requests, commands and
-//! request bytes per second, each with a burst (issue 15, "Rate and size
-//! limits").
+//! request bytes per second, each with a burst.
 //!
 //! Each limit is a GCRA bucket of `governor` (a keyed limiter): `burst`
 //! cells, refilled at `per_second`. A request takes one cell of the request

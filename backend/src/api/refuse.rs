@@ -177,7 +177,7 @@ mod tests {
         check(Mode::Transaction, false, &["BLPOP k 0"]);
     }
 
-    /// Issue 15, defect 10: the last BLOCK wins, as in `xreadCommand`; a
+    /// The last BLOCK wins, as in `xreadCommand`; a
     /// tiny positive timeout is rounded up to 1 ms by Redis, not 0.
     #[test]
     fn blocking_timeouts_parsed_as_redis_does() {
@@ -194,7 +194,7 @@ mod tests {
         assert!(rules().refusal(spaced.get(0), Mode::Pipeline).is_none());
     }
 
-    /// Issue 15, defect 5: MIGRATE makes Redis connect where the request says.
+    /// MIGRATE makes Redis connect where the request says.
     #[test]
     fn migrate_needs_the_operator() {
         let argv = crate::exec::Commands::from_iter([vec!["MIGRATE", "10.0.0.1", "6379", "k", "0", "1000"]]);
@@ -204,7 +204,7 @@ mod tests {
         assert!(allowed.refusal(argv.get(0), Mode::Pipeline).is_none());
     }
 
-    /// Issue 15, defect 6: secrets need an operator token.
+    /// Secrets need an operator token.
     #[test]
     fn secrets_need_an_operator_token() {
         for cmd in ["CONFIG GET requirepass", "config get *", "ACL LIST", "ACL GETUSER default", "ACL DRYRUN default GET k", "ACL USERS", "ACL LOG"] {

@@ -288,7 +288,7 @@ fn duration_text(us: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// Issue 21: "time: 40537.586 ms" did not read; seconds past 10 s.
+    /// "time: 40537.586 ms" did not read; seconds past 10 s.
     #[test]
     fn durations_past_10_s_read_in_seconds() {
         assert_eq!(super::duration_text(812_345), "812.345 ms");

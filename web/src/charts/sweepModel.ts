@@ -1,4 +1,4 @@
-// The sweep chart with its cost model (issue 18): measured commands/s per
+// The sweep chart with its cost model: measured commands/s per
 // batch size, the model T(b) = ⌈N/b⌉·RTT + N·t_cmd beside it (dashed, from
 // the sweep report's fitted `model`), the knee marked (the smallest batch
 // size within 10% of the plateau), and each batch size's reply latency p50

@@ -56,7 +56,7 @@ const fromSync = Annotation.define<boolean>();
  * is rendered whole: `viewportIsAppropriate` accepts any viewport when the
  * view is not in view, so its last viewport maps onto the entire new text.
  * 20,000 commands became 90,000 DOM lines, laid out when the tab was shown:
- * a page frozen for 20 s (issue 13). So a write to a view that is not in
+ * a page frozen for 20 s. So a write to a view that is not in
  * view waits until it is (the latest write wins); the batch's snapshot is
  * up to date at once all the same.
  */
@@ -219,7 +219,7 @@ export function createEditors(opts: {
   function markInline(r: InlineToResp, bytes: Uint32Array, changes?: { from: number; to: number; insert: string }) {
     // The map goes in the same transaction as the text: mapped through a
     // replacement of the whole text, the old map would put every old
-    // command at the new text's end (10,000 widgets drawn, issue 13).
+    // command at the new text's end (10,000 widgets drawn).
     const messages = inlineMessages(r);
     const length = changes ? changes.insert.length : inline.state.doc.length;
     const diagnostics: Diagnostic[] = r.errors.map((e, i) => {

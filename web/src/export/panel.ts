@@ -75,8 +75,8 @@ function firstLines(text: string, n: number): { text: string; whole: boolean } {
 /**
  * The export bar under the playground's controls. The preview shows the file
  * for the first commands only, so that an open preview of a 20,000-command
- * batch follows the editor without blocking the page (it took 0.7 s a change,
- * issue 13); Download and Copy generate the whole file when clicked.
+ * batch follows the editor without blocking the page (it took 0.7 s a change);
+ * Download and Copy generate the whole file when clicked.
  */
 export function shareBar(opts: { state: () => PageState; commands: () => number; onBatchChange?: (listener: () => void) => void; redis?: () => string | null }): HTMLElement {
   const status = h('span', { class: 'share-status', role: 'status', id: 'share-status' });

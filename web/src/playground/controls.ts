@@ -79,7 +79,7 @@ export function bandwidthMbps(): number | undefined {
  * Until the reader types a batch size (`data-auto` on the field, index.html),
  * a pipeline is the whole batch in one round trip, as a transaction always
  * is: a fixed default (1,000) split the 10,000-command sample into 10 round
- * trips and made the transaction look faster than the pipeline (issue 21).
+ * trips and made the transaction look faster than the pipeline.
  * The field follows the batch's size, up to the server's `max_commands`
  * (`/info`; a batch larger than that is refused anyway), at least 1. Typing
  * a value, or a permalink or lesson setting one, makes it the reader's.

@@ -86,7 +86,7 @@ export function onErrorNote(res: BatchResponse, mode: Mode, onError: 'continue' 
 }
 
 /**
- * Why the batch took the round trips it did, in words (issue 21: a
+ * Why the batch took the round trips it did, in words (a
  * transaction looked faster than a pipeline split by its batch size, and
  * nothing said why). Batch size applies to pipelines only; a transaction is
  * always its commands in one write between MULTI and EXEC.

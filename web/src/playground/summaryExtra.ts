@@ -1,4 +1,4 @@
-// The summary box's figures added by issue 18, when the response has them:
+// The summary box's figures added by the sweep's cost model, when the response has them:
 // the client's read() calls beside its write() calls, auto mode's coalescing
 // and the Redis server's reads and writes (`server_stats`). Items as
 // summary.ts draws them: [label, text, data-key].

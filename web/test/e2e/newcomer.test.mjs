@@ -1,4 +1,4 @@
-// End to end, what a newcomer met (issue 21): live progress and Cancel,
+// End to end, what a newcomer met: live progress and Cancel,
 // one numbering from 1, and the other items, each in the built page served
 // by `pipelab serve` in front of a real redis-server. Screenshots go to
 // artifacts/newcomer-*.png.

@@ -56,7 +56,7 @@ afterEach(async (t) => {
   blocked.set(t.name, Math.max(0, ...lt.map((x) => x.ms)));
 });
 
-/** The longest main-thread task allowed while the reader works (issue 13). */
+/** The longest main-thread task allowed while the reader works. */
 const MAX_BLOCKED_MS = 200;
 
 const shot = (locator, name) => locator.screenshot({ path: join(artifacts, `tutorial-${name}.png`) });
@@ -201,7 +201,7 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
   page.off('request', onRequest);
   const model = (await (await swept).json()).model;
   const pts = JSON.parse((await metricsOf(3)).points);
-  // Issue 21, item 10: the short runs (under 1 s) were repeated, best of 3; batch 1 (10,000 round trips) once.
+  // The short runs (under 1 s) are repeated, best of 3; batch 1 (10,000 round trips) once.
   assert.equal(sweeps.length, 3, JSON.stringify(sweeps));
   assert.deepEqual(sweeps[0], [1, 10, 100, 1000, 10000]);
   assert.deepEqual(sweeps[1], sweeps[2]);

@@ -1,4 +1,4 @@
-// The page's pure rules behind issue 18's lessons, in Node: the sweep's cost
+// The page's pure rules behind the lessons on batch size, in Node: the sweep's cost
 // model and where a measurement leaves it, reply-latency quantiles, the
 // noise rule of timing verdicts, lesson 6's "every update kept" check, and
 // the console's MULTI state for the (TX) prompt.
