@@ -9,7 +9,7 @@
 #   docker run -p 8080:8080 -e PIPELAB_TOKENS=secret -e REDIS_URL=redis://host:6379 pipelab   # team API
 #
 # Safe by default on 0.0.0.0: without a token or a REDIS_URL the image runs
-# the sandbox (scripts/docker-entrypoint.sh; README "Deploying publicly").
+# the sandbox (scripts/docker-entrypoint.sh; docs/deploy.md).
 # The build context is what .dockerignore leaves (scripts/lib/docker_context.py).
 
 # --- Rust stage: the pipelab binary and the wasm module --------------------

@@ -10,7 +10,7 @@
 #   once, a `not_sent` that ran, an `unknown` that ran twice, an error
 #   reply, a surviving master's command not `ok`); must be 0;
 # - acknowledged writes lost: `ok` from the killed master, absent after the
-#   failover (replication is asynchronous; docs/api.md#redis-cluster);
+#   failover (replication is asynchronous; docs/cluster.md);
 # - recovery: from the kill to the first batch over all 16,384 slots that
 #   is all `ok`, batches sent every 20 ms from the kill; promotion: from the
 #   kill to the replica's ROLE saying master.

@@ -2,7 +2,7 @@
 # The Upstash-compatible surface against the official SDKs, unmodified, from
 # their registries: builds pipelab, starts `pipelab serve` with its own
 # redis-server, a full-access and a read-only token, then runs
-# - the README's curl examples (README "Upstash-compatible REST"), checking each answer;
+# - the curl examples of docs/upstash.md, checking each answer;
 # - web/test/upstash/ with @upstash/redis (npm, web/'s lockfile), `node --test`;
 # - web/test/upstash/py/ with upstash-redis (PyPI, pinned), sync and async.
 # Installs what it needs when missing (idempotent).
@@ -35,7 +35,7 @@ trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 wait_ready "$bin" "$port"
 if grep -q -- "$token" "$log"; then echo "upstash: a token was logged" >&2; exit 1; fi
 
-echo "=== README curl examples"
+echo "=== docs/upstash.md curl examples"
 URL="http://127.0.0.1:$port" TOKEN="$token" python3 - <<'PY'
 import os, subprocess
 url, token = os.environ["URL"], os.environ["TOKEN"]
@@ -56,7 +56,7 @@ checks = [
 for args, want in checks:
     got = curl(*args)
     assert got == want, f"curl {' '.join(args)}: {got!r}, expected {want!r}"
-print(f"readme curl: {len(checks)} passed, 0 failed")
+print(f"docs/upstash.md curl: {len(checks)} passed, 0 failed")
 PY
 
 export UPSTASH_REDIS_REST_URL="http://127.0.0.1:$port" UPSTASH_REDIS_REST_TOKEN="$token" PIPELAB_READONLY_TOKEN="$readonly_token"

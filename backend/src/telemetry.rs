@@ -56,7 +56,7 @@ pub fn install_metrics() -> &'static PrometheusHandle {
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start the metrics upkeep thread; histogram samples accumulate until /metrics is read");
         }
-        // Listed from the start at 0, as the README shows it: a failure
+        // Listed from the start at 0, as docs/api.md#probes lists it: a failure
         // counter that appears only with the first failure cannot be
         // alerted on by its rate.
         metrics::counter!("pipelab_redis_connection_failures_total").increment(0);

@@ -5,7 +5,7 @@
 //! recovery once its replica is promoted, and a graceful `CLUSTER FAILOVER`
 //! and a slot migration under a stream of batches.
 //!
-//! What must hold through a failover (docs/api.md#redis-cluster): an `ok`
+//! What must hold through a failover (docs/cluster.md): an `ok`
 //! reply is the right one; a `not_sent` command never ran; an `unknown`
 //! one ran at most once; nothing ran twice; the other masters' commands
 //! are all `ok`; and once the replica is promoted, the slot map is read

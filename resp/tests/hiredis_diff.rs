@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 /// Cases in one run of the test; `PIPELAB_HIREDIS_CASES=1000000` for the
-/// long run (README, "Reliability"), checked in chunks of [`CHUNK`].
+/// long run (docs/testing.md#reliability), checked in chunks of [`CHUNK`].
 const CASES: usize = 6000;
 const CHUNK: usize = 100_000;
 

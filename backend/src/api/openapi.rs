@@ -26,7 +26,7 @@ use error::CodeStatuses;
             commands that administer a server answer 400 `refused_command`. The same server also speaks Upstash's REST protocol (`POST /`, \
             path-style `/cmd/arg`, `/pipeline`, `/multi-exec`, `/subscribe/<channel>`, or under \
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
-            README's \"Upstash-compatible REST\".",
+            repository's docs/upstash.md.",
     ),
     paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, session::delete, info::info, commands::commands, openapi_json),
     components(schemas(

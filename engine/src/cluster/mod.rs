@@ -441,7 +441,7 @@ pub struct NodeSummary {
     /// Its connection failed or timed out during the batch: why (omitted
     /// when it did not). Its commands awaiting replies are `unknown`; those
     /// never written to it `not_sent`, or run on the slot's new master (see
-    /// docs/api.md#redis-cluster).
+    /// docs/cluster.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
 }

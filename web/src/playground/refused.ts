@@ -1,6 +1,6 @@
 // The batch's commands the server refuses whatever their arguments, known
 // before Run: GET /api/v1/info's `refused` (the server's command table and
-// this caller's token decide it, backend/src/commands/refused.rs) matched
+// this caller's token decide it, engine/src/commands/refused.rs) matched
 // against each command's argv. The page marks them in the editors and keeps
 // Run off with the reason, instead of learning it from the 400 after Run.
 // Refusals that depend on arguments (BLPOP k 0) are still the server's to say.
