@@ -6,7 +6,7 @@
 #
 #   bench/run_vs_redis_cli.sh [RUNS]      # RUNS alternations, default 5
 #   PIPELAB_BIN=path bench/run_vs_redis_cli.sh   # that binary (another build, e.g. an
-#                                             # older round's) instead of building target/release/pipelab
+#                                             # older commit's) instead of building target/release/pipelab
 #
 # Needs: redis-server, redis-cli, python3, /usr/bin/time (GNU time).
 set -euo pipefail
