@@ -12,6 +12,9 @@
 #   - memory: pipelab's RSS and the children's summed RSS and private
 #     memory (/proc/PID/smaps_rollup) with every visitor holding a Redis.
 #
+# Every visitor comes from 127.0.0.1 here, so the caps per client address
+# (visitors, batches) and the rate limits are lifted for the run.
+#
 # Usage: bench/sandbox.sh [VISITORS (default 1000)] [ACTIVE (default 200)]
 #   PIPELAB_BIN=path     use this binary instead of building target/release/pipelab
 #   SECONDS_PER_PHASE=N  each lesson phase's length (default 20)
@@ -30,8 +33,8 @@ if [ -z "$bin" ]; then
   bin=target/release/pipelab
 fi
 port=$(free_port)
-"$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-max-visitors "$VISITORS" --sandbox-spares 8 \
-  --batch-timeout-ms 3000 --rate-requests 0 --rate-commands 0 --rate-bytes 0 >"$work/serve.log" 2>&1 &
+"$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-max-visitors "$VISITORS" --sandbox-visitors-per-address "$VISITORS" --sandbox-spares 8 \
+  --batch-timeout-ms 3000 --rate-requests 0 --rate-commands 0 --rate-bytes 0 --max-batches-per-client 1000 >"$work/serve.log" 2>&1 &
 pids+=($!)
 serve_pid=$!
 wait_ready "$bin" "$port" >/dev/null

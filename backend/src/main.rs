@@ -45,14 +45,15 @@ enum Command {
 }
 
 unsafe extern "C" {
-    /// mimalloc's "free what can be freed now", pages of every thread's
-    /// heap given back to the system (`mi_collect` in mimalloc.h).
+    /// mimalloc's "free what can be freed now" for the calling thread's
+    /// heap, and with `force` the purges that are due given back to the
+    /// system (`mi_collect` in mimalloc.h).
     fn mi_collect(force: bool);
 }
 
-/// After a large answer is freed: without it, mimalloc keeps a thread's
-/// freed pages until that thread allocates again, and the RSS of clients
-/// long gone stayed.
+/// After a large answer is freed (and on each runtime thread going idle
+/// soon after): without it, mimalloc keeps a thread's freed pages until
+/// that thread allocates again, and the RSS of clients long gone stayed.
 fn give_back_memory() {
     // SAFETY: mi_collect takes no pointer and may be called at any time.
     unsafe { mi_collect(true) }

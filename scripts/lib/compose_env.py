@@ -160,7 +160,8 @@ def check(name, env, server, nodes):
     sandboxed = "sandbox" in info
     expected = {"pipelab": False, "playground": True, "team-api": False, "pipelab-cluster": False}[name]
     assert sandboxed == expected, f"sandbox {'on' if sandboxed else 'off'}, expected {'on' if expected else 'off'}"
-    assert info["redis"]["source"] == ("configured" if "REDIS_URL" in env else "embedded"), info["redis"]
+    source = "configured" if "REDIS_URL" in env else "sandbox" if sandboxed else "embedded"
+    assert info["redis"]["source"] == source, f"Redis from {info['redis']['source']}, expected {source}: {info['redis']}"
     keys = [f"compose:{i}" for i in range(8)]
     status, out, _ = server.request("POST", "/api/v1/batch", {"commands": [["SET", k, "x"] for k in keys], "mode": "pipeline"}, token=token)
     assert status == 200 and out["summary"]["ok"] == 8, f"8 SETs: {status} {out}"

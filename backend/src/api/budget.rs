@@ -11,7 +11,9 @@
 //! so that what is charged is what is held; any other answer of 64 KiB or
 //! more is charged too. While the budget is spent, a batch is refused
 //! before anything is sent (503 `busy`, [`Budget::check`]). When a large answer is released, the allocator is asked
-//! to give the memory back to the system ([`set_release_hook`]).
+//! to give the memory back to the system ([`set_release_hook`]), at once and
+//! by each runtime thread as it goes idle in the next seconds
+//! ([`collect_if_due`]).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +40,37 @@ pub struct Budget {
 }
 
 static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
+/// Until when (ms on [`clock_ms`]) idle runtime threads give memory back:
+/// the last pieces of a large answer are often freed after its charge, on
+/// another thread, and a thread's freed pages go back only when that same
+/// thread asks (or allocates again, which an idle one does not).
+static COLLECT_UNTIL_MS: AtomicU64 = AtomicU64::new(0);
+/// How long after a large release idle threads keep collecting.
+const COLLECT_WINDOW_MS: u64 = 30_000;
+
+fn clock_ms() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64
+}
+
+/// For a runtime's `on_thread_park`: a thread going idle shortly after a
+/// large answer was released gives its freed memory back to the system
+/// (at most every 250 ms per thread).
+pub fn collect_if_due() {
+    thread_local!(static LAST_MS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+    let until = COLLECT_UNTIL_MS.load(Ordering::Relaxed);
+    if until == 0 {
+        return;
+    }
+    let now = clock_ms();
+    if now > until || LAST_MS.get().saturating_add(250) > now {
+        return;
+    }
+    LAST_MS.set(now);
+    if let Some(hook) = RELEASE_HOOK.get() {
+        hook();
+    }
+}
 
 /// What to call after a large answer's memory is freed: the binary gives
 /// its allocator's "return freed memory to the system" (mimalloc keeps
@@ -103,6 +136,16 @@ impl Charge {
         }
     }
 
+    /// `other`'s bytes, held from now on by this charge.
+    pub fn absorb(&mut self, mut other: Charge) {
+        self.bytes += std::mem::take(&mut other.bytes);
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     pub(super) fn budget(&self) -> Arc<Budget> {
         self.budget.clone()
     }
@@ -129,6 +172,7 @@ impl Drop for Charge {
         let large = self.bytes >= COLLECT_FROM;
         self.release(self.bytes);
         if large {
+            COLLECT_UNTIL_MS.store(clock_ms() + COLLECT_WINDOW_MS, Ordering::Relaxed);
             if let Some(hook) = RELEASE_HOOK.get() {
                 hook();
             }

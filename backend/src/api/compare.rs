@@ -4,11 +4,14 @@
 //! runs the same).
 
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
+use super::budget::{Charge, Held};
 use super::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::run::{OnBackend, WithResults};
@@ -73,7 +76,7 @@ pub async fn compare(
     State(state): State<AppState>,
     caller: super::caller::Caller,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
-) -> Result<Json<CompareReport>, ApiError> {
+) -> Result<Response, ApiError> {
     let requested = req
         .modes
         .as_ref()
@@ -108,11 +111,25 @@ pub async fn compare(
     super::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
+    let budget = state.budget.clone();
     let runner = OnBackend { state, on };
-    let report = if include_results {
-        lab::compare::compare(&WithResults(runner), &batches, true).await?
-    } else {
-        lab::compare::compare(&runner, &batches, false).await?
-    };
-    Ok(Json(report))
+    if !include_results {
+        return Ok(Json(lab::compare::compare(&runner, &batches, false).await?).into_response());
+    }
+    let with = WithResults::new(runner);
+    let report = lab::compare::compare(&with, &batches, true).await?;
+    // The replies' JSON is charged already: the answer is written in a
+    // buffer of about that size (not grown by doubling, twice as large),
+    // and stays charged until its client has it (`super::budget`).
+    let charge = with.charge.lock().map(|mut c| std::mem::replace(&mut *c, Charge::new(&budget))).ok();
+    let mut body = Vec::with_capacity(charge.as_ref().map_or(0, Charge::bytes) as usize + 64 * 1024);
+    if serde_json::to_writer(&mut body, &report).is_err() {
+        // Not for a report of strings and numbers; axum's answer if it were.
+        return Ok(Json(report).into_response());
+    }
+    let mut res = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(charge) = charge {
+        res.extensions_mut().insert(Held::new(charge));
+    }
+    Ok(res)
 }

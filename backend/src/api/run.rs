@@ -10,10 +10,12 @@
 //! it: a cancelled batch never returns its connection to the pool.
 
 use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::{timeout_at, Instant};
 
+use super::budget::Charge;
 use super::busy::KillOnCut;
 use super::error::{ApiCode, ApiError};
 use super::stream::{Keep, Kept};
@@ -40,12 +42,16 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 }
 
 /// [`run_batch`], each reply's JSON counted against the reply limit as
-/// `/batch` counts it (`stream::Kept`): for runs whose every result goes
-/// into the response. Past the limit the run is cut, as at the reply limit.
-pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
+/// `/batch` counts it (`stream::Kept`) and charged to the server's budget
+/// for answers, the charge added to `held`: for runs whose every result
+/// goes into the response. Past either the run is cut, as at the reply limit.
+pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
     let mut kept = Kept::new(state, Keep::All, batch.commands.len());
-    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
-    out.into_report(kept.results).map_err(ApiError::unavailable)
+    let out = run_batch_into(state, on, batch, &mut kept, None).await;
+    if let Ok(mut held) = held.lock() {
+        held.absorb(kept.take_charge_now());
+    }
+    out?.into_report(kept.results).map_err(ApiError::unavailable)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes; `cancel`
@@ -290,28 +296,39 @@ impl crate::lab::Runner for OnBackend {
 /// [`OnBackend`] for experiments whose per-command results go into the
 /// response (`/compare` with `include_results`): each run's reply JSON
 /// counted against the reply limit ([`run_batch_counted`]), so that each
-/// run's results are no larger than a `/batch` response could be.
-/// `/sweep` returns no results: it runs on [`OnBackend`], whose replies
-/// only the executor's RESP count limits.
+/// run's results are no larger than a `/batch` response could be, and
+/// charged to the budget for answers until the answer made of every run
+/// is written (`charge`, handed to it). `/sweep` returns no results: it
+/// runs on [`OnBackend`], whose replies only the executor's RESP count limits.
 #[derive(Clone)]
-pub struct WithResults(pub OnBackend);
+pub struct WithResults {
+    pub runner: OnBackend,
+    pub charge: Arc<Mutex<Charge>>,
+}
+
+impl WithResults {
+    pub fn new(runner: OnBackend) -> WithResults {
+        let charge = Charge::new(&runner.state.budget);
+        WithResults { runner, charge: Arc::new(Mutex::new(charge)) }
+    }
+}
 
 impl crate::lab::Runner for WithResults {
     type Error = ApiError;
 
     async fn run(&self, batch: &Batch) -> Result<Report, ApiError> {
-        run_batch_counted(&self.0.state, &self.0.on, batch).await
+        run_batch_counted(&self.runner.state, &self.runner.on, batch, &self.charge).await
     }
 
     async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
-        self.0.command(argv).await
+        self.runner.command(argv).await
     }
 
     fn batch_timeout(&self) -> Duration {
-        self.0.batch_timeout()
+        self.runner.batch_timeout()
     }
 
     async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
-        self.0.commands().await
+        self.runner.commands().await
     }
 }

@@ -140,9 +140,11 @@ async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Kee
 /// The report of a batch that ran, its results all collected in `kept`,
 /// as one ordinary response.
 pub(super) fn report_response(kept: &mut Kept, out: &StreamReport<Infallible>) -> Response {
-    // Room for the summary and a few results, so the buffer does not grow
-    // step by step from empty.
-    let mut report = ReportWriter { buf: Vec::with_capacity(640 + 160 * kept.results.len()), json: ReportJson::default() };
+    // Room for the summary, the results and their replies' JSON (counted as
+    // they came), so that a large answer is not grown by doubling: twice its
+    // size, and copied, while it is made.
+    let room = 640 + 160 * kept.results.len() + kept.json_bytes as usize;
+    let mut report = ReportWriter { buf: Vec::with_capacity(room), json: ReportJson::default() };
     report.write(&kept.results);
     let mut res = json(Body::from(report.finish(out)));
     res.extensions_mut().insert(kept.take_charge());
@@ -173,8 +175,12 @@ impl Kept {
 
     /// The charge of the kept replies, handed to the answer made of them.
     pub(super) fn take_charge(&mut self) -> Held {
+        Held::new(self.take_charge_now())
+    }
+
+    pub(super) fn take_charge_now(&mut self) -> Charge {
         let empty = Charge::new(&self.charge.budget());
-        Held::new(std::mem::replace(&mut self.charge, empty))
+        std::mem::replace(&mut self.charge, empty)
     }
 }
 

@@ -140,7 +140,7 @@ fn serve_on_threads(
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
-        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab::api::budget::collect_if_due).enable_all().build() {
             Ok(rt) => runtimes.push(rt),
             Err(e) => {
                 eprintln!("pipelab serve: cannot start the async runtime: {e}");
