@@ -4,6 +4,8 @@
 #   differential against hiredis / redis-server / redis-cli), the executor,
 #   the REST API, operations and the CLI, against real redis-servers the
 #   tests start on free ports;
+# - `cargo doc` with warnings as errors: every doc link resolves, in the
+#   public docs and in the private ones a contributor reads;
 # - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
 #   the wasm module in Node and the
 #   playground and tutorial in headless Chromium (test-web.sh,
@@ -32,6 +34,11 @@ part "scripts/setup.sh (installs)" scripts/setup.sh
 export CARGO_TERM_COLOR=never
 part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
+doc_links() {
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items
+}
+part "cargo doc (links)" doc_links
 for name in resp web tutorial deploy upstash readme; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done

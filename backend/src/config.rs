@@ -21,8 +21,8 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Redis to run batches against: redis://[user:pass@]host:port[/db],
-    /// rediss://..., or unix:///path.sock. Without it, pipelab starts its own
+    /// Redis to run batches against: `redis://[user:pass@]host:port[/db]`,
+    /// `rediss://...`, or `unix:///path.sock`. Without it, pipelab starts its own
     /// redis-server (from PATH) and stops it on exit.
     #[arg(long, env = "REDIS_URL")]
     pub redis: Option<String>,

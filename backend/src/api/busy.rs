@@ -115,7 +115,7 @@ impl Drop for KillOnCut {
 }
 
 /// `SCRIPT KILL` and `FUNCTION KILL` on a side connection (connecting
-/// bounded by `connect_timeout`, answers by [`KILL_WAIT`]); their answers
+/// bounded by `connect_timeout`, answers by `KILL_WAIT`); their answers
 /// as text (`OK`, `NOTBUSY …`, `UNKILLABLE …`), or why there are none.
 pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Result<Vec<String>, String> {
     side::kill_scripts(target, connect_timeout, KILL_WAIT).await.map_err(|e| e.to_string())

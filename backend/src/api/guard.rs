@@ -28,7 +28,7 @@
 //!   send neither (curl, scripts) pass.
 //! - Every request that changes something (any method but GET, HEAD and
 //!   OPTIONS, and the GETs that run a command), one rule for all
-//!   ([`Policy::check_state_change`]): from another origin (an `Origin`
+//!   (`Policy::check_state_change`): from another origin (an `Origin`
 //!   that is not the page's own, or `Sec-Fetch-Site: cross-site` /
 //!   `same-site`) it must be a request a page can send only after a CORS
 //!   preflight: `Content-Type: application/json` or an `Authorization`
@@ -62,7 +62,7 @@ const JSON_ROUTES: [&str; 5] = ["/api/v1/batch", "/api/v1/batches", "/api/v1/com
 /// `pipelab serve` flags of the guards.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct GuardConfig {
-    /// Origins (scheme://host[:port], comma-separated) whose pages may call
+    /// Origins (`scheme://host[:port]`, comma-separated) whose pages may call
     /// the API besides the page's own; `*` allows any (not for a Redis you care about).
     #[arg(long, env = "PIPELAB_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,

@@ -75,7 +75,7 @@ pub struct IncrementalBody {
 
 impl IncrementalBody {
     /// `expected`: the body's declared length, if any (reserved up front,
-    /// up to [`RESERVE_MAX`]).
+    /// up to `RESERVE_MAX`).
     pub fn new(expected: usize) -> Self {
         // Room for the commands of a usual body, so that its arena is not
         // copied as it grows: at most `expected` argument bytes, and an

@@ -376,7 +376,7 @@ impl Limiter {
     }
 }
 
-/// Who a request counts against, left in its extensions by [`limit`] for
+/// Who a request counts against, left in its extensions by [`admit`] for
 /// the handlers that count commands ([`take_commands`]).
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -395,7 +395,7 @@ impl Client {
         Client { address: bucket_address(address), token, refused: Default::default() }
     }
 
-    /// The client of a request [`limit`] let in (none when limits are off).
+    /// The client of a request [`admit`] let in (none when limits are off).
     pub fn of(req: &Request) -> Option<Client> {
         req.extensions().get::<Client>().cloned()
     }
@@ -530,7 +530,7 @@ pub fn settle(admitted: Admitted, mut res: Response) -> Response {
 
 /// A body without `Content-Length`: each frame's bytes are taken from the
 /// byte limit as it arrives; past it the body ends in an error (the
-/// handler stops) and the client's refusal is answered by [`limit`].
+/// handler stops) and the client's refusal is answered by [`settle`].
 struct Metered {
     inner: Body,
     state: AppState,

@@ -1,9 +1,9 @@
 //! One connection to Redis, in four parts, one job each:
 //!
-//! - [`target`]: where to connect ([`RedisTarget`], from a URL);
-//! - [`socket`]: the byte stream (TCP, Unix, TLS with rustls);
-//! - [`handshake`]: AUTH, `HELLO 3`, `CLIENT SETNAME pipelab`, SELECT;
-//! - [`buffer`]: the read buffer that turns bytes into replies,
+//! - `target`: where to connect ([`RedisTarget`], from a URL);
+//! - `socket`: the byte stream (TCP, Unix, TLS with rustls);
+//! - `handshake`: AUTH, `HELLO 3`, `CLIENT SETNAME pipelab`, SELECT;
+//! - `buffer`: the read buffer that turns bytes into replies,
 //!   timestamped when the read that completed them returned.
 //!
 //! This module holds [`Conn`], which puts them together. A [`Conn`] that
@@ -79,7 +79,8 @@ impl ConnSettings {
     }
 }
 
-/// Byte and call counts on one connection, since [`Conn::reset_stats`].
+/// Byte and call counts on one connection, since its handshake or its
+/// last [`Conn::prepare_reuse`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoStats {
     /// Calls of [`Conn::write`]: one per command (sequential) or chunk (pipeline).

@@ -28,7 +28,7 @@ pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> 
 }
 
 /// The socket's file descriptor (Unix only), kept to probe an idle pooled
-/// connection without reading from it ([`Conn::probe_idle`]).
+/// connection without reading from it ([`super::Conn::probe_idle`]).
 #[cfg(unix)]
 pub(super) type RawSock = Option<std::os::fd::RawFd>;
 #[cfg(not(unix))]

@@ -383,7 +383,7 @@ pub enum ExecError {
     /// before any command was written. The API answers 503.
     #[error("{0}")]
     Connect(String),
-    /// The batch breaks a rule of [`validate`]; nothing was sent. The API answers 400.
+    /// The batch breaks a rule of [`validate()`]; nothing was sent. The API answers 400.
     #[error("{0}")]
     Invalid(#[from] BatchError),
     /// Redis Cluster, transaction mode: keys of the batch (or of `watch`)

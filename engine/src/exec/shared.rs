@@ -30,15 +30,15 @@
 //! written, commands without a reply are `unknown` when the connection
 //! fails, and never re-sent. A batch whose request gave up (the batch
 //! timeout) before the lane took it for a write is never written and is
-//! `not_sent` ([`ABANDONED`]); one that gives up after reports `unknown`.
+//! `not_sent` (`ABANDONED`); one that gives up after reports `unknown`.
 //! A request that is gone with its client is not written either.
 //!
 //! One batch's reply never spills on another's: a batch cut by its own
 //! reply limit or read timeout is answered at once, and the rest of its
 //! replies are read past so that the batches written after it get theirs
 //! (only a failed connection makes them `unknown`). A reply that is large
-//! (more than [`HANDOFF_BYTES`] still arriving) or slow (the write's
-//! replies not all in after [`HANDOFF_AFTER`]) makes the lane hand its
+//! (more than `HANDOFF_BYTES` still arriving) or slow (the write's
+//! replies not all in after `HANDOFF_AFTER`) makes the lane hand its
 //! connection, with the batches still to answer, to a task of its own:
 //! the next writes go on another connection instead of waiting behind it.
 //!
