@@ -4,7 +4,8 @@
 # redis-server, a full-access and a read-only token, then runs
 # - the curl examples of docs/upstash.md, checking each answer;
 # - web/test/upstash/ with @upstash/redis (npm, web/'s lockfile), `node --test`;
-# - web/test/upstash/py/ with upstash-redis (PyPI, pinned), sync and async.
+# - web/test/upstash/py/ with upstash-redis (PyPI, pinned), sync and async;
+# - both suites again against `pipelab serve --sandbox`, as a visitor.
 # Installs what it needs when missing (idempotent).
 set -euo pipefail
 # shellcheck source=scripts/lib/wait-ready.sh
@@ -65,3 +66,21 @@ echo "=== @upstash/redis (node --test web/test/upstash/)"
 echo "=== upstash-redis (python3 web/test/upstash/py/test_sdk.py)"
 python3 web/test/upstash/py/test_sdk.py
 if grep -q -- "$token" "$log"; then echo "upstash: a token was logged" >&2; exit 1; fi
+kill "$pid"; wait "$pid" 2>/dev/null || true
+
+# Both suites again in the sandbox: the token is the visitor's id, which
+# /api/v1/info gives; each SDK lands on that visitor's own redis-server.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# The suites send more, and more at once (20 transactions), than a
+# visitor's rate limits and batch cap allow a browser.
+"$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-spares 2 --sandbox-visitor-batches 32 --rate-requests 0 --rate-commands 0 --rate-bytes 0 >"$log" 2>&1 &
+pid=$!
+wait_ready "$bin" "$port"
+visitor=$(curl -s "http://127.0.0.1:$port/api/v1/info" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sandbox"]["token"])')
+export UPSTASH_REDIS_REST_URL="http://127.0.0.1:$port" UPSTASH_REDIS_REST_TOKEN="$visitor" PIPELAB_UPSTASH_SANDBOX=1
+unset PIPELAB_READONLY_TOKEN
+echo "=== @upstash/redis in the sandbox"
+(cd web && node --test test/upstash/)
+echo "=== upstash-redis in the sandbox"
+python3 web/test/upstash/py/test_sdk.py
+if grep -q -- "$visitor" "$log"; then echo "upstash: a visitor's id was logged" >&2; exit 1; fi

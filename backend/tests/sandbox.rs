@@ -377,6 +377,44 @@ async fn sessions_streams_and_upstash_are_the_visitors_own() {
     assert_b_intact(&app, &b, "sessions, streams, Upstash");
 }
 
+/// A client that keeps no cookie (an Upstash SDK) sends the id `/info`
+/// gave its visitor as its token and lands on that visitor's Redis; a
+/// token naming no visitor gets a Redis of its own, never another's.
+#[tokio::test]
+async fn the_visitors_token_serves_clients_without_cookies() {
+    let app = default_app();
+    let (mut a, b) = two_visitors(&app).await;
+    let (s, info) = a.get(&app, "/api/v1/info").await;
+    assert_eq!(s, 200, "{info}");
+    let token = info["sandbox"]["token"].as_str().unwrap().to_string();
+    assert_eq!(token, a.id().as_str());
+    let upstash = |path: &str, token: &str, body: Json| {
+        Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let (status, _, body) = app.respond(upstash("/", &token, json!(["SET", "sdk", "on A"]))).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(direct(&a.child(&app), &["GET", "sdk"]), Value::Bulk(b"on A".to_vec()));
+    let (status, _, body) = app.respond(upstash("/pipeline", &token, json!([["GET", "mine"], ["GET", "secret"]]))).await;
+    assert_eq!(status, 200);
+    let r: Json = serde_json::from_slice(&body).unwrap();
+    assert_eq!(r, json!([{"result": "A"}, {"result": null}]), "A's keys, not B's");
+    // A made-up token, and one that is almost A's: a new visitor each, empty.
+    let mut near = token.clone().into_bytes();
+    near[0] = if near[0] == b'0' { b'1' } else { b'0' };
+    for other in ["not-a-visitor".to_string(), String::from_utf8(near).unwrap()] {
+        let get = Request::builder().uri("/get/mine").header(header::AUTHORIZATION, format!("Bearer {other}")).body(Body::empty()).unwrap();
+        let (status, _, body) = app.respond(get).await;
+        assert_eq!(status, 200);
+        assert_eq!(serde_json::from_slice::<Json>(&body).unwrap(), json!({"result": null}), "token {other}");
+    }
+    assert_b_intact(&app, &b, "tokens");
+}
+
 /// Fair shares: a visitor's batches and sessions are capped, so one cannot
 /// hold everyone's; others go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -443,7 +481,7 @@ async fn info_describes_the_visitors_redis() {
     assert_eq!(s, 200, "{info}");
     assert_eq!(info["redis"]["source"], "sandbox");
     assert_eq!(info["redis"]["maxmemory"], 16 << 20);
-    assert_eq!(info["sandbox"], json!({"idle_s": 3600, "max_bytes": 16 << 20, "visitor_batches": 4, "visitor_sessions": 2}));
+    assert_eq!(info["sandbox"], json!({"idle_s": 3600, "max_bytes": 16 << 20, "visitor_batches": 4, "visitor_sessions": 2, "token": a.id().as_str()}));
     let refused: Vec<&str> = info["refused"].as_array().unwrap().iter().map(|r| r["command"].as_str().unwrap()).collect();
     for name in ["CONFIG SET", "DEBUG", "MIGRATE", "SHUTDOWN", "BGSAVE", "CLIENT KILL", "SLOWLOG GET"] {
         assert!(refused.contains(&name), "{name} in {refused:?}");

@@ -55,7 +55,7 @@ pub struct InfoResponse {
 
 /// The sandbox's limits (`pipelab serve --sandbox`, docs/sandbox.md).
 #[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({"idle_s": 3600, "max_bytes": 16777216, "visitor_batches": 4, "visitor_sessions": 2}))]
+#[schema(example = json!({"idle_s": 3600, "max_bytes": 16777216, "visitor_batches": 4, "visitor_sessions": 2, "token": "5f0c…"}))]
 pub struct SandboxInfo {
     /// Seconds without a request after which a visitor's Redis, and its
     /// keys, are gone (`--sandbox-idle`).
@@ -66,6 +66,10 @@ pub struct SandboxInfo {
     pub visitor_batches: usize,
     /// Most sessions a visitor keeps open (`--sandbox-visitor-sessions`).
     pub visitor_sessions: usize,
+    /// The visitor's id, as the cookie holds it: the token for clients
+    /// that keep no cookie (`Authorization: Bearer`, e.g. an Upstash SDK's
+    /// token), naming this visitor's Redis for as long as it lives.
+    pub token: String,
 }
 
 /// The Redis server behind the API. `reachable: false` with `error` when it
@@ -162,6 +166,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
             max_bytes: s.settings().max_bytes,
             visitor_batches: s.settings().visitor_batches,
             visitor_sessions: s.settings().visitor_sessions,
+            token: caller.visitor.as_ref().map(|id| id.as_str().to_string()).unwrap_or_default(),
         }),
     }))
 }

@@ -2,7 +2,8 @@
 //! an HttpOnly, SameSite=Strict cookie, set on the first request and sent
 //! again with every response (its `Max-Age` is `--sandbox-idle`, so it
 //! lapses with the visitor's Redis). API clients keep it like any cookie
-//! (`curl -c jar -b jar`). The id is never logged.
+//! (`curl -c jar -b jar`), or send the id as their token where they keep
+//! no cookie (the Upstash SDKs). The id is never logged.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -25,6 +26,14 @@ pub fn from_headers(headers: &HeaderMap) -> Option<VisitorId> {
         .find_map(|(name, value)| (name == COOKIE).then(|| VisitorId::parse(value.trim())).flatten())
 }
 
+/// The visitor id a request presents as its token (`Authorization: Bearer`
+/// or `?_token=`), for clients that keep no cookie: the Upstash SDKs are
+/// given it as their token (`/api/v1/info` tells a visitor theirs).
+fn from_token(req: &Request) -> Option<VisitorId> {
+    let token = super::auth::presented(req.headers(), req.uri())?;
+    VisitorId::parse(std::str::from_utf8(&token).ok()?)
+}
+
 /// The `Set-Cookie` value that keeps `id` for `max_age`.
 pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
     HeaderValue::from_str(&format!("{COOKIE}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict", id.as_str(), max_age.as_secs()))
@@ -41,7 +50,8 @@ pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue
         return (req, None);
     }
     let from = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-    let id = sandbox.admit(from_headers(req.headers()), from);
+    let named = from_headers(req.headers()).or_else(|| from_token(&req));
+    let id = sandbox.admit(named, from);
     let cookie = set_cookie(&id, sandbox.settings().idle);
     req.extensions_mut().insert(id);
     (req, Some(cookie))

@@ -2,6 +2,9 @@
 // `pipelab serve` with its embedded Redis: scripts/test-upstash.sh starts the
 // server and sets UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN and
 // PIPELAB_READONLY_TOKEN. Run: node --test web/test/upstash/
+// With PIPELAB_UPSTASH_SANDBOX=1 the server is a sandbox and the token a
+// visitor's id: no read-only token, any token is a visitor, and another
+// visitor's token must not see this one's keys.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Redis } from "@upstash/redis";
@@ -9,7 +12,9 @@ import { Redis } from "@upstash/redis";
 const url = process.env.UPSTASH_REDIS_REST_URL;
 const token = process.env.UPSTASH_REDIS_REST_TOKEN;
 const readonlyToken = process.env.PIPELAB_READONLY_TOKEN;
-if (!url || !token || !readonlyToken) {
+const sandbox = process.env.PIPELAB_UPSTASH_SANDBOX === "1";
+const tokensOnly = sandbox && "in the sandbox any token names a visitor";
+if (!url || !token || !(readonlyToken || sandbox)) {
   throw new Error("set UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN and PIPELAB_READONLY_TOKEN (scripts/test-upstash.sh does)");
 }
 
@@ -212,14 +217,14 @@ test("subscribe() and psubscribe() receive what publish() sends", async () => {
   await psub.unsubscribe();
 });
 
-test("a wrong token is refused with Unauthorized", async () => {
+test("a wrong token is refused with Unauthorized", { skip: tokensOnly }, async () => {
   const redis = new Redis({ url, token: "not-the-token", retry: false });
   await assert.rejects(redis.get("k"), /Unauthorized/);
   const none = new Redis({ url, token: "", retry: false });
   await assert.rejects(none.get("k"), /Unauthorized/);
 });
 
-test("a read-only token reads and is refused every write (NOPERM)", async () => {
+test("a read-only token reads and is refused every write (NOPERM)", { skip: tokensOnly }, async () => {
   const redis = client();
   const k = key("ro");
   await redis.set(k, "v");
@@ -230,5 +235,18 @@ test("a read-only token reads and is refused every write (NOPERM)", async () => 
   await assert.rejects(ro.del(k), /NOPERM/);
   await assert.rejects(ro.eval("return 1", [], []), /NOPERM/);
   await assert.rejects(ro.multi().get(k).set(k, "x").exec(), /NOPERM/);
+  assert.equal(await redis.get(k), "v");
+});
+
+test("in the sandbox, another visitor's token sees none of this visitor's keys", { skip: !sandbox && "not a sandbox" }, async () => {
+  const redis = client();
+  const k = key("mine");
+  await redis.set(k, "v");
+  const info = await (await fetch(`${url}/api/v1/info`)).json();
+  assert.notEqual(info.sandbox.token, token);
+  const other = new Redis({ url, token: info.sandbox.token, retry: false });
+  assert.equal(await other.get(k), null);
+  assert.deepEqual(await other.keys("*"), []);
+  await other.flushall();
   assert.equal(await redis.get(k), "v");
 });

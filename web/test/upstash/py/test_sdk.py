@@ -18,7 +18,10 @@ from upstash_redis.errors import UpstashError
 
 URL = os.environ["UPSTASH_REDIS_REST_URL"]
 TOKEN = os.environ["UPSTASH_REDIS_REST_TOKEN"]
-READONLY = os.environ["PIPELAB_READONLY_TOKEN"]
+# In the sandbox (PIPELAB_UPSTASH_SANDBOX=1) the token is a visitor's id:
+# there is no read-only token, and any token names a visitor.
+SANDBOX = os.environ.get("PIPELAB_UPSTASH_SANDBOX") == "1"
+READONLY = os.environ.get("PIPELAB_READONLY_TOKEN") if SANDBOX else os.environ["PIPELAB_READONLY_TOKEN"]
 _n = [0]
 
 
@@ -41,6 +44,10 @@ def raises(fn, pattern):
 
 
 TESTS = []
+
+
+class Skip(Exception):
+    """A test that does not apply to this server (its reason)."""
 
 
 def test(fn):
@@ -174,11 +181,15 @@ def ten_thousand_command_pipeline():
 
 @test
 def wrong_token_is_unauthorized():
+    if SANDBOX:
+        raise Skip("in the sandbox any token names a visitor")
     raises(lambda: Redis(url=URL, token="not-the-token", rest_retries=0).get("k"), "Unauthorized")
 
 
 @test
 def read_only_token_reads_and_cannot_write():
+    if SANDBOX:
+        raise Skip("the sandbox has no read-only tokens")
     r = client()
     k = key("ro")
     r.set(k, "v")
@@ -209,6 +220,8 @@ def async_client_same_list():
         assert await r.zadd(k + "z", {"a": 0.5}) == 1
         assert await r.zscore(k + "z", "a") == 0.5
         assert await r.eval("return ARGV[1]", args=["x"]) == "x"
+        if SANDBOX:
+            return
         ro = AsyncRedis(url=URL, token=READONLY, rest_retries=0)
         assert await ro.get(k) == "héllo 🎉"
         try:
@@ -226,17 +239,20 @@ def async_client_same_list():
 
 
 def run():
-    passed = failed = 0
+    passed = failed = skipped = 0
     for fn in TESTS:
         try:
             fn()
             passed += 1
             print(f"ok - {fn.__name__}")
+        except Skip as why:
+            skipped += 1
+            print(f"ok - {fn.__name__} # SKIP {why}")
         except Exception:
             failed += 1
             print(f"not ok - {fn.__name__}")
             traceback.print_exc()
-    print(f"upstash-py: {passed} passed, {failed} failed")
+    print(f"upstash-py: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 
 
