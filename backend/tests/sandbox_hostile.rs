@@ -182,11 +182,12 @@ async fn one_address_cannot_fill_the_sandbox() {
 
 /// Batch slots (`--max-concurrent-batches`) are shared: many cookies from
 /// one address, each under its own cap, must not hold them all while a
-/// visitor from elsewhere waits.
-#[ignore = "needs the batch slots shared per client address, not per cookie"]
+/// visitor from elsewhere waits (the address's share,
+/// `--max-batches-per-client` and `--max-blocking-per-client`, is less).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_take_every_batch_slot() {
-    let app = start(Settings { spares: 4, visitor_batches: 2, ..Settings::default() }, &["--max-concurrent-batches", "4"]);
+    let flags = ["--max-concurrent-batches", "4", "--max-batches-per-client", "2", "--max-blocking-per-client", "2"];
+    let app = start(Settings { spares: 4, visitor_batches: 2, ..Settings::default() }, &flags);
     let mut b = Visitor::at("10.0.0.2");
     let (s, r) = b.batch(&app, "PING").await;
     assert_eq!(s, 200, "{r}");
@@ -211,11 +212,11 @@ async fn one_address_cannot_take_every_batch_slot() {
 }
 
 /// Sessions (`--max-sessions`) likewise: one address's cookies cannot open
-/// them all.
-#[ignore = "needs the sessions shared per client address, not per cookie"]
+/// them all (`--max-sessions-per-client`).
 #[tokio::test]
 async fn one_address_cannot_take_every_session() {
-    let app = start(Settings { spares: 3, visitor_sessions: 2, ..Settings::default() }, &["--max-sessions", "4"]);
+    let flags = ["--max-sessions", "4", "--max-sessions-per-client", "2"];
+    let app = start(Settings { spares: 3, visitor_sessions: 2, ..Settings::default() }, &flags);
     for mut a in cookies(&app, "10.0.0.1", 2).await {
         for _ in 0..2 {
             let (s, r) = a.post(&app, "/api/v1/sessions", &json!({})).await;
