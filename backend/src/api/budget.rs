@@ -136,6 +136,12 @@ impl Charge {
         }
     }
 
+    /// This charge's bytes, moved to the charge returned; this one is
+    /// left empty (on the same budget).
+    pub fn take(&mut self) -> Charge {
+        Charge { budget: self.budget.clone(), bytes: std::mem::take(&mut self.bytes) }
+    }
+
     /// `other`'s bytes, held from now on by this charge.
     pub fn absorb(&mut self, mut other: Charge) {
         self.bytes += std::mem::take(&mut other.bytes);
@@ -144,10 +150,6 @@ impl Charge {
     /// Bytes held.
     pub fn bytes(&self) -> u64 {
         self.bytes
-    }
-
-    pub(super) fn budget(&self) -> Arc<Budget> {
-        self.budget.clone()
     }
 
     /// Exactly `n` bytes, room or not (an answer already made).

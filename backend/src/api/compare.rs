@@ -111,7 +111,6 @@ pub async fn compare(
     super::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
-    let budget = state.budget.clone();
     let runner = OnBackend { state, on };
     if !include_results {
         return Ok(Json(lab::compare::compare(&runner, &batches, false).await?).into_response());
@@ -121,7 +120,7 @@ pub async fn compare(
     // The replies' JSON is charged already: the answer is written in a
     // buffer of about that size (not grown by doubling, twice as large),
     // and stays charged until its client has it (`super::budget`).
-    let charge = with.charge.lock().map(|mut c| std::mem::replace(&mut *c, Charge::new(&budget))).ok();
+    let charge = with.charge.lock().map(|mut c| c.take()).ok();
     let mut body = Vec::with_capacity(charge.as_ref().map_or(0, Charge::bytes) as usize + 64 * 1024);
     if serde_json::to_writer(&mut body, &report).is_err() {
         // Not for a report of strings and numbers; axum's answer if it were.

@@ -49,7 +49,7 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
     let mut kept = Kept::new(state, Keep::All, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await;
     if let Ok(mut held) = held.lock() {
-        held.absorb(kept.take_charge_now());
+        held.absorb(kept.charge_mut().take());
     }
     out?.into_report(kept.results).map_err(ApiError::unavailable)
 }

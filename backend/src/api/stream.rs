@@ -175,12 +175,12 @@ impl Kept {
 
     /// The charge of the kept replies, handed to the answer made of them.
     pub(super) fn take_charge(&mut self) -> Held {
-        Held::new(self.take_charge_now())
+        Held::new(self.charge.take())
     }
 
-    pub(super) fn take_charge_now(&mut self) -> Charge {
-        let empty = Charge::new(&self.charge.budget());
-        std::mem::replace(&mut self.charge, empty)
+    /// The charge of the kept replies, to be added to another.
+    pub(super) fn charge_mut(&mut self) -> &mut Charge {
+        &mut self.charge
     }
 }
 
