@@ -32,6 +32,8 @@ part() {
 
 part "scripts/setup.sh (installs)" scripts/setup.sh
 export CARGO_TERM_COLOR=never
+# One build per run: incremental caches would only take disk.
+export CARGO_INCREMENTAL=0
 part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
 doc_links() {
