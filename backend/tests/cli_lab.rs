@@ -204,7 +204,7 @@ impl Runner for FailSeven {
 
     async fn run(&self, batch: &Batch) -> Result<Report, ExecError> {
         if batch.plan.batch_size == 7 {
-            return Err(ExecError::Connect("injected failure".into()));
+            return Err(ExecError::Connect(pipelab::conn::ConnectError::Lost("injected failure".into())));
         }
         self.0.run(batch).await
     }
@@ -228,7 +228,7 @@ async fn sweep_cleans_up_after_a_failed_run() {
     let template = vec![b"SET".to_vec(), b"f:{i}".to_vec(), b"x".to_vec()];
     let spec = SweepSpec::new(template, 20, &[10, 7, 5], 0.0).unwrap();
     match sweep(&runner, &spec).await {
-        Err(LabError::Run(ExecError::Connect(m))) => assert_eq!(m, "injected failure"),
+        Err(LabError::Run(ExecError::Connect(m))) => assert_eq!(m.to_string(), "injected failure"),
         other => panic!("expected the injected failure, got {other:?}"),
     }
     // The first run wrote f:0..f:19; only f:2, there before, is left.

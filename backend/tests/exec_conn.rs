@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{free_port, RedisServer};
-use pipelab::conn::RedisTarget;
+use pipelab::conn::{ConnectError, RedisTarget};
 use pipelab::exec::{execute, Batch, ExecError, ExecOptions, Mode, Report, Status};
 use resp::Value;
 
@@ -61,7 +61,9 @@ async fn auth_with_password_and_acl_user() {
         assert_eq!(r.results[0].reply, Some(bulk("alice")), "resp3 {resp3}");
     }
     let e = run(&format!("redis://alice:nope@127.0.0.1:{port}"), &["PING"]).await.unwrap_err();
-    assert!(matches!(e, ExecError::Connect(ref m) if m.contains("WRONGPASS")), "{e}");
+    // Redis refused: the step and its reply, typed (no retry as the same user helps).
+    assert!(matches!(e, ExecError::Connect(ConnectError::Refused { step: "AUTH", ref reply, .. }) if reply.contains("WRONGPASS")), "{e}");
+    assert!(matches!(e, ExecError::Connect(ref c) if c.is_refused() && !c.to_string().contains("nope")), "{e}");
     let e = run(&format!("redis://127.0.0.1:{port}"), &["PING"]).await.unwrap();
     // Without credentials the handshake passes (CLIENT SETNAME is not fatal) and commands get NOAUTH.
     assert!(e.results[0].reply.as_ref().unwrap().error_message().unwrap().starts_with(b"NOAUTH"));
@@ -99,7 +101,7 @@ async fn tls_with_rustls() {
     }
     // The test CA is not among the Mozilla roots: verification fails…
     let e = run(&format!("rediss://localhost:{tls_port}"), &["PING"]).await.unwrap_err();
-    assert!(matches!(e, ExecError::Connect(ref m) if m.contains("TLS") && m.contains("certificate")), "{e}");
+    assert!(matches!(e, ExecError::Connect(ConnectError::Unreachable { ref reason, .. }) if reason.contains("TLS") && reason.contains("certificate")), "{e}");
     // …unless asked not to verify.
     let r = run(&format!("rediss://localhost:{tls_port}#insecure"), &["PING"]).await.unwrap();
     assert_eq!(r.results[0].status, Status::Ok);
@@ -133,11 +135,17 @@ async fn a_server_that_never_answers_fails_at_the_connect_timeout() {
         deadline: Some(std::time::Instant::now() + wait),
         ..ExecOptions::default()
     };
-    for (url, step) in [(format!("redis://127.0.0.1:{port}"), "handshake"), (format!("rediss://127.0.0.1:{port}"), "timed out")] {
+    // Plain TCP connects, then the handshake waits; TLS waits in its own handshake, inside the socket's step.
+    for (url, handshake) in [(format!("redis://127.0.0.1:{port}"), true), (format!("rediss://127.0.0.1:{port}"), false)] {
         let started = std::time::Instant::now();
         let e = execute(&RedisTarget::parse(&url).unwrap(), &batch(&["PING"]), &opts).await.unwrap_err();
         let took = started.elapsed();
-        assert!(matches!(e, ExecError::Connect(ref m) if m.contains(step) && m.contains("500 ms")), "{url}: {e}");
+        match e {
+            ExecError::Connect(ConnectError::HandshakeTimeout { ms: 500, .. }) if handshake => {}
+            ExecError::Connect(ConnectError::SocketTimeout { ms: 500, .. }) if !handshake => {}
+            e => panic!("{url}: {e}"),
+        }
+        assert!(e.to_string().contains("500 ms"), "{url}: {e}");
         // 0.5 s expected; well below the 20 s read timeout even on a loaded machine.
         assert!(took >= std::time::Duration::from_millis(400) && took < std::time::Duration::from_secs(8), "{url}: {took:?}");
     }

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisServer;
-use pipelab::conn::RedisTarget;
+use pipelab::conn::{ConnectError, RedisTarget};
 use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
 use resp::Value;
 
@@ -184,21 +184,22 @@ async fn connect_errors() {
     let t = RedisTarget::parse(&format!("redis://127.0.0.1:{port}")).unwrap();
     let b = batch(Mode::Pipeline, vec![argv("PING")]);
     match execute(&t, &b, &ExecOptions::default()).await {
-        Err(ExecError::Connect(m)) => assert!(m.contains(&port.to_string()), "{m}"),
+        Err(ExecError::Connect(e @ ConnectError::Unreachable { .. })) => assert!(e.to_string().contains(&port.to_string()), "{e}"),
         other => panic!("{other:?}"),
     }
     let server = RedisServer::start_with(&["--requirepass", "sesame"]);
     let t = RedisTarget::parse(&format!("redis://:wrong@127.0.0.1:{}", server.port)).unwrap();
     match execute(&t, &b, &ExecOptions::default()).await {
-        Err(ExecError::Connect(m)) => {
-            assert!(m.contains("AUTH") && m.contains("WRONGPASS"), "{m}");
+        Err(ExecError::Connect(e @ ConnectError::Refused { step: "AUTH", .. })) => {
+            let m = e.to_string();
+            assert!(m.contains("WRONGPASS"), "{m}");
             assert!(!m.contains("wrong@"), "password shown: {m}");
         }
         other => panic!("{other:?}"),
     }
     let t = RedisTarget::parse(&format!("redis://:sesame@127.0.0.1:{}/99", server.port)).unwrap();
     match execute(&t, &b, &ExecOptions::default()).await {
-        Err(ExecError::Connect(m)) => assert!(m.contains("SELECT"), "{m}"),
+        Err(ExecError::Connect(ConnectError::Refused { step, .. })) => assert_eq!(step, "SELECT"),
         other => panic!("{other:?}"),
     }
 }

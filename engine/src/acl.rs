@@ -183,7 +183,7 @@ pub async fn warn_if_scripts_reach_refused(pool: &crate::exec::Pool, allow: Allo
     let user = pool.target().username.clone().unwrap_or_else(|| "default".into());
     let checked = match Conn::connect(pool.target(), &settings).await {
         Ok(mut conn) => lua_reachable(&mut conn, &table, allow).await,
-        Err(e) => Err(e),
+        Err(e) => Err(e.to_string()),
     };
     match checked {
         Ok(reachable) if reachable.is_empty() => tracing::info!(%user, "the Redis user may run none of the commands pipelab refuses"),

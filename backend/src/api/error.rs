@@ -268,6 +268,26 @@ impl std::fmt::Display for ApiError {
     }
 }
 
+/// 503 `redis_unavailable`: nothing was written.
+impl From<crate::conn::ConnectError> for ApiError {
+    fn from(e: crate::conn::ConnectError) -> Self {
+        ApiError::unavailable(e.to_string())
+    }
+}
+
+/// Why the executor ran nothing: 503 if it could not connect, else 400
+/// naming the field.
+impl From<crate::exec::ExecError> for ApiError {
+    fn from(e: crate::exec::ExecError) -> Self {
+        use crate::exec::ExecError;
+        match e {
+            ExecError::Connect(e) => e.into(),
+            ExecError::Invalid(e) => ApiError::field(ApiCode::InvalidBatch, e.field, e.message),
+            ExecError::CrossSlot(e) => ApiError::field(ApiCode::CrossSlot, e.field, e.message),
+        }
+    }
+}
+
 /// The code of an experiment's input problem (the same word).
 impl From<crate::lab::Problem> for ApiCode {
     fn from(p: crate::lab::Problem) -> Self {

@@ -254,7 +254,7 @@ impl Lines {
     fn end(&mut self, end: Result<StreamReport<Infallible>, ApiError>) {
         let line = match end {
             Ok(out) => match out.reconnect_failed {
-                Some(msg) => error_line(ApiError::unavailable(msg)),
+                Some(e) => error_line(e.into()),
                 None => serde_json::json!({
                     "type": "end",
                     "summary": out.summary,

@@ -22,7 +22,7 @@ use super::stream::{Keep, Kept};
 use super::AppState;
 use crate::telemetry::BatchSpan;
 use super::backend::Backend;
-use crate::exec::{execute_on_into, execute_pooled, execute_pooled_probed_into, ExecError, ExecOptions, Pool, ResultSink, StreamReport};
+use crate::exec::{execute_on_into, execute_pooled, execute_pooled_probed_into, ExecOptions, Pool, ResultSink, StreamReport};
 use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 
 /// Run `batch` on `on` within the server's limits and collect its report.
@@ -38,7 +38,7 @@ use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut results, None).await?;
-    out.into_report(results).map_err(ApiError::unavailable)
+    out.into_report(results).map_err(ApiError::from)
 }
 
 /// [`run_batch`], each reply's JSON counted against the reply limit as
@@ -51,7 +51,7 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
     if let Ok(mut held) = held.lock() {
         held.absorb(kept.charge_mut().take());
     }
-    out?.into_report(kept.results).map_err(ApiError::unavailable)
+    out?.into_report(kept.results).map_err(ApiError::from)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes; `cancel`
@@ -198,17 +198,10 @@ async fn run_limited_on<K: ResultSink>(
             }
             Ok(out)
         }
-        Ok(Err(ExecError::Connect(msg))) => {
+        // Nothing was sent: no script to kill.
+        Ok(Err(e)) => {
             kill.disarm();
-            Err(ApiError::unavailable(msg))
-        }
-        Ok(Err(ExecError::Invalid(e))) => {
-            kill.disarm();
-            Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
-        }
-        Ok(Err(ExecError::CrossSlot(e))) => {
-            kill.disarm();
-            Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message))
+            Err(e.into())
         }
         Err(_) => Err(ApiError::new(
             ApiCode::BatchTimeout,
@@ -244,11 +237,7 @@ pub async fn command(pool: &Pool, argv: &[&[u8]], wait: Duration) -> Result<resp
     let report =
         match tokio::time::timeout(wait * 2, execute_pooled(pool, &batch, &opts)).await {
             Ok(Ok(report)) => report,
-            Ok(Err(ExecError::Connect(msg))) => return Err(ApiError::unavailable(msg)),
-            Ok(Err(ExecError::Invalid(e))) => {
-                return Err(ApiError::field(ApiCode::InvalidBatch, e.field, e.message))
-            }
-            Ok(Err(ExecError::CrossSlot(e))) => return Err(ApiError::field(ApiCode::CrossSlot, e.field, e.message)),
+            Ok(Err(e)) => return Err(e.into()),
             Err(_) => return Err(ApiError::unavailable("no answer in time")),
         };
     let result = report.results.into_iter().next();

@@ -266,7 +266,7 @@ pub async fn create(
         deadline: None,
         cancel: None,
     };
-    let conn = Conn::connect(backend.pool.target(), &settings).await.map_err(ApiError::unavailable)?;
+    let conn = Conn::connect(backend.pool.target(), &settings).await?;
     let id = new_id()?;
     let session = Arc::new(Session {
         access,

@@ -108,7 +108,7 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
             Some(Msg::End(end)) => {
                 return match *end {
                     Ok(out) => match out.reconnect_failed {
-                        Some(msg) => Err(ApiError::unavailable(msg)),
+                        Some(e) => Err(e.into()),
                         None => Ok(json(Body::from(report.finish(&out)))),
                     },
                     Err(e) => Err(e),
@@ -132,7 +132,7 @@ async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Kee
     let mut kept = Kept::new(state, keep, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     if let Some(msg) = out.reconnect_failed {
-        return Err(ApiError::unavailable(msg));
+        return Err(msg.into());
     }
     Ok(report_response(&mut kept, &out))
 }

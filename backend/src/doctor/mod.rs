@@ -50,7 +50,7 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
         deadline: None,
         cancel: None,
     };
-    let mut conn = Conn::connect(target, &settings).await?;
+    let mut conn = Conn::connect(target, &settings).await.map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     resp::encode_command([&b"COMMAND"[..]], &mut out);
     conn.write(&out).await.map_err(|e| e.to_string())?;
@@ -89,7 +89,7 @@ pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, con
                     Ok(line) => relay::relay(client, line, &tracker, &doctor).await.map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 },
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             };
             if let Err(e) = result {
                 // A reset by either side is how connections often end: not worth a line each.

@@ -34,6 +34,7 @@ pub mod slot;
 pub mod topology;
 mod transaction;
 
+use crate::conn::ConnectError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -100,7 +101,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let settings = crate::exec::runner::settings(plan, opts);
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
-    let cluster = Cluster::connect(target, &settings, config).await.map_err(ExecError::Connect)?;
+    let cluster = Cluster::connect(target, &settings, config).await.map_err(ConnectError::Cluster)?;
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
@@ -211,7 +212,7 @@ impl Cluster {
                     Ok(c) => return Ok(c),
                     Err(e) => last = e,
                 },
-                Err(e) => last = e,
+                Err(e) => last = e.to_string(),
             }
         }
         Err(last)
@@ -270,11 +271,11 @@ impl Cluster {
             asked.push(address);
             let loaded = match Conn::connect(&target, &settings).await {
                 Ok(mut conn) => Topology::load(&mut conn, &self.seed).await,
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             };
             match loaded {
                 Ok(t) => return Ok(t),
-                Err(e) => last = e,
+                Err(e) => last = e.to_string(),
             }
         }
         Err(last)
@@ -348,6 +349,7 @@ impl Cluster {
         let lease = match self.checkout(&node.address, &node.target, settings).await {
             Ok(lease) => lease,
             Err(e) => {
+                let e = e.to_string();
                 self.mark_down(&node.address, &e);
                 return Err(e);
             }
@@ -383,7 +385,7 @@ impl Cluster {
     /// A master marked down gets at most [`reload::ASK_TIMEOUT`] to connect:
     /// one that drops packets must not hold every batch for the whole
     /// connect timeout.
-    pub async fn checkout(&self, address: &str, target: &RedisTarget, settings: &ConnSettings) -> Result<crate::exec::Lease, String> {
+    pub async fn checkout(&self, address: &str, target: &RedisTarget, settings: &ConnSettings) -> Result<crate::exec::Lease, ConnectError> {
         let shorter;
         let settings = if self.any_down.load(Ordering::Relaxed) && self.down.lock().expect("cluster down lock").contains_key(address) {
             shorter = ConnSettings { connect_timeout: settings.connect_timeout.min(reload::ASK_TIMEOUT), ..settings.clone() };

@@ -802,7 +802,7 @@ async fn connect(cluster: &Cluster, settings: &ConnSettings, node: &mut NodeStat
             node.conn = Some(lease.conn);
             None
         }
-        Err(e) => Some(e),
+        Err(e) => Some(e.to_string()),
     }
 }
 
@@ -821,7 +821,7 @@ async fn node_write(node: &mut NodeState, bytes: &[u8], settings: &ConnSettings)
                     let conn = node.conn.insert(fresh);
                     conn.write(bytes).await.map_err(|e| Failure::of_write(&e, conn.nothing_sent()))
                 }
-                Err(msg) => Err(Failure::link(msg, true)),
+                Err(e) => Err(Failure::link(e.to_string(), true)),
             }
         }
         Err(e) => Err(Failure::of_write(&e, conn.nothing_sent())),

@@ -11,6 +11,7 @@
 //! `redirect::MAX_REDIRECTIONS` times). An ASK (a key in migration) is not
 //! followed: the aborted transaction is the result.
 
+use crate::conn::ConnectError;
 use std::sync::Arc;
 
 use crate::commands::Table;
@@ -97,16 +98,16 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
             Some(n) => n.target.clone(),
             None => match super::topology::endpoint_of(&address) {
                 Some(ep) => topology.nodes[0].target.at(ep),
-                None => return Err(ExecError::Connect(format!("cannot connect to `{address}`"))),
+                None => return Err(ConnectError::Cluster(format!("cannot connect to `{address}`")).into()),
             },
         };
         let lease = match cluster.checkout(&address, &target, settings).await {
             Ok(lease) => lease,
             Err(e) => {
                 // Nothing sent: the map is read again for the next batch (a failover may be under way).
-                cluster.mark_down(&address, &e);
+                cluster.mark_down(&address, &e.to_string());
                 cluster.reload(&topology, Cause::Connection, settings).await;
-                return Err(ExecError::Connect(format!("{address}: {e}")));
+                return Err(ConnectError::Cluster(format!("{address}: {e}")).into());
             }
         };
         let fallback = lease.reused.then_some((&target, settings));

@@ -2,16 +2,14 @@
 //! [AUTH user pass] SETNAME pipelab` (RESP3) or `[AUTH [user] pass]` +
 //! `CLIENT SETNAME pipelab` (RESP2), then `SELECT db`.
 
-use std::fmt;
-
-use super::{reply_text, Conn, ConnSettings, RedisTarget, CLIENT_NAME};
+use super::{reply_text, Conn, ConnSettings, ConnectError, RedisTarget, CLIENT_NAME};
 
 impl Conn {
     /// Sends the handshake and reads one reply per step; the first error
     /// reply of a fatal step (all but `CLIENT SETNAME`) fails it, naming the
     /// step and Redis's error. Bounded by the caller (the connect timeout).
-    pub(super) async fn handshake(&mut self, target: &RedisTarget, settings: &ConnSettings) -> Result<(), String> {
-        let mut steps: Vec<(&str, Vec<Vec<u8>>, bool)> = Vec::new(); // (name, argv, fatal)
+    pub(super) async fn handshake(&mut self, target: &RedisTarget, settings: &ConnSettings) -> Result<(), ConnectError> {
+        let mut steps: Vec<(&'static str, Vec<Vec<u8>>, bool)> = Vec::new(); // (name, argv, fatal)
         let user = target.username.clone().unwrap_or_else(|| "default".into());
         if settings.resp3 {
             let mut argv: Vec<Vec<u8>> = vec!["HELLO".into(), "3".into()];
@@ -39,13 +37,13 @@ impl Conn {
         for (_, argv, _) in &steps {
             resp::encode_command(argv, &mut out);
         }
-        let fail = |step: &str, e: &dyn fmt::Display| format!("handshake with {target} failed at {step}: {e}");
-        self.write(&out).await.map_err(|e| fail(steps[0].0, &e))?;
+        let broken = |step: &'static str, e: &dyn std::fmt::Display| ConnectError::Broken { target: target.to_string(), step, error: e.to_string() };
+        self.write(&out).await.map_err(|e| broken(steps[0].0, &e))?;
         let mut first_error = None;
         for (name, _, fatal) in &steps {
-            let (reply, _) = self.read_reply().await.map_err(|e| fail(name, &e))?;
+            let (reply, _) = self.read_reply().await.map_err(|e| broken(name, &e))?;
             if reply.is_error() && *fatal && first_error.is_none() {
-                first_error = Some(fail(name, &reply_text(&reply)));
+                first_error = Some(ConnectError::Refused { target: target.to_string(), step: name, reply: reply_text(&reply) });
             }
         }
         match first_error {

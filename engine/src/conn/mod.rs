@@ -15,6 +15,7 @@
 
 mod buffer;
 mod cancel;
+mod error;
 mod handshake;
 pub mod side;
 mod socket;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 pub use cancel::Cancel;
+pub use error::ConnectError;
 pub use socket::{connect_stream, Stream};
 pub use target::{Endpoint, RedisTarget, TargetError, TlsSettings, DEFAULT_PORT};
 
@@ -219,8 +221,8 @@ impl Conn {
     ///
     /// Errors (a message naming the step and Redis's error) if the socket,
     /// TLS, AUTH, HELLO or SELECT fails. Stats start at zero after the handshake.
-    pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, String> {
-        let link = delay::Link::new(settings.simulated_rtt_ms, settings.simulated_bandwidth_mbps)?;
+    pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, ConnectError> {
+        let link = delay::Link::new(settings.simulated_rtt_ms, settings.simulated_bandwidth_mbps).map_err(ConnectError::Link)?;
         let connect_until = tokio::time::Instant::now() + settings.connect_timeout;
         let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
         let mut conn = Conn { s: Box::new(State {
@@ -240,14 +242,11 @@ impl Conn {
         }) };
         match tokio::time::timeout_at(connect_until, conn.handshake(target, settings)).await {
             Ok(r) => r?,
-            Err(_) => {
-                let ms = settings.connect_timeout.as_millis();
-                return Err(format!("handshake with {target} failed: no reply within {ms} ms (connect timeout)"));
-            }
+            Err(_) => return Err(ConnectError::HandshakeTimeout { target: target.to_string(), ms: settings.connect_timeout.as_millis() }),
         }
         if !link.is_none() {
             let raw = std::mem::replace(&mut conn.s.stream.inner, Box::new(tokio::io::duplex(1).0));
-            let line = delay::wrap(raw, link).map_err(|e| format!("delay line: {e}"))?;
+            let line = delay::wrap(raw, link).map_err(|e| ConnectError::Link(e.to_string()))?;
             conn.s.line = Some((line.timing(), delay::LineTiming::default()));
             conn.s.stream.inner = Box::new(line);
         }

@@ -8,13 +8,15 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{connect_stream, RedisTarget};
+use super::{connect_stream, ConnectError, RedisTarget};
 
 /// Why a side connection got no answers.
 #[derive(Debug)]
 pub enum SideError {
-    /// Could not connect, or the connection failed.
-    Connect(String),
+    /// Could not connect.
+    Connect(ConnectError),
+    /// The connection failed before every reply came.
+    Lost(String),
     /// Not every reply came within the wait.
     NoAnswer,
 }
@@ -22,7 +24,8 @@ pub enum SideError {
 impl std::fmt::Display for SideError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SideError::Connect(m) => f.write_str(m),
+            SideError::Connect(e) => write!(f, "{e}"),
+            SideError::Lost(m) => f.write_str(m),
             SideError::NoAnswer => f.write_str("no answer in time"),
         }
     }
@@ -75,7 +78,7 @@ pub async fn commands(target: &RedisTarget, connect_timeout: Duration, wait: Dur
             }
             Ok(replies)
         }
-        Ok(Err(e)) => Err(SideError::Connect(e.to_string())),
+        Ok(Err(e)) => Err(SideError::Lost(e.to_string())),
         Err(_) => Err(SideError::NoAnswer),
     }
 }
@@ -94,7 +97,7 @@ pub async fn is_busy(target: &RedisTarget, connect_timeout: Duration, wait: Dura
     match commands(target, connect_timeout, wait, &[&[b"PING"]]).await {
         Ok(replies) => replies.first().is_some_and(|r| r.is_error() && r.display().contains("BUSY")),
         Err(SideError::NoAnswer) => true,
-        Err(SideError::Connect(_)) => false,
+        Err(SideError::Connect(_) | SideError::Lost(_)) => false,
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::target::{Endpoint, RedisTarget, TlsSettings};
+use super::ConnectError;
 
 
 /// Any byte stream a connection can run over (TCP, Unix, TLS, delay line).
@@ -23,7 +24,7 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 ///
 /// Errors: timeout after `connect_timeout`, refused, TLS failure; the message
 /// names the target (without password).
-pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> Result<Box<dyn Stream>, String> {
+pub async fn connect_stream(target: &RedisTarget, connect_timeout: Duration) -> Result<Box<dyn Stream>, ConnectError> {
     connect_stream_fd(target, connect_timeout).await.map(|(s, _)| s)
 }
 
@@ -34,7 +35,7 @@ pub(super) type RawSock = Option<std::os::fd::RawFd>;
 #[cfg(not(unix))]
 pub(super) type RawSock = Option<()>;
 
-pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Duration) -> Result<(Box<dyn Stream>, RawSock), String> {
+pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Duration) -> Result<(Box<dyn Stream>, RawSock), ConnectError> {
     #[cfg(unix)]
     use std::os::fd::AsRawFd;
     let fut = async {
@@ -65,8 +66,8 @@ pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Dur
     };
     match tokio::time::timeout(connect_timeout, fut).await {
         Ok(Ok(s)) => Ok(s),
-        Ok(Err(e)) => Err(format!("cannot connect to {target}: {e}")),
-        Err(_) => Err(format!("cannot connect to {target}: timed out after {} ms", connect_timeout.as_millis())),
+        Ok(Err(reason)) => Err(ConnectError::Unreachable { target: target.to_string(), reason }),
+        Err(_) => Err(ConnectError::SocketTimeout { target: target.to_string(), ms: connect_timeout.as_millis() }),
     }
 }
 

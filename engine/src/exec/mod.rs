@@ -6,6 +6,7 @@
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
 //! (docs/api.md#response).
 
+use crate::conn::ConnectError;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -382,7 +383,7 @@ pub enum ExecError {
     /// Could not connect, or the handshake (AUTH, HELLO, SELECT) failed,
     /// before any command was written. The API answers 503.
     #[error("{0}")]
-    Connect(String),
+    Connect(#[from] ConnectError),
     /// The batch breaks a rule of [`validate()`]; nothing was sent. The API answers 400.
     #[error("{0}")]
     Invalid(#[from] BatchError),
@@ -547,10 +548,10 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
         // No connection to the seed: it may be the master that was lost.
         return Box::pin(crate::cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
     }
-    let lease = pool.checkout(&settings).await.map_err(ExecError::Connect)?;
+    let lease = pool.checkout(&settings).await?;
     if crate::cluster::is_cluster(&pool.commands()) {
         let mut conn = lease.conn;
-        let cluster = pool.cluster(&mut conn).await.map_err(ExecError::Connect)?;
+        let cluster = pool.cluster(&mut conn).await?;
         pool.checkin(conn);
         return Box::pin(crate::cluster::execute_pooled(&cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
     }
@@ -589,7 +590,7 @@ pub async fn execute_on_into<K: ResultSink>(
 ) -> Result<StreamReport<Infallible>, ExecError> {
     let table = opts.table(Some(pool));
     validate(batch, &table)?;
-    let mut c = conn.take().ok_or_else(|| ExecError::Connect("the connection is gone".into()))?;
+    let mut c = conn.take().ok_or(ConnectError::Gone)?;
     let settings = runner::settings(&batch.plan, opts);
     c.prepare_reuse(&settings);
     let probe = server::Probe::pooled(pool, &batch.plan, &settings).await;

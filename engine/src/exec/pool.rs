@@ -36,6 +36,7 @@
 //!   thread that waits for them; when the pool is full, a connection given
 //!   back replaces the oldest idle one of another runtime, if any.
 
+use crate::conn::ConnectError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -193,7 +194,7 @@ impl Pool {
     /// probe (RESP2/RESP3 as asked, no simulated network), else a new one.
     ///
     /// Errors: as [`Conn::connect`] (nothing was sent).
-    pub async fn checkout(&self, settings: &ConnSettings) -> Result<Lease, String> {
+    pub async fn checkout(&self, settings: &ConnSettings) -> Result<Lease, ConnectError> {
         if !settings.simulates_network() && self.config.max_idle > 0 {
             // Take the most recent idle connection of the right protocol,
             // then probe it outside the lock (a system call); a stale or
@@ -214,7 +215,7 @@ impl Pool {
     }
 
     /// A new connection for [`Pool::checkout`].
-    async fn connect(&self, settings: &ConnSettings) -> Result<Lease, String> {
+    async fn connect(&self, settings: &ConnSettings) -> Result<Lease, ConnectError> {
         if settings.simulates_network() {
             return Ok(Lease { conn: Conn::connect(&self.target, settings).await?, reused: false });
         }
@@ -222,7 +223,7 @@ impl Pool {
         let unlimited = ConnSettings { max_reply_bytes: None, ..settings.clone() };
         let mut conn = Conn::connect(&self.target, &unlimited).await?;
         if self.refresh {
-            self.commands.refresh(&mut conn).await.map_err(|e| format!("{}: {e}", self.target))?;
+            self.commands.refresh(&mut conn).await.map_err(|reason| ConnectError::CommandTable { target: self.target.to_string(), reason })?;
         }
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
@@ -231,8 +232,9 @@ impl Pool {
     /// The cluster behind this pool's target, its slot map read on `conn`
     /// the first time (node pools get this pool's [`PoolConfig`]).
     /// Errors: the map could not be read.
-    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<crate::cluster::Cluster>, String> {
-        self.cluster.get_or_try_init(|| crate::cluster::Cluster::load(&self.target, conn, self.config.clone())).await.cloned()
+    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<crate::cluster::Cluster>, ConnectError> {
+        let load = || async move { crate::cluster::Cluster::load(&self.target, conn, self.config.clone()).await.map_err(ConnectError::Cluster) };
+        self.cluster.get_or_try_init(load).await.cloned()
     }
 
     /// The cluster behind this target, once a batch found it is one.

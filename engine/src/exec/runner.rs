@@ -2,6 +2,7 @@
 //! pulling (and checking) commands, and emitting each result exactly once,
 //! in index order.
 
+use crate::conn::ConnectError;
 use std::time::Instant;
 
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
@@ -28,7 +29,7 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
     /// through: where to open a fresh one if that write fails with nothing sent.
     fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
     /// The fresh connection of the fallback could not be opened.
-    reconnect_failed: Option<String>,
+    reconnect_failed: Option<ConnectError>,
     /// Batch start: every `*_us` is measured from here (after the handshake).
     t0: Instant,
     pub summary: Summary,
@@ -73,7 +74,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
     table: std::sync::Arc<Table>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let settings = settings(plan, opts);
-    let conn = Conn::connect(target, &settings).await.map_err(ExecError::Connect)?;
+    let conn = Conn::connect(target, &settings).await?;
     if !plan.server_stats {
         return Ok(run_on(conn, None, plan, source, sink, check, table).await.report);
     }
@@ -96,7 +97,7 @@ pub(crate) struct Ran<E> {
     pub kept: Option<Conn>,
     /// The pooled connection was dead and a fresh one could not be opened:
     /// nothing was sent.
-    pub reconnect_failed: Option<String>,
+    pub reconnect_failed: Option<ConnectError>,
 }
 
 /// Runs the plan's mode on `conn` and closes the books. `fallback`: see
@@ -280,8 +281,8 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
                         }
                     }
                 }
-                Err(msg) => {
-                    self.reconnect_failed = Some(msg);
+                Err(e) => {
+                    self.reconnect_failed = Some(e);
                     Err((err, true))
                 }
             },

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::conn::{Conn, ConnSettings};
+use crate::conn::{Conn, ConnSettings, ConnectError};
 
 /// A side connection's settings, from the batch's: no delay line (a
 /// reading must not wait a simulated RTT), RESP2, no reply-size limit.
@@ -34,7 +34,7 @@ pub(crate) struct Probe {
 
 impl Probe {
     /// Takes the first reading on `side` (if it could be opened).
-    pub(crate) async fn start(side: Result<Conn, String>) -> Probe {
+    pub(crate) async fn start(side: Result<Conn, ConnectError>) -> Probe {
         let Ok(mut conn) = side else { return Probe { side: None, before: None } };
         match Reading::take(&mut conn).await {
             Ok(r) => Probe { side: Some(conn), before: Some(r) },

@@ -61,7 +61,7 @@ use super::source::{ResultSink, StreamReport};
 use super::{CommandResult, Mode, Pool, Status, Summary};
 use super::{Batch, ExecOptions};
 use crate::commands::Table;
-use crate::conn::{Conn, ConnSettings, ReadError};
+use crate::conn::{Conn, ConnSettings, ConnectError, ReadError};
 
 /// Most commands in a batch that may share a connection: a larger one
 /// would hold the other requests' replies back behind its own.
@@ -314,7 +314,7 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     }
     summary.set_total_us(us(last));
     let reconnect_failed = match (answer.sent, &connection_error) {
-        (None, Some(why)) if !gave_up => Some(why.clone()),
+        (None, Some(why)) if !gave_up => Some(ConnectError::Lost(why.clone())),
         _ => None,
     };
     StreamReport { summary, transaction: None, connection_error, input_error: None, reconnect_failed }
@@ -401,7 +401,7 @@ async fn write_and_read(pool: &Pool, conn: Option<Conn>, settings: &ConnSettings
             None => match pool.checkout(settings).await {
                 Ok(lease) => lease.conn,
                 Err(why) => {
-                    answer_all(jobs, None, &why);
+                    answer_all(jobs, None, &why.to_string());
                     return None;
                 }
             },

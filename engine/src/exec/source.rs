@@ -2,6 +2,7 @@
 //! `Vec` batch (the API) and a streamed file (`pipelab run`) share one
 //! executor (DESIGN.md).
 
+use crate::conn::ConnectError;
 use std::convert::Infallible;
 use std::fmt;
 
@@ -107,7 +108,7 @@ pub struct StreamReport<E> {
     pub input_error: Option<InputError<E>>,
     /// A pooled connection was found dead at the first write and a fresh
     /// one could not be opened: nothing was sent (every command `not_sent`).
-    pub reconnect_failed: Option<String>,
+    pub reconnect_failed: Option<ConnectError>,
 }
 
 impl<E> StreamReport<E> {
@@ -118,7 +119,7 @@ impl<E> StreamReport<E> {
 
     /// [`StreamReport::with_results`] for a batch that ran; `Err` with
     /// [`StreamReport::reconnect_failed`]'s reason if nothing could be sent.
-    pub fn into_report(mut self, results: Vec<CommandResult>) -> Result<Report, String> {
+    pub fn into_report(mut self, results: Vec<CommandResult>) -> Result<Report, ConnectError> {
         match self.reconnect_failed.take() {
             Some(reason) => Err(reason),
             None => Ok(self.with_results(results)),
