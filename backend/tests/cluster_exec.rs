@@ -9,7 +9,8 @@ mod common;
 use common::batch;
 use common::cluster::TestCluster;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Batch, ExecError, ExecOptions, Mode, Plan, Report, Status, TransactionStatus};
+use pipelab::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report, Status, TransactionStatus};
+use pipelab::run::execute;
 use pipelab::lab::Direct;
 use resp::Value;
 
@@ -19,7 +20,7 @@ fn bulk(s: &str) -> Value {
 
 async fn direct(c: &TestCluster) -> Direct {
     let d = Direct { target: RedisTarget::parse(&c.url).unwrap(), opts: ExecOptions::default() }.with_commands().await;
-    assert!(pipelab::cluster::is_cluster(&d.opts.table(None)), "INFO server says redis_mode:cluster");
+    assert!(d.opts.table(None).is_cluster(), "INFO server says redis_mode:cluster");
     d
 }
 

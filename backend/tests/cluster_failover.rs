@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{slot_keys, watch_promotion, TestCluster};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, execute_pooled_into, Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab::run::{execute_pooled, execute_pooled_into};
 use resp::Value;
 
 const NODE_TIMEOUT_MS: u64 = 1000;

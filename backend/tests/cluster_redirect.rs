@@ -12,7 +12,8 @@ use std::sync::Arc;
 use common::cluster::TestCluster;
 use common::batch;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, execute_stream, BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab::exec::{BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab::run::{execute_pooled, execute_stream};
 use pipelab::lab::Direct;
 use resp::Value;
 

@@ -13,7 +13,8 @@ use std::time::Duration;
 use common::{batch, RedisServer};
 use pipelab::commands::{self, KeyFlags, Table};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, Commands, ExecOptions, Mode, Pool, PoolConfig};
+use pipelab::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
+use pipelab::run::execute_pooled;
 
 async fn table_of(server: &RedisServer) -> (Arc<Pool>, Arc<Table>) {
     let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());

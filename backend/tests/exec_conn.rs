@@ -8,7 +8,8 @@ use std::process::Command;
 
 use common::{free_port, RedisServer};
 use pipelab::conn::{ConnectError, RedisTarget};
-use pipelab::exec::{execute, Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab::exec::{Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab::run::execute;
 use resp::Value;
 
 fn batch(lines: &[&str]) -> Batch {

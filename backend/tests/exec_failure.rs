@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab::conn::{ConnectError, RedisTarget};
-use pipelab::exec::{execute, Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab::exec::{Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab::run::execute;
 use resp::Value;
 
 fn batch(mode: Mode, commands: Vec<Argv>) -> Batch {

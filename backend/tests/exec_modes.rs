@@ -5,7 +5,8 @@ mod common;
 
 use common::{batch, RedisServer};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
+use pipelab::exec::{Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
+use pipelab::run::execute;
 use resp::Value;
 
 async fn run(server: &RedisServer, b: &Batch) -> Report {

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Argv, Batch, ExecOptions, Mode, Plan, Report};
+use pipelab::exec::{Argv, Batch, ExecOptions, Mode, Plan, Report};
+use pipelab::run::execute;
 
 fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {
     Batch::new(commands, Plan { simulated_rtt_ms: rtt, ..Plan::new(mode) })

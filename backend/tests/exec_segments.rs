@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{
-    execute, execute_stream, Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status,
-};
+use pipelab::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status};
+use pipelab::run::{execute, execute_stream};
 use resp::Value;
 
 /// The executor's segment size (`SEGMENT` in `exec/pipeline.rs`): the most

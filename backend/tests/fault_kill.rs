@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::ledger::{runs, Ledger, Rng, Tally, DURABLE};
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Batch, ExecOptions, Mode, Plan};
+use pipelab::exec::{Batch, ExecOptions, Mode, Plan};
+use pipelab::run::execute;
 
 /// The batch timeout given to each batch (the API's default is 30 s).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);

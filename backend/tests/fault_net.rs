@@ -17,7 +17,8 @@ use common::faults::{Fault, FaultProxy};
 use common::ledger::{runs, Ledger, Rng, Tally};
 use common::RedisServer;
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute, Batch, ExecError, ExecOptions, Mode, Plan, Report};
+use pipelab::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report};
+use pipelab::run::execute;
 use resp::Value;
 
 const MODES: [Mode; 3] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction];

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::{batch, RedisServer};
 use pipelab::conn::RedisTarget;
-use pipelab::exec::{execute_pooled, ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab::exec::{ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab::run::execute_pooled;
 use resp::Value;
 
 /// A pool whose every batch has a connection to itself: these are the

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use common::{batch, pipelab_connections, RedisServer};
 use pipelab::conn::RedisTarget;
 use pipelab::exec::shared::shareable;
-use pipelab::exec::{execute_pooled, Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
+use pipelab::exec::{Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
+use pipelab::run::execute_pooled;
 use resp::Value;
 
 fn pool_for(server: &RedisServer) -> Arc<Pool> {

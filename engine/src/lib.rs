@@ -5,9 +5,10 @@
 //! From the bottom up: [`conn`] (one connection: socket, handshake, replies
 //! read in order) and [`delay`] (the simulated round trip) under
 //! [`commands`] (the server's command table, the one place that says what a
-//! command does); [`exec`] runs a batch in a mode on a pooled connection or
-//! a cluster ([`cluster`]); [`lab`] builds experiments (compare, sweep) on
-//! it; [`report_json`] writes a report as it comes; [`sandbox`] gives each
+//! command does); [`exec`] runs a batch in a mode on one Redis, and
+//! [`cluster`] across a Redis Cluster's masters on the executor; [`run`] is
+//! the one way to run a batch, which chooses between the two once per
+//! target; [`lab`] builds experiments (compare, sweep) on it; [`report_json`] writes a report as it comes; [`sandbox`] gives each
 //! visitor a redis-server of their own; [`acl`] makes the read-only user of
 //! a Redis pipelab manages.
 
@@ -19,4 +20,5 @@ pub mod delay;
 pub mod exec;
 pub mod lab;
 pub mod report_json;
+pub mod run;
 pub mod sandbox;

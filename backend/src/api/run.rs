@@ -22,7 +22,8 @@ use super::stream::{Keep, Kept};
 use super::AppState;
 use crate::telemetry::BatchSpan;
 use super::backend::Backend;
-use crate::exec::{execute_on_into, execute_pooled, execute_pooled_probed_into, ExecOptions, Pool, ResultSink, StreamReport};
+use crate::exec::{ExecOptions, Pool, ResultSink, StreamReport};
+use crate::run::{execute_on_into, execute_pooled, execute_pooled_probed_into};
 use crate::exec::{Batch, Commands, Mode, Plan, Report, Status};
 
 /// Run `batch` on `on` within the server's limits and collect its report.

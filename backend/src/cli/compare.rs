@@ -100,7 +100,7 @@ impl Runner for Shown {
         let mode = batch.plan.mode.name();
         self.runs.start(format!("{mode}, run {n} of {}", self.of), batch.commands.len() as u64);
         let mut sink = Counted { results: Vec::with_capacity(batch.commands.len()), runs: &self.runs };
-        let out = exec::execute_stream(&self.direct.target, &batch.plan, &mut BatchSource::new(&batch.commands), &mut sink, &self.direct.opts).await?;
+        let out = pipelab::run::execute_stream(&self.direct.target, &batch.plan, &mut BatchSource::new(&batch.commands), &mut sink, &self.direct.opts).await?;
         let report = out.with_results(sink.results);
         self.runs.done(format!("{mode}: {} commands in {:.3} ms", report.summary.commands, report.summary.total_us as f64 / 1000.0));
         Ok(report)

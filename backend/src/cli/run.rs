@@ -17,7 +17,7 @@ use std::rc::Rc;
 use pipelab::report_json::ReportJson;
 use pipelab::conn::RedisTarget;
 use pipelab::exec::{
-    self, CommandResult, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
+    CommandResult, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
 };
 use pipelab::lab::Direct;
 
@@ -82,7 +82,7 @@ pub async fn main(args: Args) -> ExitCode {
     let mut sink = CliSink::new(lines, args.json);
     sink.replies = args.replies;
     sink.progress = Progress::new(size, args.quiet || args.json);
-    let report = exec::execute_stream(&target, &plan, &mut source, &mut sink, &opts).await;
+    let report = pipelab::run::execute_stream(&target, &plan, &mut source, &mut sink, &opts).await;
     sink.progress.finish();
     let report = match report {
         Ok(r) => r,

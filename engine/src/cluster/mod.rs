@@ -4,7 +4,7 @@
 //!
 //! Why: client libraries get this wrong in public (go-redis#3019 split a
 //! cross-slot TxPipeline silently; `redis-cli --pipe` has no cluster mode).
-//! The executor (`crate::exec`) chooses this path once per target, when the
+//! `crate::run` chooses this path once per target, when the
 //! server's `INFO server` says `redis_mode:cluster` (read with its command
 //! table, `crate::commands::ServerIdentity::cluster`); a single Redis never
 //! comes here.
@@ -44,23 +44,17 @@ use serde::Serialize;
 
 use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, RedisTarget};
-use crate::exec::{BatchSource, CommandSource, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, StreamReport};
+use crate::exec::{BatchSource, CommandSource, ExecError, ExecOptions, Mode, NodeSummary, Plan, Pool, PoolConfig, ResultSink, StreamReport};
 
 pub use reload::Cause;
 pub use topology::{Node, Topology};
-
-/// True if `table` came from a cluster node (`redis_mode:cluster`): the
-/// one test that sends a target's batches here.
-pub fn is_cluster(table: &Table) -> bool {
-    table.identity().is_some_and(|i| i.cluster)
-}
 
 /// What one run pulls its commands from and hands its results to, and the
 /// command table it routes (and, with `check`, checks each command) by.
 pub(crate) struct Io<'a, S, K> {
     pub source: &'a mut S,
     pub sink: &'a mut K,
-    /// Check each command pulled (`exec::check_command`), as `exec::execute_stream` does.
+    /// Check each command pulled (`exec::check_command`), as `run::execute_stream` does.
     pub check: bool,
     pub table: Arc<Table>,
 }
@@ -90,7 +84,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
     }
 }
 
-/// `exec::execute` / `exec::execute_stream` on a cluster: the slot map read
+/// `run::execute` / `run::execute_stream` on a cluster: the slot map read
 /// from `target` (or its other hosts), node connections opened for this
 /// run and closed after. Errors: no node answered ([`ExecError::Connect`]), and as [`run`].
 pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
@@ -105,7 +99,34 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
-/// `exec::execute_pooled_into` on a cluster: each master's connections
+/// A pool whose target may be a Redis Cluster: its slot map and
+/// per-master pools are kept with it once a batch finds it is one.
+impl Pool {
+    /// The cluster behind this pool's target, its slot map read on `conn`
+    /// the first time (node pools get this pool's [`PoolConfig`]).
+    /// Errors: the map could not be read.
+    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<Cluster>, ConnectError> {
+        let load = || async move {
+            let cluster = Cluster::load(self.target(), conn, self.config.clone()).await.map_err(ConnectError::Cluster)?;
+            Ok::<Arc<dyn std::any::Any + Send + Sync>, ConnectError>(cluster)
+        };
+        let found = self.found_or_init(load).await?.clone();
+        Ok(found.downcast::<Cluster>().expect("a pool finds only a cluster"))
+    }
+
+    /// The cluster behind this target, once a batch found it is one.
+    pub fn known_cluster(&self) -> Option<&Cluster> {
+        self.found().and_then(|f| f.downcast_ref::<Cluster>())
+    }
+
+    /// The cluster's masters if this target was found to be one (`None`
+    /// for a single Redis, or before its first batch).
+    pub fn cluster_nodes(&self) -> Option<Vec<NodeInfo>> {
+        self.known_cluster().map(|c| c.nodes())
+    }
+}
+
+/// `run::execute_pooled_into` on a cluster: each master's connections
 /// come from its own pool, kept in `cluster`.
 pub(crate) async fn execute_pooled<K: ResultSink>(
     cluster: &Cluster,
@@ -118,7 +139,7 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
     run(Run { cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
 }
 
-/// After a session's batch on a cluster (`exec::execute_on_into`): a
+/// After a session's batch on a cluster (`run::execute_on_into`): a
 /// session is one connection, to the node it was opened on (`on`), which
 /// answers MOVED for another master's slot as any connection would. Its
 /// share goes into `summary.nodes`; a lost link marks that node down and
@@ -425,25 +446,3 @@ pub struct NodeInfo {
     pub slots: Vec<[u16; 2]>,
 }
 
-/// One node's share of a batch (`summary.nodes`; cluster only).
-#[derive(Debug, Clone, Default, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct NodeSummary {
-    /// `host:port` of the master.
-    pub address: String,
-    /// Commands written to it (a redirected command counts on each node it
-    /// was written to; `ASKING` is not counted).
-    pub commands: usize,
-    /// Rounds in which pipelab wrote to it and waited for its replies.
-    pub round_trips: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    /// MOVED and ASK replies it gave (each followed once, never a double execution).
-    pub redirections: u64,
-    /// Its connection failed or timed out during the batch: why (omitted
-    /// when it did not). Its commands awaiting replies are `unknown`; those
-    /// never written to it `not_sent`, or run on the slot's new master (see
-    /// docs/cluster.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
-}

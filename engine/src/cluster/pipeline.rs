@@ -52,7 +52,8 @@ use crate::exec::{check_command, CommandResult, CommandSource, InputError, Input
 
 use super::redirect::{self, Redirect};
 use super::route::{route, Route};
-use super::{Cause, Cluster, Io, NodeSummary, Run, Topology};
+use super::{Cause, Cluster, Io, Run, Topology};
+use crate::exec::NodeSummary;
 
 /// One master's connection and counts during a batch.
 struct NodeState {

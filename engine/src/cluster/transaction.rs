@@ -20,7 +20,8 @@ use crate::exec::{check_command, BatchError, BatchSource, CommandResult, Command
 
 use super::redirect::{self, Redirect};
 use super::route::slots;
-use super::{Cause, Io, NodeSummary, Run};
+use super::{Cause, Io, Run};
+use crate::exec::NodeSummary;
 
 /// The one hash slot of every key of `commands` and `watch` (`None`: no
 /// keys). Errors (`cross_slot`): two keys in different slots, naming the

@@ -288,6 +288,12 @@ impl Table {
         self.identity.as_ref()
     }
 
+    /// Read from a cluster node (`redis_mode:cluster`): the one test that
+    /// sends a target's batches to `crate::cluster`.
+    pub fn is_cluster(&self) -> bool {
+        self.identity().is_some_and(|i| i.cluster)
+    }
+
     /// Top-level commands in the table.
     pub fn len(&self) -> usize {
         self.commands.len()

@@ -6,13 +6,12 @@
 //! `pipelab run --json` and `POST /api/v1/batch` cannot drift apart
 //! (docs/api.md#response).
 
-use crate::conn::ConnectError;
-use std::convert::Infallible;
 use std::time::Duration;
+
+use crate::conn::ConnectError;
 
 use serde::{Deserialize, Serialize};
 
-use crate::conn::RedisTarget;
 
 pub mod auto;
 mod commands;
@@ -32,6 +31,7 @@ pub use commands::{Args, ArgvRef, Commands};
 pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};
+pub(crate) use validate::check_plan;
 
 /// One command owned: its argv, as bytes (binary-safe). A batch keeps its
 /// commands in one [`Commands`] buffer instead.
@@ -214,7 +214,7 @@ pub struct Summary {
     pub redirections: u64,
     /// Redis Cluster only: each master's share (omitted for a single Redis).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<crate::cluster::NodeSummary>,
+    pub nodes: Vec<NodeSummary>,
     /// The batch went on a shared connection, in one write with other
     /// requests' batches ([`shared`]): what that write carried. Omitted
     /// when the batch had a connection to itself.
@@ -394,6 +394,29 @@ pub enum ExecError {
     CrossSlot(BatchError),
 }
 
+/// One node's share of a batch (`summary.nodes`; cluster only).
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NodeSummary {
+    /// `host:port` of the master.
+    pub address: String,
+    /// Commands written to it (a redirected command counts on each node it
+    /// was written to; `ASKING` is not counted).
+    pub commands: usize,
+    /// Rounds in which pipelab wrote to it and waited for its replies.
+    pub round_trips: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// MOVED and ASK replies it gave (each followed once, never a double execution).
+    pub redirections: u64,
+    /// Its connection failed or timed out during the batch: why (omitted
+    /// when it did not). Its commands awaiting replies are `unknown`; those
+    /// never written to it `not_sent`, or run on the slot's new master (see
+    /// docs/cluster.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
 /// How a stream of commands is sent: a [`Batch`] without its commands.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -460,173 +483,6 @@ impl Batch {
     pub fn with_mode(commands: impl Into<Commands>, mode: Mode) -> Batch {
         Batch::new(commands, Plan::new(mode))
     }
-}
-
-/// Runs `batch` against `target` on a new connection and reports every command.
-///
-/// Errors only if nothing was sent: [`ExecError::Invalid`] (checked before
-/// connecting) or [`ExecError::Connect`]. Everything after the first write is
-/// in the [`Report`]: a connection lost mid-batch gives `unknown` for written
-/// commands without reply and `not_sent` for the rest, never a retry.
-///
-/// Dropping the future drops the connection (and its delay line), which closes it.
-pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
-    let table = opts.table(None);
-    validate(batch, &table)?;
-    let mut source = BatchSource::new(&batch.commands);
-    let mut results = Vec::with_capacity(batch.commands.len());
-    if crate::cluster::is_cluster(&table) {
-        let out = crate::cluster::execute_stream(target, &batch.plan, opts, crate::cluster::Io { source: &mut source, sink: &mut results, check: false, table }).await?;
-        return Ok(out.with_results(results));
-    }
-    // Validated as a whole above: the runner need not check each command again.
-    let out = runner::run(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
-    Ok(out.with_results(results))
-}
-
-/// [`execute`] on a connection from `pool`, given back to it if the batch
-/// ended cleanly (every reply read, no connection state changed; the rules
-/// are in [`pool`]). The report is the same as on a fresh connection;
-/// `summary.total_us` never includes connecting.
-///
-/// Errors as for [`execute`]; [`ExecError::Connect`] also when a pooled
-/// connection turned out dead before anything was written and a fresh one
-/// could not be opened.
-pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
-    let mut results = Vec::with_capacity(batch.commands.len());
-    let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
-    out.into_report(results).map_err(ExecError::Connect)
-}
-
-/// [`execute_pooled`], handing each result to `sink` as it comes (in index
-/// order) instead of collecting them: the API streams a big batch's report
-/// while the batch still runs.
-///
-/// Errors as for [`execute_pooled`], except a dead pooled connection that
-/// could not be replaced: then the sink got `not_sent` for every command
-/// and [`StreamReport::reconnect_failed`] says why.
-pub async fn execute_pooled_into<K: ResultSink>(
-    pool: &Pool,
-    batch: &Batch,
-    opts: &ExecOptions,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ExecError> {
-    execute_pooled_probed_into(pool, pool, batch, opts, sink).await
-}
-
-/// [`execute_pooled_into`] with `summary.server`'s `INFO` readings taken
-/// on a connection from `probe_pool`: a batch that runs as a Redis ACL
-/// user who may not run `INFO` (the sandbox's, the read-only token's) is
-/// measured on the server's own connection (counts only; no key names).
-pub async fn execute_pooled_probed_into<K: ResultSink>(
-    pool: &Pool,
-    probe_pool: &Pool,
-    batch: &Batch,
-    opts: &ExecOptions,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(pool));
-    validate(batch, &table)?;
-    // Held to the end: a batch that comes while this one runs shares.
-    let _running = if pool.shares() && shared::shareable(batch, opts, &table) {
-        let (running, beside_another) = pool.lanes().enter();
-        if beside_another || pool.shares_alone() {
-            return Ok(shared::run(pool, batch, opts, sink).await);
-        }
-        Some(running)
-    } else {
-        None
-    };
-    let plan = &batch.plan;
-    let settings = runner::settings(plan, opts);
-    // Boxed, as the other paths a one-command batch does not take
-    // (connecting, `summary.server`'s readings): a future holds its
-    // largest path inline, and every future around it is moved whole
-    // when it is made and awaited (memcpy was a seventh of a
-    // one-command request's instructions).
-    if let Some(cluster) = pool.known_cluster() {
-        // No connection to the seed: it may be the master that was lost.
-        return Box::pin(crate::cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
-    }
-    let lease = pool.checkout(&settings).await?;
-    if crate::cluster::is_cluster(&pool.commands()) {
-        let mut conn = lease.conn;
-        let cluster = pool.cluster(&mut conn).await?;
-        pool.checkin(conn);
-        return Box::pin(crate::cluster::execute_pooled(&cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
-    }
-    let fallback = lease.reused.then_some((pool.target(), &settings));
-    let mut source = BatchSource::new(&batch.commands);
-    let probe = server::Probe::pooled(probe_pool, plan, &settings).await;
-    // The table as the new connection may just have refreshed it.
-    let ran = runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, opts.table(Some(pool))).await;
-    let mut out = ran.report;
-    server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
-    if out.summary.not_sent == out.summary.commands {
-        out.reconnect_failed = ran.reconnect_failed;
-    }
-    if let Some(conn) = ran.reusable {
-        pool.checkin(conn);
-    }
-    Ok(out)
-}
-
-/// [`execute_pooled_into`] on a connection of the caller's own (a
-/// session's, `api::session`): taken from `conn` while the batch runs and
-/// put back if every reply was read and nothing is buffered, whatever
-/// state its commands left it in (WATCHed keys, an open MULTI), else left
-/// `None` (it failed, or a transaction's EXEC answer did not match). The
-/// simulated RTT and RESP version are the connection's; a `pool`
-/// connection serves only `summary.server`'s readings. Never reconnects.
-///
-/// Errors: [`ExecError::Invalid`], or [`ExecError::Connect`] if `conn` is
-/// `None` (nothing was sent).
-pub async fn execute_on_into<K: ResultSink>(
-    conn: &mut Option<crate::conn::Conn>,
-    pool: &Pool,
-    batch: &Batch,
-    opts: &ExecOptions,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(pool));
-    validate(batch, &table)?;
-    let mut c = conn.take().ok_or(ConnectError::Gone)?;
-    let settings = runner::settings(&batch.plan, opts);
-    c.prepare_reuse(&settings);
-    let probe = server::Probe::pooled(pool, &batch.plan, &settings).await;
-    let mut source = BatchSource::new(&batch.commands);
-    let ran = runner::run_on(c, None, &batch.plan, &mut source, sink, false, table).await;
-    *conn = ran.reusable.or(ran.kept);
-    let mut out = ran.report;
-    server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
-    if let Some(cluster) = pool.known_cluster() {
-        crate::cluster::note_session_batch(cluster, pool.target(), &settings, &mut out).await;
-    }
-    Ok(out)
-}
-
-/// The executor over a stream: pulls commands from `source` as it sends
-/// them and hands each [`CommandResult`] to `sink`, in index order, so that
-/// millions of commands run in constant memory (`pipelab run`). Transaction
-/// mode holds the whole batch, as MULTI…EXEC is one write.
-///
-/// Each command pulled is checked with [`check_command`]; a command that
-/// fails the check, or a source error, stops the stream like the end of
-/// input, and [`StreamReport::input_error`] says where and how many commands
-/// were sent before it. Errors as for [`execute`].
-pub async fn execute_stream<S: CommandSource, K: ResultSink>(
-    target: &RedisTarget,
-    plan: &Plan,
-    source: &mut S,
-    sink: &mut K,
-    opts: &ExecOptions,
-) -> Result<StreamReport<S::Error>, ExecError> {
-    validate::check_plan(plan)?;
-    let table = opts.table(None);
-    if crate::cluster::is_cluster(&table) {
-        return crate::cluster::execute_stream(target, plan, opts, crate::cluster::Io { source, sink, check: true, table }).await;
-    }
-    runner::run(target, plan, source, sink, opts, true, table).await
 }
 
 #[cfg(all(test, feature = "cli"))]

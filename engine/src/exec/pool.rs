@@ -76,7 +76,7 @@ struct Idle {
 /// A pool of handshaken connections to one Redis target.
 pub struct Pool {
     target: RedisTarget,
-    config: PoolConfig,
+    pub(crate) config: PoolConfig,
     /// Most recently returned last (reused first: the warmest socket).
     idle: Mutex<Vec<Idle>>,
     /// The [`IDLE_GAUGE`] handle, registered once with the recorder
@@ -89,9 +89,10 @@ pub struct Pool {
     /// Connections opened check the server's identity (`INFO server`):
     /// false for a sibling, whose ACL user may not run INFO.
     refresh: bool,
-    /// A Redis Cluster target's slot map and per-master pools, made by the
-    /// first batch that finds the target is one (`crate::cluster`).
-    cluster: tokio::sync::OnceCell<Arc<crate::cluster::Cluster>>,
+    /// What a batch found this target to be, kept once: a Redis Cluster's
+    /// slot map and per-master pools (`crate::cluster` reads it as such;
+    /// the executor does not know the cluster built on it).
+    found: tokio::sync::OnceCell<Arc<dyn std::any::Any + Send + Sync>>,
     /// The shared connections of this pool, one per runtime (`super::shared`).
     lanes: super::shared::Lanes,
     /// This pool, for its shared connections' tasks (which must not keep it alive).
@@ -113,7 +114,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(metrics::gauge!(super::shared::SHARED_GAUGE)), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(metrics::gauge!(super::shared::SHARED_GAUGE)), me: Weak::new() })
     }
 
     /// A pool of connections to the same server as another user (`target`
@@ -128,14 +129,14 @@ impl Pool {
             0 => (metrics::gauge!(IDLE_GAUGE), metrics::gauge!(super::shared::SHARED_GAUGE)),
             _ => (metrics::gauge!(IDLE_GAUGE, "user" => user.clone()), metrics::gauge!(super::shared::SHARED_GAUGE, "user" => user)),
         };
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
     /// [`Pool::sibling`] without a series of its own on `/metrics`: for the
     /// many small pools of the sandbox's children, counted there instead.
     pub fn sibling_unmetered(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
         let (gauge, shared) = (metrics::Gauge::noop(), metrics::Gauge::noop());
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, cluster: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
     fn spawn(pool: Pool) -> Arc<Pool> {
@@ -166,12 +167,12 @@ impl Pool {
     }
 
     /// A lone shareable batch uses the shared connection too ([`PoolConfig::share_alone`]).
-    pub(super) fn shares_alone(&self) -> bool {
+    pub(crate) fn shares_alone(&self) -> bool {
         self.config.share_alone
     }
 
     /// The shared connections (`super::shared`).
-    pub(super) fn lanes(&self) -> &super::shared::Lanes {
+    pub(crate) fn lanes(&self) -> &super::shared::Lanes {
         &self.lanes
     }
 
@@ -229,23 +230,17 @@ impl Pool {
         Ok(Lease { conn, reused: false })
     }
 
-    /// The cluster behind this pool's target, its slot map read on `conn`
-    /// the first time (node pools get this pool's [`PoolConfig`]).
-    /// Errors: the map could not be read.
-    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<crate::cluster::Cluster>, ConnectError> {
-        let load = || async move { crate::cluster::Cluster::load(&self.target, conn, self.config.clone()).await.map_err(ConnectError::Cluster) };
-        self.cluster.get_or_try_init(load).await.cloned()
+    /// [`Pool::found`], made by `init` the first time.
+    pub(crate) async fn found_or_init<E, F: std::future::Future<Output = Result<Arc<dyn std::any::Any + Send + Sync>, E>>>(
+        &self,
+        init: impl FnOnce() -> F,
+    ) -> Result<&Arc<dyn std::any::Any + Send + Sync>, E> {
+        self.found.get_or_try_init(init).await
     }
 
-    /// The cluster behind this target, once a batch found it is one.
-    pub fn known_cluster(&self) -> Option<&Arc<crate::cluster::Cluster>> {
-        self.cluster.get()
-    }
-
-    /// The cluster's masters if this target was found to be one (`None`
-    /// for a single Redis, or before its first batch).
-    pub fn cluster_nodes(&self) -> Option<Vec<crate::cluster::NodeInfo>> {
-        self.cluster.get().map(|c| c.nodes())
+    /// What a batch found this target to be (`None` until one did).
+    pub(crate) fn found(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.found.get()
     }
 
     /// The target's command table: the server's once a connection was

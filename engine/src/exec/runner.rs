@@ -64,7 +64,7 @@ pub(crate) fn settings(plan: &Plan, opts: &ExecOptions) -> ConnSettings {
 }
 
 /// Connects, runs the plan's mode, and closes the books.
-pub(super) async fn run<S: CommandSource, K: ResultSink>(
+pub(crate) async fn run<S: CommandSource, K: ResultSink>(
     target: &RedisTarget,
     plan: &Plan,
     source: &mut S,

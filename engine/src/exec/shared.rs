@@ -101,7 +101,7 @@ pub fn shareable(batch: &Batch, opts: &ExecOptions, table: &Table) -> bool {
         && plan.watch.is_empty()
         && !plan.server_stats
         && opts.cancel.is_none()
-        && !crate::cluster::is_cluster(table)
+        && !table.is_cluster()
         && batch.commands.arg_bytes() <= MAX_BYTES
         && batch.commands.iter().map(resp::encoded_command_len).sum::<usize>() <= MAX_BYTES
         // Decided on the server's table: before Redis first answered, the

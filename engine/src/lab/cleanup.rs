@@ -150,7 +150,7 @@ async fn delete_keys<R: Runner>(runner: &R, keys: &[Vec<u8>]) -> Result<u64, Lab
     }
     // On a Redis Cluster a DEL must name keys of one hash slot (else
     // CROSSSLOT): one group per slot there, one group on a single Redis.
-    let groups: Vec<Vec<Vec<u8>>> = if crate::cluster::is_cluster(&*runner.commands().await) {
+    let groups: Vec<Vec<Vec<u8>>> = if runner.commands().await.is_cluster() {
         let mut by_slot: std::collections::BTreeMap<u16, Vec<Vec<u8>>> = Default::default();
         for k in keys {
             by_slot.entry(crate::cluster::slot::slot(k)).or_default().push(k.clone());

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::commands::Table;
 use crate::conn::RedisTarget;
-use crate::exec::{self, Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, Status};
+use crate::exec::{Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, Status};
 
 /// Runs batches for an experiment. Cheap to clone: the sweep's clean-up
 /// keeps a clone to delete its keys in a task of its own when the
@@ -18,7 +18,7 @@ pub trait Runner: Clone + Send + Sync + 'static {
     /// Why a batch did not run (the API's error type; [`ExecError`] for [`Direct`]).
     type Error: std::fmt::Display + Send + 'static;
 
-    /// Run `batch` and report every command, as [`exec::execute`] does.
+    /// Run `batch` and report every command, as [`crate::run::execute`] does.
     fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, Self::Error>> + Send;
 
     /// One command on its own (`COMMAND GETKEYS`, bookkeeping): its reply,
@@ -86,7 +86,7 @@ impl Runner for Direct {
     type Error = ExecError;
 
     fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, ExecError>> + Send {
-        exec::execute(&self.target, batch, &self.opts)
+        crate::run::execute(&self.target, batch, &self.opts)
     }
 
     /// `opts.read_timeout`: the longest wait for a reply.
