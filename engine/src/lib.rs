@@ -3,7 +3,8 @@
 //! and the command line; `openapi` and `cli` add the derives they need).
 //!
 //! From the bottom up: [`conn`] (one connection: socket, handshake, replies
-//! read in order) and [`delay`] (the simulated round trip) under
+//! read in order), [`delay`] (the simulated round trip), [`argv`] (a
+//! command's arguments, a batch's commands) and [`mode`] under
 //! [`commands`] (the server's command table, the one place that says what a
 //! command does); [`exec`] runs a batch in a mode on one Redis, and
 //! [`cluster`] across a Redis Cluster's masters on the executor; [`run`] is
@@ -13,12 +14,14 @@
 //! a Redis pipelab manages.
 
 pub mod acl;
+pub mod argv;
 pub mod cluster;
 pub mod commands;
 pub mod conn;
 pub mod delay;
 pub mod exec;
 pub mod lab;
+pub mod mode;
 pub mod report_json;
 pub mod run;
 pub mod sandbox;

@@ -14,7 +14,7 @@
 use resp::Value;
 
 use super::table::{bytes, fields, int, list, text, Command, Table};
-use crate::exec::ArgvRef;
+use crate::argv::ArgvRef;
 
 /// A key spec's flags (`RO`, `RW`, `OW`, `RM`, `access`, `update`,
 /// `insert`, `delete`, `not_key`, `incomplete`, `variable_flags`), as a bit set.

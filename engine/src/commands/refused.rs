@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use super::rules::{Access, Allow, Reason};
 use super::table::{Command, Table};
-use crate::exec::{ArgvRef, Commands, Mode};
+use crate::argv::{ArgvRef, Commands};
+use crate::mode::Mode;
 
 /// One command the API refuses with any arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -24,7 +24,8 @@
 use super::keys::KeyFlags;
 use super::table::{Command, Table};
 use super::timeout;
-use crate::exec::{ArgvRef, Mode};
+use crate::argv::ArgvRef;
+use crate::mode::Mode;
 
 /// Who is asking: a read-only token (`api::auth`) asks with [`Access::ReadOnly`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -15,7 +15,7 @@ use resp::Value;
 
 use super::keys::KeySpec;
 use super::rules::Class;
-use crate::exec::ArgvRef;
+use crate::argv::ArgvRef;
 
 /// Longest command or subcommand name looked up (Redis's longest is 30
 /// bytes: `cluster|count-failure-reports`); longer names are not commands.

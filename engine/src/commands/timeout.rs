@@ -45,7 +45,7 @@ pub(crate) fn timeout_of(name: &str) -> Option<Timeout> {
 }
 
 /// True if `argv` would wait for ever by `timeout`'s rule.
-pub(crate) fn waits_forever(timeout: Timeout, argv: crate::exec::ArgvRef<'_>) -> bool {
+pub(crate) fn waits_forever(timeout: Timeout, argv: crate::argv::ArgvRef<'_>) -> bool {
     match timeout {
         Timeout::LastSeconds => argv.len() >= 3 && argv.get(argv.len() - 1).is_some_and(seconds_is_zero),
         Timeout::Seconds(i) => argv.get(i).is_some_and(seconds_is_zero),
@@ -56,7 +56,7 @@ pub(crate) fn waits_forever(timeout: Timeout, argv: crate::exec::ArgvRef<'_>) ->
 
 /// `xreadCommand`'s option loop: `Some(timeout)` of the last BLOCK, or
 /// false if Redis would answer an error instead (or not block).
-fn xread_blocks_forever(argv: crate::exec::ArgvRef<'_>) -> bool {
+fn xread_blocks_forever(argv: crate::argv::ArgvRef<'_>) -> bool {
     let argc = argv.len();
     let group_allowed = argv.name().is_some_and(|n| n.eq_ignore_ascii_case(b"xreadgroup"));
     let mut forever = false;

@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 
 pub mod auto;
-mod commands;
 mod pipeline;
 #[cfg(feature = "openapi")]
 pub mod reply_schema;
@@ -27,52 +26,13 @@ mod source;
 mod transaction;
 mod validate;
 
-pub use commands::{Args, ArgvRef, Commands};
+pub use crate::argv::{Args, Argv, ArgvRef, Commands};
+pub use crate::mode::Mode;
 pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};
 pub(crate) use validate::check_plan;
 
-/// One command owned: its argv, as bytes (binary-safe). A batch keeps its
-/// commands in one [`Commands`] buffer instead.
-pub type Argv = Vec<Vec<u8>>;
-
-/// How the batch is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "cli", value(rename_all = "snake_case"))]
-pub enum Mode {
-    /// Write one command, read its reply, then the next: N round trips.
-    Sequential,
-    /// Chunks of `batch_size` commands, each written at once, then its
-    /// replies read: ⌈N / batch_size⌉ round trips.
-    Pipeline,
-    /// `MULTI`, the commands, `EXEC` in one write.
-    Transaction,
-    /// Auto-pipelining, as ioredis's `enableAutoPipelining`: `clients`
-    /// simulated concurrent callers each send their share of the batch
-    /// (round-robin by index) one command at a time, awaiting each reply;
-    /// the commands pending at each event-loop tick go out in one write
-    /// ([`auto`]).
-    Auto,
-}
-
-impl Mode {
-    /// The mode's name (`sequential`, `pipeline`, `transaction`), the same
-    /// in JSON, on the command line and in metric labels: serde and clap
-    /// derive theirs from the variants (`snake_case`), and a test checks
-    /// that all three agree. The same holds for [`OnError`].
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Sequential => "sequential",
-            Mode::Pipeline => "pipeline",
-            Mode::Transaction => "transaction",
-            Mode::Auto => "auto",
-        }
-    }
-}
 
 /// What to do after an error reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

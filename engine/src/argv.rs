@@ -1,4 +1,5 @@
-//! A batch's commands stored back to back in one buffer.
+//! A command's argv, and a batch's commands stored back to back in one
+//! buffer: below the command table and the executor, which both read them.
 //!
 //! Why not `Vec<Vec<Vec<u8>>>`: a 100k-command batch is then 400k
 //! allocations, made while parsing the request and freed after the
@@ -7,7 +8,9 @@
 //! bytes, where each argument ends, and where each command's arguments end.
 //! Each command is read through an [`ArgvRef`], a view that costs nothing.
 
-use super::Argv;
+/// One command owned: its argv, as bytes (binary-safe). A batch keeps its
+/// commands in one [`Commands`] buffer instead.
+pub type Argv = Vec<Vec<u8>>;
 
 /// Commands, each an argv of byte strings (binary-safe), in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
