@@ -4,7 +4,7 @@
 // size within 10% of the plateau), and each batch size's reply latency p50
 // and p99 on a second axis (ms): throughput and what each reply waits for it.
 import type { ChartDataset } from 'chart.js';
-import { modelRate, type SweepModel, type SweepPoint } from '../api/deeper.js';
+import { modelRate, type SweepModel, type SweepPoint } from '../api/figures.js';
 import { draw, fmt } from './charts.js';
 
 export interface ModelSeries {

@@ -7,13 +7,7 @@ import { bytesToView } from '../editor/respText.js';
 import { download } from './download.js';
 import { commandsOf, encodeCommand } from './fromText.js';
 import { exportBatch, TARGETS, type ExportMode, type TargetId } from './index.js';
-
-const h = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...kids: Array<Node | string>) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  e.append(...kids);
-  return e;
-};
+import { el } from '../dom.js';
 
 /** The text shown in the preview: source as is; RESP with CR LF made visible and bytes that are not UTF-8 as `\xHH` (not `�`). */
 function previewOf(content: string | Uint8Array): string {
@@ -32,9 +26,9 @@ export const PERMALINK_MAX = 8000;
  * so the tab bar never wraps; `clear()` takes it away when another view is shown.
  */
 export function permalinkButton(state: () => PageState): { button: HTMLElement; status: HTMLElement; clear: () => void } {
-  const status = h('p', { class: 'share-status permalink-status', role: 'status', id: 'permalink-status' });
+  const status = el('p', { class: 'share-status permalink-status', role: 'status', id: 'permalink-status' });
   status.hidden = true;
-  const linkBtn = h('button', { type: 'button', id: 'permalink', title: 'A link that reopens this page with this batch, mode, options, view and its settings' }, 'Copy permalink');
+  const linkBtn = el('button', { type: 'button', id: 'permalink', title: 'A link that reopens this page with this batch, mode, options, view and its settings' }, 'Copy permalink');
   linkBtn.addEventListener('click', async () => {
     const frag = await encodePermalink(state());
     history.replaceState(null, '', frag);
@@ -56,7 +50,7 @@ export function permalinkButton(state: () => PageState): { button: HTMLElement; 
     status.removeAttribute('data-too-long');
     status.hidden = true;
   };
-  return { button: h('span', { class: 'permalink' }, linkBtn), status, clear };
+  return { button: el('span', { class: 'permalink' }, linkBtn), status, clear };
 }
 
 /** Lines of the batch the preview is generated for; Download and Copy generate the whole file. */
@@ -79,15 +73,15 @@ function firstLines(text: string, n: number): { text: string; whole: boolean } {
  * Download and Copy generate the whole file when clicked.
  */
 export function shareBar(opts: { state: () => PageState; commands: () => number; onBatchChange?: (listener: () => void) => void; redis?: () => string | null }): HTMLElement {
-  const status = h('span', { class: 'share-status', role: 'status', id: 'share-status' });
-  const target = h('select', { id: 'export-target', 'aria-label': 'Export format' }, ...TARGETS.map((t) => h('option', { value: t.id }, t.label)));
-  const mode = h('select', { id: 'export-mode', 'aria-label': 'Export as' }, h('option', { value: 'pipeline' }, 'pipeline'), h('option', { value: 'transaction' }, 'MULTI/EXEC transaction'));
-  const exportBtn = h('button', { type: 'button', id: 'export' }, 'Export');
-  const calls = h('p', { class: 'export-calls', id: 'export-calls' });
-  const pre = h('pre', { class: 'export-preview', id: 'export-preview', tabindex: '0' });
-  const dlBtn = h('button', { type: 'button', id: 'export-download' }, 'Download');
-  const copyBtn = h('button', { type: 'button', id: 'export-copy' }, 'Copy');
-  const panel = h('div', { class: 'export-panel', id: 'export-panel' }, calls, pre, h('div', {}, dlBtn, ' ', copyBtn));
+  const status = el('span', { class: 'share-status', role: 'status', id: 'share-status' });
+  const target = el('select', { id: 'export-target', 'aria-label': 'Export format' }, ...TARGETS.map((t) => el('option', { value: t.id }, t.label)));
+  const mode = el('select', { id: 'export-mode', 'aria-label': 'Export as' }, el('option', { value: 'pipeline' }, 'pipeline'), el('option', { value: 'transaction' }, 'MULTI/EXEC transaction'));
+  const exportBtn = el('button', { type: 'button', id: 'export' }, 'Export');
+  const calls = el('p', { class: 'export-calls', id: 'export-calls' });
+  const pre = el('pre', { class: 'export-preview', id: 'export-preview', tabindex: '0' });
+  const dlBtn = el('button', { type: 'button', id: 'export-download' }, 'Download');
+  const copyBtn = el('button', { type: 'button', id: 'export-copy' }, 'Copy');
+  const panel = el('div', { class: 'export-panel', id: 'export-panel' }, calls, pre, el('div', {}, dlBtn, ' ', copyBtn));
   panel.hidden = true;
   const chosenMode = () => (mode.value === 'transaction' ? 'transaction' : 'pipeline') as ExportMode;
   /** The export of the batch's first `limit` lines (all of it without a limit). */
@@ -152,5 +146,5 @@ export function shareBar(opts: { state: () => PageState; commands: () => number;
     }
   });
 
-  return h('section', { class: 'share', id: 'share', 'aria-label': 'Export' }, h('label', {}, 'Export the batch as ', target), ' ', mode, ' ', exportBtn, ' ', status, panel);
+  return el('section', { class: 'share', id: 'share', 'aria-label': 'Export' }, el('label', {}, 'Export the batch as ', target), ' ', mode, ' ', exportBtn, ' ', status, panel);
 }

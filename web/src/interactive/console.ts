@@ -7,17 +7,11 @@
 // or leaving the page, closes the session.
 import { commandsOf } from '../export/fromText.js';
 import { formatReply, inlineToResp } from '../wasm.js';
+import { el } from '../dom.js';
 import { Practice } from './practice.js';
 import { SessionLink, type SessionInfo } from './session.js';
 import { nextTxState } from './txState.js';
 import './interactive.css';
-
-const el = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...kids: Array<Node | string>) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  e.append(...kids);
-  return e;
-};
 
 export interface Interactive {
   /** True while the toggle is on (the batch Run then does nothing). */

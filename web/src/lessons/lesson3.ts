@@ -3,7 +3,7 @@
 // past it the cost is server memory.
 import { sweepModelChart } from '../charts/sweepModel.js';
 import { batch, sweep } from '../api/client.js';
-import { departures } from '../api/deeper.js';
+import { departures } from '../api/figures.js';
 import { modelFacts } from './modelFacts.js';
 import { fastestOf, repeat, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';

@@ -6,7 +6,7 @@
 // code, for a little latency per call; and how far that is from one pipeline
 // of everything.
 import { batch, compare, type CompareRun } from '../api/client.js';
-import { latencyOf, quantile } from '../api/deeper.js';
+import { latencyOf, quantile } from '../api/figures.js';
 import { bestRuns, repeat, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';
 import { count, el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, slider, table, verdict } from './ui.js';

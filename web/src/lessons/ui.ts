@@ -2,17 +2,10 @@
 // number shown carries `data-metric` and `data-value` (the raw number), so a
 // reader's screen reader and the end-to-end tests read the same values.
 
+import { el } from '../dom.js';
 import { fmtDuration } from '../playground/duration.js';
 
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Array<Node | string>): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') e.className = v;
-    else e.setAttribute(k, v);
-  }
-  e.append(...children);
-  return e;
-}
+export { el };
 
 /** HTML for lesson prose: our own constant strings only, never user or Redis data. */
 export function prose(html: string): HTMLDivElement {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { importTs } from './helpers.mjs';
 
-const { modelUs, modelRate, departures, quantile, latencyOf } = await importTs('api/deeper.ts');
+const { modelUs, modelRate, departures, quantile, latencyOf } = await importTs('api/figures.ts');
 const { spread, NOISY_SPREAD, bestRuns, fastestOf } = await importTs('lessons/noise.ts');
 const { keptAll } = await importTs('lessons/optimistic.ts');
 const { nextTxState } = await importTs('interactive/txState.ts');

@@ -1,4 +1,4 @@
-// The API's issue-18 additions as the page reads them (docs/api.md):
+// What the page reads from the API's reports beyond each command's reply (docs/api.md):
 // sessions, auto mode's coalescing, both sides' syscalls, the sweep's cost
 // model and reply latency. Named views of the generated schema's fields, so
 // the lessons and views say `ServerWork` rather than `Summary['server']`.
