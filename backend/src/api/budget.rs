@@ -3,7 +3,7 @@
 //!
 //! A 57-byte `/compare` with `include_results` on a 10 MB value of NUL
 //! bytes is a 252 MB answer; six clients that read nothing held 2.1 GB.
-//! A batch's replies are charged as they come, by their JSON (`api::stream::Kept`):
+//! A batch's replies are charged as they come, by their JSON (`api::stream::KeptResults`):
 //! past the budget the batch is cut as at the reply limit, its
 //! `connection_error` naming `--max-response-memory`. The answer made of
 //! them stays charged for as long as its body lives ([`charged`]: until it

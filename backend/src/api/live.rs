@@ -43,7 +43,7 @@ use utoipa::ToSchema;
 use super::batch::{BatchRequest, PreparedBatch};
 use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody};
 use super::run::run_batch_into;
-use super::stream::{Kept, GROUP};
+use super::stream::{KeptResults, GROUP};
 use super::AppState;
 use crate::conn::Cancel;
 use crate::exec::{CommandResult, ResultSink, StreamReport};
@@ -143,7 +143,7 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let task_state = state.clone();
     let task_cancel = cancel.clone();
     state.other_runtime().spawn(super::share::scope(super::share::current(), async move {
-        let mut sink = FlushSink { kept: Kept::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
+        let mut sink = FlushSink { kept: KeptResults::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
         let out = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel)).await;
         sink.send();
         task_state.live.remove(&id);
@@ -189,7 +189,7 @@ enum Msg {
 
 /// Hands the kept results to the response in groups, none held longer than [`FLUSH`].
 struct FlushSink {
-    kept: Kept,
+    kept: KeptResults,
     tx: mpsc::UnboundedSender<Msg>,
     last: Instant,
 }

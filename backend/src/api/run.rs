@@ -18,7 +18,7 @@ use tokio::time::{timeout_at, Instant};
 use super::budget::Charge;
 use super::busy::KillOnCut;
 use super::error::{ApiCode, ApiError};
-use super::stream::{Keep, Kept};
+use super::stream::{Keep, KeptResults};
 use super::AppState;
 use crate::telemetry::BatchSpan;
 use super::backend::Backend;
@@ -43,11 +43,11 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 }
 
 /// [`run_batch`], each reply's JSON counted against the reply limit as
-/// `/batch` counts it (`stream::Kept`) and charged to the server's budget
+/// `/batch` counts it (`stream::KeptResults`) and charged to the server's budget
 /// for answers, the charge added to `held`: for runs whose every result
 /// goes into the response. Past either the run is cut, as at the reply limit.
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
-    let mut kept = Kept::new(state, Keep::All, batch.commands.len());
+    let mut kept = KeptResults::new(state, Keep::All, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await;
     if let Ok(mut held) = held.lock() {
         held.absorb(kept.charge_mut().take());

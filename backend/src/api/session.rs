@@ -37,7 +37,7 @@ use utoipa::ToSchema;
 
 use super::auth::Access;
 use super::error::{ApiCode, ApiError};
-use super::stream::{self, Keep, Kept};
+use super::stream::{self, Keep, KeptResults};
 use super::backend::Backend;
 use super::AppState;
 use crate::conn::{Conn, ConnSettings};
@@ -381,7 +381,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
         crate::telemetry::sessions_open(state.sessions.len());
         return Err(lost(&why));
     }
-    let mut kept = Kept::new(&state, keep, batch.commands.len());
+    let mut kept = KeptResults::new(&state, keep, batch.commands.len());
     let out = super::run::run_session_batch(&state, on, &batch, &mut conn, &mut kept).await;
     *slot = match conn {
         Some(c) => Ok(c),

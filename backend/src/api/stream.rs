@@ -129,7 +129,7 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
 /// A small batch runs in the request's own task: a task of its own and a
 /// channel would cost more than its report's serialization saves.
 async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
-    let mut kept = Kept::new(state, keep, batch.commands.len());
+    let mut kept = KeptResults::new(state, keep, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await?;
     if let Some(msg) = out.reconnect_failed {
         return Err(msg.into());
@@ -139,7 +139,7 @@ async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Kee
 
 /// The report of a batch that ran, its results all collected in `kept`,
 /// as one ordinary response.
-pub(super) fn report_response(kept: &mut Kept, out: &StreamReport<Infallible>) -> Response {
+pub(super) fn report_response(kept: &mut KeptResults, out: &StreamReport<Infallible>) -> Response {
     // Room for the summary, the results and their replies' JSON (counted as
     // they came), so that a large answer is not grown by doubling: twice its
     // size, and copied, while it is made.
@@ -155,7 +155,7 @@ pub(super) fn report_response(kept: &mut Kept, out: &StreamReport<Infallible>) -
 /// against the reply limit (`--max-reply-bytes`): the executor counts the
 /// RESP bytes it reads, but a reply's JSON can be six times as large (a
 /// 60 MB value of NUL bytes was a 377 MB response).
-pub(super) struct Kept {
+pub(super) struct KeptResults {
     pub(super) results: Vec<CommandResult>,
     keep: Keep,
     /// JSON bytes of the kept replies so far.
@@ -167,10 +167,10 @@ pub(super) struct Kept {
     refused: Option<String>,
 }
 
-impl Kept {
-    pub(super) fn new(state: &AppState, keep: Keep, capacity: usize) -> Kept {
+impl KeptResults {
+    pub(super) fn new(state: &AppState, keep: Keep, capacity: usize) -> KeptResults {
         let max_json_bytes = state.limits.max_reply_bytes;
-        Kept { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
+        KeptResults { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
     }
 
     /// The charge of the kept replies, handed to the answer made of them.
@@ -184,7 +184,7 @@ impl Kept {
     }
 }
 
-impl ResultSink for Kept {
+impl ResultSink for KeptResults {
     fn push(&mut self, result: CommandResult) {
         if self.keep.keeps(result.status) {
             self.results.push(result);
@@ -222,7 +222,7 @@ fn json(body: Body) -> Response {
 }
 
 async fn run(state: AppState, on: Backend, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
-    let mut sink = GroupSink { group: Kept::new(&state, keep, GROUP), tx: tx.clone() };
+    let mut sink = GroupSink { group: KeptResults::new(&state, keep, GROUP), tx: tx.clone() };
     let out = run_batch_into(&state, &on, &batch, &mut sink, None).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
@@ -231,7 +231,7 @@ async fn run(state: AppState, on: Backend, batch: Batch, keep: Keep, tx: mpsc::U
 
 /// Hands the kept results to the response in groups.
 struct GroupSink {
-    group: Kept,
+    group: KeptResults,
     tx: mpsc::UnboundedSender<Msg>,
 }
 

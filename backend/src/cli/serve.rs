@@ -208,7 +208,7 @@ fn serve_on_threads(
     for _ in 0..threads {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         queues.push(tx);
-        serving.push(serve_connections(Dealt { rx }, app.clone(), stop_rx.clone(), grace, (header_timeout, write_timeout)));
+        serving.push(serve_connections(DealtConnections { rx }, app.clone(), stop_rx.clone(), grace, (header_timeout, write_timeout)));
     }
     // A request's tasks may run on another thread's runtime (a big batch,
     // its body's parse): no runtime shuts down before every thread has
@@ -307,7 +307,7 @@ async fn accept(
 /// (`header_timeout`); HTTP/1 only, as `axum::serve` without its `http2`
 /// feature.
 async fn serve_connections(
-    mut listener: Dealt,
+    mut listener: DealtConnections,
     app: api::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
     grace: Duration,
@@ -381,11 +381,11 @@ async fn timer_keepalive() {
 type Accepted = (std::net::TcpStream, SocketAddr, Permit);
 
 /// The connections dealt to one serving thread.
-struct Dealt {
+struct DealtConnections {
     rx: tokio::sync::mpsc::UnboundedReceiver<Accepted>,
 }
 
-impl Dealt {
+impl DealtConnections {
     /// The next connection, registered with this thread's runtime, its
     /// peer, and its place under the caps (freed when dropped).
     async fn accept(&mut self) -> (tokio::net::TcpStream, SocketAddr, Permit) {

@@ -86,7 +86,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(
 }
 
 /// How a run on a given connection ended.
-pub(crate) struct Ran<E> {
+pub(crate) struct RunOutcome<E> {
     pub report: StreamReport<E>,
     /// The connection, if the batch ended cleanly and it may serve another
     /// (every reply read, nothing buffered, no connection state changed).
@@ -110,7 +110,7 @@ pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
     sink: &'s mut K,
     check: bool,
     table: std::sync::Arc<Table>,
-) -> Ran<S::Error> {
+) -> RunOutcome<S::Error> {
     let t0 = Instant::now();
     let mut r = Runner {
         conn: Some(conn),
@@ -313,7 +313,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         }
     }
 
-    fn finish(mut self) -> Ran<S::Error> {
+    fn finish(mut self) -> RunOutcome<S::Error> {
         debug_assert_eq!(self.emitted, self.pulled, "every command pulled gets exactly one result");
         if let Some(io) = self.conn.as_ref().map(Conn::stats).or(self.last_stats) {
             self.summary.set_io(io);
@@ -333,7 +333,7 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
             Some(c) if !self.state_changed && !c.is_delayed() => (Some(c), None),
             other => (None, other),
         };
-        Ran {
+        RunOutcome {
             report: StreamReport {
                 summary: self.summary,
                 transaction: self.transaction,

@@ -27,7 +27,7 @@ enum QueueReply {
     Rejected(resp::Value, Instant),
     /// Any other reply: the command ran outside a transaction (only if MULTI
     /// failed); the reply is its result.
-    Ran(resp::Value, Instant),
+    Executed(resp::Value, Instant),
 }
 
 pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, watch: &[Vec<u8>]) {
@@ -129,7 +129,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
             } else if reply.is_error() {
                 QueueReply::Rejected(reply, at)
             } else {
-                QueueReply::Ran(reply, at)
+                QueueReply::Executed(reply, at)
             });
         } else {
             exec = Some((reply, at));
@@ -180,7 +180,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
     let exec_at = exec.as_ref().map(|(_, at)| *at);
     for i in 0..n {
         match queued.get(i) {
-            Some(QueueReply::Rejected(v, at)) | Some(QueueReply::Ran(v, at)) => {
+            Some(QueueReply::Rejected(v, at)) | Some(QueueReply::Executed(v, at)) => {
                 let at = *at;
                 // Refused by the sink (its size): `unknown`, the batch cut.
                 let _ = r.emit_reply(v.clone(), sent_us, at);
