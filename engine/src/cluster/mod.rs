@@ -34,7 +34,6 @@ pub mod slot;
 pub mod topology;
 mod transaction;
 
-use crate::conn::ConnectError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,7 +42,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::commands::Table;
-use crate::conn::{Conn, ConnSettings, RedisTarget};
+use crate::conn::{Conn, ConnectError, ConnSettings, RedisTarget};
 use crate::exec::{BatchSource, CommandSource, ExecError, ExecOptions, Mode, NodeSummary, Plan, Pool, PoolConfig, ResultSink, StreamReport};
 
 pub use reload::Cause;

@@ -48,12 +48,11 @@ use std::time::Instant;
 
 use crate::commands::Table;
 use crate::conn::{Conn, ConnSettings, IoStats, RedisTarget};
-use crate::exec::{check_command, CommandResult, CommandSource, InputError, InputErrorKind, Mode, OnError, ResultSink, Status, StreamReport, Summary};
+use crate::exec::{check_command, CommandResult, CommandSource, InputError, InputErrorKind, Mode, NodeSummary, OnError, ResultSink, Status, StreamReport, Summary};
 
 use super::redirect::{self, Redirect};
 use super::route::{route, Route};
 use super::{Cause, Cluster, Io, Run, Topology};
-use crate::exec::NodeSummary;
 
 /// One master's connection and counts during a batch.
 struct NodeState {

@@ -11,17 +11,16 @@
 //! `redirect::MAX_REDIRECTIONS` times). An ASK (a key in migration) is not
 //! followed: the aborted transaction is the result.
 
-use crate::conn::ConnectError;
 use std::sync::Arc;
 
+use crate::conn::ConnectError;
 use crate::commands::Table;
 use crate::exec::runner::run_on;
-use crate::exec::{check_command, BatchError, BatchSource, CommandResult, CommandSource, Commands, ExecError, InputError, InputErrorKind, ResultSink, Status, StreamReport, TransactionStatus};
+use crate::exec::{check_command, BatchError, BatchSource, CommandResult, CommandSource, Commands, ExecError, InputError, InputErrorKind, NodeSummary, ResultSink, Status, StreamReport, TransactionStatus};
 
 use super::redirect::{self, Redirect};
 use super::route::slots;
 use super::{Cause, Io, Run};
-use crate::exec::NodeSummary;
 
 /// The one hash slot of every key of `commands` and `watch` (`None`: no
 /// keys). Errors (`cross_slot`): two keys in different slots, naming the

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use crate::conn::ConnectError;
-
 use serde::{Deserialize, Serialize};
+
+use crate::conn::ConnectError;
 
 
 pub mod auto;

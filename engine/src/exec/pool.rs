@@ -36,12 +36,11 @@
 //!   thread that waits for them; when the pool is full, a connection given
 //!   back replaces the oldest idle one of another runtime, if any.
 
-use crate::conn::ConnectError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::commands::{Cache, Table};
-use crate::conn::{Conn, ConnSettings, RedisTarget};
+use crate::conn::{Conn, ConnectError, ConnSettings, RedisTarget};
 
 /// How many idle connections a pool keeps, and for how long.
 #[derive(Debug, Clone)]

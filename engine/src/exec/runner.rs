@@ -2,13 +2,12 @@
 //! pulling (and checking) commands, and emitting each result exactly once,
 //! in index order.
 
-use crate::conn::ConnectError;
 use std::time::Instant;
 
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 use super::{auto, check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::commands::Table;
-use crate::conn::{Conn, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
+use crate::conn::{Conn, ConnectError, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
 
 /// One execution under way.
 pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {

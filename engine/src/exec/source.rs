@@ -2,11 +2,11 @@
 //! `Vec` batch (the API) and a streamed file (`pipelab run`) share one
 //! executor (DESIGN.md).
 
-use crate::conn::ConnectError;
 use std::convert::Infallible;
 use std::fmt;
 
 use super::{ArgvRef, CommandResult, Commands, Report, Summary, TransactionOutcome};
+use crate::conn::ConnectError;
 
 /// Commands, one at a time, in order.
 pub trait CommandSource {
