@@ -141,7 +141,9 @@ async fn sweep_deletes_the_keys_it_created_and_keeps_the_others() {
     let body = json!({"command": ["SET", "sweep:{i}", "v{i}"], "total": 50, "batch_sizes": [1, 10, 50]});
     let (status, api) = App::start(&redis.url, &[]).post("/api/v1/sweep", &body).await;
     assert_eq!(status, 200, "{api}");
-    assert_eq!(shape(&cli), shape(&api), "CLI {cli}\nAPI {api}");
+    // The model's note is there only when the timings leave nothing to fit.
+    let measured = |doc: &Json| shape(doc).into_iter().filter(|p| p != ".model.note").collect::<BTreeSet<_>>();
+    assert_eq!(measured(&cli), measured(&api), "CLI {cli}\nAPI {api}");
     assert_eq!(redis.cmd_str(&["DBSIZE"]), Value::Integer(2));
 
     let out = pipelab(&args, b"");
