@@ -98,17 +98,18 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
         return Box::pin(cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
     }
     let lease = pool.checkout(&settings).await?;
-    if pool.commands().is_cluster() {
+    // The table as the new connection may just have refreshed it.
+    let table = opts.table(Some(pool));
+    if table.is_cluster() {
         let mut conn = lease.conn;
         let cluster = pool.cluster(&mut conn).await?;
         pool.checkin(conn);
-        return Box::pin(cluster::execute_pooled(&cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
+        return Box::pin(cluster::execute_pooled(&cluster, batch, &settings, sink, table)).await;
     }
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
     let probe = exec::server::Probe::pooled(probe_pool, plan, &settings).await;
-    // The table as the new connection may just have refreshed it.
-    let ran = exec::runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, opts.table(Some(pool))).await;
+    let ran = exec::runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, table).await;
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {

@@ -32,9 +32,29 @@ use crate::exec::Batch;
 /// nothing before the script has run for `busy-reply-threshold`.
 const KILL_WAIT: Duration = Duration::from_secs(15);
 
-/// The batch calls a script or a function, by `table` ([`Table::runs_script`]).
-pub fn runs_scripts(batch: &Batch, table: &Table) -> bool {
-    batch.commands.iter().any(|argv| table.runs_script(argv))
+/// What a batch's commands may do that the API must prepare for, by
+/// `table`: block ([`Table::may_block`]; not inside MULTI/EXEC, where
+/// Redis does not block), run a script ([`Table::runs_script`]). One pass:
+/// a 100k-command batch is read once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Traits {
+    pub blocks: bool,
+    pub scripts: bool,
+}
+
+impl Traits {
+    pub fn of(batch: &Batch, table: &Table) -> Traits {
+        let may_block = batch.plan.mode != crate::exec::Mode::Transaction;
+        let mut t = Traits::default();
+        for argv in batch.commands.iter() {
+            t.blocks |= may_block && table.may_block(argv);
+            t.scripts |= table.runs_script(argv);
+            if t.scripts && (t.blocks || !may_block) {
+                break;
+            }
+        }
+        t
+    }
 }
 
 /// The script kills in flight: while one is, Redis may answer BUSY, so a
@@ -58,8 +78,16 @@ impl Drop for InFlight {
 
 impl Kills {
     /// Until no kill is in flight, or `deadline`: `Err` at the deadline.
-    /// One atomic load when none is (every batch asks).
+    /// One atomic load when none is (every batch asks); the waiting loop,
+    /// and its timer, boxed away from that.
     pub async fn wait(&self, deadline: tokio::time::Instant) -> Result<(), ()> {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        Box::pin(self.wait_landed(deadline)).await
+    }
+
+    async fn wait_landed(&self, deadline: tokio::time::Instant) -> Result<(), ()> {
         loop {
             let landed = self.landed.notified();
             if self.in_flight.load(Ordering::Acquire) == 0 {
@@ -81,11 +109,10 @@ pub struct KillOnCut {
 }
 
 impl KillOnCut {
-    /// Armed if `batch` runs scripts, by the command table of the Redis it
-    /// runs on; in the sandbox always (whatever was cut is settled before
-    /// the visitor's next batch: `crate::sandbox::Supervisor::settle`).
-    pub fn new(state: &AppState, on: &Backend, batch: &Batch) -> KillOnCut {
-        let scripts = runs_scripts(batch, &on.pool.commands());
+    /// Armed if the batch runs `scripts`; in the sandbox always (whatever
+    /// was cut is settled before the visitor's next batch:
+    /// `crate::sandbox::Supervisor::settle`).
+    pub fn new(state: &AppState, on: &Backend, scripts: bool) -> KillOnCut {
         KillOnCut { armed: (scripts || on.visitor.is_some()).then(|| (state.clone(), on.clone(), scripts)) }
     }
 

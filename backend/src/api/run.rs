@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::{timeout_at, Instant};
 
 use super::budget::Charge;
-use super::busy::KillOnCut;
+use super::busy::{KillOnCut, Traits};
 use super::error::{ApiCode, ApiError};
 use super::stream::{Keep, KeptResults};
 use super::AppState;
@@ -131,22 +131,18 @@ async fn run_limited_on<K: ResultSink>(
         None => None,
     };
     let deadline = Instant::now() + limits.batch_timeout();
+    let traits = Traits::of(batch, &on.pool.commands());
     // The client's own share first: its queue holds none of the server's slots.
     let _share = match super::share::current() {
-        Some(client) => {
-            let blocks = batch.plan.mode != crate::exec::Mode::Transaction && {
-                let table = on.pool.commands();
-                batch.commands.iter().any(|argv| table.may_block(argv))
-            };
-            Some(state.shares.take(client, blocks, deadline).await?)
-        }
+        Some(client) => Some(state.shares.take(client, traits.blocks, deadline).await?),
         None => None,
     };
     // A free slot is taken without arming a timer (the usual case; a
-    // free permit means no one waits before us).
+    // free permit means no one waits before us); the wait is boxed, to keep
+    // this future small.
     let _slot = match state.slots.try_acquire() {
         Ok(slot) => slot,
-        Err(_) => timeout_at(deadline, state.slots.acquire())
+        Err(_) => Box::pin(timeout_at(deadline, state.slots.acquire()))
             .await
             .map_err(|_| {
                 ApiError::new(
@@ -181,7 +177,7 @@ async fn run_limited_on<K: ResultSink>(
     // guards against a wait the executor does not bound.
     // A script still running when the batch is cut (here, or by the
     // request's future being dropped) is killed: see `busy`.
-    let kill = KillOnCut::new(state, on, batch);
+    let kill = KillOnCut::new(state, on, traits.scripts);
     // Boxed: the executor's future is large (every mode), and `timeout_at`
     // and the polls that follow would otherwise copy it whole; a
     // one-command request spent more time in memcpy than anywhere else
@@ -192,34 +188,31 @@ async fn run_limited_on<K: ResultSink>(
             None => execute_pooled_probed_into(&on.pool, &on.probe, batch, &opts, sink).await,
         }
     });
-    let result = match timeout_at(deadline + WIND_UP, run).await {
-        Ok(Ok(out)) => {
-            if out.connection_error.is_none() {
-                kill.disarm();
-            }
-            Ok(out)
-        }
+    let mut out = match timeout_at(deadline + WIND_UP, run).await {
+        Ok(Ok(out)) => out,
         // Nothing was sent: no script to kill.
         Ok(Err(e)) => {
             kill.disarm();
-            Err(e.into())
+            return Err(e.into());
         }
-        Err(_) => Err(ApiError::new(
-            ApiCode::BatchTimeout,
-            format!(
-                "the batch ran longer than the server's limit of {} ms and could not be cut in \
-                 time; commands already written may have run (their outcome is unknown)",
-                limits.batch_timeout_ms
-            ),
-        )),
+        Err(_) => {
+            return Err(ApiError::new(
+                ApiCode::BatchTimeout,
+                format!(
+                    "the batch ran longer than the server's limit of {} ms and could not be cut in \
+                     time; commands already written may have run (their outcome is unknown)",
+                    limits.batch_timeout_ms
+                ),
+            ))
+        }
     };
-    match (result, &on.visitor) {
-        (Ok(mut out), Some(lease)) if out.connection_error.is_some() => {
-            out.connection_error = Some(super::backend::explain_lost(lease, out.connection_error.take().unwrap_or_default()).await);
-            Ok(out)
-        }
-        (result, _) => result,
+    match (&on.visitor, out.connection_error.take()) {
+        (_, None) => kill.disarm(),
+        // Boxed, as a visitor's lost Redis is rare: this future stays small.
+        (Some(lease), Some(lost)) => out.connection_error = Some(Box::pin(super::backend::explain_lost(lease, lost)).await),
+        (None, lost) => out.connection_error = lost,
     }
+    Ok(out)
 }
 
 /// Run one command (on a pooled connection) with short timeouts (info,

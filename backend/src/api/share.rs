@@ -25,7 +25,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::error::{ApiCode, ApiError};
@@ -53,90 +53,234 @@ pub fn current() -> Option<ClientKey> {
     CLIENT.try_with(|c| *c).ok().flatten()
 }
 
-/// One client's running batches and blocking batches.
-struct Share {
-    batches: Arc<Semaphore>,
-    blocking: Arc<Semaphore>,
+/// One client's running batches, and how many of them may block.
+#[derive(Default)]
+struct Running {
+    batches: usize,
+    blocking: usize,
 }
 
-/// Every client's share (`AppState::shares`).
+/// Every client's share (`AppState::shares`). Counts under one lock, not a
+/// semaphore per client: every batch takes and gives back its place, and
+/// only a client at its cap waits (for `freed`).
 pub struct Shares {
     batches: usize,
     blocking: usize,
-    clients: Mutex<HashMap<ClientKey, Share>>,
+    clients: Mutex<Clients>,
+    freed: Notify,
+}
+
+#[derive(Default)]
+struct Clients {
+    /// Only clients with a batch running: memory follows the clients
+    /// running now.
+    running: HashMap<ClientKey, Running, foldhash::fast::RandomState>,
+    /// Batches waiting for a place: only then is a place given back announced.
+    waiting: usize,
 }
 
 /// A batch's place in its client's share, given back when dropped.
-pub struct Held {
-    shares: Arc<Shares>,
+pub struct Held<'a> {
+    shares: &'a Shares,
     client: ClientKey,
-    batch: Option<OwnedSemaphorePermit>,
-    blocking: Option<OwnedSemaphorePermit>,
+    blocking: bool,
 }
 
-impl Drop for Held {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
-        drop(self.blocking.take());
-        drop(self.batch.take());
-        // A client with nothing running is forgotten: memory follows the
-        // clients running now.
         let mut clients = self.shares.clients.lock().expect("shares lock");
-        if let Some(share) = clients.get(&self.client) {
-            let idle = share.batches.available_permits() == self.shares.batches && share.blocking.available_permits() == self.shares.blocking;
-            if idle && Arc::strong_count(&share.batches) == 1 && Arc::strong_count(&share.blocking) == 1 {
-                clients.remove(&self.client);
+        if let Some(running) = clients.running.get_mut(&self.client) {
+            running.batches -= 1;
+            running.blocking -= usize::from(self.blocking);
+            if running.batches == 0 {
+                clients.running.remove(&self.client);
             }
         }
+        let waiting = clients.waiting > 0;
+        drop(clients);
+        if waiting {
+            self.shares.freed.notify_waiters();
+        }
     }
+}
+
+/// Why a client's batch cannot start now.
+enum Full {
+    Batches,
+    Blocking,
 }
 
 impl Shares {
     /// At most `batches` running batches per client, `blocking` of them
     /// with a command that may block (each at least 1).
     pub fn new(batches: usize, blocking: usize) -> Arc<Shares> {
-        Arc::new(Shares { batches: batches.max(1), blocking: blocking.max(1), clients: Mutex::default() })
+        Arc::new(Shares {
+            batches: batches.max(1),
+            blocking: blocking.max(1),
+            clients: Mutex::default(),
+            freed: Notify::new(),
+        })
     }
 
     /// Clients with a batch running now.
     pub fn clients(&self) -> usize {
-        self.clients.lock().expect("shares lock").len()
+        self.clients.lock().expect("shares lock").running.len()
     }
 
     /// A place for a batch of `client` (one that may block if `blocking`),
     /// waiting for one until `deadline`. Errors: 503 `busy` naming the cap.
-    pub async fn take(self: &Arc<Self>, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held, ApiError> {
-        let (batches, blocks) = {
-            let mut clients = self.clients.lock().expect("shares lock");
-            let share = clients.entry(client).or_insert_with(|| Share { batches: Arc::new(Semaphore::new(self.batches)), blocking: Arc::new(Semaphore::new(self.blocking)) });
-            (share.batches.clone(), blocking.then(|| share.blocking.clone()))
-        };
-        let mut held = Held { shares: self.clone(), client, batch: None, blocking: None };
-        held.batch = Some(acquire(batches, deadline).await.map_err(|()| {
-            full(format!("this client (its token, else its address) already runs {} batches, its share (--max-batches-per-client)", self.batches))
-        })?);
-        if let Some(blocks) = blocks {
-            held.blocking = Some(acquire(blocks, deadline).await.map_err(|()| {
-                full(format!(
-                    "this client (its token, else its address) already runs {} batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…), its share (--max-blocking-per-client)",
-                    self.blocking
-                ))
-            })?);
+    pub async fn take(
+        &self,
+        client: ClientKey,
+        blocking: bool,
+        deadline: Instant,
+    ) -> Result<Held<'_>, ApiError> {
+        // Nothing but the lock when the client is under its cap (the usual
+        // case): the waiting loop, and its timer, are boxed away from it.
+        if let Ok(held) = self.try_take(client, blocking, false) {
+            return Ok(held);
         }
-        Ok(held)
+        Box::pin(self.wait_for(client, blocking, deadline)).await
+    }
+
+    async fn wait_for(
+        &self,
+        client: ClientKey,
+        blocking: bool,
+        deadline: Instant,
+    ) -> Result<Held<'_>, ApiError> {
+        loop {
+            // Registered before the try: a place given back in between wakes it.
+            let freed = self.freed.notified();
+            let full = match self.try_take(client, blocking, true) {
+                Ok(held) => return Ok(held),
+                Err(full) => full,
+            };
+            // Counted by `try_take` under its lock, uncounted however the wait ends.
+            let _waiting = Waiting(self);
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                return Err(match full {
+                    Full::Batches => busy(format!(
+                        "this client (its token, else its address) already runs {} batches, its share (--max-batches-per-client)",
+                        self.batches
+                    )),
+                    Full::Blocking => busy(format!(
+                        "this client (its token, else its address) already runs {} batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…), its share (--max-blocking-per-client)",
+                        self.blocking
+                    )),
+                });
+            }
+        }
+    }
+
+    /// A place now if the client is under its caps; else why not, counted
+    /// among the waiting (under the same lock, so no place given back is
+    /// missed) if `queue`.
+    fn try_take(&self, client: ClientKey, blocking: bool, queue: bool) -> Result<Held<'_>, Full> {
+        let mut clients = self.clients.lock().expect("shares lock");
+        let running = clients.running.entry(client).or_default();
+        let full = if running.batches >= self.batches {
+            Full::Batches
+        } else if blocking && running.blocking >= self.blocking {
+            Full::Blocking
+        } else {
+            running.batches += 1;
+            running.blocking += usize::from(blocking);
+            return Ok(Held {
+                shares: self,
+                client,
+                blocking,
+            });
+        };
+        clients.waiting += usize::from(queue);
+        Err(full)
     }
 }
 
-/// A permit of `sem` now if one is free (no timer armed), else by `deadline`.
-async fn acquire(sem: Arc<Semaphore>, deadline: Instant) -> Result<OwnedSemaphorePermit, ()> {
-    match sem.clone().try_acquire_owned() {
-        Ok(p) => Ok(p),
-        Err(_) => match tokio::time::timeout_at(deadline, sem.acquire_owned()).await {
-            Ok(Ok(p)) => Ok(p),
-            _ => Err(()),
-        },
+/// A batch waiting for a place of its client's share.
+struct Waiting<'a>(&'a Shares);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.clients.lock().expect("shares lock").waiting -= 1;
     }
 }
 
-fn full(why: String) -> ApiError {
-    ApiError::new(ApiCode::Busy, format!("{why}, for the whole batch timeout; nothing was sent; try again when one has ended"))
+fn busy(why: String) -> ApiError {
+    ApiError::new(
+        ApiCode::Busy,
+        format!(
+            "{why}, for the whole batch timeout; nothing was sent; try again when one has ended"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const A: ClientKey = ClientKey::Token([1; 32]);
+    const B: ClientKey = ClientKey::Token([2; 32]);
+
+    #[tokio::test]
+    async fn a_client_at_its_cap_waits_for_its_own_batch_and_no_other() {
+        let shares = Shares::new(1, 1);
+        let soon = Instant::now() + Duration::from_secs(10);
+        let first = shares.take(A, false, soon).await.unwrap();
+        // Another client is not held up.
+        let other = shares.take(B, true, Instant::now()).await.unwrap();
+        assert_eq!(shares.clients(), 2);
+        // A's second batch waits, and gets in as soon as the first ends.
+        let waiter = {
+            let shares = shares.clone();
+            tokio::spawn(async move {
+                shares
+                    .take(A, false, soon)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        let t0 = std::time::Instant::now();
+        drop(first);
+        waiter.await.unwrap().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "woken after {:?}",
+            t0.elapsed()
+        );
+        drop(other);
+        assert_eq!(shares.clients(), 0, "idle clients are forgotten");
+        assert_eq!(shares.clients.lock().unwrap().waiting, 0);
+    }
+
+    #[tokio::test]
+    async fn past_the_deadline_a_full_share_is_busy_naming_its_flag() {
+        let shares = Shares::new(2, 1);
+        let _blocking = shares.take(A, true, Instant::now()).await.unwrap();
+        let err = shares
+            .take(A, true, Instant::now() + Duration::from_millis(20))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("--max-blocking-per-client"),
+            "{err}"
+        );
+        let _plain = shares.take(A, false, Instant::now()).await.unwrap();
+        let err = shares
+            .take(A, false, Instant::now() + Duration::from_millis(20))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("--max-batches-per-client"),
+            "{err}"
+        );
+        assert_eq!(shares.clients.lock().unwrap().waiting, 0);
+    }
 }

@@ -40,7 +40,7 @@ use super::error::{ApiCode, ApiError};
 use crate::report_json::{reply_json_len, ReportJson};
 use super::backend::Backend;
 use super::run::run_batch_into;
-use super::budget::{Charge, Held};
+use super::budget::{Charge, Held, CHARGED_FROM};
 use super::AppState;
 use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
@@ -147,7 +147,9 @@ pub(super) fn report_response(kept: &mut KeptResults, out: &StreamReport<Infalli
     let mut report = ReportWriter { buf: Vec::with_capacity(room), json: ReportJson::default() };
     report.write(&kept.results);
     let mut res = json(Body::from(report.finish(out)));
-    res.extensions_mut().insert(kept.take_charge());
+    if kept.charge.bytes() > 0 {
+        res.extensions_mut().insert(kept.take_charge());
+    }
     res
 }
 
@@ -202,7 +204,12 @@ impl ResultSink for KeptResults {
             if self.json_bytes > self.max_json_bytes {
                 return Err(self.max_json_bytes);
             }
-            if let Err(why) = self.charge.grow(len) {
+            // Answers under `CHARGED_FROM` are not charged (`budget::charged`):
+            // a small batch's replies stay off the shared counter.
+            if self.json_bytes < CHARGED_FROM {
+                return Ok(());
+            }
+            if let Err(why) = self.charge.grow(self.json_bytes - self.charge.bytes()) {
                 self.refused = Some(why);
                 return Err(self.max_json_bytes);
             }
