@@ -39,26 +39,31 @@ impl Commands {
     }
 
     /// Number of commands.
+    #[inline]
     pub fn len(&self) -> usize {
         self.cmds.len() - 1
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Total bytes of all arguments.
+    #[inline]
     pub fn arg_bytes(&self) -> usize {
         self.bytes.len()
     }
 
     /// Command `i`. Panics if `i >= len()`, as slice indexing does.
+    #[inline]
     pub fn get(&self, i: usize) -> ArgvRef<'_> {
         let (a, b) = (self.cmds[i], self.cmds[i + 1]);
         ArgvRef { bytes: &self.bytes, bounds: &self.bounds[a..=b] }
     }
 
     /// Every command in order.
+    #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = ArgvRef<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
@@ -72,6 +77,7 @@ impl Commands {
     }
 
     /// Appends one argument to the command being built (see [`Commands::end_command`]).
+    #[inline]
     pub fn push_arg(&mut self, arg: &[u8]) {
         self.bytes.extend_from_slice(arg);
         self.bounds.push(self.bytes.len());
@@ -79,17 +85,20 @@ impl Commands {
 
     /// The buffer to append an argument's bytes to directly (a decoder
     /// writing in place); then [`Commands::end_arg`].
+    #[inline]
     pub fn arg_buffer(&mut self) -> &mut Vec<u8> {
         &mut self.bytes
     }
 
     /// Ends the argument written through [`Commands::arg_buffer`].
+    #[inline]
     pub fn end_arg(&mut self) {
         self.bounds.push(self.bytes.len());
     }
 
     /// Drops the bytes of an argument begun through
     /// [`Commands::arg_buffer`] but not ended (its decoding failed).
+    #[inline]
     pub fn abandon_arg(&mut self) {
         let start = *self.bounds.last().expect("bounds starts with 0");
         self.bytes.truncate(start);
@@ -98,6 +107,7 @@ impl Commands {
     /// Drops the arguments pushed since the last [`Commands::end_command`],
     /// and any begun through [`Commands::arg_buffer`] (a command whose
     /// input is incomplete, to be read again).
+    #[inline]
     pub fn abandon_command(&mut self) {
         let first = *self.cmds.last().expect("cmds starts with 0");
         self.bounds.truncate(first + 1);
@@ -105,12 +115,14 @@ impl Commands {
     }
 
     /// Arguments pushed since the last [`Commands::end_command`].
+    #[inline]
     pub fn open_args(&self) -> usize {
         self.bounds.len() - 1 - self.cmds.last().expect("cmds starts with 0")
     }
 
     /// Closes the command made of the arguments pushed since the last call
     /// (possibly none: an empty argv, which validation then refuses).
+    #[inline]
     pub fn end_command(&mut self) {
         self.cmds.push(self.bounds.len() - 1);
     }
@@ -169,25 +181,30 @@ pub struct ArgvRef<'a> {
 
 impl<'a> ArgvRef<'a> {
     /// Number of arguments (the name included).
+    #[inline]
     pub fn len(&self) -> usize {
         self.bounds.len() - 1
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Argument `i`, if there is one.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&'a [u8]> {
         (i < self.len()).then(|| &self.bytes[self.bounds[i]..self.bounds[i + 1]])
     }
 
     /// The command name (argument 0).
+    #[inline]
     pub fn name(&self) -> Option<&'a [u8]> {
         self.get(0)
     }
 
     /// The arguments in order.
+    #[inline]
     pub fn iter(&self) -> Args<'a> {
         Args { bytes: self.bytes, bounds: self.bounds }
     }
@@ -215,6 +232,7 @@ pub struct Args<'a> {
 
 impl<'a> Iterator for Args<'a> {
     type Item = &'a [u8];
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         match self.bounds {
             [a, b, ..] => {
@@ -226,6 +244,7 @@ impl<'a> Iterator for Args<'a> {
         }
     }
 
+    #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.bounds.len().saturating_sub(1);
         (n, Some(n))

@@ -361,17 +361,24 @@ impl Table {
     /// The executor's own rule: `argv` answers with exactly one reply
     /// ([`Table::answers_once`]), and in transaction mode is not one of the
     /// `@transaction` commands pipelab sends itself. Errors: a message for a person.
+    #[inline]
     pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
         self.answers_once(argv)?;
         if mode == Mode::Transaction && self.may_concern(Class::FILTER_REPLY, argv) {
-            if let Some(cmd) = self.command(argv).filter(|c| c.class.has(Class::TRANSACTION)) {
-                return Err(format!(
-                    "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (keys to WATCH go in the batch's watch list: \"watch\" in the API, --watch in the CLI)",
-                    cmd.display_name()
-                ));
-            }
+            return self.outside_transactions(argv);
         }
         Ok(())
+    }
+
+    /// [`Table::reply_rule`]'s check of a transaction's command.
+    fn outside_transactions(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+        match self.command(argv).filter(|c| c.class.has(Class::TRANSACTION)) {
+            Some(cmd) => Err(format!(
+                "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (keys to WATCH go in the batch's watch list: \"watch\" in the API, --watch in the CLI)",
+                cmd.display_name()
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Does `argv` answer with exactly one reply, so that the replies after
@@ -380,12 +387,18 @@ impl Table {
     /// SYNC/PSYNC (flagged only `admin`: named) or CLIENT REPLY OFF/SKIP.
     /// A command the server lacks answers once (with an error). Errors: an
     /// empty argv, or why not, for a person. Allocation-free unless it errs.
+    #[inline]
     pub fn answers_once(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+        if !argv.is_empty() && !self.may_concern(Class::FILTER_REPLY, argv) {
+            return Ok(());
+        }
+        self.answers_once_checked(argv)
+    }
+
+    /// [`Table::answers_once`] past its pre-filter.
+    fn answers_once_checked(&self, argv: ArgvRef<'_>) -> Result<(), String> {
         if argv.is_empty() {
             return Err("empty command".into());
-        }
-        if !self.may_concern(Class::FILTER_REPLY, argv) {
-            return Ok(());
         }
         let Some(cmd) = self.command(argv) else { return Ok(()) };
         if cmd.class.has(Class::STREAM) {
@@ -408,6 +421,7 @@ impl Table {
     /// batch's commands), subscribe-style commands, MONITOR, SYNC/PSYNC and
     /// REPLCONF. Scripts cannot change their caller's state (SELECT inside
     /// EVAL is script-local since Redis 2.8.12). Allocation-free.
+    #[inline]
     pub fn changes_connection_state(&self, argv: ArgvRef<'_>) -> bool {
         self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::STATE))
     }
@@ -424,6 +438,7 @@ impl Table {
     /// SETINFO on Redis 7.0, which answers it with an error). Narrower than
     /// [`Table::changes_connection_state`] (no `@transaction`, no streams):
     /// what `pipelab doctor` counts as connection set-up. Allocation-free.
+    #[inline]
     pub fn sets_connection_state(&self, argv: ArgvRef<'_>) -> bool {
         self.may_concern(Class::FILTER_STATE, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::SETS_STATE))
     }
@@ -491,6 +506,7 @@ impl Table {
     /// True if `argv` may block its connection until its timeout (flagged
     /// `blocking`, or WAIT/WAITAOF: BLPOP, XREAD BLOCK, …), outside a
     /// transaction. Allocation-free.
+    #[inline]
     pub fn may_block(&self, argv: ArgvRef<'_>) -> bool {
         self.may_concern(Class::FILTER_REFUSAL, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::BLOCKING))
     }
@@ -500,6 +516,7 @@ impl Table {
     /// EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO). The SCRIPT and FUNCTION
     /// subcommands, also `@scripting`, manage scripts without running one.
     /// False for commands the server lacks. Allocation-free.
+    #[inline]
     pub fn runs_script(&self, argv: ArgvRef<'_>) -> bool {
         self.may_concern(Class::FILTER_SCRIPT, argv) && self.command(argv).is_some_and(|c| c.class.has(Class::SCRIPT))
     }
