@@ -131,9 +131,13 @@ fn pool_config(limits: &Limits) -> PoolConfig {
     PoolConfig { max_idle: limits.max_concurrent_batches.clamp(1, 64), share: limits.shared_connections, ..PoolConfig::default() }
 }
 
-impl AppState {
+/// An [`AppState`] being put together at start-up: the settings go in by
+/// value, and [`AppStateBuilder::build`] shares the result.
+pub struct AppStateBuilder(Inner);
+
+impl AppStateBuilder {
     /// The API on one Redis (or cluster) shared by every caller.
-    pub fn new(
+    pub fn shared(
         target: RedisTarget,
         source: RedisSource,
         limits: Limits,
@@ -141,20 +145,44 @@ impl AppState {
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
         let pool = Pool::new(target.clone(), pool_config(&limits));
-        AppState::with_redis(Redis::Shared(Shared { target, source, pool, readonly: None, admin: None }), limits, web_dir, runtimes)
+        let shared = Shared {
+            target,
+            source,
+            pool,
+            readonly: None,
+            admin: None,
+        };
+        Self::with_redis(Redis::Shared(shared), limits, web_dir, runtimes)
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
-    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
-        AppState::with_redis(Redis::Sandbox(supervisor), limits, web_dir, runtimes)
+    pub fn sandboxed(
+        supervisor: Arc<crate::sandbox::Supervisor>,
+        limits: Limits,
+        web_dir: PathBuf,
+        runtimes: Vec<tokio::runtime::Handle>,
+    ) -> Self {
+        Self::with_redis(Redis::Sandbox(supervisor), limits, web_dir, runtimes)
     }
 
-    fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+    fn with_redis(
+        redis: Redis,
+        limits: Limits,
+        web_dir: PathBuf,
+        runtimes: Vec<tokio::runtime::Handle>,
+    ) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
-        let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
+        let sessions = session::Sessions::new(
+            limits.session_idle_ms,
+            limits.max_sessions,
+            limits.max_sessions_per_client,
+        );
+        let shares = share::Shares::new(
+            limits.max_batches_per_client,
+            limits.max_blocking_per_client,
+        );
         let budget = budget::Budget::new(limits.max_response_memory);
-        AppState(Arc::new(Inner {
+        AppStateBuilder(Inner {
             redis,
             sessions,
             shares,
@@ -173,9 +201,75 @@ impl AppState {
             live: Default::default(),
             rate: Default::default(),
             docs: Default::default(),
-        }))
+        })
     }
 
+    /// The request guards of `policy`.
+    pub fn with_guard(mut self, policy: guard::Policy) -> Self {
+        self.0.guard = Arc::new(policy);
+        self
+    }
+
+    /// The commands the operator allows beyond the defaults.
+    pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
+        self.0.allow = allow;
+        self
+    }
+
+    /// Rate limits `limits`.
+    pub fn with_rate(mut self, limits: rate::RateLimits) -> Self {
+        self.0.rate = rate::Limiter::new(limits);
+        self
+    }
+
+    /// The tokens and the Upstash surface's settings.
+    pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
+        let inner = &mut self.0;
+        inner.auth = auth;
+        // The Upstash routes' CORS origins pass the request guards there.
+        let origins: Vec<&str> = upstash
+            .cors_origins
+            .iter()
+            .filter_map(|o| o.to_str().ok())
+            .collect();
+        let any = if upstash.cors_any {
+            vec!["*"]
+        } else {
+            Vec::new()
+        };
+        inner.guard = Arc::new(
+            (*inner.guard)
+                .clone()
+                .with_upstash_origins(origins.into_iter().chain(any)),
+        );
+        inner.upstash = upstash;
+        self
+    }
+
+    /// The embedded Redis's ACL users (`crate::acl`; the state's target is
+    /// the batch user's already): read-only tokens' batches run as the
+    /// read-only user, operator tokens' as `admin` (the default user's
+    /// target).
+    pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
+        let config = pool_config(&self.0.limits);
+        if let Redis::Shared(shared) = &mut self.0.redis {
+            shared.readonly = Some(
+                shared
+                    .pool
+                    .sibling(users.readonly.target(&shared.target), config.clone()),
+            );
+            shared.admin = Some(shared.pool.sibling(admin, config));
+        }
+        self
+    }
+
+    /// The state, ready to be shared by every request.
+    pub fn build(self) -> AppState {
+        AppState(Arc::new(self.0))
+    }
+}
+
+impl AppState {
     /// The shared Redis (`None` in the sandbox).
     pub fn shared(&self) -> Option<&Shared> {
         match &self.redis {
@@ -190,52 +284,6 @@ impl AppState {
             Redis::Sandbox(s) => Some(s),
             Redis::Shared(_) => None,
         }
-    }
-
-    /// This state with the request guards of `policy` (at start-up, before
-    /// the state is shared).
-    pub fn with_guard(mut self, policy: guard::Policy) -> Self {
-        Arc::get_mut(&mut self.0).expect("with_guard before the state is shared").guard = Arc::new(policy);
-        self
-    }
-
-    /// The state with `allow` (operator flags). Panics once the state was cloned.
-    pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
-        Arc::get_mut(&mut self.0).expect("with_allow before the state is shared").allow = allow;
-        self
-    }
-
-    /// The state with rate limits `limits` (before the state is shared).
-    pub fn with_rate(mut self, limits: rate::RateLimits) -> Self {
-        Arc::get_mut(&mut self.0).expect("with_rate before the state is shared").rate = rate::Limiter::new(limits);
-        self
-    }
-
-    /// The tokens and the Upstash surface's settings; called once, before
-    /// the state is shared (by `pipelab serve` and the tests).
-    pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
-        let inner = Arc::get_mut(&mut self.0).expect("configured before the state is shared");
-        inner.auth = auth;
-        // The Upstash routes' CORS origins pass the request guards there.
-        let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
-        let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
-        inner.guard = Arc::new((*inner.guard).clone().with_upstash_origins(origins.into_iter().chain(any)));
-        inner.upstash = upstash;
-        self
-    }
-
-    /// The embedded Redis's ACL users (`crate::acl`; the state's target is
-    /// the batch user's already): read-only tokens' batches run as the
-    /// read-only user, operator tokens' as `admin` (the default user's
-    /// target); called once, before the state is shared.
-    pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
-        let inner = Arc::get_mut(&mut self.0).expect("with_users before the state is shared");
-        let config = pool_config(&inner.limits);
-        if let Redis::Shared(shared) = &mut inner.redis {
-            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config.clone()));
-            shared.admin = Some(shared.pool.sibling(admin, config));
-        }
-        self
     }
 
     /// A serving runtime other than the caller's, in turn (the caller's if

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pipelab::api::guard::Policy;
-use pipelab::api::{self, AppState, RedisSource};
+use pipelab::api::{self, AppStateBuilder, RedisSource};
 use pipelab::net::cap::{ConnCap, Permit};
 use pipelab::net::write_timeout::WriteTimeout;
 use pipelab::config::ServeConfig;
@@ -174,7 +174,7 @@ fn serve_on_threads(
         let state = match redis {
             Backing::Shared(target, source) => {
                 let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
-                let state = AppState::new(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles);
+                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles);
                 match users {
                     Some(users) => state.with_users(users, target),
                     None => state,
@@ -183,7 +183,7 @@ fn serve_on_threads(
             Backing::Sandbox(sup) => {
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), "sandbox on: a redis-server of their own for each visitor");
-                AppState::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
             }
         };
         state
@@ -191,6 +191,7 @@ fn serve_on_threads(
             .with_allow(pipelab::commands::Allow { migrate: cfg.allow_migrate })
             .configure(access.0, access.1)
             .with_rate(access.2)
+            .build()
     };
     if let (None, Some(shared)) = (users, state.shared()) {
         // `--redis`: pipelab cannot make the user; it tells what scripts could reach.

@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use clap::{Args, FromArgMatches};
 use pipelab::api::guard::{GuardConfig, Policy};
-use pipelab::api::{router, AppState, RedisSource};
+use pipelab::api::{router, AppState, AppStateBuilder, RedisSource};
 use pipelab::config::Limits;
 use pipelab::conn::RedisTarget;
 use serde_json::Value as Json;
@@ -40,24 +40,25 @@ impl App {
     }
 
     /// [`App::with_web_dir`], the state passed through `configure` first
-    /// (tokens, Upstash settings: `AppState::configure`).
-    pub fn configured(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf, configure: impl FnOnce(AppState) -> AppState) -> App {
-        let state = AppState::new(target(redis_url), RedisSource::Configured, limits(limit_flags), web_dir, Vec::new());
-        App::from_state(configure(state))
+    /// (tokens, Upstash settings: `AppStateBuilder::configure`).
+    pub fn configured(redis_url: &str, limit_flags: &[&str], web_dir: PathBuf, configure: impl FnOnce(AppStateBuilder) -> AppStateBuilder) -> App {
+        let state = AppStateBuilder::shared(target(redis_url), RedisSource::Configured, limits(limit_flags), web_dir, Vec::new());
+        App::from_state(configure(state).build())
     }
 
     /// [`App::start`] with the request guards `pipelab serve` would take
     /// from `guard` (`--allowed-origins`, `--allowed-hosts`), listening (as
     /// far as the guards know) on 127.0.0.1:8080.
     pub fn with_guard(redis_url: &str, limit_flags: &[&str], guard: &GuardConfig) -> App {
-        let state = AppState::new(
+        let state = AppStateBuilder::shared(
             target(redis_url),
             RedisSource::Configured,
             limits(limit_flags),
             PathBuf::from("/nonexistent/pipelab-web-dist"),
             Vec::new(),
         )
-        .with_guard(Policy::new(guard, Some("127.0.0.1:8080".parse().unwrap())));
+        .with_guard(Policy::new(guard, Some("127.0.0.1:8080".parse().unwrap())))
+        .build();
         App::from_state(state)
     }
 
@@ -65,7 +66,7 @@ impl App {
     /// of their own, started by a supervisor with `settings`.
     pub fn sandboxed(settings: pipelab::sandbox::Settings, limit_flags: &[&str]) -> App {
         let supervisor = pipelab::sandbox::Supervisor::start(settings).expect("the sandbox's first redis-server");
-        App::from_state(AppState::sandboxed(supervisor, limits(limit_flags), PathBuf::from("/nonexistent/pipelab-web-dist"), Vec::new()))
+        App::from_state(AppStateBuilder::sandboxed(supervisor, limits(limit_flags), PathBuf::from("/nonexistent/pipelab-web-dist"), Vec::new()).build())
     }
 
     fn from_state(state: AppState) -> App {
