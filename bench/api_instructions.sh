@@ -9,13 +9,14 @@
 #
 # Each binary serves on one thread (`--threads 1`) against its own
 # redis-server; one kept-alive client sends SMALL then LARGE requests
-# (after 20 to warm up), and the figure is
+# (after 20 to warm up; 1 with SHAPE=big), and the figure is
 # (instructions after LARGE - after SMALL) / (LARGE - SMALL), so start-up
 # and shutdown cancel out.
 #
 #   bench/api_instructions.sh [BINARY ...]          # default target/release/pipelab (built)
 #   PATH_=/ bench/api_instructions.sh BIN           # Upstash `POST /` with ["SET","bench","v"]
 #   KEEP=dir bench/api_instructions.sh BIN          # keep the callgrind files in dir
+#   SHAPE=big SMALL=1 LARGE=3 bench/api_instructions.sh BIN   # per 100k-SET batch (bench/load.sh's)
 #
 # Needs valgrind (installed with apt-get when missing), redis-server, python3.
 set -euo pipefail
@@ -24,6 +25,9 @@ source bench/lib.sh
 SMALL=${SMALL:-1000}
 LARGE=${LARGE:-3000}
 ROUTE=${PATH_:-/api/v1/batch}
+SHAPE=${SHAPE:-one}
+WARM=20
+[ "$SHAPE" = one ] || WARM=1
 ensure_pkg valgrind
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
@@ -34,9 +38,12 @@ out=${KEEP:-$work}
 mkdir -p "$out"
 
 cat >"$work/client.py" <<'PY'
-import http.client, sys
-port, n, route = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+import http.client, json, sys
+port, n, route, shape = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 body = b'{"commands": [["SET", "bench", "v"]]}' if route != "/" else b'["SET", "bench", "v"]'
+if shape == "big":
+    body = json.dumps({"commands": [["SET", f"load:{i:06d}", f"value:{i:06d}"] for i in range(100000)],
+                       "mode": "pipeline", "batch_size": 100000, "results": "errors"}).encode()
 c = http.client.HTTPConnection("127.0.0.1", port)
 for _ in range(n):
     c.request("POST", route, body, {"Content-Type": "application/json"})
@@ -57,8 +64,8 @@ instructions() {
     --listen "127.0.0.1:$aport" --redis "redis://127.0.0.1:$rport" --web-dir "$work/none" >/dev/null 2>"$work/valgrind.log" &
   vpid=$!
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$aport") 2>/dev/null && break; sleep 0.1; done
-  python3 "$work/client.py" "$aport" 20 "$ROUTE"
-  python3 "$work/client.py" "$aport" "$2" "$ROUTE"
+  python3 "$work/client.py" "$aport" "$WARM" "$ROUTE" "$SHAPE"
+  python3 "$work/client.py" "$aport" "$2" "$ROUTE" "$SHAPE"
   kill -TERM "$vpid"; wait "$vpid" || true
   kill "$rpid"; wait "$rpid" 2>/dev/null || true
   # Less quanta's clock calibration (metrics' clock, once per process): it

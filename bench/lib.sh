@@ -1,4 +1,4 @@
-# Sourced by bench/token_overhead.sh, bench/load.sh and bench/api_instructions.sh: a work directory
+# Sourced by bench/token_overhead.sh, bench/load.sh, bench/load_ab.sh and bench/api_instructions.sh: a work directory
 # and the processes started, both cleaned up on exit; free ports; medians;
 # and the load generator wrk. Not used by CI (scripts/test.sh).
 
