@@ -4,7 +4,7 @@
 // from the server's OpenAPI document (./types.ts).
 import { parseJsonExact } from '../replyJson.js';
 import { noteUnauthorized, withToken } from './token.js';
-import type { BatchRequest, BatchResponse, CommandsResponse, CompareRequest, CompareResponse, InfoResponse, SweepRequest, SweepResponse } from './types.js';
+import type { BatchRequest, BatchResponse, CommandsResponse, CompareRequest, CompareResponse, InfoResponse, Session, SessionOptions, SweepRequest, SweepResponse } from './types.js';
 
 export type * from './types.js';
 
@@ -60,23 +60,6 @@ export const batch = (req: BatchRequest) => postJson<BatchResponse>('api/v1/batc
 export const commandDocs = async () => JSON.parse(await call('api/v1/commands')) as CommandsResponse;
 export const compare = (req: CompareRequest) => postJson<CompareResponse>('api/v1/compare', req);
 export const sweep = (req: SweepRequest) => postJson<SweepResponse>('api/v1/sweep', req);
-
-/** A session: a Redis connection that outlives a batch (docs/api.md#sessions); times in ms. */
-export interface Session {
-  id: string;
-  /** Closed after this long without a batch. */
-  idle_ms: number;
-  /** When it closes if unused (ms since the Unix epoch). */
-  expires_at_ms: number;
-}
-
-/** A session's connection settings, fixed when it opens: every batch on it pays its simulated RTT (ms). */
-export interface SessionOptions {
-  resp3?: boolean;
-  simulated_rtt_ms?: number;
-  /** Mbit/s each way; absent: unlimited. */
-  simulated_bandwidth_mbps?: number;
-}
 
 /**
  * POST /api/v1/sessions: 201 with the new session (503 `too_many_sessions` at

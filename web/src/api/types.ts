@@ -7,7 +7,7 @@ import type * as Schema from './schema.js';
 import type { ReplyJson } from '../replyJson.js';
 
 export type {
-  Arg, ArgDoc, BatchRequest, CommandDoc, CommandsResponse, CompareRequest, ErrorBody, InfoResponse, Mode, OnError, Status, Summary, SweepRequest, SweepResponse, TransactionOutcome,
+  Arg, ArgDoc, BatchRequest, CommandDoc, CommandsResponse, CompareRequest, ErrorBody, InfoResponse, Mode, OnError, SessionRequest, SessionResponse, Status, Summary, SweepRequest, SweepResponse, TransactionOutcome,
 } from './schema.js';
 
 /** One command's result, its reply as the page parses it. */
@@ -15,3 +15,8 @@ export type CommandResult = Omit<Schema.CommandResult, 'reply'> & { reply?: Repl
 export type BatchResponse = Omit<Schema.BatchResponse, 'results'> & { results: CommandResult[] };
 export type CompareRun = Omit<Schema.CompareRun, 'results'> & { results?: CommandResult[] | null };
 export type CompareResponse = Omit<Schema.CompareResponse, 'runs'> & { runs: CompareRun[] };
+
+/** A session: a Redis connection that outlives a batch (docs/api.md#sessions); times in ms. */
+export type Session = Schema.SessionResponse;
+/** A session's connection settings, fixed when it opens: every batch on it pays its simulated RTT. */
+export type SessionOptions = Schema.SessionRequest;
