@@ -98,7 +98,7 @@ pub struct Inner {
     pub runtimes: Vec<tokio::runtime::Handle>,
     /// Which runtime the next big batch goes to.
     next_runtime: std::sync::atomic::AtomicUsize,
-    /// Who may send requests ([`guard`]); [`AppState::with_guard`] sets it.
+    /// Who may send requests ([`guard`]); [`AppStateBuilder::with_guard`] sets it.
     pub guard: Arc<guard::Policy>,
     /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
     pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
@@ -119,7 +119,7 @@ pub struct Inner {
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
     /// Rate limits per client address and token ([`rate`]); off unless
-    /// [`AppState::with_rate`].
+    /// [`AppStateBuilder::with_rate`].
     pub rate: rate::Limiter,
     /// `GET /api/v1/commands`'s answer for the server's current run ([`commands`]).
     pub docs: commands::DocsCache,
