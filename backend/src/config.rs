@@ -81,7 +81,7 @@ pub struct ServeConfig {
     pub write_timeout_ms: u64,
 
     #[command(flatten)]
-    pub guard: crate::api::guard::GuardConfig,
+    pub guard: GuardConfig,
 
     #[command(flatten)]
     pub embedded: crate::embedded::EmbeddedConfig,
@@ -90,10 +90,10 @@ pub struct ServeConfig {
     pub limits: Limits,
 
     #[command(flatten)]
-    pub auth: crate::api::auth::AuthConfig,
+    pub auth: AuthConfig,
 
     #[command(flatten)]
-    pub upstash: crate::upstash::UpstashConfig,
+    pub upstash: UpstashConfig,
 
     /// `--sandbox` and its limits (rate limits on by default in the sandbox
     /// read `sandbox.sandbox`).
@@ -107,7 +107,7 @@ pub struct ServeConfig {
     pub allow_unauthenticated: bool,
 
     #[command(flatten)]
-    pub rate: crate::api::rate::RateConfig,
+    pub rate: RateConfig,
 }
 
 /// `pipelab serve --sandbox` and its limits (`crate::sandbox`).
@@ -334,6 +334,104 @@ impl Limits {
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)
     }
+}
+
+
+// The flags of the HTTP surface, read here so that configuration depends
+// on nothing above it; `api` and `upstash` take them from here.
+
+/// Token flags of `pipelab serve`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// Full-access token (repeatable; the environment variable takes a
+    /// comma-separated list). With any token set, /api/v1/* and the Upstash
+    /// routes need one. A value on the command line shows in `ps` to every
+    /// user of the machine: prefer PIPELAB_TOKENS or --tokens-file (as for
+    /// every token flag below).
+    #[arg(long = "token", env = "PIPELAB_TOKENS", value_delimiter = ',')]
+    pub tokens: Vec<String>,
+
+    /// File of full-access tokens, one a line (blank lines and lines
+    /// starting with `#` are skipped).
+    #[arg(long, env = "PIPELAB_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+
+    /// Read-only token (repeatable; comma-separated in the environment):
+    /// accepted, but every command that writes is refused (NOPERM). Prefer
+    /// PIPELAB_READONLY_TOKENS to the flag (`ps` shows a flag's value).
+    #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
+    pub readonly_tokens: Vec<String>,
+
+    /// Operator token (repeatable; comma-separated in the environment): full
+    /// access plus the commands that reveal secrets (CONFIG GET, ACL LIST,
+    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token. Prefer
+    /// PIPELAB_OPERATOR_TOKENS to the flag (`ps` shows a flag's value).
+    #[arg(long = "operator-token", env = "PIPELAB_OPERATOR_TOKENS", value_delimiter = ',')]
+    pub operator_tokens: Vec<String>,
+
+    /// Serve /metrics without a token even when tokens are configured.
+    #[arg(long, env = "PIPELAB_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+}
+
+/// `pipelab serve` flags of the guards.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct GuardConfig {
+    /// Origins (`scheme://host[:port]`, comma-separated) whose pages may call
+    /// the API besides the page's own; `*` allows any (not for a Redis you care about).
+    #[arg(long, env = "PIPELAB_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// Host names (comma-separated, `name` or `name:port`; `.example.com`
+    /// for its subdomains too; `*` for any) accepted in the `Host` header
+    /// besides IP addresses, `localhost` and `*.localhost`.
+    #[arg(long, env = "PIPELAB_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Rate-limit flags of `pipelab serve`. A limit not given keeps the
+/// preset's (none, or `api::rate::RateLimits::sandbox`'s); 0 turns it off.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RateConfig {
+    /// Requests per second per client address and per token (0: no limit).
+    #[arg(long, env = "PIPELAB_RATE_REQUESTS")]
+    pub rate_requests: Option<u32>,
+    /// Requests a client may send at once above the rate (default: the rate).
+    #[arg(long, env = "PIPELAB_RATE_REQUESTS_BURST", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_requests_burst: Option<u32>,
+    /// Commands per second per client address and per token (0: no limit).
+    #[arg(long, env = "PIPELAB_RATE_COMMANDS")]
+    pub rate_commands: Option<u32>,
+    /// Commands a client may send at once; also the most commands one
+    /// request may hold while the limit is on (default: the rate).
+    #[arg(long, env = "PIPELAB_RATE_COMMANDS_BURST", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_commands_burst: Option<u32>,
+    /// Request-body bytes per second per client address and per token (0: no limit).
+    #[arg(long, env = "PIPELAB_RATE_BYTES")]
+    pub rate_bytes: Option<u32>,
+    /// Body bytes a client may send at once; also the largest body one
+    /// request may have while the limit is on (default: the rate).
+    #[arg(long, env = "PIPELAB_RATE_BYTES_BURST", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_bytes_burst: Option<u32>,
+    /// Take the client address from the last `X-Forwarded-For` entry rather
+    /// than the socket's peer: only behind a proxy that appends it.
+    #[arg(long, env = "PIPELAB_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
+}
+
+/// Flags of `pipelab serve` for the Upstash surface.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct UpstashConfig {
+    /// Serve the Upstash-compatible routes under this path (`/upstash`:
+    /// `POST /upstash`, `/upstash/pipeline`, …) instead of the root, where
+    /// `GET /` stays the playground and `POST /` is a command.
+    #[arg(long, env = "PIPELAB_UPSTASH_PREFIX")]
+    pub upstash_prefix: Option<String>,
+
+    /// Origins that browsers may call the Upstash routes from (CORS):
+    /// repeatable or comma-separated, `*` for any; none by default.
+    #[arg(long = "upstash-cors-origin", env = "PIPELAB_UPSTASH_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
 }
 
 #[cfg(test)]

@@ -26,8 +26,6 @@
 //! naming the first other command, nothing sent) and on the Upstash routes
 //! (403 `NOPERM`).
 
-use std::path::PathBuf;
-
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
 use axum::response::{IntoResponse, Response};
@@ -36,39 +34,7 @@ use subtle::ConstantTimeEq;
 use super::error::{ApiCode, ApiError};
 use super::AppState;
 
-/// Token flags of `pipelab serve`.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct AuthConfig {
-    /// Full-access token (repeatable; the environment variable takes a
-    /// comma-separated list). With any token set, /api/v1/* and the Upstash
-    /// routes need one. A value on the command line shows in `ps` to every
-    /// user of the machine: prefer PIPELAB_TOKENS or --tokens-file (as for
-    /// every token flag below).
-    #[arg(long = "token", env = "PIPELAB_TOKENS", value_delimiter = ',')]
-    pub tokens: Vec<String>,
-
-    /// File of full-access tokens, one a line (blank lines and lines
-    /// starting with `#` are skipped).
-    #[arg(long, env = "PIPELAB_TOKENS_FILE")]
-    pub tokens_file: Option<PathBuf>,
-
-    /// Read-only token (repeatable; comma-separated in the environment):
-    /// accepted, but every command that writes is refused (NOPERM). Prefer
-    /// PIPELAB_READONLY_TOKENS to the flag (`ps` shows a flag's value).
-    #[arg(long = "readonly-token", env = "PIPELAB_READONLY_TOKENS", value_delimiter = ',')]
-    pub readonly_tokens: Vec<String>,
-
-    /// Operator token (repeatable; comma-separated in the environment): full
-    /// access plus the commands that reveal secrets (CONFIG GET, ACL LIST,
-    /// ACL GETUSER, ACL DRYRUN, ...), refused to every other token. Prefer
-    /// PIPELAB_OPERATOR_TOKENS to the flag (`ps` shows a flag's value).
-    #[arg(long = "operator-token", env = "PIPELAB_OPERATOR_TOKENS", value_delimiter = ',')]
-    pub operator_tokens: Vec<String>,
-
-    /// Serve /metrics without a token even when tokens are configured.
-    #[arg(long, env = "PIPELAB_METRICS_PUBLIC")]
-    pub metrics_public: bool,
-}
+pub use crate::config::AuthConfig;
 
 /// The token flags among `args` (a process's arguments): their values show
 /// in `ps` to every user of the machine, where the environment and

@@ -59,20 +59,7 @@ pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// The routes whose body is JSON (POST).
 const JSON_ROUTES: [&str; 5] = ["/api/v1/batch", "/api/v1/batches", "/api/v1/compare", "/api/v1/sweep", "/api/v1/sessions"];
 
-/// `pipelab serve` flags of the guards.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct GuardConfig {
-    /// Origins (`scheme://host[:port]`, comma-separated) whose pages may call
-    /// the API besides the page's own; `*` allows any (not for a Redis you care about).
-    #[arg(long, env = "PIPELAB_ALLOWED_ORIGINS", value_delimiter = ',')]
-    pub allowed_origins: Vec<String>,
-
-    /// Host names (comma-separated, `name` or `name:port`; `.example.com`
-    /// for its subdomains too; `*` for any) accepted in the `Host` header
-    /// besides IP addresses, `localhost` and `*.localhost`.
-    #[arg(long, env = "PIPELAB_ALLOWED_HOSTS", value_delimiter = ',')]
-    pub allowed_hosts: Vec<String>,
-}
+pub use crate::config::GuardConfig;
 
 /// The guards' settings, resolved once at start-up.
 #[derive(Debug, Clone, Default)]

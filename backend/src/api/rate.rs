@@ -48,35 +48,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use super::error::{ApiCode, ApiError};
 use super::AppState;
 
-/// Rate-limit flags of `pipelab serve`. A limit not given keeps the
-/// preset's (none, or [`RateLimits::sandbox`]'s); 0 turns it off.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct RateConfig {
-    /// Requests per second per client address and per token (0: no limit).
-    #[arg(long, env = "PIPELAB_RATE_REQUESTS")]
-    pub rate_requests: Option<u32>,
-    /// Requests a client may send at once above the rate (default: the rate).
-    #[arg(long, env = "PIPELAB_RATE_REQUESTS_BURST", value_parser = clap::value_parser!(u32).range(1..))]
-    pub rate_requests_burst: Option<u32>,
-    /// Commands per second per client address and per token (0: no limit).
-    #[arg(long, env = "PIPELAB_RATE_COMMANDS")]
-    pub rate_commands: Option<u32>,
-    /// Commands a client may send at once; also the most commands one
-    /// request may hold while the limit is on (default: the rate).
-    #[arg(long, env = "PIPELAB_RATE_COMMANDS_BURST", value_parser = clap::value_parser!(u32).range(1..))]
-    pub rate_commands_burst: Option<u32>,
-    /// Request-body bytes per second per client address and per token (0: no limit).
-    #[arg(long, env = "PIPELAB_RATE_BYTES")]
-    pub rate_bytes: Option<u32>,
-    /// Body bytes a client may send at once; also the largest body one
-    /// request may have while the limit is on (default: the rate).
-    #[arg(long, env = "PIPELAB_RATE_BYTES_BURST", value_parser = clap::value_parser!(u32).range(1..))]
-    pub rate_bytes_burst: Option<u32>,
-    /// Take the client address from the last `X-Forwarded-For` entry rather
-    /// than the socket's peer: only behind a proxy that appends it.
-    #[arg(long, env = "PIPELAB_TRUST_FORWARDED_FOR")]
-    pub trust_forwarded_for: bool,
-}
+pub use crate::config::RateConfig;
 
 /// One limit: `burst` cells, refilled at `per_second` a second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,20 +33,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::api::AppState;
 
-/// Flags of `pipelab serve` for the Upstash surface.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct UpstashConfig {
-    /// Serve the Upstash-compatible routes under this path (`/upstash`:
-    /// `POST /upstash`, `/upstash/pipeline`, …) instead of the root, where
-    /// `GET /` stays the playground and `POST /` is a command.
-    #[arg(long, env = "PIPELAB_UPSTASH_PREFIX")]
-    pub upstash_prefix: Option<String>,
-
-    /// Origins that browsers may call the Upstash routes from (CORS):
-    /// repeatable or comma-separated, `*` for any; none by default.
-    #[arg(long = "upstash-cors-origin", env = "PIPELAB_UPSTASH_CORS_ORIGINS", value_delimiter = ',')]
-    pub cors_origins: Vec<String>,
-}
+pub use crate::config::UpstashConfig;
 
 /// The Upstash surface's settings and its sync token.
 #[derive(Debug, Default)]
