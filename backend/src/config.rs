@@ -336,7 +336,6 @@ impl Limits {
     }
 }
 
-
 // The flags of the HTTP surface, read here so that configuration depends
 // on nothing above it; `api` and `upstash` take them from here.
 

@@ -145,42 +145,19 @@ impl AppStateBuilder {
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
         let pool = Pool::new(target.clone(), pool_config(&limits));
-        let shared = Shared {
-            target,
-            source,
-            pool,
-            readonly: None,
-            admin: None,
-        };
+        let shared = Shared { target, source, pool, readonly: None, admin: None };
         Self::with_redis(Redis::Shared(shared), limits, web_dir, runtimes)
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
-    pub fn sandboxed(
-        supervisor: Arc<crate::sandbox::Supervisor>,
-        limits: Limits,
-        web_dir: PathBuf,
-        runtimes: Vec<tokio::runtime::Handle>,
-    ) -> Self {
+    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         Self::with_redis(Redis::Sandbox(supervisor), limits, web_dir, runtimes)
     }
 
-    fn with_redis(
-        redis: Redis,
-        limits: Limits,
-        web_dir: PathBuf,
-        runtimes: Vec<tokio::runtime::Handle>,
-    ) -> Self {
+    fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        let sessions = session::Sessions::new(
-            limits.session_idle_ms,
-            limits.max_sessions,
-            limits.max_sessions_per_client,
-        );
-        let shares = share::Shares::new(
-            limits.max_batches_per_client,
-            limits.max_blocking_per_client,
-        );
+        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
+        let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
         let budget = budget::Budget::new(limits.max_response_memory);
         AppStateBuilder(Inner {
             redis,
@@ -227,21 +204,9 @@ impl AppStateBuilder {
         let inner = &mut self.0;
         inner.auth = auth;
         // The Upstash routes' CORS origins pass the request guards there.
-        let origins: Vec<&str> = upstash
-            .cors_origins
-            .iter()
-            .filter_map(|o| o.to_str().ok())
-            .collect();
-        let any = if upstash.cors_any {
-            vec!["*"]
-        } else {
-            Vec::new()
-        };
-        inner.guard = Arc::new(
-            (*inner.guard)
-                .clone()
-                .with_upstash_origins(origins.into_iter().chain(any)),
-        );
+        let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
+        let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
+        inner.guard = Arc::new((*inner.guard).clone().with_upstash_origins(origins.into_iter().chain(any)));
         inner.upstash = upstash;
         self
     }
@@ -253,11 +218,7 @@ impl AppStateBuilder {
     pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
         let config = pool_config(&self.0.limits);
         if let Redis::Shared(shared) = &mut self.0.redis {
-            shared.readonly = Some(
-                shared
-                    .pool
-                    .sibling(users.readonly.target(&shared.target), config.clone()),
-            );
+            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config.clone()));
             shared.admin = Some(shared.pool.sibling(admin, config));
         }
         self

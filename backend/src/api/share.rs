@@ -114,12 +114,7 @@ impl Shares {
     /// At most `batches` running batches per client, `blocking` of them
     /// with a command that may block (each at least 1).
     pub fn new(batches: usize, blocking: usize) -> Arc<Shares> {
-        Arc::new(Shares {
-            batches: batches.max(1),
-            blocking: blocking.max(1),
-            clients: Mutex::default(),
-            freed: Notify::new(),
-        })
+        Arc::new(Shares { batches: batches.max(1), blocking: blocking.max(1), clients: Mutex::default(), freed: Notify::new() })
     }
 
     /// Clients with a batch running now.
@@ -129,12 +124,7 @@ impl Shares {
 
     /// A place for a batch of `client` (one that may block if `blocking`),
     /// waiting for one until `deadline`. Errors: 503 `busy` naming the cap.
-    pub async fn take(
-        &self,
-        client: ClientKey,
-        blocking: bool,
-        deadline: Instant,
-    ) -> Result<Held<'_>, ApiError> {
+    pub async fn take(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, ApiError> {
         // Nothing but the lock when the client is under its cap (the usual
         // case): the waiting loop, and its timer, are boxed away from it.
         if let Ok(held) = self.try_take(client, blocking, false) {
@@ -143,12 +133,7 @@ impl Shares {
         Box::pin(self.wait_for(client, blocking, deadline)).await
     }
 
-    async fn wait_for(
-        &self,
-        client: ClientKey,
-        blocking: bool,
-        deadline: Instant,
-    ) -> Result<Held<'_>, ApiError> {
+    async fn wait_for(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, ApiError> {
         loop {
             // Registered before the try: a place given back in between wakes it.
             let freed = self.freed.notified();
@@ -186,11 +171,7 @@ impl Shares {
         } else {
             running.batches += 1;
             running.blocking += usize::from(blocking);
-            return Ok(Held {
-                shares: self,
-                client,
-                blocking,
-            });
+            return Ok(Held { shares: self, client, blocking });
         };
         clients.waiting += usize::from(queue);
         Err(full)
@@ -207,12 +188,7 @@ impl Drop for Waiting<'_> {
 }
 
 fn busy(why: String) -> ApiError {
-    ApiError::new(
-        ApiCode::Busy,
-        format!(
-            "{why}, for the whole batch timeout; nothing was sent; try again when one has ended"
-        ),
-    )
+    ApiError::new(ApiCode::Busy, format!("{why}, for the whole batch timeout; nothing was sent; try again when one has ended"))
 }
 
 #[cfg(test)]
@@ -235,24 +211,14 @@ mod tests {
         // A's second batch waits, and gets in as soon as the first ends.
         let waiter = {
             let shares = shares.clone();
-            tokio::spawn(async move {
-                shares
-                    .take(A, false, soon)
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            })
+            tokio::spawn(async move { shares.take(A, false, soon).await.map(drop).map_err(|e| e.to_string()) })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiter.is_finished());
         let t0 = std::time::Instant::now();
         drop(first);
         waiter.await.unwrap().unwrap();
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "woken after {:?}",
-            t0.elapsed()
-        );
+        assert!(t0.elapsed() < Duration::from_secs(5), "woken after {:?}", t0.elapsed());
         drop(other);
         assert_eq!(shares.clients(), 0, "idle clients are forgotten");
         assert_eq!(shares.clients.lock().unwrap().waiting, 0);
@@ -262,25 +228,11 @@ mod tests {
     async fn past_the_deadline_a_full_share_is_busy_naming_its_flag() {
         let shares = Shares::new(2, 1);
         let _blocking = shares.take(A, true, Instant::now()).await.unwrap();
-        let err = shares
-            .take(A, true, Instant::now() + Duration::from_millis(20))
-            .await
-            .err()
-            .unwrap();
-        assert!(
-            err.to_string().contains("--max-blocking-per-client"),
-            "{err}"
-        );
+        let err = shares.take(A, true, Instant::now() + Duration::from_millis(20)).await.err().unwrap();
+        assert!(err.to_string().contains("--max-blocking-per-client"), "{err}");
         let _plain = shares.take(A, false, Instant::now()).await.unwrap();
-        let err = shares
-            .take(A, false, Instant::now() + Duration::from_millis(20))
-            .await
-            .err()
-            .unwrap();
-        assert!(
-            err.to_string().contains("--max-batches-per-client"),
-            "{err}"
-        );
+        let err = shares.take(A, false, Instant::now() + Duration::from_millis(20)).await.err().unwrap();
+        assert!(err.to_string().contains("--max-batches-per-client"), "{err}");
         assert_eq!(shares.clients.lock().unwrap().waiting, 0);
     }
 }
