@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::caller::Caller;
 use super::error::{ApiCode, ApiError};
+use super::share::ClientKey;
 use super::AppState;
 use crate::commands::Access;
 use crate::exec::Pool;
@@ -30,6 +31,8 @@ pub struct Backend {
     pub access: Access,
     /// In the sandbox: the visitor and their redis-server.
     pub visitor: Option<Lease>,
+    /// Whose fair share its batches count against (`super::share`).
+    pub client: Option<ClientKey>,
 }
 
 impl AppState {
@@ -43,7 +46,7 @@ impl AppState {
             (super::Redis::Sandbox(sup), Some(id)) => {
                 let lease = sup.checkout(id).await.map_err(sandbox_error)?;
                 let pool = lease.child.pool.clone();
-                Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: Some(lease) })
+                Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: Some(lease), client: caller.share })
             }
             // The gate gives every request in the sandbox a visitor.
             (super::Redis::Sandbox(_), None) => Err(ApiError::unavailable("a sandbox request without a visitor")),
@@ -54,7 +57,7 @@ impl AppState {
                     (Access::Operator, _, Some(admin)) => admin.clone(),
                     _ => shared.pool.clone(),
                 };
-                Ok(Backend { pool, probe: shared.pool.clone(), access, visitor: None })
+                Ok(Backend { pool, probe: shared.pool.clone(), access, visitor: None, client: caller.share })
             }
         }
     }
@@ -72,7 +75,7 @@ impl AppState {
         }
         let spare = sup.spare().await.map_err(|e| sandbox_error(e.into()))?;
         let pool = spare.pool.clone();
-        Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: None })
+        Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: None, client: caller.share })
     }
 
     /// The command table before a caller is known (the Upstash routes'

@@ -145,7 +145,7 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
         Some(value) => validate::one_of(ApiCode::InvalidField, "results", "value", value)?,
     };
     let backend = state.backend(&caller).await?;
-    let Caller { access, visitor, client } = caller;
+    let Caller { access, visitor, client, .. } = caller;
     let session = match req.session.take() {
         Some(id) => {
             let s = state.sessions.get(&id, access, visitor.as_ref())?;

@@ -1,8 +1,9 @@
 //! Who sent a request, as the layers in front of the handlers found it:
 //! the token's [`Access`] (`auth`), the sandbox visitor's [`VisitorId`]
 //! (`visitor`) and the rate-limit [`Client`] (`rate`), each left in the
-//! request's extensions. One extractor, so that a handler takes one
-//! argument for them instead of three optional extensions.
+//! request's extensions; and the client whose fair share it counts
+//! against ([`ClientKey`]). One extractor, so that a handler takes one
+//! argument for them instead of several optional extensions.
 
 use std::convert::Infallible;
 
@@ -12,28 +13,31 @@ use axum::http::request::Parts;
 use super::auth::Access;
 use super::error::ApiError;
 use super::rate::Client;
+use super::share::ClientKey;
 use super::AppState;
 use crate::sandbox::VisitorId;
 
 /// The caller of a request: `access` is [`Access::Open`] when no token is
 /// configured; `visitor` is set only with `--sandbox`; `client` only when rate
-/// limits are on.
+/// limits are on; `share` whenever the request came through a socket.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub access: Access,
     pub visitor: Option<VisitorId>,
     pub client: Option<Client>,
+    pub share: Option<ClientKey>,
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
+impl FromRequestParts<AppState> for Caller {
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, Infallible> {
         let ext = &parts.extensions;
         Ok(Caller {
             access: ext.get::<Access>().copied().unwrap_or(Access::Open),
             visitor: ext.get::<VisitorId>().cloned(),
             client: ext.get::<Client>().cloned(),
+            share: ClientKey::of(state, &parts.headers, &parts.uri, ext),
         })
     }
 }

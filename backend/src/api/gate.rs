@@ -25,7 +25,7 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::{auth, budget, headers, rate, share, AppState};
+use super::{auth, budget, headers, rate, AppState};
 
 /// The rules in front of `inner` (the router).
 #[derive(Clone)]
@@ -64,7 +64,6 @@ where
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
         // The request's span names the path only: a query may hold a token (`?_token=`).
         let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
-        let client = client_key(&self.state, &req);
         let running = span.in_scope(|| admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie)));
         let budget = self.state.budget.clone();
         let answered = async move {
@@ -88,21 +87,8 @@ where
             }
             Ok(res)
         };
-        Box::pin(tracing::Instrument::instrument(share::scope(client, answered), span))
+        Box::pin(tracing::Instrument::instrument(answered, span))
     }
-}
-
-/// Who the request counts against for its fair share ([`share`]): the
-/// digest of the token it presents (tokens configured), else its address.
-fn client_key<B>(state: &AppState, req: &axum::http::Request<B>) -> Option<share::ClientKey> {
-    if state.auth.enabled() {
-        if let Some(token) = auth::presented(req.headers(), req.uri()) {
-            return Some(share::ClientKey::Token(auth::digest(&token)));
-        }
-    }
-    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-    let address = rate::forwarded_for(req.headers(), state.rate.limits().trust_forwarded_for).or(peer)?;
-    Some(share::ClientKey::Address(rate::bucket_address(address)))
 }
 
 /// The request as the router should see it, its place under the rate

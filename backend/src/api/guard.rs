@@ -45,7 +45,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::http::{header, HeaderMap, HeaderName, Method};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
 
 use super::error::{ApiCode, ApiError};
 
@@ -133,10 +133,11 @@ impl Policy {
     /// Every guard, in order: head size, `Host`, `Origin` / `Sec-Fetch-Site`,
     /// the rule of requests that change something.
     pub fn check(&self, method: &Method, uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
-        check_head_size(uri, headers)?;
-        let host_header = headers.get(header::HOST);
-        let host = host_header.and_then(|h| h.to_str().ok());
-        if let Some(h) = host_header {
+        let heads = Heads::of(headers);
+        at_most(uri.path_and_query().map_or(0, |p| p.as_str().len()), MAX_URI_BYTES, ApiCode::UriTooLong, "request URI")?;
+        at_most(heads.bytes, MAX_HEADER_BYTES, ApiCode::HeadersTooLarge, "request headers")?;
+        let host = heads.host.and_then(|h| h.to_str().ok());
+        if let Some(h) = heads.host {
             if !host.is_some_and(|h| self.host_allowed(h)) {
                 return Err(ApiError::new(
                     ApiCode::ForbiddenHost,
@@ -151,11 +152,12 @@ impl Policy {
         }
         let path = uri.path();
         let reading = matches!(*method, Method::GET | Method::HEAD);
+        let origin = heads.origin();
         if api_path(path) || !reading {
-            self.check_origin(path, headers, host)?;
+            self.check_origin(path, &heads, origin.as_deref(), host)?;
         }
         if !reading && method != Method::OPTIONS {
-            self.check_state_change(method, path, headers, host)?;
+            self.check_state_change(method, path, &heads, origin.as_deref(), host)?;
         }
         Ok(())
     }
@@ -181,17 +183,18 @@ impl Policy {
     /// path style, `GET /flushall`, and its subscriptions: an `<img src>` or
     /// an `EventSource` of another site must not run them).
     pub fn check_cross_site(&self, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        self.check_origin(path, headers, host)?;
-        self.check_state_change(&Method::GET, path, headers, host)
+        let heads = Heads::of(headers);
+        let host = heads.host.and_then(|h| h.to_str().ok());
+        let origin = heads.origin();
+        self.check_origin(path, &heads, origin.as_deref(), host)?;
+        self.check_state_change(&Method::GET, path, &heads, origin.as_deref(), host)
     }
 
     /// `Origin` is one this server takes requests from on `path`, and a
     /// `Sec-Fetch-Site: cross-site` request comes from a configured one.
-    fn check_origin(&self, path: &str, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
-        let origin = origin_of(headers);
+    fn check_origin(&self, path: &str, heads: &Heads, origin: Option<&str>, host: Option<&str>) -> Result<(), ApiError> {
         let configured = |o: &str| self.allowed.contains(o) || (!api_path(path) && self.upstash.contains(o));
-        if let Some(origin) = &origin {
+        if let Some(origin) = origin {
             if !(self.is_own(origin, host) || configured(origin)) {
                 return Err(forbidden_origin(format!(
                     "Origin {origin:?} may not call this API (a page of another site); start the server with \
@@ -199,7 +202,7 @@ impl Policy {
                 )));
             }
         }
-        if sec_fetch_site(headers).is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site")) && !origin.as_deref().is_some_and(configured) {
+        if heads.sec_fetch_site.is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site")) && !origin.is_some_and(configured) {
             return Err(forbidden_origin(
                 "Sec-Fetch-Site: cross-site: a page of another site may not call this API (allow its origin with --allowed-origins)".to_string(),
             ));
@@ -210,13 +213,13 @@ impl Policy {
     /// The one rule of every request that changes something (see the
     /// module's doc): JSON on the API's body routes; from another origin,
     /// only what a page sends after a preflight.
-    fn check_state_change(&self, method: &Method, path: &str, headers: &HeaderMap, host: Option<&str>) -> Result<(), ApiError> {
+    fn check_state_change(&self, method: &Method, path: &str, heads: &Heads, origin: Option<&str>, host: Option<&str>) -> Result<(), ApiError> {
         if method == Method::POST && JSON_ROUTES.contains(&path) {
-            check_json(headers)?;
+            check_json(heads.content_type)?;
         }
-        let other_origin = origin_of(headers).is_some_and(|o| !self.is_own(&o, host))
-            || sec_fetch_site(headers).is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site") || s.eq_ignore_ascii_case(b"same-site"));
-        if other_origin && !is_json(headers) && !headers.contains_key(header::AUTHORIZATION) {
+        let other_origin = origin.is_some_and(|o| !self.is_own(o, host))
+            || heads.sec_fetch_site.is_some_and(|s| s.eq_ignore_ascii_case(b"cross-site") || s.eq_ignore_ascii_case(b"same-site"));
+        if other_origin && !is_json(heads.content_type) && !heads.authorization {
             return Err(forbidden_origin(
                 "a page of another origin may send this only after a CORS preflight: send it with Content-Type: \
                  application/json or an Authorization header (a form or a text/plain request is refused)"
@@ -233,14 +236,44 @@ impl Policy {
     }
 }
 
-/// The request's `Origin`, normalized.
-fn origin_of(headers: &HeaderMap) -> Option<String> {
-    headers.get(header::ORIGIN).map(|o| normalize(&String::from_utf8_lossy(o.as_bytes())))
+/// The headers the guards read, found in one pass over a request's headers
+/// (each lookup by name would hash the name again), and their size.
+#[derive(Default)]
+struct Heads<'a> {
+    /// Bytes of every header name and value.
+    bytes: usize,
+    host: Option<&'a HeaderValue>,
+    origin: Option<&'a HeaderValue>,
+    sec_fetch_site: Option<&'a [u8]>,
+    content_type: Option<&'a HeaderValue>,
+    authorization: bool,
 }
 
-fn sec_fetch_site(headers: &HeaderMap) -> Option<&[u8]> {
-    const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
-    headers.get(SEC_FETCH_SITE).map(|v| v.as_bytes())
+impl<'a> Heads<'a> {
+    fn of(headers: &'a HeaderMap) -> Heads<'a> {
+        let mut heads = Heads::default();
+        // The first value of a repeated header, as `HeaderMap::get` gives it.
+        for (name, value) in headers {
+            heads.bytes += name.as_str().len() + value.len();
+            if *name == header::HOST {
+                heads.host.get_or_insert(value);
+            } else if *name == header::ORIGIN {
+                heads.origin.get_or_insert(value);
+            } else if *name == header::CONTENT_TYPE {
+                heads.content_type.get_or_insert(value);
+            } else if *name == header::AUTHORIZATION {
+                heads.authorization = true;
+            } else if name.as_str() == "sec-fetch-site" {
+                heads.sec_fetch_site.get_or_insert(value.as_bytes());
+            }
+        }
+        heads
+    }
+
+    /// `Origin`, normalized.
+    fn origin(&self) -> Option<String> {
+        self.origin.map(|o| normalize(&String::from_utf8_lossy(o.as_bytes())))
+    }
 }
 
 fn forbidden_origin(message: String) -> ApiError {
@@ -261,13 +294,6 @@ fn host_name(value: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn check_head_size(uri: &axum::http::Uri, headers: &HeaderMap) -> Result<(), ApiError> {
-    let uri_len = uri.path_and_query().map_or(0, |p| p.as_str().len());
-    at_most(uri_len, MAX_URI_BYTES, ApiCode::UriTooLong, "request URI")?;
-    let header_bytes: usize = headers.iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
-    at_most(header_bytes, MAX_HEADER_BYTES, ApiCode::HeadersTooLarge, "request headers")
-}
-
 /// `Err` with `code` if `what` has more than `max` bytes.
 fn at_most(bytes: usize, max: usize, code: ApiCode, what: &str) -> Result<(), ApiError> {
     if bytes <= max {
@@ -279,17 +305,16 @@ fn at_most(bytes: usize, max: usize, code: ApiCode, what: &str) -> Result<(), Ap
 /// `Content-Type` is `application/json`, with or without parameters: the
 /// media type before any parameter (`; charset=utf-8`), on the bytes
 /// (asked on every batch).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().split(|&b| b == b';').next().unwrap_or_default().trim_ascii().eq_ignore_ascii_case(b"application/json"))
+fn is_json(content_type: Option<&HeaderValue>) -> bool {
+    content_type.is_some_and(|v| v.as_bytes().split(|&b| b == b';').next().unwrap_or_default().trim_ascii().eq_ignore_ascii_case(b"application/json"))
 }
 
 /// `Content-Type` is `application/json`, with or without parameters.
-fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    if is_json(headers) {
+fn check_json(content_type: Option<&HeaderValue>) -> Result<(), ApiError> {
+    if is_json(content_type) {
         return Ok(());
     }
-    let raw = headers.get(header::CONTENT_TYPE);
-    let value = raw.map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let value = content_type.map(|v| String::from_utf8_lossy(v.as_bytes()));
     Err(ApiError::new(
         ApiCode::UnsupportedMediaType,
         match value {
@@ -327,10 +352,10 @@ mod tests {
     #[test]
     fn content_types() {
         let mut h = HeaderMap::new();
-        assert!(check_json(&h).is_err());
+        assert!(check_json(h.get(header::CONTENT_TYPE)).is_err());
         for (v, ok) in [("application/json", true), ("Application/JSON; charset=utf-8", true), ("text/plain", false), ("application/x-www-form-urlencoded", false), ("application/jsonx", false)] {
             h.insert(header::CONTENT_TYPE, v.parse().unwrap());
-            assert_eq!(check_json(&h).is_ok(), ok, "{v}");
+            assert_eq!(check_json(h.get(header::CONTENT_TYPE)).is_ok(), ok, "{v}");
         }
     }
 }

@@ -95,10 +95,17 @@ impl IncrementalBody {
     /// declined (then parse `body` the ordinary way).
     pub fn finish<T: HasCommands>(mut self) -> Result<T, Vec<u8>> {
         let Phase::Done { open, end } = self.phase else { return Err(self.buf) };
-        let mut rest = Vec::with_capacity(self.buf.len() - (end - open) + 4);
-        rest.extend_from_slice(&self.buf[..open]);
-        rest.extend_from_slice(b"null");
-        rest.extend_from_slice(&self.buf[end..]);
+        // A body of `commands` alone (the usual one) leaves nothing else to
+        // read: the other members are parsed from an empty object.
+        let rest = if only_commands(&self.buf[..open], &self.buf[end..]) {
+            b"{}".to_vec()
+        } else {
+            let mut rest = Vec::with_capacity(self.buf.len() - (end - open) + 4);
+            rest.extend_from_slice(&self.buf[..open]);
+            rest.extend_from_slice(b"null");
+            rest.extend_from_slice(&self.buf[end..]);
+            rest
+        };
         // Any error (even one outside `commands`) is left to the ordinary
         // parse of the whole body, whose messages give the right positions.
         match super::extract::parse_json::<T>(&rest) {
@@ -464,6 +471,19 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// `prefix` + the commands array + `suffix` is `{"commands": [...]}`, with
+/// only JSON whitespace around the tokens.
+fn only_commands(prefix: &[u8], suffix: &[u8]) -> bool {
+    fn trim(b: &[u8]) -> &[u8] {
+        let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+        let start = b.iter().position(|c| !ws(c)).unwrap_or(b.len());
+        let end = b.iter().rposition(|c| !ws(c)).map_or(start, |i| i + 1);
+        &b[start..end]
+    }
+    trim(suffix) == b"}"
+        && trim(prefix).strip_prefix(b"{").and_then(|p| trim(p).strip_prefix(b"\"commands\"")).is_some_and(|p| trim(p) == b":")
+}
+
 #[cfg(test)]
 mod tests {
     //! The fast path against serde_json: whatever it accepts, fed in pieces
@@ -511,6 +531,8 @@ mod tests {
             r#"{"commands": [["SET", "ключ", "😀 é"]]}"#,
             r#"{"commands": [["SET", "k", {"base64": "/wAB"}], ["SET", "k2", { "base64" : "/wA" }]]}"#,
             r#"{"commands": []}"#,
+            r#"{"commands": [["SET", "bench", "v"]]}"#,
+            "\r\n{\t\"commands\"\n:[[\"PING\"]]\r}\n",
             r#"{"watch": ["a", {"base64": "YQ=="}], "mode": "transaction", "commands": [["GET", "a"]]}"#,
             r#"{"text": null, "commands": [["ECHO", "[\"not\", \"an\"], [\"argv\"]"]]}"#,
         ] {
@@ -527,6 +549,9 @@ mod tests {
             r#"{"commands": [["SET", "k"]], "commands": [["GET", "k"]]}"#,
             r#"{"comm\u0061nds": [["PING"]]}"#,
             r#"{"commands": [["PING"]]} x"#,
+            r#"{"commands": [["PING"]]}}"#,
+            "{\"commands\": [[\"PING\"]]}\u{c}",
+            "\u{c}{\"commands\": [[\"PING\"]]}",
             r#"{"commands": [["PING"]], "mode": }"#,
             r#"{"commands": [["PING"]]"#,
             r#"{"commands": [["PING"]"#,

@@ -142,13 +142,13 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let (tx, rx) = mpsc::unbounded_channel();
     let task_state = state.clone();
     let task_cancel = cancel.clone();
-    state.other_runtime().spawn(super::share::scope(super::share::current(), async move {
+    state.other_runtime().spawn(async move {
         let mut sink = FlushSink { kept: KeptResults::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
         let out = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel)).await;
         sink.send();
         task_state.live.remove(&id);
         let _ = tx.send(Msg::End(Box::new(out)));
-    }));
+    });
     let body = Lines { buf, rx, done: false, cancel_on_drop: cancel };
     let mut res = Body::new(body).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));

@@ -133,7 +133,7 @@ async fn run_limited_on<K: ResultSink>(
     let deadline = Instant::now() + limits.batch_timeout();
     let traits = Traits::of(batch, &on.pool.commands());
     // The client's own share first: its queue holds none of the server's slots.
-    let _share = match super::share::current() {
+    let _share = match on.client {
         Some(client) => Some(state.shares.take(client, traits.blocks, deadline).await?),
         None => None,
     };

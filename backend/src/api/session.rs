@@ -235,13 +235,12 @@ pub async fn create(
         super::extract::parse_json(&body)?
     };
     let backend = state.backend(&caller).await?;
-    let super::caller::Caller { access, visitor, .. } = caller;
+    let super::caller::Caller { access, visitor, share: client, .. } = caller;
     let simulated_rtt_ms = super::validate::rtt(req.simulated_rtt_ms)?;
     let simulated_bandwidth_mbps = super::validate::bandwidth(req.simulated_bandwidth_mbps)?;
     let resp3 = req.resp3.unwrap_or(false);
     let sessions = &state.sessions;
     sessions.expire();
-    let client = super::share::current();
     if let Some(refused) = sessions.refusal(&sessions.open.lock().expect("sessions lock"), client) {
         return Err(refused);
     }

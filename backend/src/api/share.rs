@@ -15,20 +15,20 @@
 //! The caps on HTTP connections are per address only (nothing else is
 //! known when one is accepted): `crate::net::cap`.
 //!
-//! The client of a request is set by the gate for the request's future
-//! ([`scope`]), and read where a batch takes its slot ([`current`]), so
-//! that no handler has to pass it along; a task a request spawns to run
-//! its batch carries it on ([`scope`] again).
+//! A request's client is found with its caller ([`super::caller::Caller`])
+//! and travels with the Redis it runs on ([`super::backend::Backend`]), so
+//! a batch run by a spawned task, or on a session, still counts against it.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+use axum::http::{Extensions, HeaderMap, Uri};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::error::{ApiCode, ApiError};
+use super::{auth, rate, AppState};
 
 /// Who a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,18 +39,20 @@ pub enum ClientKey {
     Address(IpAddr),
 }
 
-tokio::task_local! {
-    static CLIENT: Option<ClientKey>;
-}
-
-/// `fut` run as `client`'s.
-pub fn scope<F: Future>(client: Option<ClientKey>, fut: F) -> impl Future<Output = F::Output> {
-    CLIENT.scope(client, fut)
-}
-
-/// The client whose request runs now, if any.
-pub fn current() -> Option<ClientKey> {
-    CLIENT.try_with(|c| *c).ok().flatten()
+impl ClientKey {
+    /// The client of a request: the digest of the token it presents
+    /// (tokens configured), else its address; `None` for a request that
+    /// came through no socket (a test's `Router::oneshot`).
+    pub fn of(state: &AppState, headers: &HeaderMap, uri: &Uri, extensions: &Extensions) -> Option<ClientKey> {
+        if state.auth.enabled() {
+            if let Some(token) = auth::presented(headers, uri) {
+                return Some(ClientKey::Token(auth::digest(&token)));
+            }
+        }
+        let peer = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+        let address = rate::forwarded_for(headers, state.rate.limits().trust_forwarded_for).or(peer)?;
+        Some(ClientKey::Address(rate::bucket_address(address)))
+    }
 }
 
 /// One client's running batches, and how many of them may block.
@@ -72,12 +74,19 @@ pub struct Shares {
 
 #[derive(Default)]
 struct Clients {
-    /// Only clients with a batch running: memory follows the clients
-    /// running now.
+    /// Clients with a batch running, and some that had one: an idle one is
+    /// kept until the map has grown to `sweep_at`, so that a client's every
+    /// batch does not insert and remove it again.
     running: HashMap<ClientKey, Running, foldhash::fast::RandomState>,
+    /// Past this many entries the idle ones are dropped: memory follows the
+    /// clients running now.
+    sweep_at: usize,
     /// Batches waiting for a place: only then is a place given back announced.
     waiting: usize,
 }
+
+/// The fewest entries `Clients::running` sweeps at.
+const SWEEP_AT: usize = 1024;
 
 /// A batch's place in its client's share, given back when dropped.
 pub struct Held<'a> {
@@ -92,9 +101,6 @@ impl Drop for Held<'_> {
         if let Some(running) = clients.running.get_mut(&self.client) {
             running.batches -= 1;
             running.blocking -= usize::from(self.blocking);
-            if running.batches == 0 {
-                clients.running.remove(&self.client);
-            }
         }
         let waiting = clients.waiting > 0;
         drop(clients);
@@ -119,7 +125,7 @@ impl Shares {
 
     /// Clients with a batch running now.
     pub fn clients(&self) -> usize {
-        self.clients.lock().expect("shares lock").running.len()
+        self.clients.lock().expect("shares lock").running.values().filter(|r| r.batches > 0).count()
     }
 
     /// A place for a batch of `client` (one that may block if `blocking`),
@@ -163,6 +169,10 @@ impl Shares {
     /// missed) if `queue`.
     fn try_take(&self, client: ClientKey, blocking: bool, queue: bool) -> Result<Held<'_>, Full> {
         let mut clients = self.clients.lock().expect("shares lock");
+        if clients.running.len() >= clients.sweep_at {
+            clients.running.retain(|_, r| r.batches > 0);
+            clients.sweep_at = (2 * clients.running.len()).max(SWEEP_AT);
+        }
         let running = clients.running.entry(client).or_default();
         let full = if running.batches >= self.batches {
             Full::Batches
@@ -220,8 +230,22 @@ mod tests {
         waiter.await.unwrap().unwrap();
         assert!(t0.elapsed() < Duration::from_secs(5), "woken after {:?}", t0.elapsed());
         drop(other);
-        assert_eq!(shares.clients(), 0, "idle clients are forgotten");
+        assert_eq!(shares.clients(), 0, "no client runs a batch");
         assert_eq!(shares.clients.lock().unwrap().waiting, 0);
+    }
+
+    #[tokio::test]
+    async fn idle_clients_are_forgotten_as_the_map_grows() {
+        let shares = Shares::new(1, 1);
+        let busy = shares.take(A, false, Instant::now()).await.unwrap();
+        for i in 0..4 * SWEEP_AT as u32 {
+            let client = ClientKey::Address(IpAddr::from(i.to_be_bytes()));
+            drop(shares.take(client, false, Instant::now()).await.unwrap());
+        }
+        let entries = shares.clients.lock().unwrap().running.len();
+        assert!(entries <= SWEEP_AT, "{entries} entries kept for one running client");
+        assert_eq!(shares.clients(), 1);
+        drop(busy);
     }
 
     #[tokio::test]

@@ -19,6 +19,7 @@ use crate::api::auth::Access;
 use crate::api::rate::{take_commands, Client};
 use crate::api::backend::Backend;
 use crate::api::caller::Caller;
+use crate::api::share::ClientKey;
 use crate::api::AppState;
 use crate::sandbox::VisitorId;
 use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
@@ -53,7 +54,7 @@ pub(super) async fn guard_command_get(state: &AppState, req: Request, page: bool
 
 async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
-    let on = backend(state, visitor_of(&req), access).await?;
+    let on = backend(state, caller(state, &req, access)).await?;
     let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
@@ -80,7 +81,7 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
             "ERR Upstash-Response-Format: resp2 is not supported with /multi-exec",
         ));
     }
-    let on = backend(state, visitor_of(&req), access).await?;
+    let on = backend(state, caller(state, &req, access)).await?;
     let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
@@ -111,7 +112,7 @@ pub async fn path_style(State(state): State<AppState>, req: Request) -> Response
 
 async fn path_command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
-    let on = backend(state, visitor_of(&req), access).await?;
+    let on = backend(state, caller(state, &req, access)).await?;
     let path = state.upstash.strip_prefix(req.uri().path()).to_string();
     let query = req.uri().query().map(str::to_string);
     let client = Client::of(&req);
@@ -137,14 +138,17 @@ async fn is_command_path(state: &AppState, path: String) -> bool {
     state.commands().await.get(&name).is_some()
 }
 
-/// The Redis that serves this request (in the sandbox: its visitor's).
-pub async fn backend(state: &AppState, visitor: Option<VisitorId>, access: Access) -> Result<Backend, UpstashError> {
-    Ok(state.backend(&Caller { access, visitor, client: None }).await?)
+/// The Redis that serves `caller` (in the sandbox: its visitor's).
+pub async fn backend(state: &AppState, caller: Caller) -> Result<Backend, UpstashError> {
+    Ok(state.backend(&caller).await?)
 }
 
-/// The sandbox visitor the gate found for `req` (`None` outside the sandbox).
-pub fn visitor_of(req: &Request) -> Option<VisitorId> {
-    req.extensions().get::<VisitorId>().cloned()
+/// Who sent `req`, with `access` (the token checked in Upstash's way): the
+/// sandbox visitor the gate found, and the client its batches count against.
+pub fn caller(state: &AppState, req: &Request, access: Access) -> Caller {
+    let visitor = req.extensions().get::<VisitorId>().cloned();
+    let share = ClientKey::of(state, req.headers(), req.uri(), req.extensions());
+    Caller { access, visitor, client: None, share }
 }
 
 /// The method and token checks every Upstash route makes first, and the

@@ -52,7 +52,7 @@ pub async fn psubscribe(state: State<AppState>, req: Request) -> Response {
 
 async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {
     let (access, _) = admit(&state, &req)?;
-    let on = super::routes::backend(&state, super::routes::visitor_of(&req), access).await?;
+    let on = super::routes::backend(&state, super::routes::caller(&state, &req, access)).await?;
     let path = state.upstash.strip_prefix(req.uri().path());
     let names: Vec<Vec<u8>> = path
         .trim_matches('/')
