@@ -61,6 +61,7 @@ where
     /// the rules add to its response (a rate-limit refusal found while it
     /// ran, the sandbox's cookie) is settled after; either way with the
     /// security headers.
+    #[allow(clippy::result_large_err)]
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
         // The request's span names the path only: a query may hold a token (`?_token=`).
         let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
@@ -93,6 +94,8 @@ where
 
 /// The request as the router should see it, its place under the rate
 /// limits and the sandbox's cookie to set; or the refusal.
+// The refusal is the answer, sent as it is: boxing it would only move it.
+#[allow(clippy::result_large_err)]
 fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Option<axum::http::HeaderValue>), Response> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
         return Err(refused.into_response());

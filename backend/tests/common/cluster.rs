@@ -144,9 +144,7 @@ impl TestCluster {
             let mine = nodes.lines().find(|l| l.contains("myself")).expect("myself line");
             for range in mine.split_whitespace().skip(8).filter(|r| !r.starts_with('[')) {
                 let (a, b) = range.split_once('-').unwrap_or((range, range));
-                for s in a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap() {
-                    owner[s] = m;
-                }
+                owner[a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()].fill(m);
             }
         }
         owner
