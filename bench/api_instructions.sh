@@ -16,6 +16,7 @@
 #   bench/api_instructions.sh [BINARY ...]          # default target/release/pipelab (built)
 #   PATH_=/ bench/api_instructions.sh BIN           # Upstash `POST /` with ["SET","bench","v"]
 #   KEEP=dir bench/api_instructions.sh BIN          # keep the callgrind files in dir
+#   SHAPE=small bench/api_instructions.sh BIN       # per 10-command batch (bench/load.sh's small one)
 #   SHAPE=big SMALL=1 LARGE=3 bench/api_instructions.sh BIN   # per 100k-SET batch (bench/load.sh's)
 #
 # Needs valgrind (installed with apt-get when missing), redis-server, python3.
@@ -27,7 +28,7 @@ LARGE=${LARGE:-3000}
 ROUTE=${PATH_:-/api/v1/batch}
 SHAPE=${SHAPE:-one}
 WARM=20
-[ "$SHAPE" = one ] || WARM=1
+[ "$SHAPE" = big ] && WARM=1
 ensure_pkg valgrind
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
@@ -41,7 +42,11 @@ cat >"$work/client.py" <<'PY'
 import http.client, json, sys
 port, n, route, shape = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 body = b'{"commands": [["SET", "bench", "v"]]}' if route != "/" else b'["SET", "bench", "v"]'
-if shape == "big":
+if shape == "small":
+    body = json.dumps({"commands": [["SET", "load:k", "v"], ["INCR", "load:n"], ["GET", "load:k"], ["HSET", "load:h", "f", "1"],
+                                    ["HGET", "load:h", "f"], ["LPUSH", "load:l", "x"], ["LTRIM", "load:l", "0", "99"],
+                                    ["EXPIRE", "load:k", "600"], ["EXISTS", "load:k"], ["DEL", "load:gone"]], "mode": "pipeline"}).encode()
+elif shape == "big":
     body = json.dumps({"commands": [["SET", f"load:{i:06d}", f"value:{i:06d}"] for i in range(100000)],
                        "mode": "pipeline", "batch_size": 100000, "results": "errors"}).encode()
 c = http.client.HTTPConnection("127.0.0.1", port)
