@@ -52,7 +52,7 @@ pub const CHUNK: usize = 256 * 1024;
 pub const GROUP: usize = 512;
 
 /// Which per-command results a batch response carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, utoipa::ToSchema, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, utoipa::ToSchema, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 #[schema(as = ResultsFilter)]

@@ -289,8 +289,9 @@ pub fn mode(field: &str, value: &str) -> Result<Mode, ApiError> {
 /// `value` as one of `T`'s names (those serde and clap derive from its
 /// variants); else 400 `code` about `field`, listing the names:
 /// `unknown {what} "x"; expected "a", "b" or "c"`.
-pub fn one_of<T: clap::ValueEnum>(code: ApiCode, field: &str, what: &str, value: &str) -> Result<T, ApiError> {
-    if let Ok(v) = T::from_str(value, false) {
+pub fn one_of<T: clap::ValueEnum + serde::de::DeserializeOwned>(code: ApiCode, field: &str, what: &str, value: &str) -> Result<T, ApiError> {
+    // serde's match on the name, not clap's walk over every variant's names.
+    if let Ok(v) = T::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(value)) {
         return Ok(v);
     }
     let names: Vec<String> = T::value_variants()
@@ -459,6 +460,20 @@ pub fn argument(value: ArgBytes, field: &str, limits: &Limits) -> Result<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each name clap lists (the message's) is one serde reads (the parse's).
+    #[test]
+    fn every_listed_name_is_read() {
+        fn check<T: clap::ValueEnum + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>() {
+            for v in T::value_variants() {
+                let name = v.to_possible_value().expect("a name");
+                assert_eq!(one_of::<T>(ApiCode::InvalidField, "f", "value", name.get_name()).ok().as_ref(), Some(v));
+            }
+        }
+        check::<Mode>();
+        check::<OnError>();
+        check::<super::super::stream::Keep>();
+    }
 
     /// The names come from the enums; the messages read as they always did.
     #[test]
