@@ -219,6 +219,19 @@ mod tests {
     }
 
     #[test]
+    fn savings_at_another_rtt_are_n_minus_one_round_trips_each() {
+        let mut s = crate::doctor::report::Summary { rtt_ms: 1.0, ..Default::default() };
+        for n in [200, 3] {
+            let mut m = missed(n, &[("SET user:*", n)]);
+            m.saving_ms = (n - 1) as f64;
+            s.missed.add(m, 10);
+        }
+        s.at_rtt(2.5);
+        assert_eq!((s.rtt_ms, s.missed.saving_ms), (2.5, (199.0 + 2.0) * 2.5));
+        assert_eq!(s.missed.top_missed.iter().map(|m| (m.rtt_ms, m.saving_ms)).collect::<Vec<_>>(), [(2.5, 199.0 * 2.5), (2.5, 2.0 * 2.5)]);
+    }
+
+    #[test]
     fn an_example_batch_keeps_the_shape_and_the_proportions() {
         let d = Doctor::new(Rule { think_time_us: 50, min_run: 3, rtt_ms: 1.0 }, Arc::new(KeyTable::default()), 4, Box::new(|_| {}));
         let b = example_batch(&d, &missed(4000, &[("SET user:*", 3000), ("GET user:*:name", 999), ("…", 1)]));
