@@ -117,7 +117,7 @@ pub struct ServeConfig {
 
     /// The RTT the doctor's savings are computed at when a request names
     /// none (`?rtt_ms=`), in ms (0 to 1000), as `pipelab doctor --rtt`.
-    #[arg(long, env = "PIPELAB_DOCTOR_RTT", value_parser = rtt_ms, default_value_t = 0.5)]
+    #[arg(long, env = "PIPELAB_DOCTOR_RTT", value_name = "MS", value_parser = rtt_ms, default_value_t = 0.5)]
     pub doctor_rtt: f64,
 
     #[command(flatten)]
