@@ -7,8 +7,10 @@
 # they show), the compare and sweep views, the permalink round trip, each
 # export format and the playground's interactive console on a session
 # (web/test/tutorial-e2e/interactive.test.mjs: its own `pipelab serve` with a
-# short --session-idle-ms) end to end in headless Debian Chromium against
-# `pipelab serve`. Screenshots: artifacts/tutorial-*.png, artifacts/interactive-*.png.
+# short --session-idle-ms) and lesson 10 watching an application live through
+# its own `pipelab serve --doctor-listen` (web/test/tutorial-e2e/doctor-live.test.mjs)
+# end to end in headless Debian Chromium against `pipelab serve`.
+# Screenshots: artifacts/tutorial-*.png, artifacts/interactive-*.png.
 #
 # Installs what it needs when missing (idempotent): PyPI redis, npm packages of
 # web/ (ioredis is a devDependency); scripts/setup.sh installs Debian's
@@ -17,9 +19,10 @@
 #   PIPELAB_SANDBOX=1 PIPELAB_E2E_EMBEDDED=1   run the lessons against a sandboxed `pipelab serve`
 #                      on its own redis-server (as a public deployment runs): only
 #                      web/test/tutorial-e2e/tutorial.test.mjs (every lesson, the compare and
-#                      sweep views, the sandbox note); the other suites never reach the
-#                      sandbox (export generators, permalinks) or need a second client on
-#                      the Redis itself (the interactive console's WATCH and CLIENT KILL)
+#                      sweep views, the sandbox note, lesson 10's fallback); the other suites
+#                      never reach the sandbox (export generators, permalinks), need a second
+#                      client on the Redis itself (the interactive console's WATCH and CLIENT
+#                      KILL) or a doctor, which the sandbox refuses
 #   PIPELAB_WEB_BUILT=1   skip scripts/build-web.sh: web/dist was built by the step before
 #   PIPELAB_BIN=path   use this pipelab binary instead of building target/debug/pipelab (under CARGO_TARGET_DIR if set)
 #   PIPELAB_JEDIS_CLASSPATH=cp   also compile and run the Jedis snippets (Jedis is not in

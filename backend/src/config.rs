@@ -106,6 +106,20 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_ALLOW_UNAUTHENTICATED", value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_unauthenticated: bool,
 
+    /// Also run `pipelab doctor`'s proxy on this address (e.g. 127.0.0.1:6380),
+    /// forwarding to this server's Redis as its batches' user: an application
+    /// pointed here is watched live, its summary at `/api/v1/doctor/summary`
+    /// and in the tutorial's lesson "Your application". A raw Redis port with
+    /// no token: refused with --sandbox, and on a non-loopback address without
+    /// --allow-unauthenticated.
+    #[arg(long, env = "PIPELAB_DOCTOR_LISTEN", value_name = "ADDR")]
+    pub doctor_listen: Option<SocketAddr>,
+
+    /// The RTT the doctor's savings are computed at when a request names
+    /// none (`?rtt_ms=`), in ms (0 to 1000), as `pipelab doctor --rtt`.
+    #[arg(long, env = "PIPELAB_DOCTOR_RTT", value_name = "MS", value_parser = rtt_ms, default_value_t = 0.5)]
+    pub doctor_rtt: f64,
+
     #[command(flatten)]
     pub rate: RateConfig,
 }
@@ -326,6 +340,14 @@ where
 
 /// The largest `simulated_rtt_ms` accepted (docs/api.md#limits: 0 to 1000 ms).
 pub const MAX_SIMULATED_RTT_MS: f64 = 1000.0;
+
+/// An RTT flag's parser: ms from 0 to [`MAX_SIMULATED_RTT_MS`], fractions allowed.
+pub fn rtt_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=MAX_SIMULATED_RTT_MS).contains(&v) => Ok(v),
+        _ => Err(String::from("must be a number of ms from 0 to 1000 (fractions allowed, e.g. 0.2)")),
+    }
+}
 
 impl Limits {
     pub fn batch_timeout(&self) -> Duration {

@@ -51,6 +51,20 @@ pub struct InfoResponse {
     /// Present with `--sandbox`: each visitor's keys are private and expire.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// Present with `--doctor-listen`: an application pointed at `listen`
+    /// is watched live (`GET /api/v1/doctor/summary`, docs/doctor.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doctor: Option<DoctorInfo>,
+}
+
+/// The doctor of `pipelab serve --doctor-listen` (docs/doctor.md).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({"listen": "127.0.0.1:6380", "rtt_ms": 0.5}))]
+pub struct DoctorInfo {
+    /// The address an application connects to instead of Redis (`host:port`).
+    pub listen: String,
+    /// The RTT its savings are computed at unless a request names one (`--doctor-rtt`), ms.
+    pub rtt_ms: f64,
 }
 
 /// The sandbox's limits (`pipelab serve --sandbox`, docs/sandbox.md).
@@ -168,6 +182,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
             visitor_sessions: s.settings().visitor_sessions,
             token: caller.visitor.as_ref().map(|id| id.as_str().to_string()).unwrap_or_default(),
         }),
+        doctor: state.doctor.as_ref().map(|(d, _)| d.clone()),
     }))
 }
 

@@ -123,6 +123,9 @@ pub struct Inner {
     pub rate: rate::Limiter,
     /// `GET /api/v1/commands`'s answer for the server's current run ([`commands`]).
     pub docs: commands::DocsCache,
+    /// `--doctor-listen`: where the doctor listens (for `/info`) and its JSON
+    /// routes, mounted at `/api/v1/doctor` ([`AppStateBuilder::with_doctor`]).
+    pub doctor: Option<(info::DoctorInfo, Router)>,
 }
 
 /// The pool settings of the shared Redis: as many idle connections as
@@ -178,7 +181,16 @@ impl AppStateBuilder {
             live: Default::default(),
             rate: Default::default(),
             docs: Default::default(),
+            doctor: None,
         })
+    }
+
+    /// A doctor listening as `info` says, its JSON API `routes` (paths
+    /// `/summary` and `/flights`: `crate::doctor::ui::mounted`) served
+    /// under `/api/v1/doctor` behind the same rules as every route.
+    pub fn with_doctor(mut self, info: info::DoctorInfo, routes: Router) -> Self {
+        self.0.doctor = Some((info, routes));
+        self
     }
 
     /// The request guards of `policy`.
@@ -301,6 +313,10 @@ fn routes(state: &AppState) -> Router<AppState> {
         .route("/api/v1", any(api_not_found))
         .route("/api/v1/", any(api_not_found))
         .route("/api/v1/{*rest}", any(api_not_found));
+    let api = match &state.doctor {
+        Some((_, doctor)) => api.nest_service("/api/v1/doctor", doctor.clone()),
+        None => api.route("/api/v1/doctor/{*rest}", any(no_doctor)),
+    };
     Router::new()
         .merge(api)
         .route("/healthz", get(health::healthz))
@@ -319,6 +335,10 @@ async fn api_not_found(req: Request) -> ApiError {
             req.uri().path()
         ),
     )
+}
+
+async fn no_doctor() -> ApiError {
+    ApiError::new(ApiCode::NotFound, "no doctor is listening: start pipelab serve with --doctor-listen ADDR (not with --sandbox), or run pipelab doctor")
 }
 
 async fn api_method_not_allowed(req: Request) -> ApiError {

@@ -18,9 +18,41 @@ pub fn check(listen: SocketAddr, tokens: bool, sandbox: bool, allow_unauthentica
     ))
 }
 
+/// `Err` with the one line to print if `--doctor-listen ADDR` may not open:
+/// never with `--sandbox` (a public page must not hand strangers a raw Redis
+/// port), and on a non-loopback address only with `--allow-unauthenticated`
+/// (a Redis port takes no token).
+pub fn check_doctor(doctor: SocketAddr, sandbox: bool, allow_unauthenticated: bool) -> Result<(), String> {
+    if sandbox {
+        return Err(format!(
+            "--doctor-listen {doctor} cannot run with --sandbox: it opens a raw Redis port, and a public sandbox must never hand one to strangers \
+             (run pipelab doctor, or pipelab serve --doctor-listen, on your own machine)"
+        ));
+    }
+    if doctor.ip().is_loopback() || allow_unauthenticated {
+        return Ok(());
+    }
+    Err(format!(
+        "protected mode: refusing --doctor-listen {doctor}: a Redis port takes no token, and anyone who reaches it could read and delete \
+         every key. Listen on 127.0.0.1, or pass --allow-unauthenticated (PIPELAB_ALLOW_UNAUTHENTICATED) to accept the risk"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::{check, check_doctor};
+
+    #[test]
+    fn the_doctor_is_refused_in_the_sandbox_and_open_only_on_loopback() {
+        let (public, local) = ("0.0.0.0:6380".parse().unwrap(), "127.0.0.1:6380".parse().unwrap());
+        for allow in [false, true] {
+            let msg = check_doctor(local, true, allow).unwrap_err();
+            assert!(msg.contains("--doctor-listen") && msg.contains("--sandbox") && !msg.contains('\n'), "{msg}");
+        }
+        assert!(check_doctor(local, false, false).is_ok());
+        assert!(check_doctor(public, false, false).unwrap_err().contains("--allow-unauthenticated"));
+        assert!(check_doctor(public, false, true).is_ok());
+    }
 
     #[test]
     fn only_an_open_public_address_is_refused() {

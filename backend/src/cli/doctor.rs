@@ -34,10 +34,10 @@ pub struct Args {
     /// was idle. Whether a command could have been pipelined is decided on
     /// evidence (it carries no bytes of an earlier reply); this bound is
     /// only the secondary signal, and sits far above a busy machine's stalls.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = doctor::missed::THINK_TIME_US)]
     think_time_us: u64,
     /// Fewest commands in a reported missed pipeline (at least 2).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..))]
+    #[arg(long, default_value_t = doctor::missed::MIN_RUN, value_parser = clap::value_parser!(u64).range(2..))]
     min_run: u64,
     /// Most client connections open at once; more are closed at once (counted as refused).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]

@@ -48,13 +48,8 @@ pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
 }
 
 /// clap parser for `--rtt`: a number of ms from 0 to 1000 (fractional), the
-/// range of `simulated_rtt_ms` (docs/api.md#limits).
-pub fn rtt_ms(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
-        _ => Err(String::from("must be a number of ms from 0 to 1000 (fractions allowed, e.g. 0.2)")),
-    }
-}
+/// range of `simulated_rtt_ms` (docs/api.md#limits); `serve --doctor-rtt` too.
+pub use pipelab::config::rtt_ms;
 
 /// clap parser for `--bandwidth` in Mbit/s.
 pub fn bandwidth_mbps(s: &str) -> Result<f64, String> {

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pipelab::api::guard::Policy;
+use pipelab::api::info::DoctorInfo;
 use pipelab::api::{self, AppStateBuilder, RedisSource};
 use pipelab::net::cap::{ConnCap, Permit};
 use pipelab::net::write_timeout::WriteTimeout;
@@ -42,6 +43,10 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         }
     };
     if let Err(e) = pipelab::api::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
+        eprintln!("pipelab serve: {e}");
+        return ExitCode::from(2);
+    }
+    if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab::api::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
         eprintln!("pipelab serve: {e}");
         return ExitCode::from(2);
     }
@@ -156,6 +161,14 @@ fn serve_on_threads(
             return ExitCode::from(1);
         }
     };
+    let doctor = match cfg.doctor_listen.map(|d| (d, first.block_on(tokio::net::TcpListener::bind(d)))) {
+        None => None,
+        Some((_, Ok(l))) => Some(l),
+        Some((d, Err(e))) => {
+            eprintln!("pipelab serve: cannot listen on --doctor-listen {d}: {e} (choose another address, or leave the flag out)");
+            return ExitCode::from(1);
+        }
+    };
     let local = listener.local_addr().unwrap_or(cfg.listen);
     let addr = local.to_string();
     let shown = match &redis {
@@ -169,18 +182,24 @@ fn serve_on_threads(
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
     let state = {
-        let _rt = first.enter();
         let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         let state = match redis {
             Backing::Shared(target, source) => {
                 let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
+                let doctor = doctor.map(|l| start_doctor(cfg, first, l, batches.clone()));
+                let _rt = first.enter();
                 let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles);
+                let state = match doctor {
+                    Some((info, routes)) => state.with_doctor(info, routes),
+                    None => state,
+                };
                 match users {
                     Some(users) => state.with_users(users, target),
                     None => state,
                 }
             }
             Backing::Sandbox(sup) => {
+                let _rt = first.enter();
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), "sandbox on: a redis-server of their own for each visitor");
                 AppStateBuilder::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
@@ -252,6 +271,30 @@ fn serve_on_threads(
     tracing::info!("pipelab serve stopped");
     ExitCode::SUCCESS
 }
+
+/// `--doctor-listen`: the doctor's proxy accepting on `listener` (on the
+/// first runtime), each connection to `upstream` logged in as the batches'
+/// user, and what `/info` and `/api/v1/doctor` need of it.
+fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: tokio::net::TcpListener, upstream: RedisTarget) -> (DoctorInfo, axum::Router) {
+    use pipelab::doctor::{self, missed, Doctor, KeyTable, Rule};
+    let wait = cfg.limits.connect_timeout();
+    let keys = first.block_on(doctor::key_table(&upstream, wait)).unwrap_or_else(|e| {
+        tracing::warn!("doctor: no key table from {upstream} (commands are grouped by name only): {e}");
+        KeyTable::default()
+    });
+    let rule = Rule { think_time_us: missed::THINK_TIME_US, min_run: missed::MIN_RUN, rtt_ms: cfg.doctor_rtt };
+    let doc = std::sync::Arc::new(Doctor::new(rule, std::sync::Arc::new(keys), DOCTOR_CONNECTIONS, Box::new(|_| {})));
+    let listen = listener.local_addr().map_or_else(|_| cfg.doctor_listen.map(|d| d.to_string()).unwrap_or_default(), |a| a.to_string());
+    tracing::info!(%listen, rtt_ms = cfg.doctor_rtt, "doctor listening: point an application here instead of Redis");
+    println!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)");
+    first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab::delay::Link::default(), doc.clone()));
+    // "open in playground" opens the page that asked, relative to it.
+    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), web_dir: cfg.web_dir.clone() };
+    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, doctor::ui::mounted("/api/v1/doctor", ui))
+}
+
+/// Most connections the doctor of `--doctor-listen` relays at once.
+const DOCTOR_CONNECTIONS: usize = 256;
 
 /// Accepts connections until Ctrl-C or SIGTERM, dealing them to the serving
 /// threads in turn; then closes the listening socket and tells every thread

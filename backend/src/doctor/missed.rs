@@ -21,6 +21,11 @@ const MAX_PATTERNS: usize = 8;
 /// A think time up to this many times the threshold is "just over" it ([`Detector::near_miss`]).
 pub const NEAR_FACTOR: u64 = 100;
 
+/// `--think-time-us`'s default: far above a busy machine's stalls.
+pub const THINK_TIME_US: u64 = 1_000_000;
+/// `--min-run`'s default.
+pub const MIN_RUN: u64 = 3;
+
 /// The detector's rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {

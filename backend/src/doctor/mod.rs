@@ -64,7 +64,59 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
 /// Accepts clients on `listener` forever, each relayed to `upstream` (behind
 /// the delay line when `link` simulates anything) and tracked by `doctor`.
 /// Clients over `--max-connections` are closed at once (counted as refused).
+/// The client does its own AUTH and SELECT.
 pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, link: delay::Link, doctor: Arc<Doctor>) {
+    accept(listener, upstream, connect_timeout, link, doctor, false).await
+}
+
+/// As [`serve`], each connection to `upstream` first logged in as the
+/// target's user and database (AUTH, SELECT; their replies kept from the
+/// client, their commands from the tracker): `pipelab serve --doctor-listen`,
+/// whose clients get the rights of its batches, not of the Redis's default user.
+pub async fn serve_logged_in(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, link: delay::Link, doctor: Arc<Doctor>) {
+    accept(listener, upstream, connect_timeout, link, doctor, true).await
+}
+
+/// AUTH (when `target` has a password) and SELECT (a database other than 0)
+/// on a fresh `server`, before anything of the client's: each reply is one line.
+async fn log_in(server: &mut Box<dyn crate::conn::Stream>, target: &RedisTarget) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut out = Vec::new();
+    let mut steps = 0;
+    if let Some(pass) = &target.password {
+        let mut argv = vec![&b"AUTH"[..]];
+        argv.extend(target.username.as_ref().map(|u| u.as_bytes()));
+        argv.push(pass.as_bytes());
+        resp::encode_command(argv, &mut out);
+        steps += 1;
+    }
+    let db = target.db.to_string();
+    if target.db != 0 {
+        resp::encode_command([&b"SELECT"[..], db.as_bytes()], &mut out);
+        steps += 1;
+    }
+    if steps == 0 {
+        return Ok(());
+    }
+    server.write_all(&out).await.map_err(|e| e.to_string())?;
+    server.flush().await.map_err(|e| e.to_string())?;
+    let mut line = Vec::new();
+    while steps > 0 {
+        line.push(server.read_u8().await.map_err(|e| format!("logging in: {e}"))?);
+        if line.ends_with(b"\r\n") {
+            if line.first() != Some(&b'+') {
+                return Err(format!("logging in: {}", String::from_utf8_lossy(&line).trim_end()));
+            }
+            line.clear();
+            steps -= 1;
+        } else if line.len() > 4096 {
+            return Err("logging in: a reply line of over 4 KiB".into());
+        }
+    }
+    Ok(())
+}
+
+async fn accept(listener: tokio::net::TcpListener, upstream: RedisTarget, connect_timeout: Duration, link: delay::Link, doctor: Arc<Doctor>, login: bool) {
     loop {
         let (client, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -83,13 +135,17 @@ pub async fn serve(listener: tokio::net::TcpListener, upstream: RedisTarget, con
         let upstream = upstream.clone();
         let doctor = doctor.clone();
         tokio::spawn(async move {
-            let result = match connect_stream(&upstream, connect_timeout).await {
+            let connected = match connect_stream(&upstream, connect_timeout).await {
+                Ok(mut server) if login => log_in(&mut server, &upstream).await.map(|()| server).map_err(|e| e.to_string()),
+                other => other.map_err(|e| e.to_string()),
+            };
+            let result = match connected {
                 Ok(server) if link.is_none() => relay::relay(client, server, &tracker, &doctor).await.map_err(|e| e.to_string()),
                 Ok(server) => match delay::wrap(server, link) {
                     Ok(line) => relay::relay(client, line, &tracker, &doctor).await.map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 },
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(e),
             };
             if let Err(e) = result {
                 // A reset by either side is how connections often end: not worth a line each.

@@ -69,6 +69,14 @@ pub struct MissedPipeline {
     pub saving_ms: f64,
 }
 
+impl MissedPipeline {
+    /// Its saving at `rtt_ms` instead of the doctor's `--rtt`.
+    pub fn at_rtt(&mut self, rtt_ms: f64) {
+        self.rtt_ms = rtt_ms;
+        self.saving_ms = self.commands.saturating_sub(1) as f64 * rtt_ms;
+    }
+}
+
 /// Flights whose depth is in `min..=max`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DepthBucket {
@@ -154,6 +162,17 @@ pub struct Summary {
     pub undecoded: Vec<Undecoded>,
     /// The last connections (at most 20), with their recent flights.
     pub recent_connections: Vec<ConnectionReport>,
+}
+
+impl Summary {
+    /// The savings at `rtt_ms` instead of the doctor's `--rtt`: each is
+    /// `(n − 1) × RTT`, so their sum is (commands − pipelines) × RTT.
+    pub fn at_rtt(&mut self, rtt_ms: f64) {
+        self.rtt_ms = rtt_ms;
+        let m = &mut self.missed;
+        m.saving_ms = m.missed_commands.saturating_sub(m.missed_pipelines) as f64 * rtt_ms;
+        m.top_missed.iter_mut().for_each(|p| p.at_rtt(rtt_ms));
+    }
 }
 
 /// Round trips that would have continued a missed pipeline but for a think

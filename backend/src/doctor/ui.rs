@@ -3,9 +3,10 @@
 //! otherwise). Everything comes from the doctor's bounded state in memory
 //! ([`super::stats`]): key patterns, counts and times, never a value.
 //!
-//! - `GET /api/doctor/summary` → [`UiSummary`]: the summary as it stands
-//!   (runs going on are not ended), the missed pipelines (ended and going
-//!   on) with a playground batch each, and where the playground is;
+//! - `GET /api/doctor/summary[?rtt_ms=MS]` → [`UiSummary`]: the summary as
+//!   it stands (runs going on are not ended), the missed pipelines (ended
+//!   and going on) with a playground batch each, and where the playground
+//!   is; savings at `rtt_ms` (0 to 1000) when given, else at `--rtt`;
 //! - `GET /api/doctor/flights?connection=N[&since=US]` → the connection's
 //!   kept flights ([`super::tracker::FLIGHT_RING`] per connection, the most
 //!   recent) that started after `since` µs ([`ConnectionFlights`]); 400
@@ -13,6 +14,9 @@
 //!   more: closed connections stay for the 20 most recent);
 //! - anything else: the built page, `doctor.html` of `--web-dir` (Vite
 //!   builds it with the playground: `scripts/build-web.sh`), and its assets.
+//!
+//! `pipelab serve --doctor-listen` mounts the same two routes under
+//! `/api/v1/doctor` ([`mounted`]), behind its own rules (tokens, guards).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -81,7 +85,7 @@ pub fn router(state: UiState) -> Router {
     Router::new()
         .route("/api/doctor/summary", get(summary))
         .route("/api/doctor/flights", get(flights))
-        .route("/api/doctor/{*rest}", get(not_found))
+        .route("/api/doctor/{*rest}", get(|| not_found("/api/doctor")))
         .fallback(page)
         .with_state(state)
         .layer(axum::middleware::from_fn(move |req: Request, next: axum::middleware::Next| {
@@ -95,6 +99,18 @@ pub fn router(state: UiState) -> Router {
                 res
             }
         }))
+}
+
+/// The JSON API alone, for a router that nests it at `prefix` (its paths
+/// are `/summary` and `/flights`) and has the rules in front of it: JSON
+/// 404 and 405 naming the two routes.
+pub fn mounted(prefix: &'static str, state: UiState) -> Router {
+    Router::new()
+        .route("/summary", get(summary))
+        .route("/flights", get(flights))
+        .method_not_allowed_fallback(move || async move { ApiError::new(ApiCode::MethodNotAllowed, format!("only GET is allowed on {prefix}/summary and {prefix}/flights")) })
+        .fallback(move || not_found(prefix))
+        .with_state(state)
 }
 
 /// A batch of a missed pipeline's shape: each pattern in proportion to its
@@ -113,8 +129,16 @@ pub fn example_batch(doctor: &Doctor, m: &MissedPipeline) -> String {
     lines.join("\n")
 }
 
-async fn summary(State(s): State<UiState>) -> Json<UiSummary> {
-    let (mut summary, going_on) = s.doctor.live_summary();
+async fn summary(State(s): State<UiState>, Query(q): Query<HashMap<String, String>>) -> Result<Json<UiSummary>, ApiError> {
+    if let Some(unknown) = q.keys().find(|k| k.as_str() != "rtt_ms") {
+        return Err(ApiError::field(ApiCode::InvalidField, unknown.clone(), "unknown query parameter (expected `rtt_ms`)"));
+    }
+    let rtt_ms = q.get("rtt_ms").map(|v| crate::config::rtt_ms(v).map_err(|e| ApiError::field(ApiCode::InvalidField, "rtt_ms", format!("{e}, got {v:?}")))).transpose()?;
+    let (mut summary, mut going_on) = s.doctor.live_summary();
+    if let Some(rtt_ms) = rtt_ms {
+        summary.at_rtt(rtt_ms);
+        going_on.iter_mut().for_each(|m| m.at_rtt(rtt_ms));
+    }
     let ended = std::mem::take(&mut summary.missed.top_missed);
     for c in &mut summary.recent_connections {
         c.recent_flights = Vec::new();
@@ -126,7 +150,7 @@ async fn summary(State(s): State<UiState>) -> Json<UiSummary> {
         .into_iter()
         .map(|(m, going_on)| UiMissed { example: example_batch(&s.doctor, &m), missed: m, going_on })
         .collect();
-    Json(UiSummary { summary, missed, playground_url: s.playground_url.clone() })
+    Ok(Json(UiSummary { summary, missed, playground_url: s.playground_url.clone() }))
 }
 
 fn number(q: &HashMap<String, String>, field: &str) -> Result<Option<u64>, ApiError> {
@@ -147,8 +171,8 @@ async fn flights(State(s): State<UiState>, Query(q): Query<HashMap<String, Strin
         .ok_or_else(|| ApiError::field(ApiCode::NotFound, "connection", format!("no connection {id} open or among the 20 most recently closed")))
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(ApiCode::NotFound, "no such endpoint (the doctor serves /api/doctor/summary and /api/doctor/flights)")
+async fn not_found(prefix: &str) -> ApiError {
+    ApiError::new(ApiCode::NotFound, format!("no such endpoint (the doctor serves {prefix}/summary and {prefix}/flights)"))
 }
 
 async fn page(State(s): State<UiState>, req: Request) -> Response {
@@ -192,6 +216,19 @@ mod tests {
             rtt_ms: 1.0,
             saving_ms: 0.0,
         }
+    }
+
+    #[test]
+    fn savings_at_another_rtt_are_n_minus_one_round_trips_each() {
+        let mut s = crate::doctor::report::Summary { rtt_ms: 1.0, ..Default::default() };
+        for n in [200, 3] {
+            let mut m = missed(n, &[("SET user:*", n)]);
+            m.saving_ms = (n - 1) as f64;
+            s.missed.add(m, 10);
+        }
+        s.at_rtt(2.5);
+        assert_eq!((s.rtt_ms, s.missed.saving_ms), (2.5, (199.0 + 2.0) * 2.5));
+        assert_eq!(s.missed.top_missed.iter().map(|m| (m.rtt_ms, m.saving_ms)).collect::<Vec<_>>(), [(2.5, 199.0 * 2.5), (2.5, 2.0 * 2.5)]);
     }
 
     #[test]

@@ -5,15 +5,13 @@
 // histogram and a timeline of flights per connection.
 import { count, el, fmtInt, metrics } from '../lessons/ui.js';
 import { playgroundLink } from './playgroundLink.js';
-import { timeline } from './timeline.js';
-import type { ConnectionFlights, DepthBucket, Flight, Missed, UiSummary } from './types.js';
+import type { ConnectionFlights, DepthBucket, UiSummary } from './types.js';
+import { FlightLog, missedList } from './views.js';
 
-/** Flights kept per connection on the page (the doctor keeps its own recent ones). */
-const KEEP = 256;
 const POLL_MS = 1000;
 
 const $ = (id: string) => document.getElementById(id)!;
-const flights = new Map<number, Flight[]>();
+const log = new FlightLog((c, since) => getJson<ConnectionFlights>(`api/doctor/flights?connection=${c}&since=${since}`).catch(() => null));
 
 async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url);
@@ -37,25 +35,7 @@ function drawTotals(u: UiSummary) {
 }
 
 async function drawMissed(u: UiSummary) {
-  if (u.missed.length === 0) {
-    $('missed').replaceChildren(el('p', { class: 'empty' }, 'None yet: no run of single-command round trips sent back to back.'));
-    return;
-  }
-  const items = await Promise.all(
-    u.missed.map(async (m: Missed) => {
-      const a = el('a', { href: await playgroundLink(u.playground_url, m), target: '_blank', rel: 'noopener', class: 'open-playground' }, 'open in playground');
-      return el(
-        'li',
-        { class: 'missed', 'data-connection': String(m.connection), 'data-commands': String(m.commands), 'data-pattern': m.pattern },
-        el('span', { class: 'what' }, m.description),
-        el('span', {}, `connection ${m.connection} (${m.peer})`),
-        el('span', { class: 'saving', 'data-metric': 'saving_ms', 'data-value': String(m.saving_ms) }, `a pipeline would save ${m.saving_ms.toFixed(1)} ms at ${m.rtt_ms} ms RTT`),
-        ...(m.going_on ? [el('span', { class: 'badge' }, 'going on')] : []),
-        a,
-      );
-    }),
-  );
-  $('missed').replaceChildren(el('ul', { class: 'missed-list' }, ...items));
+  $('missed').replaceChildren(await missedList(u.missed, (m) => playgroundLink(u.playground_url, m)));
 }
 
 function bucketName(b: DepthBucket): string {
@@ -79,31 +59,7 @@ function drawDepth(buckets: DepthBucket[]) {
 }
 
 async function drawTimelines(u: UiSummary) {
-  const conns = u.summary.recent_connections;
-  const fresh = await Promise.all(
-    conns.map((c) => {
-      const kept = flights.get(c.connection) ?? [];
-      const since = kept.length ? kept[kept.length - 1].start_us : 0;
-      return getJson<ConnectionFlights>(`api/doctor/flights?connection=${c.connection}&since=${since}`).catch(() => null);
-    }),
-  );
-  const rows: HTMLElement[] = [];
-  conns.forEach((c, i) => {
-    const got = fresh[i];
-    const kept = (flights.get(c.connection) ?? []).concat(got?.recent_flights ?? []).slice(-KEEP);
-    flights.set(c.connection, kept);
-    const state = got?.open === false ? 'closed' : 'open';
-    rows.push(
-      el(
-        'div',
-        { class: 'conn', 'data-connection': String(c.connection) },
-        el('span', { class: 'label', title: c.peer }, `#${c.connection} ${c.peer} · ${count(c.flights, 'flight')}, depth ≤ ${fmtInt(c.max_depth)} · ${state}`),
-        timeline(kept),
-      ),
-    );
-  });
-  for (const id of [...flights.keys()]) if (!conns.some((c) => c.connection === id)) flights.delete(id);
-  $('timelines').replaceChildren(...(rows.length ? rows : [el('p', { class: 'empty' }, 'No connection yet: point your application at the doctor.')]));
+  $('timelines').replaceChildren(...(await log.rows(u.summary.recent_connections)));
 }
 
 async function poll() {

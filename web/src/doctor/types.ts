@@ -1,5 +1,6 @@
-// The doctor's JSON API (`pipelab doctor --ui`, backend/src/doctor/ui.rs and
-// report.rs; docs/api.md "pipelab doctor --ui"). Times: *_us µs, *_ms ms.
+// The doctor's JSON API (`pipelab doctor --ui` at /api/doctor, `pipelab serve
+// --doctor-listen` at /api/v1/doctor; backend/src/doctor/ui.rs and report.rs;
+// docs/api.md "pipelab doctor --ui"). Times: *_us µs, *_ms ms.
 
 export interface Flight {
   commands: number;
@@ -23,6 +24,10 @@ export interface Missed {
   start_us: number;
   duration_ms: number;
   think_us_max: number;
+  /** Why the run was judged independent, for people. */
+  why: string;
+  /** Comparisons of a command with an earlier reply of the run; none found the reply's bytes in it. */
+  replies_compared: number;
   rtt_ms: number;
   saving_ms: number;
   going_on: boolean;
@@ -46,6 +51,7 @@ export interface Summary {
   transactions: number;
   scripts: number;
   missed_pipelines: number;
+  missed_commands: number;
   saving_ms: number;
   recent_connections: ConnectionReport[];
 }

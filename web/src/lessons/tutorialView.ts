@@ -48,6 +48,7 @@ function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
     el('p', { class: 'claim' }, lesson.claim),
     prose(lesson.text),
     ...(parts.controls ? [el('div', { class: 'lesson-controls' }, parts.controls)] : []),
+    ...(parts.panel ? [parts.panel] : []),
     el('div', { class: 'lesson-actions' }, load, ' ', run),
     out,
   );

@@ -10,6 +10,8 @@ export interface Bridge {
 export interface LessonParts {
   /** The lesson's own knobs (RTT slider, sizes), if any. */
   controls?: HTMLElement;
+  /** A panel of its own under the knobs, drawn by the lesson (lesson 10's live doctor). */
+  panel?: HTMLElement;
   /** The batch that "Load example" puts into the playground, at the current knob values. */
   example(): Partial<PageState>;
   /** Runs the lesson's experiment against the reader's Redis and shows its numbers in `out`. */

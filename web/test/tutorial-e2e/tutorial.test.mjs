@@ -641,6 +641,13 @@ test('with the largest example loaded, typing, switching views and running stay 
 
 test('lesson 10: the saving the doctor reports, (n − 1) × RTT, is what the pipeline saves', { timeout: 60_000 }, async () => {
   await page.click('#tab-tutorial');
+  // No --doctor-listen here (nor ever in the sandbox): how to run one, and the replay.
+  await page.locator('#lesson-10').scrollIntoViewIfNeeded();
+  await page.waitForSelector('#lapp-live[data-state="none"]');
+  const none = await page.innerText('#lapp-live');
+  assert.match(none, /^No doctor is listening on this server/, none);
+  assert.match(none, /scripts\/run\.sh --doctor-listen 127\.0\.0\.1:6380/, none);
+  assert.equal(await page.locator('#lapp-live [data-metric]').count(), 0, 'no live figures without a doctor');
   await runLesson(10);
   const m = await metricsOf(10);
   assert.equal(Number(m.commands), 1000);
