@@ -1,4 +1,4 @@
-//! pipelab as a library: the REST API (`api::router`, driven in-process by
+//! pipelab as a library: the REST API (`server::router`, driven in-process by
 //! the tests) and the Upstash-compatible surface over the engine
 //! (`pipelab_engine`, re-exported here by module), its configuration and
 //! telemetry, the doctor, and the embedded redis-server; shared by the
@@ -11,5 +11,6 @@ pub mod config;
 pub mod doctor;
 pub mod embedded;
 pub mod net;
+pub mod server;
 pub mod telemetry;
 pub mod upstash;

@@ -1,5 +1,5 @@
 //! Defects found by probing the API as an attacker would, each
-//! checked in-process (`api_inproc`: `pipelab::api::router` + `oneshot`) against
+//! checked in-process (`api_inproc`: `pipelab::server::router` + `oneshot`) against
 //! a real redis-server: cross-site requests and DNS rebinding (1), an
 //! unbounded `watch` (3), a reply whose JSON is six times its size (4),
 //! HTTP-layer errors in the API's error shape (11), security headers (12).

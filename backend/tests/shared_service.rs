@@ -1,5 +1,5 @@
 //! The shared service as an attacker tries it, in-process (`api_inproc`:
-//! `pipelab::api::router` + `oneshot`) against a real redis-server: every
+//! `pipelab::server::router` + `oneshot`) against a real redis-server: every
 //! state-changing route under one cross-site rule, and read-only tokens
 //! that fail closed.
 

@@ -18,6 +18,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, HttpBody};
@@ -25,21 +26,58 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use super::error::ApiError;
 use super::{auth, budget, headers, rate, AppState};
+
+/// One HTTP surface behind the gate (the API, Upstash's): the paths it
+/// serves, and how it words a refusal the gate finds before its handler
+/// runs (a rate limit), so that a client gets the error shape it parses.
+pub trait Surface: Send + Sync {
+    fn serves(&self, path: &str) -> bool;
+    fn refusal(&self, e: ApiError) -> Response;
+}
+
+/// The API's surface: `/api/v1/*` and `/metrics`, refused in [`ApiError`]'s shape.
+pub struct ApiSurface;
+
+impl Surface for ApiSurface {
+    fn serves(&self, path: &str) -> bool {
+        path == "/metrics" || path == "/api/v1" || path.starts_with("/api/v1/")
+    }
+
+    fn refusal(&self, e: ApiError) -> Response {
+        e.into_response()
+    }
+}
 
 /// The rules in front of `inner` (the router).
 #[derive(Clone)]
 pub struct Gate<S> {
     state: AppState,
     inner: S,
+    surfaces: Arc<[Box<dyn Surface>]>,
 }
 
 impl<S> Gate<S> {
     /// `inner` (the router, its state given) behind the rules of `state`
-    /// (its guard policy, rate limits, tokens and sandbox).
-    pub fn new(state: AppState, inner: S) -> Gate<S> {
-        Gate { state, inner }
+    /// (its guard policy, rate limits, tokens and sandbox); a refusal is
+    /// worded by the first of `surfaces` that serves its path, else by the
+    /// last.
+    pub fn new(state: AppState, inner: S, surfaces: Vec<Box<dyn Surface>>) -> Gate<S> {
+        assert!(!surfaces.is_empty(), "a gate in front of no surface");
+        Gate { state, inner, surfaces: surfaces.into() }
     }
+}
+
+/// The index of the surface that words `path`'s refusals.
+fn serving(surfaces: &[Box<dyn Surface>], path: &str) -> usize {
+    surfaces.iter().position(|s| s.serves(path)).unwrap_or(surfaces.len() - 1)
+}
+
+/// The surface [`serving`] found, the API's when rate limits are off
+/// (nothing but a rate limit asks then).
+fn surface(found: &Option<(Arc<[Box<dyn Surface>]>, usize)>) -> &dyn Surface {
+    found.as_ref().map_or(&ApiSurface, |(surfaces, i)| surfaces[*i].as_ref())
 }
 
 impl<S, B> tower::Service<axum::http::Request<B>> for Gate<S>
@@ -65,17 +103,20 @@ where
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
         // The request's span names the path only: a query may hold a token (`?_token=`).
         let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
+        // Only rate limits' refusals need the surface (found now: the path goes with the request).
+        let surfaces = (!self.state.rate.is_off()).then(|| (self.surfaces.clone(), serving(&self.surfaces, req.uri().path())));
         let running = span.in_scope(|| admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie)));
         let budget = self.state.budget.clone();
         let answered = async move {
             let mut res = match running {
-                Err(refused) => refused,
+                Err(Refused::Guard(res)) => res,
+                Err(Refused::Rate(l)) => l.response(surface(&surfaces)),
                 Ok((running, admitted, cookie)) => {
                     let Ok(mut res) = running.await;
                     if let Some(cookie) = cookie {
                         res.headers_mut().append(header::SET_COOKIE, cookie);
                     }
-                    rate::settle(admitted, res)
+                    rate::settle(admitted, res, surface(&surfaces))
                 }
             };
             headers::set(&mut res);
@@ -92,18 +133,24 @@ where
     }
 }
 
+/// Why the gate answers a request itself.
+enum Refused {
+    /// The guards' or the token check's answer.
+    Guard(Response),
+    /// A rate limit, worded by the request's surface.
+    Rate(rate::Limited),
+}
+
 /// The request as the router should see it, its place under the rate
 /// limits and the sandbox's cookie to set; or the refusal.
-// The refusal is the answer, sent as it is: boxing it would only move it.
-#[allow(clippy::result_large_err)]
-fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Option<axum::http::HeaderValue>), Response> {
+fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
-        return Err(refused.into_response());
+        return Err(Refused::Guard(refused.into_response()));
     }
-    let (req, admitted) = rate::admit(state, req)?;
+    let (req, admitted) = rate::admit(state, req).map_err(Refused::Rate)?;
     let req = match auth::admit(state, req) {
         Ok(req) => req,
-        Err(refused) => return Err(rate::settle(admitted, refused)),
+        Err(refused) => return Err(Refused::Guard(rate::settle(admitted, refused, &ApiSurface))),
     };
     let (req, cookie) = super::visitor::admit(state, req);
     Ok((req, admitted, cookie))

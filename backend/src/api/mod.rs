@@ -280,20 +280,9 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// What `pipelab serve` serves (and the in-process tests drive with
-/// tower's `oneshot`): the routes behind the rules and the request's span
-/// ([`gate::Gate`]). A tower service rather than a `Router`: see [`gate`]
-/// for why the rules are not `Router::layer`s.
-pub type App = gate::Gate<Router>;
-
-/// The whole HTTP surface: /api/v1/*, /healthz, /readyz, /metrics, the
-/// Upstash surface, and the web files at /; every request through the gate.
-pub fn router(state: AppState) -> App {
-    let routes = routes(&state).with_state(state.clone());
-    gate::Gate::new(state, routes)
-}
-
-fn routes(state: &AppState) -> Router<AppState> {
+/// The API's routes: /api/v1/*, /healthz, /readyz, /metrics
+/// (`crate::server` puts them together with the other surfaces).
+pub fn routes(state: &AppState) -> Router<AppState> {
     // Full paths and a catch-all rather than `nest("/api/v1", ...)`: a nest
     // rewrites every request's URI and routes it twice, and the router's
     // layers were a measurable share of a one-command request's CPU.
@@ -322,8 +311,6 @@ fn routes(state: &AppState) -> Router<AppState> {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .merge(crate::upstash::router(state))
-        .fallback(web::serve)
 }
 
 async fn api_not_found(req: Request) -> ApiError {

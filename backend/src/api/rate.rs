@@ -11,9 +11,9 @@
 //! token's too: a token shared by many machines is limited as one client.
 //!
 //! Past a limit the answer is 429 with `Retry-After` (whole seconds, at
-//! least 1): `{"error": {"code": "rate_limited", …}}` on `/api/v1` and
-//! `/metrics`, Upstash's `{"error": "ERR …"}` elsewhere; nothing is sent to
-//! Redis. A request that could never fit (more commands or bytes than the
+//! least 1), in the error shape of the surface that serves the path
+//! ([`Surface`]: the API's `{"error": {"code": "rate_limited", …}}`,
+//! Upstash's `{"error": "ERR …"}`); nothing is sent to Redis. A request that could never fit (more commands or bytes than the
 //! burst) is a 413 instead: waiting would not help. `/healthz` and `/readyz`
 //! are never limited. Each refusal is counted in `/metrics` as
 //! `pipelab_rate_limited_total{limit, by}`.
@@ -46,6 +46,7 @@ use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::{ApiCode, ApiError};
+use super::gate::Surface;
 use super::AppState;
 
 pub use crate::config::RateConfig;
@@ -203,14 +204,9 @@ impl Limited {
         }
     }
 
-    /// The response in the shape of `path`'s surface, with `Retry-After`.
-    pub fn response(&self, path: &str) -> Response {
-        let e = self.api_error();
-        let mut res = if path == "/metrics" || path == "/api/v1" || path.starts_with("/api/v1/") {
-            e.into_response()
-        } else {
-            crate::upstash::response::UpstashError::new(e.status(), format!("ERR {}", e.body.message)).into_response()
-        };
+    /// The refusal in `surface`'s error shape, with `Retry-After`.
+    pub fn response(&self, surface: &dyn Surface) -> Response {
+        let mut res = surface.refusal(self.api_error());
         if let Some(secs) = self.retry_after_secs() {
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -440,17 +436,15 @@ pub fn take_commands_if_room(state: &AppState, client: Option<&Client>, n: usize
 }
 
 /// A request admitted under the limits, to settle once answered: its
-/// [`Client`] and path, `None` when limits are off or the path is exempt.
-pub struct Admitted(Option<(Client, String)>);
+/// [`Client`], `None` when limits are off or the path is exempt.
+pub struct Admitted(Option<Client>);
 
 /// The request side (in [`super::gate`], before the token check so that
 /// guessing tokens is limited too): a request past the request limit, or
 /// whose `Content-Length` is past the byte limit, is refused (`Err`, the
 /// 429 or 413) before its body is read; the request's [`Client`] is left
 /// in its extensions.
-// The refusal is the answer, sent as it is: boxing it would only move it.
-#[allow(clippy::result_large_err)]
-pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), Response> {
+pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), Limited> {
     if state.rate.is_off() {
         return Ok((req, Admitted(None)));
     }
@@ -458,20 +452,17 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), 
     if path == "/healthz" || path == "/readyz" {
         return Ok((req, Admitted(None)));
     }
-    let path = path.to_string();
     let address = client_address(&req, state.rate.limits.trust_forwarded_for);
     let token = if state.auth.enabled() { super::auth::token_key(&state.auth, req.headers(), req.uri()) } else { None };
     let client = Client::new(address, token);
     if let Err(l) = state.rate.take(Kind::Requests, &client, 1) {
-        return Err(l.response(&path));
+        return Err(l);
     }
     if state.rate.bytes.is_some() {
         let length = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         match length {
             Some(n) => {
-                if let Err(l) = state.rate.take(Kind::Bytes, &client, n) {
-                    return Err(l.response(&path));
-                }
+                state.rate.take(Kind::Bytes, &client, n)?;
             }
             None => {
                 let (parts, body) = req.into_parts();
@@ -481,17 +472,18 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), 
         }
     }
     req.extensions_mut().insert(client.clone());
-    Ok((req, Admitted(Some((client, path)))))
+    Ok((req, Admitted(Some(client))))
 }
 
 /// The response side: a refusal found while the request ran (its
-/// commands, chunked body bytes) replaces the handler's answer.
-pub fn settle(admitted: Admitted, mut res: Response) -> Response {
-    let Admitted(Some((client, path))) = admitted else { return res };
+/// commands, chunked body bytes) replaces the handler's answer, in
+/// `surface`'s shape.
+pub fn settle(admitted: Admitted, mut res: Response, surface: &dyn Surface) -> Response {
+    let Admitted(Some(client)) = admitted else { return res };
     let refused = client.refused.lock().unwrap_or_else(|e| e.into_inner()).take();
     match refused {
         Some(l) => {
-            let mut limited = l.response(&path);
+            let mut limited = l.response(surface);
             // Keep what the handler marked its answer with (the Upstash endpoint family).
             *limited.extensions_mut() = std::mem::take(res.extensions_mut());
             limited
@@ -537,7 +529,7 @@ impl http_body::Body for Metered {
 
 impl IntoResponse for Limited {
     fn into_response(self) -> Response {
-        self.response("/api/v1")
+        self.response(&super::gate::ApiSurface)
     }
 }
 

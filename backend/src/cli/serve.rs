@@ -218,7 +218,7 @@ fn serve_on_threads(
         first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
     }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
-    let app = api::router(state);
+    let app = pipelab::server::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
     let header_timeout = Duration::from_millis(cfg.header_timeout_ms);
@@ -352,7 +352,7 @@ async fn accept(
 /// feature.
 async fn serve_connections(
     mut listener: DealtConnections,
-    app: api::App,
+    app: pipelab::server::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
     grace: Duration,
     (header_timeout, write_timeout): (Duration, Duration),

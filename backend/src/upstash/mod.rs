@@ -26,7 +26,7 @@ pub mod sync;
 
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, Method};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -131,8 +131,8 @@ impl Family {
     }
 }
 
-/// The Upstash routes, under the root or `--upstash-prefix`; merged into
-/// `api::router`.
+/// The Upstash routes, under the root or `--upstash-prefix`; put together
+/// with the API's by `crate::server`.
 pub fn router(state: &AppState) -> Router<AppState> {
     let settings = &state.upstash;
     let p = settings.prefix.clone().unwrap_or_default();
@@ -149,6 +149,28 @@ pub fn router(state: &AppState) -> Router<AppState> {
         routes = routes.layer(cors);
     }
     routes
+}
+
+/// The Upstash surface behind the gate: its paths (under the root, every
+/// path the API does not serve), refused in Upstash's error shape.
+pub struct Surface {
+    prefix: Option<String>,
+}
+
+impl Surface {
+    pub fn new(settings: &Settings) -> Surface {
+        Surface { prefix: settings.prefix.clone() }
+    }
+}
+
+impl crate::api::gate::Surface for Surface {
+    fn serves(&self, path: &str) -> bool {
+        self.prefix.as_deref().is_none_or(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+    }
+
+    fn refusal(&self, e: crate::api::error::ApiError) -> Response {
+        response::UpstashError::new(e.status(), format!("ERR {}", e.body.message)).into_response()
+    }
 }
 
 /// Every Upstash response (not the playground's files served on the same

@@ -1,4 +1,4 @@
-//! The HTTP app in-process for the API tests: `pipelab::api::router` over an
+//! The HTTP app in-process for the API tests: `pipelab::server::router` over an
 //! `AppState` pointing at a real redis-server (tests/common), each request
 //! driven through tower's `ServiceExt::oneshot`, as axum's own testing
 //! example does. No binary, no socket, no port: what these tests check is
@@ -13,7 +13,8 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use clap::{Args, FromArgMatches};
 use pipelab::api::guard::{GuardConfig, Policy};
-use pipelab::api::{router, AppState, AppStateBuilder, RedisSource};
+use pipelab::api::{AppState, AppStateBuilder, RedisSource};
+use pipelab::server::router;
 use pipelab::config::Limits;
 use pipelab::conn::RedisTarget;
 use serde_json::Value as Json;
@@ -24,7 +25,7 @@ pub use crate::common::RedisServer;
 /// The app and its state (for the pool's idle count).
 pub struct App {
     pub state: AppState,
-    router: pipelab::api::App,
+    router: pipelab::server::App,
 }
 
 impl App {
