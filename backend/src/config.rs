@@ -455,6 +455,52 @@ pub struct UpstashConfig {
     pub cors_origins: Vec<String>,
 }
 
+/// The Upstash surface's settings, checked ([`UpstashSettings::from_config`]).
+#[derive(Debug, Clone, Default)]
+pub struct UpstashSettings {
+    /// `--upstash-prefix`, normalized: starts with `/`, no trailing `/`;
+    /// `None`: the root.
+    pub prefix: Option<String>,
+    /// `--upstash-cors-origin`.
+    pub cors_origins: Vec<axum::http::HeaderValue>,
+    /// Any origin (`*`).
+    pub cors_any: bool,
+}
+
+impl UpstashSettings {
+    /// Checks the flags: the prefix must be a path of its own (not `/`,
+    /// not under `/api/v1`), each origin a valid header value.
+    pub fn from_config(cfg: &UpstashConfig) -> Result<UpstashSettings, String> {
+        let prefix = match cfg.upstash_prefix.as_deref().map(|p| p.trim_end_matches('/')) {
+            None | Some("") => None,
+            Some(p) if !p.starts_with('/') => return Err(format!("--upstash-prefix {p:?}: must start with /")),
+            Some(p) if p == "/api" || p.starts_with("/api/") || p.contains(['{', '}', '?', '#', '*']) => {
+                return Err(format!("--upstash-prefix {p:?}: must be a plain path outside /api"))
+            }
+            Some(p) => Some(p.to_string()),
+        };
+        let mut settings = UpstashSettings { prefix, ..UpstashSettings::default() };
+        for origin in &cfg.cors_origins {
+            match origin.trim() {
+                "" => {}
+                "*" => settings.cors_any = true,
+                o => settings.cors_origins.push(
+                    axum::http::HeaderValue::from_str(o).map_err(|_| format!("--upstash-cors-origin {o:?}: not a valid origin"))?,
+                ),
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The path the Upstash routes see, without the prefix.
+    pub fn strip_prefix<'a>(&self, path: &'a str) -> &'a str {
+        match &self.prefix {
+            Some(p) => path.strip_prefix(p.as_str()).unwrap_or(path),
+            None => path,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Limits;

@@ -17,6 +17,6 @@ pub type App = Gate<Router>;
 /// finds is worded by the surface that serves its path.
 pub fn router(state: AppState) -> App {
     let upstash = crate::upstash::Surface::new(&state.upstash);
-    let routes = crate::api::routes(&state).merge(crate::upstash::router(&state)).fallback(crate::api::web::serve).with_state(state.clone());
+    let routes = crate::api::routes(&state).fallback(crate::api::web::serve).with_state(state.clone()).merge(crate::upstash::router(&state));
     Gate::new(state, routes, vec![Box::new(ApiSurface), Box::new(upstash)])
 }

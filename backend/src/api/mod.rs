@@ -109,7 +109,7 @@ pub struct Inner {
     /// The tokens requests need (none: open); see [`auth`].
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
-    pub upstash: crate::upstash::Settings,
+    pub upstash: crate::config::UpstashSettings,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
     /// Each client's share of the batch slots ([`share`]).
@@ -212,7 +212,7 @@ impl AppStateBuilder {
     }
 
     /// The tokens and the Upstash surface's settings.
-    pub fn configure(mut self, auth: auth::Auth, upstash: crate::upstash::Settings) -> Self {
+    pub fn configure(mut self, auth: auth::Auth, upstash: crate::config::UpstashSettings) -> Self {
         let inner = &mut self.0;
         inner.auth = auth;
         // The Upstash routes' CORS origins pass the request guards there.

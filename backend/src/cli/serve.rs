@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use pipelab::api::guard::Policy;
 use pipelab::api::info::DoctorInfo;
-use pipelab::api::{self, AppStateBuilder, RedisSource};
+use pipelab::api::{AppStateBuilder, RedisSource};
 use pipelab::net::cap::{ConnCap, Permit};
 use pipelab::net::write_timeout::WriteTimeout;
 use pipelab::config::ServeConfig;

@@ -31,77 +31,52 @@ use axum::routing::any;
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use std::sync::Arc;
+
 use crate::api::AppState;
 
 pub use crate::config::UpstashConfig;
 
-/// The Upstash surface's settings and its sync token.
-#[derive(Debug, Default)]
-pub struct Settings {
-    /// `--upstash-prefix`, normalized: starts with `/`, no trailing `/`;
-    /// `None`: the root.
-    pub prefix: Option<String>,
-    /// `--upstash-cors-origin`.
-    pub cors_origins: Vec<HeaderValue>,
-    /// Any origin (`*`).
-    pub cors_any: bool,
-    pub sync: sync::SyncToken,
+/// The Upstash surface's settings (`--upstash-prefix`, `--upstash-cors-origin`).
+pub use crate::config::UpstashSettings as Settings;
+
+/// The state of the Upstash routes: the server's, and the sync token of
+/// the writes they ran ([`sync`]).
+#[derive(Clone)]
+pub struct Upstash {
+    app: AppState,
+    pub sync: Arc<sync::SyncToken>,
 }
 
-impl Settings {
-    /// Checks the flags: the prefix must be a path of its own (not `/`,
-    /// not under `/api/v1`), each origin a valid header value.
-    pub fn from_config(cfg: &UpstashConfig) -> Result<Settings, String> {
-        let prefix = match cfg.upstash_prefix.as_deref().map(|p| p.trim_end_matches('/')) {
-            None | Some("") => None,
-            Some(p) if !p.starts_with('/') => return Err(format!("--upstash-prefix {p:?}: must start with /")),
-            Some(p) if p == "/api" || p.starts_with("/api/") || p.contains(['{', '}', '?', '#', '*']) => {
-                return Err(format!("--upstash-prefix {p:?}: must be a plain path outside /api"))
-            }
-            Some(p) => Some(p.to_string()),
-        };
-        let mut settings = Settings { prefix, ..Settings::default() };
-        for origin in &cfg.cors_origins {
-            match origin.trim() {
-                "" => {}
-                "*" => settings.cors_any = true,
-                o => settings.cors_origins.push(
-                    HeaderValue::from_str(o).map_err(|_| format!("--upstash-cors-origin {o:?}: not a valid origin"))?,
-                ),
-            }
-        }
-        Ok(settings)
-    }
+impl std::ops::Deref for Upstash {
+    type Target = AppState;
 
-    /// The path the Upstash routes see, without the prefix.
-    pub fn strip_prefix<'a>(&self, path: &'a str) -> &'a str {
-        match &self.prefix {
-            Some(p) => path.strip_prefix(p.as_str()).unwrap_or(path),
-            None => path,
-        }
+    fn deref(&self) -> &AppState {
+        &self.app
     }
+}
 
-    fn cors(&self) -> Option<CorsLayer> {
-        let origins = if self.cors_any {
-            AllowOrigin::any()
-        } else if !self.cors_origins.is_empty() {
-            AllowOrigin::list(self.cors_origins.clone())
-        } else {
-            return None;
-        };
-        let names = [
-            "authorization", "content-type", "accept", "cache-control", "upstash-encoding",
-            "upstash-response-format", "upstash-sync-token", "upstash-telemetry-sdk",
-            "upstash-telemetry-runtime", "upstash-telemetry-platform", "upstash-telemetry-retry",
-        ];
-        Some(
-            CorsLayer::new()
-                .allow_origin(origins)
-                .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
-                .allow_headers(names.map(HeaderName::from_static))
-                .expose_headers([sync::HEADER_NAME, SERVER_TIMING]),
-        )
-    }
+/// The CORS layer of `--upstash-cors-origin`, if any.
+fn cors(settings: &Settings) -> Option<CorsLayer> {
+    let origins = if settings.cors_any {
+        AllowOrigin::any()
+    } else if !settings.cors_origins.is_empty() {
+        AllowOrigin::list(settings.cors_origins.clone())
+    } else {
+        return None;
+    };
+    let names = [
+        "authorization", "content-type", "accept", "cache-control", "upstash-encoding",
+        "upstash-response-format", "upstash-sync-token", "upstash-telemetry-sdk",
+        "upstash-telemetry-runtime", "upstash-telemetry-platform", "upstash-telemetry-retry",
+    ];
+    Some(
+        CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
+            .allow_headers(names.map(HeaderName::from_static))
+            .expose_headers([sync::HEADER_NAME, SERVER_TIMING]),
+    )
 }
 
 /// Which endpoint a response came from, for `pipelab_upstash_requests_total`.
@@ -131,10 +106,11 @@ impl Family {
     }
 }
 
-/// The Upstash routes, under the root or `--upstash-prefix`; put together
-/// with the API's by `crate::server`.
-pub fn router(state: &AppState) -> Router<AppState> {
-    let settings = &state.upstash;
+/// The Upstash routes, under the root or `--upstash-prefix`, their state
+/// given; put together with the API's by `crate::server`.
+pub fn router(app: &AppState) -> Router {
+    let state = Upstash { app: app.clone(), sync: Arc::default() };
+    let settings = &app.upstash;
     let p = settings.prefix.clone().unwrap_or_default();
     let root = if p.is_empty() { "/".to_string() } else { p.clone() };
     let mut routes = Router::new()
@@ -145,10 +121,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route(&format!("{p}/psubscribe/{{*patterns}}"), any(subscribe::psubscribe))
         .route(&format!("{p}/{{*command}}"), any(routes::path_style))
         .layer(axum::middleware::map_response_with_state(state.clone(), finish));
-    if let Some(cors) = settings.cors() {
+    if let Some(cors) = cors(settings) {
         routes = routes.layer(cors);
     }
-    routes
+    routes.with_state(state)
 }
 
 /// The Upstash surface behind the gate: its paths (under the root, every
@@ -176,12 +152,12 @@ impl crate::api::gate::Surface for Surface {
 /// Every Upstash response (not the playground's files served on the same
 /// paths): the sync token, a `Server-Timing` (`redis;dur=0` if no batch
 /// ran), and its count in `/metrics`.
-async fn finish(State(state): State<AppState>, mut res: Response) -> Response {
+async fn finish(State(state): State<Upstash>, mut res: Response) -> Response {
     let Some(family) = res.extensions().get::<Family>().copied() else { return res };
     crate::telemetry::upstash_request(family.name(), res.status().as_u16());
     const NOT_RUN: HeaderValue = HeaderValue::from_static("redis;dur=0;desc=\"not run\"");
     let headers = res.headers_mut();
-    headers.insert(sync::HEADER_NAME, state.upstash.sync.header());
+    headers.insert(sync::HEADER_NAME, state.sync.header());
     headers.entry(SERVER_TIMING).or_insert(NOT_RUN);
     res
 }

@@ -26,7 +26,7 @@ use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
 
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
 /// or `PUT` one JSON command.
-pub async fn root(State(state): State<AppState>, req: Request) -> Response {
+pub async fn root(State(state): State<super::Upstash>, req: Request) -> Response {
     let page = is_reading(&req) && state.upstash.prefix.is_none();
     match guard_command_get(&state, req, page).await {
         Ok(req) => answer(Family::Command, command(&state, req).await),
@@ -52,7 +52,7 @@ pub(super) async fn guard_command_get(state: &AppState, req: Request, page: bool
     Ok(req)
 }
 
-async fn command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
+async fn command(state: &super::Upstash, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
     let on = backend(state, caller(state, &req, access)).await?;
     let client = Client::of(&req);
@@ -65,16 +65,16 @@ async fn command(state: &AppState, req: Request) -> Result<Response, UpstashErro
 }
 
 /// `/pipeline`: a JSON array of commands, one entry per command, errors in place.
-pub async fn pipeline(State(state): State<AppState>, req: Request) -> Response {
+pub async fn pipeline(State(state): State<super::Upstash>, req: Request) -> Response {
     answer(Family::Pipeline, batch(&state, req, Mode::Pipeline).await)
 }
 
 /// `/multi-exec`: a JSON array of commands run as MULTI/EXEC.
-pub async fn multi_exec(State(state): State<AppState>, req: Request) -> Response {
+pub async fn multi_exec(State(state): State<super::Upstash>, req: Request) -> Response {
     answer(Family::MultiExec, batch(&state, req, Mode::Transaction).await)
 }
 
-async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, UpstashError> {
+async fn batch(state: &super::Upstash, req: Request, mode: Mode) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
     if format.resp2 && mode == Mode::Transaction {
         return Err(UpstashError::bad_request(
@@ -100,7 +100,7 @@ async fn batch(state: &AppState, req: Request, mode: Mode) -> Result<Response, U
 
 /// `/{command}/{args…}`: a path-style command (or, under the root, a
 /// playground file: see the module's docs).
-pub async fn path_style(State(state): State<AppState>, req: Request) -> Response {
+pub async fn path_style(State(state): State<super::Upstash>, req: Request) -> Response {
     let page = state.upstash.prefix.is_none()
         && is_reading(&req)
         && !is_command_path(&state, req.uri().path().to_string()).await;
@@ -110,7 +110,7 @@ pub async fn path_style(State(state): State<AppState>, req: Request) -> Response
     }
 }
 
-async fn path_command(state: &AppState, req: Request) -> Result<Response, UpstashError> {
+async fn path_command(state: &super::Upstash, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
     let on = backend(state, caller(state, &req, access)).await?;
     let path = state.upstash.strip_prefix(req.uri().path()).to_string();

@@ -18,7 +18,6 @@ use crate::api::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
 use crate::api::backend::Backend;
-use crate::api::AppState;
 use crate::commands::Table;
 use crate::exec::{ArgvRef, Commands, Mode, Report};
 
@@ -29,7 +28,7 @@ use crate::exec::{ArgvRef, Commands, Mode, Report};
 /// cannot span), 413 over a limit, 403 `NOPERM` for a write with a
 /// read-only token, 503 when Redis cannot be reached or every batch slot
 /// stayed busy.
-pub async fn run(state: &AppState, on: &Backend, access: Access, commands: Commands, mode: Mode) -> Result<Report, UpstashError> {
+pub async fn run(state: &super::Upstash, on: &Backend, access: Access, commands: Commands, mode: Mode) -> Result<Report, UpstashError> {
     let n = commands.len();
     let fields = BatchFields {
         commands: Some(JsonCommands(commands)),
@@ -63,7 +62,7 @@ pub async fn run(state: &AppState, on: &Backend, access: Access, commands: Comma
     let writes = batch.commands.iter().any(|argv| !table.allows_readonly(argv));
     let report = crate::api::run::run_batch(state, on, &batch).await?;
     if writes {
-        state.upstash.sync.wrote();
+        state.sync.wrote();
     }
     Ok(report)
 }

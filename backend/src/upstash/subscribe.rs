@@ -28,7 +28,6 @@ use super::response::UpstashError;
 use super::routes::{admit, answer, guard_command_get};
 use super::Family;
 use crate::api::stream::AbortOnDrop;
-use crate::api::AppState;
 use crate::conn::{Conn, ConnSettings};
 
 /// How long a subscription may wait for its next message before pipelab
@@ -36,21 +35,21 @@ use crate::conn::{Conn, ConnSettings};
 const IDLE_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// `SUBSCRIBE` (`pattern: false`) or `PSUBSCRIBE` the path's names.
-pub async fn subscribe(state: State<AppState>, req: Request) -> Response {
+pub async fn subscribe(state: State<super::Upstash>, req: Request) -> Response {
     match guard_command_get(&state, req, false).await {
         Ok(req) => answer(Family::Subscribe, open(state, req, b"SUBSCRIBE").await),
         Err(refused) => refused,
     }
 }
 
-pub async fn psubscribe(state: State<AppState>, req: Request) -> Response {
+pub async fn psubscribe(state: State<super::Upstash>, req: Request) -> Response {
     match guard_command_get(&state, req, false).await {
         Ok(req) => answer(Family::Subscribe, open(state, req, b"PSUBSCRIBE").await),
         Err(refused) => refused,
     }
 }
 
-async fn open(State(state): State<AppState>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {
+async fn open(State(state): State<super::Upstash>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {
     let (access, _) = admit(&state, &req)?;
     let on = super::routes::backend(&state, super::routes::caller(&state, &req, access)).await?;
     let path = state.upstash.strip_prefix(req.uri().path());
