@@ -8,7 +8,8 @@
 # wrk at 1 connection (1 thread) and at 64 (2 threads); in each round every
 # contender runs once, the order rotating from round to round, so that the
 # machine's drift falls on all alike. Figures: medians over the rounds;
-# ratios are medians of each round's own ratio to the relay. Goal:
+# ratios are medians of each round's own ratio to the relay; beside them
+# each server's CPU time per request (/proc/PID/stat). Goal:
 # `/api/v1/batch` and `POST /` at 1 connection ≥ 0.95x the relay.
 #
 # At 64 connections the relay is no floor: its requests take turns on one
@@ -65,7 +66,7 @@ cat >"$work/webdis.json" <<JSON
  "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0, "logfile": "$work/webdis.log"}
 JSON
 webdis "$work/webdis.json" &
-pids+=($!)
+WDPID=$!; pids+=($WDPID)
 wait_port "$LPORT"; wait_port "$APORT"; wait_port "$WPORT"
 
 cat >"$work/post.lua" <<'LUA'
@@ -89,18 +90,27 @@ NAMES=("bare relay" "Webdis" "POST /api/v1/batch" "POST / (Upstash)")
 URLS=("http://127.0.0.1:$LPORT/" "http://127.0.0.1:$WPORT/SET/bench/v" "http://127.0.0.1:$APORT/api/v1/batch" "http://127.0.0.1:$APORT/")
 SCRIPTS=("$work/upstash.lua" "" "$work/post.lua" "$work/upstash.lua")
 
-# wrk → "requests/s p50_ms requests"; a non-2xx answer or a socket error stops the run.
-wrk_run() { # connections seconds url [script]
-  local c=$1 secs=$2 url=$3 script=${4:-} threads=2 out
+PIDS=("$LPID" "$WDPID" "$APID" "$APID")
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system
+
+# wrk → "requests/s p50_ms requests cpu_us_per_request" (the server's CPU,
+# user + system, over the run: it moves far less with the machine's load
+# than requests/s); non-2xx answers and socket errors are noted (printed
+# under the tables).
+wrk_run() { # connections seconds url [script] [server_pid]
+  local c=$1 secs=$2 url=$3 script=${4:-} pid=${5:-} threads=2 out t0=0 t1=0
   [ "$c" = 1 ] && threads=1
+  [ -z "$pid" ] || t0=$(cpu_ticks "$pid")
   out=$(wrk -t"$threads" -c"$c" -d"${secs}s" --latency ${script:+-s "$script"} "$url")
+  [ -z "$pid" ] || t1=$(cpu_ticks "$pid")
   if grep -qE "Non-2xx|Socket errors" <<<"$out"; then
-    echo "[bench] $url c=$c: $(grep -E 'Non-2xx|Socket errors' <<<"$out")" >&2; exit 1
+    echo "$url c=$c: $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ')" | tee -a "$work/errors" >&2
   fi
-  awk '/^Requests\/sec:/ {rps=$2}
+  awk -v t0="$t0" -v t1="$t1" -v tick="$TICK" '/^Requests\/sec:/ {rps=$2}
        $1 == "50%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; p50=v}
        / requests in / {n=$1}
-       END {print rps, p50, n}' <<<"$out"
+       END {print rps, p50, n, (n > 0 ? (t1 - t0) * 1e6 / tick / n : 0)}' <<<"$out"
 }
 
 echo "[bench] $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds of ${DURATION}s per contender" >&2
@@ -108,12 +118,12 @@ for c in $CONNS; do
   : >"$work/rounds_$c"
   for r in $(seq 0 $((ROUNDS - 1))); do
     row=()
-    for i in 0 1 2 3; do row+=("" ""); done
+    for i in 0 1 2 3; do row+=("" "" ""); done
     # The order rotates: round r starts with contender r mod 4.
     for k in 0 1 2 3; do
       i=$(( (r + k) % 4 ))
-      read -r rps p50 _ < <(wrk_run "$c" "$DURATION" "${URLS[$i]}" "${SCRIPTS[$i]}")
-      row[$((2 * i))]=$rps row[$((2 * i + 1))]=$p50
+      read -r rps p50 _ cpu < <(wrk_run "$c" "$DURATION" "${URLS[$i]}" "${SCRIPTS[$i]}" "${PIDS[$i]}")
+      row[$((3 * i))]=$rps row[$((3 * i + 1))]=$p50 row[$((3 * i + 2))]=$cpu
     done
     echo "${row[*]}" >>"$work/rounds_$c"
     echo "[bench] c=$c round $((r + 1)): ${row[*]}" >&2
@@ -128,15 +138,21 @@ import statistics, sys
 path, c, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
 print(f"\n### {c} connection{'s' if c != '1' else ''}\n")
-print("| contender | req/s (median) | p50 ms (median) | ratio to the relay: median (range) | per round |")
-print("|---|---|---|---|---|")
+print("| contender | req/s (median) | p50 ms (median) | ratio to the relay: median (range) | per round | server CPU µs/request (median) | relay's CPU ÷ this one's |")
+print("|---|---|---|---|---|---|---|")
 for i, name in enumerate(names):
-    rps = [r[2 * i] for r in rows]
-    ratios = [r[2 * i] / r[0] for r in rows]
-    print(f"| {name} | {statistics.median(rps):.0f} | {statistics.median(r[2 * i + 1] for r in rows):.3f} | "
-          f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f}) | {' '.join(f'{x:.2f}' for x in ratios)} |")
+    rps = [r[3 * i] for r in rows]
+    # A run that answered nothing has no ratio (its errors are listed below).
+    ratios = [r[3 * i] / r[0] for r in rows if r[0] > 0] or [0]
+    cpu = statistics.median(r[3 * i + 2] for r in rows)
+    cpu_ratio = statistics.median([r[2] / r[3 * i + 2] for r in rows if r[3 * i + 2] > 0] or [0])
+    print(f"| {name} | {statistics.median(rps):.0f} | {statistics.median(r[3 * i + 1] for r in rows):.3f} | "
+          f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f}) | {' '.join(f'{x:.2f}' for x in ratios)} | "
+          f"{cpu:.1f} | {cpu_ratio:.2f}x |")
 PY
 done
+
+[ ! -s "$work/errors" ] || { echo; echo "Errors:"; sed 's/^/- /' "$work/errors"; }
 
 [ "${SYSCALLS:-}" = 1 ] || exit 0
 # System calls per request at 1 connection: strace attached to every thread
@@ -150,7 +166,7 @@ syscalls() { # pid url script label
   local spid=$!
   sleep 0.5
   local n
-  read -r _ _ n < <(wrk_run 1 "$SECS" "$2" "$3")
+  read -r _ _ n _ < <(wrk_run 1 "$SECS" "$2" "$3")
   kill -INT "$spid"; wait "$spid" 2>/dev/null || true
   python3 - "$work/strace.txt" "$n" "$4" <<'PY'
 import sys

@@ -18,12 +18,36 @@ use tokio::{
 };
 
 const SET: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nbench\r\n$1\r\nv\r\n";
+const OK: &[u8] = b"+OK\r\n";
 
-async fn relay(redis: Arc<Mutex<TcpStream>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+/// The Redis connection, the reply bytes owed on it and how many it gave
+/// so far. A request dropped mid round trip (its client gone) leaves bytes
+/// unread, which the next request reads before its own: counted in bytes,
+/// read as they come, so that no drop point loses count.
+struct Redis {
+    conn: TcpStream,
+    owed: usize,
+    read: usize,
+}
+
+async fn relay(redis: Arc<Mutex<Redis>>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let _ = req.into_body().collect().await;
-    let mut conn = redis.lock().await;
-    let mut reply = [0u8; 64];
-    let ok = conn.write_all(SET).await.is_ok() && matches!(conn.read(&mut reply).await, Ok(n) if reply[..n] == *b"+OK\r\n");
+    let mut redis = redis.lock().await;
+    redis.owed += OK.len();
+    let mut ok = redis.conn.write_all(SET).await.is_ok();
+    let mut buf = [0u8; 64];
+    while ok && redis.owed > 0 {
+        let want = redis.owed.min(buf.len());
+        let n = match redis.conn.read(&mut buf[..want]).await {
+            Ok(n) if n > 0 => n,
+            _ => break,
+        };
+        // Every reply is +OK\r\n: each byte is the one at its place in that stream.
+        ok = buf[..n].iter().enumerate().all(|(i, b)| *b == OK[(redis.read + i) % OK.len()]);
+        redis.read += n;
+        redis.owed -= n;
+    }
+    ok = ok && redis.owed == 0;
     let (status, body) = if ok { (200, &br#"{"result":"OK"}"#[..]) } else { (502, &br#"{"error":"redis"}"#[..]) };
     Ok(Response::builder().status(status).header("content-type", "application/json").body(Full::new(Bytes::from_static(body))).unwrap())
 }
@@ -38,7 +62,7 @@ fn main() {
     rt.block_on(async move {
         let conn = TcpStream::connect(&redis).await.expect("connect to Redis");
         conn.set_nodelay(true).unwrap();
-        let redis = Arc::new(Mutex::new(conn));
+        let redis = Arc::new(Mutex::new(Redis { conn, owed: 0, read: 0 }));
         let listener = TcpListener::bind(&listen).await.expect("listen");
         println!("bare_relay: listening on http://{listen}");
         loop {
