@@ -576,9 +576,9 @@ impl<S: CommandSource, K: ResultSink> Batcher<'_, S, K> {
                 }
             }
         }
-        for k in 0..out.len() {
-            if let Some(f) = out[k].failed.clone() {
-                self.fail(out[k].node, &f);
+        for o in &out {
+            if let Some(f) = &o.failed {
+                self.fail(o.node, f);
             }
         }
         out
