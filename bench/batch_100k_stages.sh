@@ -173,12 +173,12 @@ import re, sys
 cpu_us = int(sys.argv[2])
 stages = [
     ("receiving the body (kernel recv, copy)", r"copy_user|tcp_recvmsg|skb_copy|recvfrom|__skb_datagram|tcp_rcv|_copy_to_iter"),
-    ("parsing JSON commands (incremental fast path, serde_json for the rest)", r"incremental|serde_json|IncrementalBody|parse_json|find_commands|Commands::push|unescape"),
-    ("checking commands (table lookups, rules, validate)", r"validate|check_command|commands::Table|Rules|refuse|readonly|BatchFields|prepare|lookup|changes_connection_state"),
-    ("encoding RESP", r"encode_command|resp::encode|Segment::fill|itoa"),
+    ("parsing the JSON commands (incremental fast path; serde_json for the rest)", r"incremental|serde_json|IncrementalBody|parse_json|find_commands|argv_of|unescape"),
+    ("checking commands: before the first write (prepare, into_batch, validate, Traits::of), and each one pulled", r"validate|check_command|commands::Table|commands::rules|Rules|refuse|readonly|BatchFields|Prepared|lookup|changes_connection_state|Traits::of|Runner<S,K>::pull"),
+    ("encoding RESP", r"encode_command|resp::encode|write_i64|Segment::fill|itoa"),
     ("sending to Redis (kernel write, TCP)", r"tcp_sendmsg|tcp_write_xmit|__tcp_transmit|ip_|__dev_queue|loopback|net_rx|__netif|sendto|skb_|tcp_v4|__tcp_|tcp_ack|tcp_clean|tcp_rcv_established|copy_from_iter|__sys_sendto|sock_"),
-    ("decoding replies", r"Decoder|decode|ReadBuffer|next_reply|read_reply|try_read_reply"),
-    ("results, summary, report JSON", r"emit|ResultSink|KeptResults|report_json|write_summary|Summary|ReportWriter"),
+    ("reading and decoding replies", r"Decoder|decode|ReadBuffer|next_reply|read_reply|buffered_reply|read_replies"),
+    ("results, summary, report JSON", r"emit|ResultSink|KeptResults|report_json|write_summary|Summary|ReportWriter|Timespec|drop_in_place<resp::value"),
     ("memory (malloc, free, memcpy, page faults)", r"mi_|malloc|free|memcpy|memmove|memset|page_fault|clear_page|do_anonymous|handle_mm|_raw_spin|alloc_pages|__rmqueue|get_page|zap_|unmap|mmap|madvise"),
     ("scheduling, epoll, timers, syscall entry", r"epoll|schedule|futex|entry_SYSCALL|syscall|tokio|switch|hrtimer|ktime|clock|update_|enqueue|dequeue|pick_next|try_to_wake|do_idle|timer"),
 ]
