@@ -18,6 +18,7 @@
 #   KEEP=dir bench/api_instructions.sh BIN          # keep the callgrind files in dir
 #   SHAPE=small bench/api_instructions.sh BIN       # per 10-command batch (bench/load.sh's small one)
 #   SHAPE=big SMALL=1 LARGE=3 bench/api_instructions.sh BIN   # per 100k-SET batch (bench/load.sh's)
+#   bench/api_instructions.sh target/bare_relay/release/bare_relay BIN   # the floor (bench/bare_relay.sh builds it)
 #
 # Needs valgrind (installed with apt-get when missing), redis-server, python3.
 set -euo pipefail
@@ -65,8 +66,10 @@ instructions() {
   pids+=($!)
   local rpid=$!
   for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  PIPELAB_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$3" "$1" serve --threads 1 \
-    --listen "127.0.0.1:$aport" --redis "redis://127.0.0.1:$rport" --web-dir "$work/none" >/dev/null 2>"$work/valgrind.log" &
+  local cmd=("$1" serve --threads 1 --listen "127.0.0.1:$aport" --redis "redis://127.0.0.1:$rport" --web-dir "$work/none")
+  # The bare relay answers any POST after one SET; it takes two addresses.
+  [ "$(basename "$1")" != bare_relay ] || cmd=("$1" "127.0.0.1:$aport" "127.0.0.1:$rport")
+  PIPELAB_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$3" "${cmd[@]}" >/dev/null 2>"$work/valgrind.log" &
   vpid=$!
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$aport") 2>/dev/null && break; sleep 0.1; done
   python3 "$work/client.py" "$aport" "$WARM" "$ROUTE" "$SHAPE"

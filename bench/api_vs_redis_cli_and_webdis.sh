@@ -6,7 +6,7 @@
 #     batch_size 100000 (one round trip: everything is written before
 #     waiting, as `redis-cli --pipe` writes) vs `redis-cli --pipe` on the
 #     same commands (RESP made by `pipelab resp encode`). Goal: API
-#     throughput >= 0.8x redis-cli's. For reference, the same batch with
+#     throughput >= 0.95x redis-cli's. For reference, the same batch with
 #     batch_size 1000 (100 round trips, each waiting for its replies)
 #     is timed too. Each side is timed
 #     without its client's own start-up: the API by curl's `time_total`

@@ -434,17 +434,28 @@ impl Conn {
         self.next_reply(false).await
     }
 
+    /// The next reply if its bytes are already in the read buffer, without
+    /// touching the socket (pushes skipped, as [`Conn::read_reply`] does);
+    /// `Ok(None)` if they are not all there. Not async: a pipeline reads
+    /// most of its replies from bytes one read brought, and a call of
+    /// [`Conn::read_reply`] for each built and polled its whole future
+    /// (timeouts, cancel) for nothing.
+    pub fn buffered_reply(&mut self) -> Result<Option<(resp::Value, Instant)>, ReadError> {
+        loop {
+            match self.s.buffer.decode(&mut self.s.decoder) {
+                Ok(Some(resp::Value::Push(_))) => self.s.stats.pushes += 1,
+                Ok(Some(value)) => return Ok(Some((value, self.s.last_read_at))),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(ReadError::Protocol(e.to_string())),
+            }
+        }
+    }
+
     /// [`Conn::read_reply`]; without `wait`, `None` instead of waiting for the socket.
     async fn next_reply(&mut self, wait: bool) -> Result<Option<(resp::Value, Instant)>, ReadError> {
         loop {
-            match self.s.buffer.decode(&mut self.s.decoder) {
-                Ok(Some(resp::Value::Push(_))) => {
-                    self.s.stats.pushes += 1;
-                    continue;
-                }
-                Ok(Some(value)) => return Ok(Some((value, self.s.last_read_at))),
-                Ok(None) => {}
-                Err(e) => return Err(ReadError::Protocol(e.to_string())),
+            if let Some(reply) = self.buffered_reply()? {
+                return Ok(Some(reply));
             }
             if let Some(limit) = self.s.max_reply_bytes {
                 if self.s.stats.bytes_received > limit {

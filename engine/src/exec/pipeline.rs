@@ -146,8 +146,13 @@ async fn read_replies<S: CommandSource, K: ResultSink>(
             continue;
         }
         let conn = r.conn.as_mut().expect("connection present until fail()");
-        let read = if wait { conn.read_reply().await.map(Some) } else { conn.try_read_reply().await };
-        match read? {
+        // Most replies are in the buffer already: taken without a future.
+        let read = match conn.buffered_reply()? {
+            Some(reply) => Some(reply),
+            None if wait => Some(conn.read_reply().await?),
+            None => conn.try_read_reply().await?,
+        };
+        match read {
             Some((reply, at)) => {
                 *had_error |= reply.is_error();
                 r.emit_reply(reply, sent_us, at)?;
