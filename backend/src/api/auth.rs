@@ -305,15 +305,15 @@ pub fn challenge(res: &mut Response) {
 /// ([`crate::upstash`]), and every other path is open.
 // The refusal is the answer, sent as it is: boxing it would only move it.
 #[allow(clippy::result_large_err)]
-pub fn admit(state: &AppState, mut req: Request) -> Result<Request, Response> {
+pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
     if !state.auth.enabled() {
-        return Ok(req);
+        return Ok(());
     }
     let path = req.uri().path();
     let api = path == "/api/v1" || path.starts_with("/api/v1/");
     let metrics = path == "/metrics" && !state.auth.metrics_public;
     if !api && !metrics {
-        return Ok(req);
+        return Ok(());
     }
     let reading = req.method() == Method::GET || req.method() == Method::HEAD;
     match state.auth.check_request(req.headers(), req.uri()) {
@@ -325,7 +325,7 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<Request, Response> {
         .into_response()),
         Ok(access) => {
             req.extensions_mut().insert(access);
-            Ok(req)
+            Ok(())
         }
         Err(denied) => {
             let mut res = ApiError::new(ApiCode::Unauthorized, denied.message()).into_response();

@@ -105,7 +105,8 @@ where
         let span = tracing::debug_span!("request", method = %req.method(), path = %req.uri().path());
         // Only rate limits' refusals need the surface (found now: the path goes with the request).
         let surfaces = (!self.state.rate.is_off()).then(|| (self.surfaces.clone(), serving(&self.surfaces, req.uri().path())));
-        let running = span.in_scope(|| admit(&self.state, req.map(Body::new)).map(|(req, admitted, cookie)| (self.inner.call(req), admitted, cookie)));
+        let mut req = req.map(Body::new);
+        let running = span.in_scope(|| admit(&self.state, &mut req).map(|(admitted, cookie)| (self.inner.call(req), admitted, cookie)));
         let budget = self.state.budget.clone();
         let answered = async move {
             let mut res = match running {
@@ -141,17 +142,18 @@ enum Refused {
     Rate(rate::Limited),
 }
 
-/// The request as the router should see it, its place under the rate
-/// limits and the sandbox's cookie to set; or the refusal.
-fn admit(state: &AppState, req: Request) -> Result<(Request, rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
+/// Lets `req` in, as the router should see it (who sent it, in its
+/// extensions), with its place under the rate limits and the sandbox's
+/// cookie to set; or the refusal. The request is borrowed: moving it
+/// through each rule copied it each time.
+fn admit(state: &AppState, req: &mut Request) -> Result<(rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
         return Err(Refused::Guard(refused.into_response()));
     }
-    let (req, admitted) = rate::admit(state, req).map_err(Refused::Rate)?;
-    let req = match auth::admit(state, req) {
-        Ok(req) => req,
-        Err(refused) => return Err(Refused::Guard(rate::settle(admitted, refused, &ApiSurface))),
-    };
-    let (req, cookie) = super::visitor::admit(state, req);
-    Ok((req, admitted, cookie))
+    let admitted = rate::admit(state, req).map_err(Refused::Rate)?;
+    if let Err(refused) = auth::admit(state, req) {
+        return Err(Refused::Guard(rate::settle(admitted, refused, &ApiSurface)));
+    }
+    let cookie = super::visitor::admit(state, req);
+    Ok((admitted, cookie))
 }

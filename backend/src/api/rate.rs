@@ -444,15 +444,15 @@ pub struct Admitted(Option<Client>);
 /// whose `Content-Length` is past the byte limit, is refused (`Err`, the
 /// 429 or 413) before its body is read; the request's [`Client`] is left
 /// in its extensions.
-pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), Limited> {
+pub fn admit(state: &AppState, req: &mut Request) -> Result<Admitted, Limited> {
     if state.rate.is_off() {
-        return Ok((req, Admitted(None)));
+        return Ok(Admitted(None));
     }
     let path = req.uri().path();
     if path == "/healthz" || path == "/readyz" {
-        return Ok((req, Admitted(None)));
+        return Ok(Admitted(None));
     }
-    let address = client_address(&req, state.rate.limits.trust_forwarded_for);
+    let address = client_address(req, state.rate.limits.trust_forwarded_for);
     let token = if state.auth.enabled() { super::auth::token_key(&state.auth, req.headers(), req.uri()) } else { None };
     let client = Client::new(address, token);
     if let Err(l) = state.rate.take(Kind::Requests, &client, 1) {
@@ -465,14 +465,13 @@ pub fn admit(state: &AppState, mut req: Request) -> Result<(Request, Admitted), 
                 state.rate.take(Kind::Bytes, &client, n)?;
             }
             None => {
-                let (parts, body) = req.into_parts();
-                let metered = Metered { inner: body, state: state.clone(), client: client.clone() };
-                req = Request::from_parts(parts, Body::new(metered));
+                let body = std::mem::take(req.body_mut());
+                *req.body_mut() = Body::new(Metered { inner: body, state: state.clone(), client: client.clone() });
             }
         }
     }
     req.extensions_mut().insert(client.clone());
-    Ok((req, Admitted(Some(client))))
+    Ok(Admitted(Some(client)))
 }
 
 /// The response side: a refusal found while the request ran (its

@@ -43,18 +43,18 @@ pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
 /// In the sandbox (in `api::gate`): the request gets its visitor's id in
 /// its extensions (the cookie's if the supervisor knows it, else a new
 /// one), and the returned `Set-Cookie` value goes on its response.
-pub fn admit(state: &AppState, mut req: Request) -> (Request, Option<HeaderValue>) {
-    let Some(sandbox) = state.sandbox() else { return (req, None) };
+pub fn admit(state: &AppState, req: &mut Request) -> Option<HeaderValue> {
+    let sandbox = state.sandbox()?;
     // Probes serve no visitor: none is remembered for them (they are never rate limited).
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
-        return (req, None);
+        return None;
     }
     let from = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-    let named = from_headers(req.headers()).or_else(|| from_token(&req));
+    let named = from_headers(req.headers()).or_else(|| from_token(req));
     let id = sandbox.admit(named, from);
     let cookie = set_cookie(&id, sandbox.settings().idle);
     req.extensions_mut().insert(id);
-    (req, Some(cookie))
+    Some(cookie)
 }
 
 #[cfg(test)]
