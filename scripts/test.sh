@@ -4,6 +4,8 @@
 #   differential against hiredis / redis-server / redis-cli), the executor,
 #   the REST API, operations and the CLI, against real redis-servers the
 #   tests start on free ports;
+# - `cargo check -p pipelab-engine`: the engine builds alone, with no
+#   HTTP, CLI or OpenAPI crate;
 # - `cargo doc` with warnings as errors: every doc link resolves, in the
 #   public docs and in the private ones a contributor reads;
 # - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
@@ -36,6 +38,9 @@ export CARGO_TERM_COLOR=never
 export CARGO_INCREMENTAL=0
 part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
+# The engine alone, without the features the server turns on: it must
+# build with no HTTP, CLI or OpenAPI crate.
+part "the engine without HTTP" cargo check -p pipelab-engine --locked
 doc_links() {
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items

@@ -9,17 +9,17 @@
 //! its table with its arity; the rest is then empty.
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use resp::Value;
 
 use super::table::{Command, Table};
 
 /// One command or subcommand, for people.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-#[schema(example = json!({"name": "SET", "summary": "Set the string value of a key", "since": "1.0.0",
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"name": "SET", "summary": "Set the string value of a key", "since": "1.0.0",
     "group": "string", "complexity": "O(1)", "arity": -3, "syntax": "SET key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]",
-    "arguments": [{"name": "key", "type": "key", "optional": false, "multiple": false}]}))]
+    "arguments": [{"name": "key", "type": "key", "optional": false, "multiple": false}]})))]
 pub struct CommandDoc {
     /// As people write it: `SET`, `CLIENT KILL`.
     pub name: String,
@@ -43,7 +43,8 @@ pub struct CommandDoc {
 }
 
 /// One argument as `COMMAND DOCS` describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ArgDoc {
     pub name: String,
     /// `key`, `string`, `integer`, `double`, `pattern`, `unix-time`,
@@ -60,7 +61,7 @@ pub struct ArgDoc {
     pub multiple_token: bool,
     /// A `oneof`'s choices or a `block`'s parts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    #[schema(no_recursion)]
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
     pub arguments: Vec<ArgDoc>,
 }
 
