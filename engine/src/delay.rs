@@ -16,19 +16,28 @@
 //! So a big pipeline pays for its bytes as on a real link, and batches
 //! bigger than the bandwidth-delay product stop helping.
 //!
-//! Why stamp at the producer and wait at the consumer: every task hand-off
-//! costs a thread wake-up (tens of µs on a busy machine). Here the hand-offs
-//! happen early, inside the held time, and the final wait is a spin by the
-//! party that acts at the deadline (the task writing to the socket; the
-//! reader of the stream), so the added latency is RTT/2 each way, not
-//! RTT/2 plus scheduling noise.
+//! Why stamp at the producer and release in the task that waits: every
+//! task hand-off costs a thread wake-up (tens of µs on a busy machine, more
+//! than RTT/2 at 0.2 ms when every core is taken). The server's bytes are
+//! read and stamped by the downlink task, whose hand-off to the reader
+//! happens inside the held time; the client's bytes are written to the
+//! socket at their deadline by the client's own task, which waits on the
+//! stream's timer for that deadline while it waits for the reply (the
+//! uplink task writes them only if the client is not polling the stream
+//! then: [`BACKSTOP`]). The final wait is a spin by that party, so the
+//! added latency is RTT/2 each way, not RTT/2 plus scheduling noise.
+//!
+//! How well a busy machine kept the RTT is measured, not assumed: each
+//! chunk's lateness past its deadline, hand-offs included
+//! ([`LineTiming::achieved_rtt_ms`]).
 //!
 //! Why not `tokio::time::sleep`: its 1 ms granularity (rounded up) cannot
-//! hold 0.1 ms. Waits use [`timer::Timer`]: a timerfd until 60 µs before the
-//! deadline, then re-polling.
+//! hold 0.1 ms. Waits use [`timer::Timer`]: a timerfd until shortly before
+//! the deadline (earlier by the wake-ups' learned lateness), then re-polling.
 
 mod timer;
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -36,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
 
 pub use timer::Timer;
@@ -150,13 +159,29 @@ impl Wire {
     }
 }
 
-/// Lateness buckets: bucket 0 is under 1 µs, bucket `i` is `[2^(i-1), 2^i)` µs
-/// (the last one open-ended, past half a minute).
-const BUCKETS: usize = 26;
+/// Lateness buckets, four per power of two: bucket `i < 4` is `[i, i+1)` µs,
+/// then each octave `[2^k, 2^(k+1))` µs is cut in four equal parts (a
+/// reading within about 12% of the lateness, 2 µs at 20 µs); the last one
+/// is open-ended, past about a minute.
+const BUCKETS: usize = 100;
 
 fn bucket(late: Duration) -> usize {
-    let us = late.as_micros() as u64;
-    (if us == 0 { 0 } else { 64 - us.leading_zeros() as usize }).min(BUCKETS - 1)
+    let us = late.as_micros().min(u64::MAX as u128) as u64;
+    if us < 4 {
+        return us as usize;
+    }
+    let octave = 63 - us.leading_zeros() as usize; // 2..
+    (4 * (octave - 1) + ((us >> (octave - 2)) & 3) as usize).min(BUCKETS - 1)
+}
+
+/// The middle of bucket `i`, in µs (0 for bucket 0: on time).
+fn bucket_middle_us(i: usize) -> f64 {
+    if i < 4 {
+        return if i == 0 { 0.0 } else { i as f64 + 0.5 };
+    }
+    let octave = i / 4 + 1;
+    let step = (1u64 << (octave - 2)) as f64;
+    (4 + i % 4) as f64 * step + step / 2.0
 }
 
 /// How late the line released its chunks, in each direction, as counts per
@@ -180,20 +205,33 @@ impl Lateness {
     }
 }
 
-/// What a line did so far: chunks released each way, counted by how late.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a line did so far: chunks released each way, counted by how late
+/// (the time past its deadline at which the line released a chunk: wrote it
+/// to the socket, handed it to the reader).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LineTiming {
     pub up: [u64; BUCKETS],
     pub down: [u64; BUCKETS],
 }
 
+impl Default for LineTiming {
+    fn default() -> Self {
+        LineTiming { up: [0; BUCKETS], down: [0; BUCKETS] }
+    }
+}
+
 impl LineTiming {
     /// The round trip the line achieved for an asked `rtt_ms`: the asked one
-    /// plus the median lateness of a chunk in each direction, in ms (each
-    /// median within its power-of-two bucket, at the bucket's geometric
-    /// middle). A median, so that a stall of the machine now and then does
-    /// not hide how the line usually kept the RTT; `total_us` counts the
-    /// stalls.
+    /// plus the median lateness of a chunk in each direction, in ms. A
+    /// chunk's lateness runs from its deadline (RTT/2 after it was produced:
+    /// written by the client, read off the socket) to its release (its
+    /// write to the socket issued; its bytes handed to the waiting reader),
+    /// so it includes the hand-offs between the line's tasks and threads
+    /// and their late wake-ups. Not counted: chunks that waited for the
+    /// socket to take the one before (TCP backpressure), or that the reader
+    /// came for after they were due (it was busy elsewhere). A median, so
+    /// that a stall of the machine now and then does not hide how the line
+    /// usually kept the RTT; `total_us` counts the stalls.
     pub fn achieved_rtt_ms(&self, rtt_ms: f64) -> f64 {
         let median_ms = |counts: &[u64; BUCKETS]| {
             let n: u64 = counts.iter().sum();
@@ -201,7 +239,7 @@ impl LineTiming {
             for (i, &c) in counts.iter().enumerate() {
                 seen += c;
                 if c > 0 && 2 * seen >= n {
-                    return if i == 0 { 0.0 } else { 2f64.powf(i as f64 - 0.5) / 1000.0 };
+                    return bucket_middle_us(i) / 1000.0;
                 }
             }
             0.0
@@ -254,11 +292,135 @@ struct Chunk {
     data: Data,
 }
 
-/// Backpressure for the client's writes (bytes queued, and a writer waiting).
-#[derive(Default)]
-struct UpQueue {
+/// The client-to-server direction: the chunks not yet written and the
+/// socket's write half, shared by the stream and its uplink task. Whoever
+/// acts at a chunk's deadline writes it: the stream's owner when it polls
+/// the stream (it waits on the stream's timer for the next deadline while
+/// it waits for a reply), else the uplink task, [`BACKSTOP`] later.
+struct Up {
+    state: Mutex<UpState>,
+    /// Bytes queued, for backpressure on the client's writes.
     bytes: AtomicUsize,
+    /// A client write waiting for room in the queue.
     waiting: Mutex<Option<Waker>>,
+    late: Arc<Lateness>,
+}
+
+struct UpState {
+    queue: VecDeque<Chunk>,
+    /// Bytes of the front chunk already written.
+    written: usize,
+    /// The front chunk's write was issued (its lateness is recorded then).
+    started: bool,
+    /// `None` once the line has ended (the stream was dropped, the end of
+    /// stream was sent, or a write failed): nothing more is written.
+    w: Option<Pin<Box<dyn AsyncWrite + Send>>>,
+    /// The socket had no room: only the uplink task writes until it took
+    /// the chunk (a socket wakes only the last task that polled it).
+    blocked: bool,
+    /// When the previous chunk was written: one due before then waited for
+    /// the socket, not for the line.
+    last_done: Instant,
+    /// The uplink task, and whether it waits for a chunk to be queued (not
+    /// for its timer or the socket).
+    task: Option<Waker>,
+    idle: bool,
+    /// Write errors reach the reader in order, through the downlink's channel.
+    errors: mpsc::Sender<Chunk>,
+}
+
+/// How long after a chunk's deadline the uplink task writes it when the
+/// stream's owner has not: then the owner is not polling the stream (busy
+/// elsewhere, or not scheduled on a loaded machine). A timerfd wake-up,
+/// never a spin; the lateness counts in [`LineTiming`].
+const BACKSTOP: Duration = Duration::from_micros(200);
+
+impl UpState {
+    /// Writes the chunks due now, in order. `Pending` when the socket has no
+    /// room (`cx` is woken when it has); `Ready` when nothing due is left.
+    fn release(&mut self, cx: &mut Context<'_>, up: &Up) -> Poll<()> {
+        loop {
+            let (Some(w), Some(chunk)) = (self.w.as_mut(), self.queue.front()) else {
+                return Poll::Ready(());
+            };
+            let now = Instant::now();
+            if chunk.deadline > now {
+                return Poll::Ready(());
+            }
+            if !self.started {
+                self.started = true;
+                if self.last_done <= chunk.deadline && matches!(chunk.data, Data::Bytes(_)) {
+                    up.late.record(true, chunk.deadline, now);
+                }
+            }
+            let res = match &chunk.data {
+                Data::Bytes(bytes) => loop {
+                    if self.written == bytes.len() {
+                        break w.as_mut().poll_flush(cx).map_ok(|()| bytes.len());
+                    }
+                    match w.as_mut().poll_write(cx, &bytes[self.written..]) {
+                        Poll::Ready(Ok(0)) => break Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                        Poll::Ready(Ok(n)) => self.written += n,
+                        other => break other,
+                    }
+                },
+                Data::Eof | Data::Error(..) => w.as_mut().poll_shutdown(cx).map_ok(|()| 0),
+            };
+            match res {
+                Poll::Pending => {
+                    self.blocked = true;
+                    return Poll::Pending;
+                }
+                Poll::Ready(Ok(len)) => {
+                    let eof = !matches!(self.queue.pop_front().map(|c| c.data), Some(Data::Bytes(_)));
+                    self.written = 0;
+                    self.started = false;
+                    self.blocked = false;
+                    self.last_done = Instant::now();
+                    up.bytes.fetch_sub(len, Ordering::AcqRel);
+                    up.wake_writer();
+                    if eof {
+                        self.end(up);
+                    }
+                }
+                Poll::Ready(Err(e)) => {
+                    // The reader learns of it in order, after what was already received.
+                    let _ = self.errors.try_send(Chunk { deadline: Instant::now(), data: Data::Error(e.kind(), e.to_string()) });
+                    self.end(up);
+                }
+            }
+        }
+    }
+
+    /// Ends the line: nothing more is written, the write half is closed.
+    fn end(&mut self, up: &Up) {
+        self.w = None;
+        self.queue.clear();
+        up.bytes.store(0, Ordering::Release);
+        up.wake_writer();
+        if let Some(task) = self.task.take() {
+            task.wake();
+        }
+    }
+
+    /// Queues chunks; wakes the uplink task if it waited for one.
+    fn push(&mut self, chunks: impl Iterator<Item = Chunk>) {
+        self.queue.extend(chunks);
+        if self.idle {
+            self.idle = false;
+            if let Some(task) = &self.task {
+                task.wake_by_ref();
+            }
+        }
+    }
+}
+
+impl Up {
+    fn wake_writer(&self) {
+        if let Some(waker) = self.waiting.lock().unwrap().take() {
+            waker.wake();
+        }
+    }
 }
 
 /// A stream in front of `upstream` that adds a [`Link`] in each direction.
@@ -270,8 +432,7 @@ struct UpQueue {
 /// even while the upstream is silent (a cancelled batch does not leak its
 /// socket).
 pub struct DelayedStream {
-    up: mpsc::UnboundedSender<Chunk>,
-    up_queue: Arc<UpQueue>,
+    up: Arc<Up>,
     up_wire: Wire,
     shut: bool,
     down: mpsc::Receiver<Chunk>,
@@ -279,9 +440,10 @@ pub struct DelayedStream {
     pending: Option<Chunk>,
     /// Due bytes being handed out, and how many were.
     current: Option<(Vec<u8>, usize)>,
+    /// Waits for the next deadline of either direction.
     timer: Timer,
-    /// The reader waited for the pending chunk (it was not due when asked
-    /// for): only such a chunk's lateness is the line's, not the reader's.
+    /// The reader is waiting: its last read returned `Pending`. Only then is
+    /// a chunk's lateness the line's (else the reader came late itself).
     waited: bool,
     eof: bool,
     link: Link,
@@ -298,15 +460,24 @@ where
     let timer = Timer::new()?;
     let up_timer = Timer::new()?;
     let (r, w) = tokio::io::split(upstream);
-    let (up_tx, up_rx) = mpsc::unbounded_channel();
     let (down_tx, down_rx) = mpsc::channel(DOWN_CHUNKS);
-    let up_queue = Arc::new(UpQueue::default());
     let late = Arc::new(Lateness::default());
-    tokio::spawn(uplink(up_rx, w, down_tx.clone(), up_queue.clone(), up_timer, late.clone()));
+    let state = UpState {
+        queue: VecDeque::new(),
+        written: 0,
+        started: false,
+        w: Some(Box::pin(w)),
+        blocked: false,
+        last_done: Instant::now(),
+        task: None,
+        idle: false,
+        errors: down_tx.clone(),
+    };
+    let up = Arc::new(Up { state: Mutex::new(state), bytes: AtomicUsize::new(0), waiting: Mutex::new(None), late: late.clone() });
+    tokio::spawn(uplink(up.clone(), up_timer));
     tokio::spawn(downlink(r, down_tx, Wire::new(link)));
     Ok(DelayedStream {
-        up: up_tx,
-        up_queue,
+        up,
         up_wire: Wire::new(link),
         shut: false,
         down: down_rx,
@@ -320,70 +491,36 @@ where
     })
 }
 
-/// Writes each client chunk to the socket at its deadline, in order.
-/// Once the [`DelayedStream`] is dropped (`errors` closed), nothing more
-/// is written: a chunk not yet due is never sent, as for a connection
-/// closed with bytes unsent (its commands were not sent, and must not
-/// reach Redis after the batch that dropped them was cleaned up after).
-async fn uplink<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::UnboundedReceiver<Chunk>,
-    mut w: W,
-    errors: mpsc::Sender<Chunk>,
-    queue: Arc<UpQueue>,
-    mut timer: Timer,
-    late: Arc<Lateness>,
-) {
-    loop {
-        let chunk = tokio::select! {
-            biased;
-            _ = errors.closed() => return,
-            chunk = rx.recv() => match chunk {
-                Some(chunk) => chunk,
-                None => return,
-            },
-        };
-        // Only a chunk the task waited for measures the line: one already
-        // due when it came (the task was still writing the one before) is
-        // the socket's backpressure, not the timer's lateness.
-        let waited = chunk.deadline > Instant::now();
-        // Biased, and asked again once due: a stream dropped just as its
-        // chunk fell due must not have the chunk written after it (a
-        // plain select! picks either branch when both are ready).
-        tokio::select! {
-            biased;
-            _ = errors.closed() => return,
-            () = timer.wait_until(chunk.deadline) => {}
-        }
-        if errors.is_closed() {
-            return;
-        }
-        match chunk.data {
-            Data::Bytes(bytes) => {
-                if waited {
-                    late.record(true, chunk.deadline, Instant::now());
-                }
-                let res = async {
-                    w.write_all(&bytes).await?;
-                    w.flush().await
-                }
-                .await;
-                queue.bytes.fetch_sub(bytes.len(), Ordering::AcqRel);
-                if let Some(waker) = queue.waiting.lock().unwrap().take() {
-                    waker.wake();
-                }
-                if let Err(e) = res {
-                    // The reader learns of it in order, after what was already received.
-                    let _ = errors.try_send(Chunk { deadline: Instant::now(), data: Data::Error(e.kind(), e.to_string()) });
-                    return;
-                }
+/// Writes the chunks the stream's owner did not write by [`BACKSTOP`] past
+/// their deadline, and those left when the socket had no room. Ends with
+/// the line: once the [`DelayedStream`] is dropped, nothing more is
+/// written: a chunk not yet due is never sent, as for a connection closed
+/// with bytes unsent (its commands were not sent, and must not reach Redis
+/// after the batch that dropped them was cleaned up after).
+async fn uplink(up: Arc<Up>, mut timer: Timer) {
+    std::future::poll_fn(|cx| {
+        let mut s = up.state.lock().unwrap();
+        loop {
+            if s.w.is_none() {
+                return Poll::Ready(());
             }
-            Data::Eof => {
-                let _ = w.shutdown().await;
-                return;
+            if !s.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
+                s.task = Some(cx.waker().clone());
             }
-            Data::Error(..) => return,
+            let Some(deadline) = s.queue.front().map(|c| c.deadline) else {
+                s.idle = true;
+                return Poll::Pending;
+            };
+            s.idle = false;
+            if !s.blocked && timer.poll_backstop(cx, deadline + BACKSTOP).is_pending() {
+                return Poll::Pending;
+            }
+            if s.release(cx, &up).is_pending() {
+                return Poll::Pending;
+            }
         }
-    }
+    })
+    .await
 }
 
 /// Reads the socket as fast as bytes come and stamps each piece with the
@@ -427,6 +564,32 @@ impl DelayedStream {
     pub fn timing(&self) -> TimingHandle {
         TimingHandle(self.late.clone())
     }
+
+    /// Writes the client's chunks that are due, in the caller's task: no
+    /// hand-off to another thread between the deadline and the write.
+    /// Returns the next one's deadline, or `None` when there is none or the
+    /// uplink task is to write (the socket had no room).
+    fn release_up(&mut self, cx: &mut Context<'_>) -> Option<Instant> {
+        let mut s = self.up.state.lock().unwrap();
+        if s.blocked {
+            return None;
+        }
+        if s.release(cx, &self.up).is_pending() {
+            // The socket now wakes this task: have the uplink task poll it instead.
+            if let Some(task) = &s.task {
+                task.wake_by_ref();
+            }
+            return None;
+        }
+        s.queue.front().map(|c| c.deadline)
+    }
+}
+
+impl Drop for DelayedStream {
+    fn drop(&mut self) {
+        let mut s = self.up.state.lock().unwrap();
+        s.end(&self.up);
+    }
 }
 
 impl AsyncRead for DelayedStream {
@@ -440,30 +603,44 @@ impl AsyncRead for DelayedStream {
                 if *done == bytes.len() {
                     this.current = None;
                 }
+                this.waited = false;
                 return Poll::Ready(Ok(()));
             }
             if this.eof {
+                this.waited = false;
                 return Poll::Ready(Ok(()));
             }
+            let up_next = this.release_up(cx);
             let chunk = match this.pending.take() {
-                Some(c) => c,
+                Some(c) => Some(c),
                 None => match this.down.poll_recv(cx) {
-                    Poll::Ready(Some(c)) => {
-                        this.waited = false;
-                        c
-                    }
+                    Poll::Ready(Some(c)) => Some(c),
                     Poll::Ready(None) => {
                         this.eof = true;
                         continue;
                     }
-                    Poll::Pending => return Poll::Pending,
+                    Poll::Pending => None,
                 },
             };
-            let deadline = chunk.deadline;
-            this.pending = Some(chunk);
-            if this.timer.poll_until(cx, deadline).is_pending() {
+            // The next deadline either way: the reply's, or a write's the
+            // reader makes itself while it waits.
+            let next = match (&chunk, up_next) {
+                (Some(c), Some(u)) => c.deadline.min(u),
+                (Some(c), None) => c.deadline,
+                (None, Some(u)) => u,
+                (None, None) => {
+                    this.waited = true;
+                    return Poll::Pending;
+                }
+            };
+            this.pending = chunk;
+            if this.timer.poll_until(cx, next).is_pending() {
                 this.waited = true;
                 return Poll::Pending;
+            }
+            let Some(deadline) = this.pending.as_ref().map(|c| c.deadline) else { continue };
+            if deadline > Instant::now() {
+                continue; // a write was due first
             }
             match this.pending.take().map(|c| c.data) {
                 Some(Data::Bytes(b)) => {
@@ -475,6 +652,7 @@ impl AsyncRead for DelayedStream {
                 Some(Data::Eof) | None => this.eof = true,
                 Some(Data::Error(kind, msg)) => {
                     this.eof = true;
+                    this.waited = false;
                     return Poll::Ready(Err(io::Error::new(kind, msg)));
                 }
             }
@@ -487,26 +665,34 @@ impl AsyncWrite for DelayedStream {
         if self.shut {
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "write after shutdown")));
         }
-        let queued = self.up_queue.bytes.load(Ordering::Acquire);
+        // What is due goes first, in order, from this task.
+        let up_next = self.release_up(cx);
+        let queued = self.up.bytes.load(Ordering::Acquire);
         if queued > 0 && queued + buf.len() > UP_BYTES {
-            *self.up_queue.waiting.lock().unwrap() = Some(cx.waker().clone());
-            // Re-check: the uplink may have drained in between.
-            if self.up_queue.bytes.load(Ordering::Acquire) == queued {
+            *self.up.waiting.lock().unwrap() = Some(cx.waker().clone());
+            // Re-check: the line may have drained in between.
+            if self.up.bytes.load(Ordering::Acquire) == queued {
+                if let Some(at) = up_next {
+                    // Woken at the next deadline to write it from here.
+                    let _ = self.timer.poll_until(cx, at);
+                }
                 return Poll::Pending;
             }
         }
         let this = &mut *self;
-        this.up_queue.bytes.fetch_add(buf.len(), Ordering::AcqRel);
-        for chunk in this.up_wire.send(Instant::now(), buf) {
-            if this.up.send(chunk).is_err() {
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection behind the delay line failed")));
-            }
+        let mut s = this.up.state.lock().unwrap();
+        if s.w.is_none() {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection behind the delay line failed")));
         }
+        this.up.bytes.fetch_add(buf.len(), Ordering::AcqRel);
+        s.push(this.up_wire.send(Instant::now(), buf));
         Poll::Ready(Ok(buf.len()))
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Bytes in the line are "on the wire": nothing to flush.
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Bytes in the line are "on the wire": nothing to flush, but what
+        // is due can go now.
+        self.release_up(cx);
         Poll::Ready(Ok(()))
     }
 
@@ -514,7 +700,7 @@ impl AsyncWrite for DelayedStream {
         if !self.shut {
             self.shut = true;
             let eof = self.up_wire.mark(Instant::now(), Data::Eof);
-            let _ = self.up.send(eof);
+            self.up.state.lock().unwrap().push(std::iter::once(eof));
         }
         Poll::Ready(Ok(()))
     }
@@ -536,6 +722,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     #[test]
     fn one_way_is_half_the_rtt_and_checks_range() {
@@ -674,5 +861,79 @@ mod tests {
         let (up, down) = timing.chunks();
         assert!(up >= 1 && down >= 1 && up + down <= 2 * (LEN as u64 / 1460 + 2), "{timing:?}");
         assert!(timing.achieved_rtt_ms(1.0) >= 1.0);
+    }
+
+    /// A client that writes and then stops polling the stream still has its
+    /// bytes sent (by the uplink task, [`BACKSTOP`] past their deadline),
+    /// and that lateness counts in the achieved RTT.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bytes_the_client_leaves_are_sent_late_and_their_lateness_counts() {
+        let (far, mut server) = tokio::io::duplex(1 << 16);
+        let mut near = wrap(far, Link::new(1.0, None).unwrap()).unwrap();
+        let t = Instant::now();
+        near.write_all(b"ping").await.unwrap();
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).await.unwrap();
+        let took = t.elapsed();
+        assert_eq!(&got, b"ping");
+        assert!(took >= Duration::from_micros(500) + BACKSTOP, "{took:?}");
+        let timing = near.timing().get();
+        assert_eq!(timing.chunks(), (1, 0));
+        let achieved = timing.achieved_rtt_ms(1.0);
+        assert!(achieved >= 1.0 + 0.19, "{achieved}: {timing:?}");
+    }
+
+    /// A stream dropped before its bytes are due never sends them, and the
+    /// far side sees the connection closed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bytes_not_yet_due_when_the_stream_is_dropped_are_never_sent() {
+        let (far, mut server) = tokio::io::duplex(1 << 16);
+        let mut near = wrap(far, Link::new(20.0, None).unwrap()).unwrap();
+        near.write_all(b"lost").await.unwrap();
+        drop(near);
+        let mut rest = Vec::new();
+        let n = tokio::time::timeout(Duration::from_secs(10), server.read_to_end(&mut rest)).await.unwrap().unwrap();
+        assert_eq!(n, 0, "{rest:?}");
+    }
+
+    /// On an ordinary run the achieved RTT is at least the asked one and
+    /// not far above it: a line that missed its deadlines by whole RTTs, or
+    /// lost track of its lateness, would fail the bounds (loose ones: the
+    /// machine may be loaded).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_achieved_rtt_of_an_echo_is_the_asked_one_give_or_take_the_machine() {
+        let (far, mut echo) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                let n = echo.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                echo.write_all(&buf[..n]).await.unwrap();
+            }
+        });
+        let mut near = wrap(far, Link::new(2.0, None).unwrap()).unwrap();
+        for _ in 0..20 {
+            near.write_all(b"ping").await.unwrap();
+            let mut got = [0u8; 4];
+            near.read_exact(&mut got).await.unwrap();
+        }
+        let timing = near.timing().get();
+        assert_eq!(timing.chunks(), (20, 20), "each chunk was waited for: {timing:?}");
+        let achieved = timing.achieved_rtt_ms(2.0);
+        assert!((2.0..2.0 + 50.0).contains(&achieved), "{achieved}: {timing:?}");
+    }
+
+    #[test]
+    fn buckets_are_a_quarter_octave_wide_and_their_middles_fall_inside() {
+        for us in [0u64, 1, 3, 4, 7, 8, 15, 16, 20, 100, 1000, 123_456] {
+            let i = bucket(Duration::from_micros(us));
+            let mid = bucket_middle_us(i);
+            assert!(us == 0 || (mid - us as f64).abs() <= us as f64 / 8.0 + 0.5, "{us} µs: bucket {i}, middle {mid}");
+        }
+        assert_eq!(bucket_middle_us(bucket(Duration::from_nanos(900))), 0.0, "under 1 µs is on time");
+        assert!((1..BUCKETS).all(|i| bucket_middle_us(i) > bucket_middle_us(i - 1)));
+        assert_eq!(bucket(Duration::from_secs(3600)), BUCKETS - 1);
     }
 }

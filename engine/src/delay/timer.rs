@@ -101,6 +101,17 @@ impl Timer {
         Poll::Pending
     }
 
+    /// Ready once `at` has passed, without the re-polled stretch nor the
+    /// learned lead: a wake-up that may come late (a backstop, where a spin
+    /// would only take a core from the party expected to act on time).
+    pub fn poll_backstop(&mut self, cx: &mut Context<'_>, at: Instant) -> Poll<()> {
+        self.waiting = None;
+        if Instant::now() >= at {
+            return Poll::Ready(());
+        }
+        self.inner.poll_until(cx, at)
+    }
+
     /// Waits until `deadline`.
     pub async fn wait_until(&mut self, deadline: Instant) {
         std::future::poll_fn(|cx| self.poll_until(cx, deadline)).await
