@@ -6,10 +6,7 @@
 #    (the "loaded 2-core machine"); the median reply latency against the
 #    loopback latency plus the asked RTT, and the summary's achieved RTT
 #    (the asked one plus each direction's median lateness, hand-offs
-#    included). Beside them, what a loopback round trip costs when PINGs
-#    come back to back and when they come one RTT apart (a python client,
-#    no delay line): the second is what the line's commands pay, as idle
-#    cores wake slower than busy ones.
+#    included).
 # 2. Bandwidth: one ~20 MB pipeline of SETs at 80 ms RTT, unlimited and at
 #    100 and 10 Mbit/s (each direction), against what the wire alone must take.
 #
@@ -53,30 +50,6 @@ ach = [run["summary"].get("achieved_rtt_ms") or 0 for run in runs]
 print(statistics.median(lat), statistics.median(ach))'
 }
 
-# Median loopback PING latency (µs) of a python client, 500 PINGs $1 µs
-# apart (spinning between them, as the line does), median of REPS runs.
-paced() {
-  python3 - "$PORT" "$1" "$REPS" <<'PY'
-import socket, statistics, sys, time
-port, gap, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-s = socket.create_connection(("127.0.0.1", port))
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-runs = []
-for _ in range(reps):
-    lat = []
-    for _ in range(500):
-        until = time.perf_counter_ns() + gap * 1000
-        while time.perf_counter_ns() < until:
-            pass
-        t = time.perf_counter_ns()
-        s.sendall(b"PING\r\n")
-        s.recv(64)
-        lat.append((time.perf_counter_ns() - t) / 1000)
-    runs.append(statistics.median(lat))
-print(f"{statistics.median(runs):.0f}")
-PY
-}
-
 accuracy() { # title
   echo
   echo "## Sequential PING latency, $1 (median of $REPS runs of 500; load $(cut -d' ' -f1 /proc/loadavg))"
@@ -87,8 +60,6 @@ accuracy() { # title
     read -r m ach < <(latency "$rtt")
     python3 -c "b=$base; m=$m; e=b+$rtt*1000; print(f'| $rtt | {m:.0f} | {e:.0f} (loopback {b:.0f}) | {100*(m-e)/e:+.1f}% | {$ach:.3f} |')"
   done
-  echo
-  echo "Loopback PING latency of a python client, no delay line: back to back $(paced 0) µs; 0.2 ms apart $(paced 200) µs; 0.5 ms apart $(paced 500) µs"
 }
 
 accuracy "quiet"

@@ -666,16 +666,14 @@ impl AsyncWrite for DelayedStream {
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "write after shutdown")));
         }
         // What is due goes first, in order, from this task.
-        let up_next = self.release_up(cx);
+        self.release_up(cx);
         let queued = self.up.bytes.load(Ordering::Acquire);
         if queued > 0 && queued + buf.len() > UP_BYTES {
+            // Woken as the line drains (the uplink task writes what is due
+            // meanwhile: the stream's timer is the reader's).
             *self.up.waiting.lock().unwrap() = Some(cx.waker().clone());
             // Re-check: the line may have drained in between.
             if self.up.bytes.load(Ordering::Acquire) == queued {
-                if let Some(at) = up_next {
-                    // Woken at the next deadline to write it from here.
-                    let _ = self.timer.poll_until(cx, at);
-                }
                 return Poll::Pending;
             }
         }
