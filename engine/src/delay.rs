@@ -325,6 +325,10 @@ struct UpState {
     /// for its timer or the socket).
     task: Option<Waker>,
     idle: bool,
+    /// Sets the uplink task's timer from the client's thread: a chunk queued
+    /// on an empty line moves its backstop there, instead of waking the
+    /// task (a thread wake-up per command) to do it.
+    backstop: Option<timer::Remote>,
     /// Write errors reach the reader in order, through the downlink's channel.
     errors: mpsc::Sender<Chunk>,
 }
@@ -334,6 +338,8 @@ struct UpState {
 /// elsewhere, or not scheduled on a loaded machine). A timerfd wake-up,
 /// never a spin; the lateness counts in [`LineTiming`].
 const BACKSTOP: Duration = Duration::from_micros(200);
+/// How far ahead the uplink task sets its timer while the line is empty.
+const IDLE: Duration = Duration::from_secs(3600);
 
 impl UpState {
     /// Writes the chunks due now, in order. `Pending` when the socket has no
@@ -403,9 +409,17 @@ impl UpState {
         }
     }
 
-    /// Queues chunks; wakes the uplink task if it waited for one.
+    /// Queues chunks; sets the uplink task's timer to the first one's
+    /// backstop if the line was empty (a line with chunks already has it set
+    /// no later than theirs), else wakes the task if it waited for one.
     fn push(&mut self, chunks: impl Iterator<Item = Chunk>) {
+        let was_empty = self.queue.is_empty();
         self.queue.extend(chunks);
+        if let (true, Some(remote), Some(front)) = (was_empty, self.backstop, self.queue.front()) {
+            if remote.arm(front.deadline + BACKSTOP).is_ok() {
+                return;
+            }
+        }
         if self.idle {
             self.idle = false;
             if let Some(task) = &self.task {
@@ -459,6 +473,7 @@ where
 {
     let timer = Timer::new()?;
     let up_timer = Timer::new()?;
+    let backstop = up_timer.remote();
     let (r, w) = tokio::io::split(upstream);
     let (down_tx, down_rx) = mpsc::channel(DOWN_CHUNKS);
     let late = Arc::new(Lateness::default());
@@ -471,6 +486,7 @@ where
         last_done: Instant::now(),
         task: None,
         idle: false,
+        backstop,
         errors: down_tx.clone(),
     };
     let up = Arc::new(Up { state: Mutex::new(state), bytes: AtomicUsize::new(0), waiting: Mutex::new(None), late: late.clone() });
@@ -508,8 +524,13 @@ async fn uplink(up: Arc<Up>, mut timer: Timer) {
                 s.task = Some(cx.waker().clone());
             }
             let Some(deadline) = s.queue.front().map(|c| c.deadline) else {
+                // Waits on its timer, which the client sets when it queues
+                // the next chunk (or a wake-up, where it cannot).
                 s.idle = true;
-                return Poll::Pending;
+                if timer.poll_backstop(cx, Instant::now() + IDLE).is_pending() {
+                    return Poll::Pending;
+                }
+                continue;
             };
             s.idle = false;
             if !s.blocked && timer.poll_backstop(cx, deadline + BACKSTOP).is_pending() {
