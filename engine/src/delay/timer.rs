@@ -101,84 +101,20 @@ impl Timer {
         Poll::Pending
     }
 
-    /// Ready once `at` has passed, without the re-polled stretch nor the
-    /// learned lead: a wake-up that may come late (a backstop, where a spin
-    /// would only take a core from the party expected to act on time).
-    /// Armed anew at each call: another thread may have moved it ([`Remote`]).
-    pub fn poll_backstop(&mut self, cx: &mut Context<'_>, at: Instant) -> Poll<()> {
-        self.waiting = None;
-        if Instant::now() >= at {
-            return Poll::Ready(());
-        }
-        self.inner.forget();
-        self.inner.poll_until(cx, at)
-    }
-
-    /// A handle that sets when this timer fires from another thread, waking
-    /// the task waiting in [`Timer::poll_backstop`] then, without waking it
-    /// now. `None` where the platform's timer cannot be shared.
-    pub(crate) fn remote(&self) -> Option<Remote> {
-        self.inner.remote()
-    }
-
     /// Waits until `deadline`.
     pub async fn wait_until(&mut self, deadline: Instant) {
         std::future::poll_fn(|cx| self.poll_until(cx, deadline)).await
     }
 }
 
-pub(crate) use imp::Remote;
-
 #[cfg(target_os = "linux")]
 mod imp {
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::task::{Context, Poll};
     use std::time::Instant;
 
     use tokio::io::unix::AsyncFd;
-
-    /// Sets timerfd `fd` to fire at `at` (std's `Instant` is CLOCK_MONOTONIC on Linux).
-    // `time_t` and `c_long` are not i64 on every Linux target.
-    #[allow(clippy::unnecessary_cast)]
-    fn settime(fd: RawFd, at: Instant) -> io::Result<()> {
-        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: valid out-pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-        let ahead = at.saturating_duration_since(Instant::now());
-        let mut ns = now.tv_nsec as i64 + ahead.subsec_nanos() as i64;
-        let mut sec = now.tv_sec as i64 + ahead.as_secs() as i64 + ns / 1_000_000_000;
-        ns %= 1_000_000_000;
-        if sec == 0 && ns == 0 {
-            ns = 1; // all-zero would disarm the timer
-        }
-        if ns < 0 {
-            sec -= 1;
-            ns += 1_000_000_000;
-        }
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: sec as libc::time_t, tv_nsec: ns as _ },
-        };
-        // SAFETY: valid fd and pointers.
-        let rc = unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Sets when a [`super::Timer`]'s timerfd fires, from any thread. Its
-    /// owner must outlive the calls (the delay line calls it only while
-    /// the line, and so the timer's task, is alive).
-    #[derive(Clone, Copy)]
-    pub struct Remote(RawFd);
-
-    impl Remote {
-        pub fn arm(&self, at: Instant) -> io::Result<()> {
-            settime(self.0, at)
-        }
-    }
 
     pub struct Inner {
         fd: AsyncFd<OwnedFd>,
@@ -200,19 +136,35 @@ mod imp {
             Ok(Inner { fd, armed: None })
         }
 
+        /// Sets the timerfd to fire at `at` (std's `Instant` is CLOCK_MONOTONIC on Linux).
+        // `time_t` and `c_long` are not i64 on every Linux target.
+        #[allow(clippy::unnecessary_cast)]
         fn arm(&mut self, at: Instant) -> io::Result<()> {
-            settime(self.fd.as_raw_fd(), at)?;
+            let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: valid out-pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+            let ahead = at.saturating_duration_since(Instant::now());
+            let mut ns = now.tv_nsec as i64 + ahead.subsec_nanos() as i64;
+            let mut sec = now.tv_sec as i64 + ahead.as_secs() as i64 + ns / 1_000_000_000;
+            ns %= 1_000_000_000;
+            if sec == 0 && ns == 0 {
+                ns = 1; // all-zero would disarm the timer
+            }
+            if ns < 0 {
+                sec -= 1;
+                ns += 1_000_000_000;
+            }
+            let spec = libc::itimerspec {
+                it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                it_value: libc::timespec { tv_sec: sec as libc::time_t, tv_nsec: ns as _ },
+            };
+            // SAFETY: valid fd and pointers.
+            let rc = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
             self.armed = Some(at);
             Ok(())
-        }
-
-        /// The next poll arms the timerfd, whatever it was set to.
-        pub fn forget(&mut self) {
-            self.armed = None;
-        }
-
-        pub fn remote(&self) -> Option<Remote> {
-            Some(Remote(self.fd.as_raw_fd()))
         }
 
         pub fn poll_until(&mut self, cx: &mut Context<'_>, at: Instant) -> Poll<()> {
@@ -261,25 +213,9 @@ mod imp {
         sleep: Pin<Box<tokio::time::Sleep>>,
     }
 
-    /// Not available: tokio's timer cannot be set from another task.
-    #[derive(Clone, Copy)]
-    pub enum Remote {}
-
-    impl Remote {
-        pub fn arm(&self, _: Instant) -> io::Result<()> {
-            match *self {}
-        }
-    }
-
     impl Inner {
         pub fn new() -> io::Result<Inner> {
             Ok(Inner { sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())) })
-        }
-
-        pub fn forget(&mut self) {}
-
-        pub fn remote(&self) -> Option<Remote> {
-            None
         }
 
         pub fn poll_until(&mut self, cx: &mut Context<'_>, at: Instant) -> Poll<()> {
