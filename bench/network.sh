@@ -5,7 +5,8 @@
 #    quiet machine and with one core kept busy by a spin loop beside them
 #    (the "loaded 2-core machine"); the median reply latency against the
 #    loopback latency plus the asked RTT, and the summary's achieved RTT
-#    (the asked one plus each direction's median lateness).
+#    (the asked one plus each direction's median lateness, hand-offs
+#    included).
 # 2. Bandwidth: one ~20 MB pipeline of SETs at 80 ms RTT, unlimited and at
 #    100 and 10 Mbit/s (each direction), against what the wire alone must take.
 #

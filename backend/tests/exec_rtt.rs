@@ -86,6 +86,23 @@ async fn added_rtt_is_accurate() {
     }
 }
 
+/// The summary's achieved RTT is at least the asked one and not far above
+/// it on an ordinary run (loose: the machine may be loaded); it is there
+/// only behind the delay line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_achieved_rtt_is_at_least_the_asked_one_and_not_far_above() {
+    let server = RedisServer::start();
+    let t = RedisTarget::parse(&server.url).unwrap();
+    for rtt in [0.2, 2.0] {
+        let r = run(&t, &batch(Mode::Sequential, vec![vec![b"PING".to_vec()]; 50], rtt)).await;
+        assert_eq!(r.summary.ok, 50);
+        let achieved = r.summary.achieved_rtt_ms.unwrap();
+        assert!(achieved >= rtt && achieved < rtt + 50.0, "asked {rtt} ms, achieved {achieved} ms");
+    }
+    let r = run(&t, &batch(Mode::Sequential, vec![vec![b"PING".to_vec()]; 5], 0.0)).await;
+    assert_eq!(r.summary.achieved_rtt_ms, None);
+}
+
 /// `pipelab proxy` adds the same delay for any client (here a raw socket).
 #[test]
 fn proxy_adds_rtt() {

@@ -146,10 +146,17 @@ pub struct Summary {
     /// `commands / total_us`, in commands per second.
     pub commands_per_sec: f64,
     pub simulated_rtt_ms: f64,
-    /// The simulated round trip the delay line achieved: `simulated_rtt_ms`
-    /// plus how late, on average, it released bytes in each direction (a
-    /// busy machine's late wake-ups). Beside the asked one, it says when
-    /// the machine could not keep it. Absent without a delay line.
+    /// The simulated round trip the delay line achieved, in ms:
+    /// `simulated_rtt_ms` plus each direction's median lateness, the time
+    /// past a chunk's deadline (RTT/2 after it was produced) at which the
+    /// line released it: the client's bytes, when their write to the
+    /// socket was issued; the server's, when they were handed to the
+    /// waiting reader. So it includes the line's task hand-offs and a busy
+    /// machine's late wake-ups. Not in it: time in Redis and in the kernel
+    /// (a loopback round trip, paid without the line too), bytes that waited
+    /// for the socket (backpressure) or for a reader busy elsewhere. Beside
+    /// the asked one, it says when the machine could not keep the RTT.
+    /// Absent without a delay line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub achieved_rtt_ms: Option<f64>,
     /// The simulated bandwidth in each direction, in Mbit/s; absent: unlimited.
