@@ -44,11 +44,6 @@ fi
 cargo build -q --release --offline --locked --manifest-path bench/bare_relay/Cargo.toml --target-dir target/bare_relay
 RELAY=target/bare_relay/release/bare_relay
 
-wait_port() {
-  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "nothing listens on port $1" >&2; exit 1
-}
-
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
 pids+=($!)

@@ -30,10 +30,6 @@ else
   PIPELAB=target/release/pipelab
 fi
 
-wait_port() {
-  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "nothing listens on port $1" >&2; exit 1
-}
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
 pids+=($!)

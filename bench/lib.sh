@@ -1,5 +1,5 @@
-# Sourced by bench/token_overhead.sh, bench/load.sh, bench/load_ab.sh and bench/api_instructions.sh: a work directory
-# and the processes started, both cleaned up on exit; free ports; medians;
+# Sourced by the bench scripts: a work directory and the processes
+# started, both cleaned up on exit; free ports and waiting for one; medians;
 # and the load generator wrk. Not used by CI (scripts/test.sh).
 
 # ensure_pkg COMMAND [PACKAGE]: the Debian package (default: COMMAND's
@@ -18,6 +18,11 @@ ensure_wrk() { ensure_pkg wrk; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
+  echo "nothing listens on port $1" >&2; exit 1
+}
 
 # $work: a temporary directory; $pids: processes to stop on exit.
 work=$(mktemp -d)
