@@ -33,7 +33,9 @@ use super::{auth, budget, headers, rate, AppState};
 /// serves, and how it words a refusal the gate finds before its handler
 /// runs (a rate limit), so that a client gets the error shape it parses.
 pub trait Surface: Send + Sync {
+    /// True if `path` (the request's, without its query) is one of this surface's.
     fn serves(&self, path: &str) -> bool;
+    /// `e` (its status and message kept) in this surface's error body.
     fn refusal(&self, e: ApiError) -> Response;
 }
 

@@ -134,6 +134,7 @@ pub struct Surface {
 }
 
 impl Surface {
+    /// The surface of the routes `settings` put under the root or `--upstash-prefix`.
     pub fn new(settings: &Settings) -> Surface {
         Surface { prefix: settings.prefix.clone() }
     }
