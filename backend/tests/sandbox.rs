@@ -80,7 +80,7 @@ impl Visitor {
 
     /// This visitor's redis-server (after a request that needed it).
     fn child(&self, app: &App) -> Arc<Child> {
-        app.state.sandbox().unwrap().child_of(&self.id()).expect("a redis-server of their own")
+        app.state.engine.sandbox().unwrap().child_of(&self.id()).expect("a redis-server of their own")
     }
 }
 
@@ -468,7 +468,7 @@ async fn capacity_is_capped_and_idle_visitors_make_room() {
     let (s, r) = a.batch(&app, "GET mine").await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(replies(&r)[0]["type"], "null", "A's keys went with A's idle Redis");
-    assert!(app.state.sandbox().unwrap().child_of(&a.id()).is_none_or(|c| c.process.pid != pid));
+    assert!(app.state.engine.sandbox().unwrap().child_of(&a.id()).is_none_or(|c| c.process.pid != pid));
 }
 
 /// `/info` in the sandbox: the visitor's Redis, the sandbox's limits, and

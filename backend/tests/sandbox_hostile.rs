@@ -28,7 +28,7 @@ fn start(settings: Settings, flags: &[&str]) -> App {
 }
 
 fn sandbox(app: &App) -> &Arc<Supervisor> {
-    app.state.sandbox().expect("the sandbox")
+    app.state.engine.sandbox().expect("the sandbox")
 }
 
 /// One client of the sandbox: a cookie (once the server set one) and the

@@ -11,7 +11,9 @@
 //! the one way to run a batch, which chooses between the two once per
 //! target; [`lab`] builds experiments (compare, sweep) on it; [`report_json`] writes a report as it comes; [`sandbox`] gives each
 //! visitor a redis-server of their own; [`acl`] makes the read-only user of
-//! a Redis pipelab manages.
+//! a Redis pipelab manages; [`engine`] is all of it as many callers share
+//! it (their Redis, batch slots, fair shares, script kills), with
+//! [`Engine::run`] the one way a caller runs a batch.
 
 pub mod acl;
 pub mod argv;
@@ -19,9 +21,12 @@ pub mod cluster;
 pub mod commands;
 pub mod conn;
 pub mod delay;
+pub mod engine;
 pub mod exec;
 pub mod lab;
 pub mod mode;
 pub mod report_json;
 pub mod run;
 pub mod sandbox;
+
+pub use engine::Engine;

@@ -10,11 +10,13 @@ use std::convert::Infallible;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 
+use axum::http::{Extensions, HeaderMap, Uri};
+
 use super::auth::Access;
 use super::error::ApiError;
 use super::rate::Client;
-use super::share::ClientKey;
-use super::AppState;
+use super::{auth, rate, AppState};
+use crate::engine::ClientKey;
 use crate::sandbox::VisitorId;
 
 /// The caller of a request: `access` is [`Access::Open`] when no token is
@@ -37,7 +39,7 @@ impl FromRequestParts<AppState> for Caller {
             access: ext.get::<Access>().copied().unwrap_or(Access::Open),
             visitor: ext.get::<VisitorId>().cloned(),
             client: ext.get::<Client>().cloned(),
-            share: ClientKey::of(state, &parts.headers, &parts.uri, ext),
+            share: client_key(state, &parts.headers, &parts.uri, ext),
         })
     }
 }
@@ -51,4 +53,19 @@ impl Caller {
         let Ok(caller) = Caller::from_request_parts(&mut parts, state).await;
         Ok((caller, B::from_request(Request::from_parts(parts, body), state).await?))
     }
+}
+
+/// The client a request counts against (`crate::engine::share`): the
+/// digest of the token it presents (tokens configured), else its address
+/// (as the rate limits see it: an IPv6 one by its /64); `None` for a
+/// request that came through no socket (a test's `Router::oneshot`).
+pub fn client_key(state: &AppState, headers: &HeaderMap, uri: &Uri, extensions: &Extensions) -> Option<ClientKey> {
+    if state.auth.enabled() {
+        if let Some(token) = auth::presented(headers, uri) {
+            return Some(ClientKey::Token(auth::digest(&token)));
+        }
+    }
+    let peer = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let address = rate::forwarded_for(headers, state.rate.limits().trust_forwarded_for).or(peer)?;
+    Some(ClientKey::Address(rate::bucket_address(address)))
 }

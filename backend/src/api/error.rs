@@ -288,6 +288,55 @@ impl From<crate::exec::ExecError> for ApiError {
     }
 }
 
+/// Why the engine ran nothing (or could not cut a batch in time), in the
+/// API's words: each cap named by its flag.
+impl From<crate::engine::EngineError> for ApiError {
+    fn from(e: crate::engine::EngineError) -> Self {
+        use crate::engine::{EngineError, ShareFull};
+        use crate::sandbox::SandboxError;
+        let ms = |d: std::time::Duration| d.as_millis();
+        match e {
+            EngineError::Exec(e) => e.into(),
+            EngineError::Sandbox(e @ SandboxError::Full { retry_after, .. }) => ApiError::new(ApiCode::SandboxFull, e.to_string()).retry_after(retry_after),
+            EngineError::Sandbox(e @ SandboxError::AddressFull { retry_after, .. }) => ApiError::new(ApiCode::TooManyVisitors, e.to_string()).retry_after(retry_after),
+            EngineError::Sandbox(SandboxError::Start(e)) => {
+                tracing::error!(error = %e, "could not start a visitor's redis-server");
+                ApiError::unavailable(format!("no Redis could be started for you: {e}"))
+            }
+            EngineError::NoVisitor => ApiError::unavailable("a sandbox request without a visitor"),
+            EngineError::ShareFull { what, cap, .. } => {
+                let (held, flag) = match what {
+                    ShareFull::Batches => (format!("{cap} batches"), "--max-batches-per-client"),
+                    ShareFull::Blocking => (format!("{cap} batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…)"), "--max-blocking-per-client"),
+                };
+                ApiError::new(
+                    ApiCode::Busy,
+                    format!("this client (its token, else its address) already runs {held}, its share ({flag}), for the whole batch timeout; nothing was sent; try again when one has ended"),
+                )
+            }
+            EngineError::VisitorBatches { cap } => {
+                ApiError::new(ApiCode::TooManyBatches, format!("you already run {cap} batches at once, the most one visitor may; retry when one ends"))
+                    .retry_after(std::time::Duration::from_secs(1))
+            }
+            EngineError::SlotsBusy { slots, waited } => {
+                ApiError::new(ApiCode::Busy, format!("all {slots} batch slots stayed busy for {} ms; try again later", ms(waited)))
+            }
+            EngineError::KillPending { waited } => ApiError::new(
+                ApiCode::Busy,
+                format!("Redis stayed busy running a script of a cut batch, which pipelab is killing, for {} ms; nothing was sent; try again", ms(waited)),
+            ),
+            EngineError::Overran { limit } => ApiError::new(
+                ApiCode::BatchTimeout,
+                format!(
+                    "the batch ran longer than the server's limit of {} ms and could not be cut in time; commands already written may have run (their outcome is unknown)",
+                    ms(limit)
+                ),
+            ),
+            EngineError::Unanswered { why } => ApiError::unavailable(why),
+        }
+    }
+}
+
 /// The code of an experiment's input problem (the same word).
 impl From<crate::lab::Problem> for ApiCode {
     fn from(p: crate::lab::Problem) -> Self {

@@ -58,7 +58,7 @@ impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
         let body = if expected >= PARSE_ELSEWHERE {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
             // Ends when `tx` is dropped: after the body, or with this request.
-            let parser = state.other_runtime().spawn(async move {
+            let parser = state.engine.other_runtime().spawn(async move {
                 let mut body = IncrementalBody::new(expected);
                 while let Some(data) = rx.recv().await {
                     body.feed(&data);

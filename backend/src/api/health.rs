@@ -19,7 +19,7 @@ use super::AppState;
 /// supervisor restarts what it can. A Redis that is down does not fail it
 /// (`/readyz` reports that; the embedded one is restarted by pipelab).
 pub async fn healthz(State(state): State<AppState>) -> axum::response::Response {
-    match super::busy::busy_for(&state).await {
+    match state.engine.busy_for().await {
         Some(busy) if busy > state.limits.batch_timeout() => ApiError::new(
             ApiCode::RedisBusy,
             format!(
@@ -41,7 +41,7 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 /// `cluster_state:ok` (`crate::cluster::Cluster::readiness`).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     const WAIT: Duration = Duration::from_secs(1);
-    let pool = match &state.redis {
+    let pool = match &state.engine.redis {
         super::Redis::Shared(shared) => shared.pool.clone(),
         super::Redis::Sandbox(sandbox) => match sandbox.ready().await {
             Ok(()) => return Json(json!({"status": "ready"})).into_response(),

@@ -149,7 +149,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
         Ok(other) => (true, String::new(), Some(format!("INFO: {}", other.display()))),
         Err(e) => (false, String::new(), Some(e.body.message)),
     };
-    let (target, source) = match state.shared() {
+    let (target, source) = match state.engine.shared() {
         Some(shared) => (
             shared.target.to_string(),
             match shared.source {
@@ -175,7 +175,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
         limits: state.limits.clone(),
         defaults: DEFAULTS,
         refused,
-        sandbox: state.sandbox().map(|s| SandboxInfo {
+        sandbox: state.engine.sandbox().map(|s| SandboxInfo {
             idle_s: s.settings().idle.as_secs(),
             max_bytes: s.settings().max_bytes,
             visitor_batches: s.settings().visitor_batches,

@@ -142,7 +142,7 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let (tx, rx) = mpsc::unbounded_channel();
     let task_state = state.clone();
     let task_cancel = cancel.clone();
-    state.other_runtime().spawn(async move {
+    state.engine.other_runtime().spawn(async move {
         let mut sink = FlushSink { kept: KeptResults::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
         let out = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel)).await;
         sink.send();

@@ -13,7 +13,6 @@ pub mod auth;
 pub mod backend;
 pub mod batch;
 pub mod budget;
-pub mod busy;
 pub mod caller;
 pub mod compare;
 pub mod commands;
@@ -33,7 +32,6 @@ pub mod refuse;
 pub mod run;
 pub mod schema;
 pub mod session;
-pub mod share;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
@@ -46,64 +44,27 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::routing::{any, delete, get, post};
 use axum::Router;
-use tokio::sync::Semaphore;
 
 use crate::config::Limits;
-use error::{ApiCode, ApiError};
 use crate::conn::RedisTarget;
-use crate::exec::{Pool, PoolConfig};
+use crate::engine::{Engine, EngineLimits};
+use error::{ApiCode, ApiError};
 
-/// Where the Redis target came from (shown by GET /api/v1/info).
-#[derive(Debug, Clone)]
-pub enum RedisSource {
-    /// `--redis` / `REDIS_URL`.
-    Configured,
-    /// A redis-server child started by `pipelab serve`.
-    Embedded,
-}
-
-/// The Redis behind the API: one for everyone, or one per sandbox visitor
-/// (each request's is chosen by [`AppState::backend`]).
-pub enum Redis {
-    Shared(Shared),
-    Sandbox(Arc<crate::sandbox::Supervisor>),
-}
-
-/// The one Redis (or cluster) every caller shares.
-pub struct Shared {
-    pub target: RedisTarget,
-    pub source: RedisSource,
-    /// Idle Redis connections reused between batches (see `crate::exec::pool`).
-    pub pool: Arc<Pool>,
-    /// Where pipelab manages the Redis ([`crate::acl`]): the read-only
-    /// user's pool (read-only tokens' batches) and the default user's
-    /// (operator tokens' batches), while [`Shared::pool`] is the batch
-    /// user's. `None`: [`Shared::pool`].
-    pub readonly: Option<Arc<Pool>>,
-    pub admin: Option<Arc<Pool>>,
-}
+pub use crate::engine::{Redis, RedisSource, Shared};
 
 /// Shared by every request; cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
+/// The engine that runs the batches, and what the HTTP surfaces add to it.
 pub struct Inner {
-    pub redis: Redis,
+    /// The Redis behind the API, the batch slots, the clients' shares
+    /// (`crate::engine`): every batch runs through [`Engine::run`].
+    pub engine: Engine,
     pub limits: Limits,
     pub web_dir: PathBuf,
-    /// One permit per running batch (`limits.max_concurrent_batches`).
-    pub slots: Semaphore,
-    /// The serving threads' runtimes: a big batch runs on another thread
-    /// than its request's (`stream`). Empty: the current runtime only.
-    pub runtimes: Vec<tokio::runtime::Handle>,
-    /// Which runtime the next big batch goes to.
-    next_runtime: std::sync::atomic::AtomicUsize,
     /// Who may send requests ([`guard`]); [`AppStateBuilder::with_guard`] sets it.
-    pub guard: Arc<guard::Policy>,
-    /// Since when Redis answers BUSY (a script that outlived its kill), for `/healthz`.
-    pub busy_since: std::sync::Mutex<Option<std::time::Instant>>,
-    /// Script kills in flight ([`busy::Kills`]): batches wait for them.
-    pub kills: busy::Kills,
+    pub guard: guard::Policy,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
     /// The tokens requests need (none: open); see [`auth`].
@@ -112,8 +73,6 @@ pub struct Inner {
     pub upstash: crate::config::UpstashSettings,
     /// Open sessions: connections kept between batches ([`session`]).
     pub sessions: Arc<session::Sessions>,
-    /// Each client's share of the batch slots ([`share`]).
-    pub shares: Arc<share::Shares>,
     /// The memory of answers being written ([`budget`]).
     pub budget: Arc<budget::Budget>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -128,15 +87,34 @@ pub struct Inner {
     pub doctor: Option<(info::DoctorInfo, Router)>,
 }
 
-/// The pool settings of the shared Redis: as many idle connections as
-/// batches may run at once, up to 64.
-fn pool_config(limits: &Limits) -> PoolConfig {
-    PoolConfig { max_idle: limits.max_concurrent_batches.clamp(1, 64), share: limits.shared_connections, ..PoolConfig::default() }
+/// The engine's limits within the server's.
+pub fn engine_limits(limits: &Limits) -> EngineLimits {
+    EngineLimits {
+        batch_timeout: limits.batch_timeout(),
+        connect_timeout: limits.connect_timeout(),
+        max_reply_bytes: limits.max_reply_bytes,
+        max_concurrent_batches: limits.max_concurrent_batches,
+        max_batches_per_client: limits.max_batches_per_client,
+        max_blocking_per_client: limits.max_blocking_per_client,
+        shared_connections: limits.shared_connections,
+    }
 }
 
 /// An [`AppState`] being put together at start-up: the settings go in by
-/// value, and [`AppStateBuilder::build`] shares the result.
-pub struct AppStateBuilder(Inner);
+/// value, and [`AppStateBuilder::build`] makes the engine and the state
+/// and shares them.
+pub struct AppStateBuilder {
+    redis: Redis,
+    limits: Limits,
+    web_dir: PathBuf,
+    runtimes: Vec<tokio::runtime::Handle>,
+    guard: guard::Policy,
+    allow: crate::commands::Allow,
+    auth: auth::Auth,
+    upstash: crate::config::UpstashSettings,
+    rate: rate::Limiter,
+    doctor: Option<(info::DoctorInfo, Router)>,
+}
 
 impl AppStateBuilder {
     /// The API on one Redis (or cluster) shared by every caller.
@@ -147,8 +125,7 @@ impl AppStateBuilder {
         web_dir: PathBuf,
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
-        let pool = Pool::new(target.clone(), pool_config(&limits));
-        let shared = Shared { target, source, pool, readonly: None, admin: None };
+        let shared = Shared::new(target, source, &engine_limits(&limits));
         Self::with_redis(Redis::Shared(shared), limits, web_dir, runtimes)
     }
 
@@ -158,68 +135,54 @@ impl AppStateBuilder {
     }
 
     fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
-        let slots = Semaphore::new(limits.max_concurrent_batches.max(1));
-        let sessions = session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client);
-        let shares = share::Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client);
-        let budget = budget::Budget::new(limits.max_response_memory);
-        AppStateBuilder(Inner {
+        AppStateBuilder {
             redis,
-            sessions,
-            shares,
-            budget,
             limits,
             web_dir,
-            slots,
             runtimes,
-            next_runtime: Default::default(),
-            guard: Arc::new(guard::Policy::new(&guard::GuardConfig::default(), None)),
-            busy_since: Default::default(),
-            kills: Default::default(),
+            guard: guard::Policy::new(&guard::GuardConfig::default(), None),
             allow: Default::default(),
             auth: auth::Auth::none(),
             upstash: Default::default(),
-            live: Default::default(),
             rate: Default::default(),
-            docs: Default::default(),
             doctor: None,
-        })
+        }
     }
 
     /// A doctor listening as `info` says, its JSON API `routes` (paths
     /// `/summary` and `/flights`: `crate::doctor::ui::mounted`) served
     /// under `/api/v1/doctor` behind the same rules as every route.
     pub fn with_doctor(mut self, info: info::DoctorInfo, routes: Router) -> Self {
-        self.0.doctor = Some((info, routes));
+        self.doctor = Some((info, routes));
         self
     }
 
     /// The request guards of `policy`.
     pub fn with_guard(mut self, policy: guard::Policy) -> Self {
-        self.0.guard = Arc::new(policy);
+        self.guard = policy;
         self
     }
 
     /// The commands the operator allows beyond the defaults.
     pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
-        self.0.allow = allow;
+        self.allow = allow;
         self
     }
 
     /// Rate limits `limits`.
     pub fn with_rate(mut self, limits: rate::RateLimits) -> Self {
-        self.0.rate = rate::Limiter::new(limits);
+        self.rate = rate::Limiter::new(limits);
         self
     }
 
     /// The tokens and the Upstash surface's settings.
     pub fn configure(mut self, auth: auth::Auth, upstash: crate::config::UpstashSettings) -> Self {
-        let inner = &mut self.0;
-        inner.auth = auth;
+        self.auth = auth;
         // The Upstash routes' CORS origins pass the request guards there.
         let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();
         let any = if upstash.cors_any { vec!["*"] } else { Vec::new() };
-        inner.guard = Arc::new((*inner.guard).clone().with_upstash_origins(origins.into_iter().chain(any)));
-        inner.upstash = upstash;
+        self.guard = self.guard.with_upstash_origins(origins.into_iter().chain(any));
+        self.upstash = upstash;
         self
     }
 
@@ -228,48 +191,30 @@ impl AppStateBuilder {
     /// read-only user, operator tokens' as `admin` (the default user's
     /// target).
     pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
-        let config = pool_config(&self.0.limits);
-        if let Redis::Shared(shared) = &mut self.0.redis {
-            shared.readonly = Some(shared.pool.sibling(users.readonly.target(&shared.target), config.clone()));
-            shared.admin = Some(shared.pool.sibling(admin, config));
+        if let Redis::Shared(shared) = self.redis {
+            self.redis = Redis::Shared(shared.with_users(users, admin, &engine_limits(&self.limits)));
         }
         self
     }
 
-    /// The state, ready to be shared by every request.
+    /// The engine and the state, ready to be shared by every request.
     pub fn build(self) -> AppState {
-        AppState(Arc::new(self.0))
-    }
-}
-
-impl AppState {
-    /// The shared Redis (`None` in the sandbox).
-    pub fn shared(&self) -> Option<&Shared> {
-        match &self.redis {
-            Redis::Shared(s) => Some(s),
-            Redis::Sandbox(_) => None,
-        }
-    }
-
-    /// The sandbox's supervisor (`None` outside the sandbox).
-    pub fn sandbox(&self) -> Option<&Arc<crate::sandbox::Supervisor>> {
-        match &self.redis {
-            Redis::Sandbox(s) => Some(s),
-            Redis::Shared(_) => None,
-        }
-    }
-
-    /// A serving runtime other than the caller's, in turn (the caller's if
-    /// there is no other).
-    pub fn other_runtime(&self) -> tokio::runtime::Handle {
-        let current = tokio::runtime::Handle::current();
-        let others: Vec<&tokio::runtime::Handle> =
-            self.runtimes.iter().filter(|h| h.id() != current.id()).collect();
-        if others.is_empty() {
-            return current;
-        }
-        let i = self.next_runtime.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        others[i % others.len()].clone()
+        let limits = self.limits;
+        AppState(Arc::new(Inner {
+            engine: Engine::new(self.redis, engine_limits(&limits), self.runtimes),
+            sessions: session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client),
+            budget: budget::Budget::new(limits.max_response_memory),
+            limits,
+            web_dir: self.web_dir,
+            guard: self.guard,
+            allow: self.allow,
+            auth: self.auth,
+            upstash: self.upstash,
+            live: Default::default(),
+            rate: self.rate,
+            docs: Default::default(),
+            doctor: self.doctor,
+        }))
     }
 }
 

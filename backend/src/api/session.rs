@@ -77,8 +77,8 @@ pub struct SessionResponse {
 /// One session: its connection and settings.
 pub struct Session {
     access: Access,
-    /// Who opened it, for its share ([`super::share`]).
-    client: Option<super::share::ClientKey>,
+    /// Who opened it, for its share (`crate::engine::share`).
+    client: Option<crate::engine::ClientKey>,
     /// The sandbox visitor it belongs to (`None` outside the sandbox).
     visitor: Option<VisitorId>,
     /// Their share of sessions, given back when it closes.
@@ -112,7 +112,7 @@ impl Sessions {
 
     /// Why `client` may not open another session now, if it may not: the
     /// server's cap or the client's share (the open ones counted in `open`).
-    fn refusal(&self, open: &HashMap<String, Arc<Session>>, client: Option<super::share::ClientKey>) -> Option<ApiError> {
+    fn refusal(&self, open: &HashMap<String, Arc<Session>>, client: Option<crate::engine::ClientKey>) -> Option<ApiError> {
         if open.len() >= self.max {
             return Some(ApiError::new(
                 ApiCode::TooManySessions,
@@ -249,7 +249,7 @@ pub async fn create(
         Some(lease) => Some(lease.visitor.sessions.clone().try_acquire_owned().map_err(|_| {
             ApiError::new(
                 ApiCode::TooManySessions,
-                format!("you have {} sessions open, the most one visitor may; close one (DELETE /api/v1/sessions/ID) or wait for one to expire", state.sandbox().map_or(0, |s| s.settings().visitor_sessions)),
+                format!("you have {} sessions open, the most one visitor may; close one (DELETE /api/v1/sessions/ID) or wait for one to expire", state.engine.sandbox().map_or(0, |s| s.settings().visitor_sessions)),
             )
         })?),
         None => None,

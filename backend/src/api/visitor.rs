@@ -44,7 +44,7 @@ pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
 /// its extensions (the cookie's if the supervisor knows it, else a new
 /// one), and the returned `Set-Cookie` value goes on its response.
 pub fn admit(state: &AppState, req: &mut Request) -> Option<HeaderValue> {
-    let sandbox = state.sandbox()?;
+    let sandbox = state.engine.sandbox()?;
     // Probes serve no visitor: none is remembered for them (they are never rate limited).
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
         return None;

@@ -212,7 +212,7 @@ fn serve_on_threads(
             .with_rate(access.2)
             .build()
     };
-    if let (None, Some(shared)) = (users, state.shared()) {
+    if let (None, Some(shared)) = (users, state.engine.shared()) {
         // `--redis`: pipelab cannot make the user; it tells what scripts could reach.
         let (pool, allow, wait) = (shared.pool.clone(), pipelab::commands::Allow { migrate: cfg.allow_migrate }, cfg.limits.connect_timeout());
         first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });

@@ -19,7 +19,6 @@ use crate::api::auth::Access;
 use crate::api::rate::{take_commands, Client};
 use crate::api::backend::Backend;
 use crate::api::caller::Caller;
-use crate::api::share::ClientKey;
 use crate::api::AppState;
 use crate::sandbox::VisitorId;
 use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
@@ -135,7 +134,7 @@ async fn is_command_path(state: &AppState, path: String) -> bool {
     if name.is_empty() || state.web_dir.join(String::from_utf8_lossy(&name).as_ref()).exists() {
         return false;
     }
-    state.commands().await.get(&name).is_some()
+    state.engine.commands().await.get(&name).is_some()
 }
 
 /// The Redis that serves `caller` (in the sandbox: its visitor's).
@@ -147,7 +146,7 @@ pub async fn backend(state: &AppState, caller: Caller) -> Result<Backend, Upstas
 /// sandbox visitor the gate found, and the client its batches count against.
 pub fn caller(state: &AppState, req: &Request, access: Access) -> Caller {
     let visitor = req.extensions().get::<VisitorId>().cloned();
-    let share = ClientKey::of(state, req.headers(), req.uri(), req.extensions());
+    let share = crate::api::caller::client_key(state, req.headers(), req.uri(), req.extensions());
     Caller { access, visitor, client: None, share }
 }
 

@@ -50,7 +50,7 @@
 //! Who asks: the API's validation (`api::refuse`), the executor's checks
 //! (`exec::validate`, the runner's pooling decision), the pool (which
 //! keeps the [`Cache`]), sweep's key clean-up (`lab::cleanup`, through
-//! `lab::Runner::commands`), the script kill of a cut batch (`api::busy`),
+//! `lab::Runner::commands`), the script kill of a cut batch (`engine::kill`),
 //! the Upstash surface's transaction check and `pipelab doctor`'s tracker. Next:
 //! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), the
 //! sandbox's key rewriting ([`keys()`]), cluster slot routing ([`keys()`],

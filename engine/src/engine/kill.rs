@@ -12,18 +12,18 @@
 //! (the only commands a BUSY Redis runs are flagged `allow-busy`: AUTH,
 //! HELLO, SCRIPT KILL, FUNCTION KILL, ...). Redis accepts the kill once
 //! the script has run for its busy threshold (low on the Redis pipelab
-//! manages, `crate::embedded`); until the kill has answered, batches wait
+//! manages); until the kill has answered, batches wait
 //! for it ([`Kills`]) rather than run into `-BUSY`. `-NOTBUSY` (nothing runs) is a
 //! fine answer; `-UNKILLABLE` (the script wrote) leaves Redis BUSY, and
 //! `/healthz` then fails once that has lasted longer than the batch timeout.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
 use super::backend::Backend;
-use super::AppState;
+use super::Engine;
 use crate::commands::Table;
 use crate::conn::{side, RedisTarget};
 use crate::exec::Batch;
@@ -32,7 +32,7 @@ use crate::exec::Batch;
 /// nothing before the script has run for `busy-reply-threshold`.
 const KILL_WAIT: Duration = Duration::from_secs(15);
 
-/// What a batch's commands may do that the API must prepare for, by
+/// What a batch's commands may do that the engine must prepare for, by
 /// `table`: block ([`Table::may_block`]; not inside MULTI/EXEC, where
 /// Redis does not block), run a script ([`Table::runs_script`]). One pass:
 /// a 100k-command batch is read once.
@@ -67,7 +67,7 @@ pub struct Kills {
 }
 
 /// One kill in flight, until dropped.
-struct InFlight(AppState);
+struct InFlight(Engine);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -104,16 +104,16 @@ impl Kills {
 /// (in the sandbox, the supervisor stops the visitor's script, or their
 /// Redis, before their next batch).
 pub struct KillOnCut {
-    /// The state, the Redis and whether the batch runs scripts.
-    armed: Option<(AppState, Backend, bool)>,
+    /// The engine, the Redis and whether the batch runs scripts.
+    armed: Option<(Engine, Backend, bool)>,
 }
 
 impl KillOnCut {
     /// Armed if the batch runs `scripts`; in the sandbox always (whatever
     /// was cut is settled before the visitor's next batch:
     /// `crate::sandbox::Supervisor::settle`).
-    pub fn new(state: &AppState, on: &Backend, scripts: bool) -> KillOnCut {
-        KillOnCut { armed: (scripts || on.visitor.is_some()).then(|| (state.clone(), on.clone(), scripts)) }
+    pub fn new(engine: &Engine, on: &Backend, scripts: bool) -> KillOnCut {
+        KillOnCut { armed: (scripts || on.visitor.is_some()).then(|| (engine.clone(), on.clone(), scripts)) }
     }
 
     /// The batch ended on its own: nothing to kill.
@@ -124,16 +124,16 @@ impl KillOnCut {
 
 impl Drop for KillOnCut {
     fn drop(&mut self) {
-        let Some((state, on, scripts)) = self.armed.take() else { return };
-        if let (Some(sandbox), Some(lease)) = (state.sandbox(), on.visitor) {
-            sandbox.settle(lease, scripts, state.limits.connect_timeout());
+        let Some((engine, on, scripts)) = self.armed.take() else { return };
+        if let (Some(sandbox), Some(lease)) = (engine.sandbox(), on.visitor) {
+            sandbox.settle(lease, scripts, engine.limits.connect_timeout);
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            state.kills.in_flight.fetch_add(1, Ordering::AcqRel);
-            let in_flight = InFlight(state.clone());
+            engine.kills.in_flight.fetch_add(1, Ordering::AcqRel);
+            let in_flight = InFlight(engine.clone());
             rt.spawn(async move {
-                let answers = kill_scripts(on.pool.target(), state.limits.connect_timeout()).await;
+                let answers = kill_scripts(on.pool.target(), engine.limits.connect_timeout).await;
                 drop(in_flight);
                 tracing::warn!(?answers, "a batch running a script was cut: sent SCRIPT KILL and FUNCTION KILL");
             });
@@ -154,20 +154,4 @@ pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Re
 /// `/readyz`'s to report) or answers.
 pub async fn redis_busy(target: &RedisTarget, connect_timeout: Duration, wait: Duration) -> bool {
     side::is_busy(target, connect_timeout, wait).await
-}
-
-/// For `/healthz`: how long Redis has stayed stuck (`None`: it is not),
-/// as seen by this probe and the previous ones.
-pub async fn busy_for(state: &AppState) -> Option<Duration> {
-    // A sandbox visitor's busy Redis stalls only that visitor.
-    let shared = state.shared()?;
-    // At most 2 s in all, within the Docker health check's 3 s.
-    let wait = Duration::from_secs(1);
-    let busy = redis_busy(&shared.target, state.limits.connect_timeout().min(wait), wait).await;
-    let mut since = state.busy_since.lock().expect("busy_since lock");
-    if !busy {
-        *since = None;
-        return None;
-    }
-    Some(since.get_or_insert_with(Instant::now).elapsed())
 }

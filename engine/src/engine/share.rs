@@ -1,34 +1,22 @@
 //! Fair shares: what one client may hold of what everyone shares, so that
-//! one cannot take it all (every batch slot with `BLPOP k 25`, every
-//! session). A client is its token (the digest of the token it presents),
-//! else its address (as the rate limits see it: an IPv6 one by its /64).
+//! one cannot take it all (every batch slot with `BLPOP k 25`). A client
+//! is whoever the caller says ([`ClientKey`]: the server uses the token
+//! presented, else the address).
 //!
-//! - Running batches: at most `--max-batches-per-client` at once; more wait
-//!   for one of the client's own to end (up to the batch timeout, then 503
-//!   `busy` naming the flag), before they wait for a server slot, so a
-//!   client's queue never holds a slot another could use.
+//! - Running batches: at most `batches` at once; more wait for one of the
+//!   client's own to end (up to the batch's deadline), before they wait for
+//!   a server slot, so a client's queue never holds a slot another could use.
 //! - Batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…):
-//!   at most `--max-blocking-per-client` at once, the same way.
-//! - Sessions: at most `--max-sessions-per-client` open (503
-//!   `too_many_sessions`, [`super::session`]).
-//!
-//! The caps on HTTP connections are per address only (nothing else is
-//! known when one is accepted): `crate::net::cap`.
-//!
-//! A request's client is found with its caller ([`super::caller::Caller`])
-//! and travels with the Redis it runs on ([`super::backend::Backend`]), so
-//! a batch run by a spawned task, or on a session, still counts against it.
+//!   at most `blocking` at once, the same way.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use axum::http::{Extensions, HeaderMap, Uri};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::error::{ApiCode, ApiError};
-use super::{auth, rate, AppState};
+use super::error::{EngineError, ShareFull};
 
 /// Who a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,22 +27,6 @@ pub enum ClientKey {
     Address(IpAddr),
 }
 
-impl ClientKey {
-    /// The client of a request: the digest of the token it presents
-    /// (tokens configured), else its address; `None` for a request that
-    /// came through no socket (a test's `Router::oneshot`).
-    pub fn of(state: &AppState, headers: &HeaderMap, uri: &Uri, extensions: &Extensions) -> Option<ClientKey> {
-        if state.auth.enabled() {
-            if let Some(token) = auth::presented(headers, uri) {
-                return Some(ClientKey::Token(auth::digest(&token)));
-            }
-        }
-        let peer = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-        let address = rate::forwarded_for(headers, state.rate.limits().trust_forwarded_for).or(peer)?;
-        Some(ClientKey::Address(rate::bucket_address(address)))
-    }
-}
-
 /// One client's running batches, and how many of them may block.
 #[derive(Default)]
 struct Running {
@@ -62,7 +34,7 @@ struct Running {
     blocking: usize,
 }
 
-/// Every client's share (`AppState::shares`). Counts under one lock, not a
+/// Every client's share (`Engine::shares`). Counts under one lock, not a
 /// semaphore per client: every batch takes and gives back its place, and
 /// only a client at its cap waits (for `freed`).
 pub struct Shares {
@@ -110,12 +82,6 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Why a client's batch cannot start now.
-enum Full {
-    Batches,
-    Blocking,
-}
-
 impl Shares {
     /// At most `batches` running batches per client, `blocking` of them
     /// with a command that may block (each at least 1).
@@ -129,8 +95,8 @@ impl Shares {
     }
 
     /// A place for a batch of `client` (one that may block if `blocking`),
-    /// waiting for one until `deadline`. Errors: 503 `busy` naming the cap.
-    pub async fn take(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, ApiError> {
+    /// waiting for one until `deadline`. Errors: [`EngineError::ShareFull`].
+    pub async fn take(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, EngineError> {
         // Nothing but the lock when the client is under its cap (the usual
         // case): the waiting loop, and its timer, are boxed away from it.
         if let Ok(held) = self.try_take(client, blocking, false) {
@@ -139,7 +105,8 @@ impl Shares {
         Box::pin(self.wait_for(client, blocking, deadline)).await
     }
 
-    async fn wait_for(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, ApiError> {
+    async fn wait_for(&self, client: ClientKey, blocking: bool, deadline: Instant) -> Result<Held<'_>, EngineError> {
+        let started = Instant::now();
         loop {
             // Registered before the try: a place given back in between wakes it.
             let freed = self.freed.notified();
@@ -150,16 +117,11 @@ impl Shares {
             // Counted by `try_take` under its lock, uncounted however the wait ends.
             let _waiting = Waiting(self);
             if tokio::time::timeout_at(deadline, freed).await.is_err() {
-                return Err(match full {
-                    Full::Batches => busy(format!(
-                        "this client (its token, else its address) already runs {} batches, its share (--max-batches-per-client)",
-                        self.batches
-                    )),
-                    Full::Blocking => busy(format!(
-                        "this client (its token, else its address) already runs {} batches with a command that may block (BLPOP, XREAD BLOCK, WAIT…), its share (--max-blocking-per-client)",
-                        self.blocking
-                    )),
-                });
+                let cap = match full {
+                    ShareFull::Batches => self.batches,
+                    ShareFull::Blocking => self.blocking,
+                };
+                return Err(EngineError::ShareFull { what: full, cap, waited: deadline.saturating_duration_since(started) });
             }
         }
     }
@@ -167,7 +129,7 @@ impl Shares {
     /// A place now if the client is under its caps; else why not, counted
     /// among the waiting (under the same lock, so no place given back is
     /// missed) if `queue`.
-    fn try_take(&self, client: ClientKey, blocking: bool, queue: bool) -> Result<Held<'_>, Full> {
+    fn try_take(&self, client: ClientKey, blocking: bool, queue: bool) -> Result<Held<'_>, ShareFull> {
         let mut clients = self.clients.lock().expect("shares lock");
         if clients.running.len() >= clients.sweep_at {
             clients.running.retain(|_, r| r.batches > 0);
@@ -175,9 +137,9 @@ impl Shares {
         }
         let running = clients.running.entry(client).or_default();
         let full = if running.batches >= self.batches {
-            Full::Batches
+            ShareFull::Batches
         } else if blocking && running.blocking >= self.blocking {
-            Full::Blocking
+            ShareFull::Blocking
         } else {
             running.batches += 1;
             running.blocking += usize::from(blocking);
@@ -195,10 +157,6 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.clients.lock().expect("shares lock").waiting -= 1;
     }
-}
-
-fn busy(why: String) -> ApiError {
-    ApiError::new(ApiCode::Busy, format!("{why}, for the whole batch timeout; nothing was sent; try again when one has ended"))
 }
 
 #[cfg(test)]
@@ -249,14 +207,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn past_the_deadline_a_full_share_is_busy_naming_its_flag() {
+    async fn past_the_deadline_a_full_share_says_which_cap_was_full() {
         let shares = Shares::new(2, 1);
         let _blocking = shares.take(A, true, Instant::now()).await.unwrap();
         let err = shares.take(A, true, Instant::now() + Duration::from_millis(20)).await.err().unwrap();
-        assert!(err.to_string().contains("--max-blocking-per-client"), "{err}");
+        assert!(matches!(err, EngineError::ShareFull { what: ShareFull::Blocking, cap: 1, .. }), "{err}");
         let _plain = shares.take(A, false, Instant::now()).await.unwrap();
         let err = shares.take(A, false, Instant::now() + Duration::from_millis(20)).await.err().unwrap();
-        assert!(err.to_string().contains("--max-batches-per-client"), "{err}");
+        assert!(matches!(err, EngineError::ShareFull { what: ShareFull::Batches, cap: 2, .. }), "{err}");
         assert_eq!(shares.clients.lock().unwrap().waiting, 0);
     }
 }

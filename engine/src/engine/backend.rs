@@ -1,0 +1,105 @@
+//! Which Redis serves a caller: chosen once, before its commands are
+//! checked (the table is that Redis's) and run. Everything a caller does on
+//! Redis then goes to this [`Backend`] and nowhere else.
+//!
+//! - The shared Redis (or cluster); where pipelab manages it
+//!   ([`crate::acl`]), a full-access batch on the batch user's pool, a
+//!   read-only one on the read-only user's and an operator's on the
+//!   default user's.
+//! - In the sandbox: the visitor's own redis-server ([`crate::sandbox`]),
+//!   started for them, or replaced (and the visitor told why) if it died.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::EngineError;
+use super::share::ClientKey;
+use super::{Engine, Redis};
+use crate::commands::{Access, Table};
+use crate::exec::Pool;
+use crate::sandbox::{Lease, VisitorId};
+
+/// Who a Redis is chosen for.
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    /// What its commands are checked as.
+    pub access: Access,
+    /// In the sandbox, the visitor (every caller there has one).
+    pub visitor: Option<&'a VisitorId>,
+    /// Whose fair share its batches count against.
+    pub client: Option<ClientKey>,
+}
+
+/// The Redis one caller runs on.
+#[derive(Clone)]
+pub struct Backend {
+    /// Where its batches run.
+    pub pool: Arc<Pool>,
+    /// Where `summary.server`'s `INFO` readings are taken: the server's own
+    /// pool when the batch's user may not run INFO (a read-only token's).
+    pub probe: Arc<Pool>,
+    /// What its commands are checked as.
+    pub access: Access,
+    /// In the sandbox: the visitor and their redis-server.
+    pub visitor: Option<Lease>,
+    /// Whose fair share its batches count against ([`super::share`]).
+    pub client: Option<ClientKey>,
+}
+
+impl Engine {
+    /// The Redis that serves `who`.
+    ///
+    /// Errors: in the sandbox, [`EngineError::Sandbox`] when every visitor
+    /// slot is taken or no redis-server could be started for the visitor,
+    /// [`EngineError::NoVisitor`] for a caller without one.
+    pub async fn backend(&self, who: Who<'_>) -> Result<Backend, EngineError> {
+        match (&self.redis, who.visitor) {
+            (Redis::Sandbox(sup), Some(id)) => {
+                let lease = sup.checkout(id).await?;
+                let pool = lease.child.pool.clone();
+                Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: Some(lease), client: who.client })
+            }
+            (Redis::Sandbox(_), None) => Err(EngineError::NoVisitor),
+            (Redis::Shared(shared), _) => {
+                let pool = match (who.access, &shared.readonly, &shared.admin) {
+                    (Access::ReadOnly, Some(readonly), _) => readonly.clone(),
+                    (Access::Operator, _, Some(admin)) => admin.clone(),
+                    _ => shared.pool.clone(),
+                };
+                Ok(Backend { pool, probe: shared.pool.clone(), access: who.access, visitor: None, client: who.client })
+            }
+        }
+    }
+
+    /// [`Engine::backend`] for a look that writes nothing: in the sandbox,
+    /// a visitor who has no Redis yet is shown a spare's rather than given
+    /// one (a page view takes no visitor's place).
+    pub async fn backend_to_look(&self, who: Who<'_>) -> Result<Backend, EngineError> {
+        let (Redis::Sandbox(sup), Some(id)) = (&self.redis, who.visitor) else { return self.backend(who).await };
+        if sup.child_of(id).is_some_and(|c| c.is_alive()) {
+            return self.backend(who).await;
+        }
+        let spare = sup.spare().await.map_err(|e| EngineError::Sandbox(e.into()))?;
+        let pool = spare.pool.clone();
+        Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: None, client: who.client })
+    }
+
+    /// The command table before a caller is known: the shared Redis's, or
+    /// the sandbox children's (one binary, one table).
+    pub async fn commands(&self) -> Arc<Table> {
+        match &self.redis {
+            Redis::Shared(shared) => shared.pool.commands_loaded(self.limits.connect_timeout).await,
+            Redis::Sandbox(sup) => sup.commands(),
+        }
+    }
+}
+
+/// A sandbox batch's `connection_error`, with why if the visitor's Redis
+/// itself ended (out of memory, a crash): their next batch gets a new one.
+pub async fn explain_lost(lease: &Lease, error: String) -> String {
+    // The connection breaks a moment before the child's end is seen.
+    match tokio::time::timeout(Duration::from_millis(500), lease.child.process.ended()).await {
+        Ok(exit) => format!("{error}; your Redis ended: {}; your next batch gets a new one, empty (your keys are gone)", exit.describe()),
+        Err(_) => error,
+    }
+}
