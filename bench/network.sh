@@ -4,13 +4,13 @@
 # 1. Accuracy of the added RTT: sequential PINGs at 0.2, 0.5 and 5 ms, on a
 #    quiet machine and with one core kept busy by a spin loop beside them
 #    (the "loaded 2-core machine"); the median reply latency against the
-#    loopback latency plus the asked RTT, and the summary's achieved RTT
+#    loopback latency (measured in turn with it) plus the asked RTT, and the summary's achieved RTT
 #    (the asked one plus each direction's median lateness, hand-offs
 #    included).
 # 2. Bandwidth: one ~20 MB pipeline of SETs at 80 ms RTT, unlimited and at
 #    100 and 10 Mbit/s (each direction), against what the wire alone must take.
 #
-#   bench/network.sh [REPS]              # REPS runs per cell (median), default 3
+#   bench/network.sh [REPS]              # REPS alternated pairs per cell (median), default 3
 #   PIPELAB_BIN=path bench/network.sh    # that binary instead of building target/release/pipelab
 #
 # Needs: redis-server, redis-cli, python3.
@@ -37,28 +37,36 @@ python3 -c "print('PING\n' * 500, end='')" >"$WORK/ping.txt"
 echo "# $(redis-server --version | cut -d' ' -f1-3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# pipelab: $BIN ($("$BIN" --version))"
 
-# Median over REPS runs of: the median reply latency (µs) of 500 sequential
-# PINGs at RTT $1, and the summary's achieved_rtt_ms.
+# One run of 500 sequential PINGs at RTT $1: the median reply latency (µs)
+# and the summary's achieved_rtt_ms.
 latency() {
-  for _ in $(seq "$REPS"); do
-    "$BIN" run "$WORK/ping.txt" --mode sequential --rtt "$1" --redis "$URL" --json
-  done | python3 -c '
+  "$BIN" run "$WORK/ping.txt" --mode sequential --rtt "$1" --redis "$URL" --json | python3 -c '
 import json, sys, statistics
-runs = [json.loads(l) for l in sys.stdin if l.strip()]
-lat = [statistics.median(r["reply_us"] - r["sent_us"] for r in run["results"]) for run in runs]
-ach = [run["summary"].get("achieved_rtt_ms") or 0 for run in runs]
-print(statistics.median(lat), statistics.median(ach))'
+run = json.load(sys.stdin)
+print(statistics.median(r["reply_us"] - r["sent_us"] for r in run["results"]), run["summary"].get("achieved_rtt_ms") or 0)'
 }
 
+# Each cell: REPS pairs of a loopback run (no RTT) and a run at the RTT,
+# alternated, so that the machine's drift falls on both alike; the error is
+# each pair's (measured - (loopback + RTT)) / (loopback + RTT), and the
+# table gives the median pair.
 accuracy() { # title
   echo
-  echo "## Sequential PING latency, $1 (median of $REPS runs of 500; load $(cut -d' ' -f1 /proc/loadavg))"
-  echo "| asked RTT (ms) | measured (µs) | loopback + RTT (µs) | error | summary's achieved_rtt_ms |"
-  echo "|---|---|---|---|---|"
-  read -r base _ < <(latency 0)
+  echo "## Sequential PING latency, $1 (median of $REPS alternated pairs of runs of 500; load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "| asked RTT (ms) | measured (µs) | loopback + RTT (µs) | error | pairs' errors | summary's achieved_rtt_ms |"
+  echo "|---|---|---|---|---|---|"
   for rtt in 0.2 0.5 5; do
-    read -r m ach < <(latency "$rtt")
-    python3 -c "b=$base; m=$m; e=b+$rtt*1000; print(f'| $rtt | {m:.0f} | {e:.0f} (loopback {b:.0f}) | {100*(m-e)/e:+.1f}% | {$ach:.3f} |')"
+    for _ in $(seq "$REPS"); do
+      read -r base _ < <(latency 0)
+      read -r m ach < <(latency "$rtt")
+      echo "$base $m $ach"
+    done | python3 -c "
+import sys, statistics
+rtt = $rtt * 1000
+pairs = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+errors = sorted((m - (b + rtt)) / (b + rtt) for b, m, _ in pairs)
+b, m, a = sorted(pairs, key=lambda p: (p[1] - (p[0] + rtt)) / (p[0] + rtt))[len(pairs) // 2]
+print(f'| $rtt | {m:.0f} | {b + rtt:.0f} (loopback {b:.0f}) | {100 * statistics.median(errors):+.1f}% | {min(errors) * 100:+.1f}% to {max(errors) * 100:+.1f}% | {statistics.median(p[2] for p in pairs):.3f} |')"
   done
 }
 

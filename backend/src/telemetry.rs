@@ -268,14 +268,3 @@ pub fn init_logging(format: LogFormat) {
     };
 }
 
-/// `pipelab_sessions_open`: sessions open now (`api::session`).
-pub fn sessions_open(n: usize) {
-    install_metrics();
-    metrics::gauge!("pipelab_sessions_open").set(n as f64);
-}
-
-/// `pipelab_session_expiries_total`: sessions closed for being idle past `--session-idle-ms`.
-pub fn sessions_expired(n: u64) {
-    install_metrics();
-    metrics::counter!("pipelab_session_expiries_total").increment(n);
-}

@@ -109,7 +109,7 @@ pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, s
 }
 
 /// The session a batch names (`"session"`), with its id.
-pub(super) type OnSession = Option<(String, std::sync::Arc<super::session::Session>)>;
+pub(super) type OnSession = Option<(String, std::sync::Arc<crate::engine::Session>)>;
 
 /// A [`BatchRequest`] body checked and made a [`Batch`]: the one extractor
 /// of `POST /batch` and `POST /batches`, which take the same body from the
@@ -148,10 +148,10 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
     let Caller { access, visitor, client, .. } = caller;
     let session = match req.session.take() {
         Some(id) => {
-            let s = state.sessions.get(&id, access, visitor.as_ref())?;
-            s.check_settings(req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps)?;
+            let s = state.engine.sessions.get(&id, access.rules(), visitor.as_ref())?;
+            super::session::check_settings(&s, req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps)?;
             (req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps) =
-                (Some(s.resp3), Some(s.simulated_rtt_ms), s.simulated_bandwidth_mbps);
+                (Some(s.settings.resp3), Some(s.settings.simulated_rtt_ms), s.settings.simulated_bandwidth_mbps);
             Some((id, s))
         }
         None => None,

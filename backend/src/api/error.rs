@@ -292,7 +292,7 @@ impl From<crate::exec::ExecError> for ApiError {
 /// API's words: each cap named by its flag.
 impl From<crate::engine::EngineError> for ApiError {
     fn from(e: crate::engine::EngineError) -> Self {
-        use crate::engine::{EngineError, ShareFull};
+        use crate::engine::{EngineError, SessionsFull, ShareFull};
         use crate::sandbox::SandboxError;
         let ms = |d: std::time::Duration| d.as_millis();
         match e {
@@ -332,6 +332,27 @@ impl From<crate::engine::EngineError> for ApiError {
                     ms(limit)
                 ),
             ),
+            EngineError::SessionsFull(full) => {
+                let why = match full {
+                    SessionsFull::Server { max } => format!("{max} sessions are open, the server's limit (--max-sessions)"),
+                    SessionsFull::Client { open } => format!("this client (its token, else its address) has {open} sessions open, its share (--max-sessions-per-client)"),
+                    SessionsFull::Visitor { cap } => format!("you have {cap} sessions open, the most one visitor may"),
+                };
+                ApiError::new(ApiCode::TooManySessions, format!("{why}; close one (DELETE /api/v1/sessions/ID) or wait for one to expire"))
+            }
+            EngineError::SessionNotFound { id } => ApiError::new(
+                ApiCode::SessionNotFound,
+                format!("session: no open session {id:?} (never opened, closed, or idle past --session-idle-ms)"),
+            )
+            .at("session"),
+            EngineError::SessionBusy => {
+                ApiError::new(ApiCode::SessionBusy, "session: another batch is running on this session; send the next one after its answer").at("session")
+            }
+            EngineError::SessionLost { why } => ApiError::new(
+                ApiCode::SessionLost,
+                format!("session: its Redis connection is gone ({why}); its WATCH and MULTI state went with it, so it is closed and not reopened: open a new session"),
+            )
+            .at("session"),
             EngineError::Unanswered { why } => ApiError::unavailable(why),
         }
     }

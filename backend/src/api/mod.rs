@@ -71,8 +71,6 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The Upstash-compatible surface's settings and state.
     pub upstash: crate::config::UpstashSettings,
-    /// Open sessions: connections kept between batches ([`session`]).
-    pub sessions: Arc<session::Sessions>,
     /// The memory of answers being written ([`budget`]).
     pub budget: Arc<budget::Budget>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -96,6 +94,9 @@ pub fn engine_limits(limits: &Limits) -> EngineLimits {
         max_concurrent_batches: limits.max_concurrent_batches,
         max_batches_per_client: limits.max_batches_per_client,
         max_blocking_per_client: limits.max_blocking_per_client,
+        session_idle: std::time::Duration::from_millis(limits.session_idle_ms),
+        max_sessions: limits.max_sessions,
+        max_sessions_per_client: limits.max_sessions_per_client,
         shared_connections: limits.shared_connections,
     }
 }
@@ -202,7 +203,6 @@ impl AppStateBuilder {
         let limits = self.limits;
         AppState(Arc::new(Inner {
             engine: Engine::new(self.redis, engine_limits(&limits), self.runtimes),
-            sessions: session::Sessions::new(limits.session_idle_ms, limits.max_sessions, limits.max_sessions_per_client),
             budget: budget::Budget::new(limits.max_response_memory),
             limits,
             web_dir: self.web_dir,

@@ -91,7 +91,7 @@ async fn run_on<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, si
             EngineError::ShareFull { .. } | EngineError::SlotsBusy { .. } | EngineError::KillPending { .. } | EngineError::VisitorBatches { .. } => "busy",
             EngineError::Overran { .. } => "timeout",
             EngineError::Exec(ExecError::Connect(_)) | EngineError::Sandbox(_) | EngineError::NoVisitor | EngineError::Unanswered { .. } => "redis_unavailable",
-            EngineError::Exec(_) => "invalid",
+            _ => "invalid",
         }),
     }
     Ok(result?)

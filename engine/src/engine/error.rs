@@ -16,6 +16,17 @@ pub enum ShareFull {
     Blocking,
 }
 
+/// Whose cap on open sessions was reached ([`super::session`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionsFull {
+    /// The server's: `max` are open.
+    Server { max: usize },
+    /// The client's share: it has `open` open.
+    Client { open: usize },
+    /// The sandbox visitor's own: `cap`.
+    Visitor { cap: usize },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// Refused or could not connect before anything was written.
@@ -43,6 +54,18 @@ pub enum EngineError {
     /// commands already written may have run.
     #[error("the batch ran past {limit:?} and could not be cut in time")]
     Overran { limit: Duration },
+    /// No session may be opened now.
+    #[error("no session may be opened now: {0:?}")]
+    SessionsFull(SessionsFull),
+    /// No open session of this caller has the id (never opened, closed, expired).
+    #[error("no open session {id:?}")]
+    SessionNotFound { id: String },
+    /// A batch runs on the session already.
+    #[error("a batch runs on the session")]
+    SessionBusy,
+    /// The session's connection failed (`why`): it is closed.
+    #[error("the session's connection is gone: {why}")]
+    SessionLost { why: String },
     /// A single command ([`super::command`]) got no reply: `why`.
     #[error("{why}")]
     Unanswered { why: &'static str },

@@ -1,7 +1,7 @@
 //! The engine as many callers share it: the Redis behind them (one shared
 //! Redis or cluster, or a redis-server per sandbox visitor), the batch
 //! slots, each client's fair share, the script kills a cut batch needs and
-//! the threads big batches run on; and [`Engine::run`], the one way a
+//! the threads big batches run on, the open sessions; and [`Engine::run`], the one way a
 //! caller runs a batch on it. It knows nothing of HTTP: the server maps
 //! [`EngineError`] to its responses and names its own flags.
 //!
@@ -12,6 +12,7 @@
 pub mod backend;
 pub mod error;
 pub mod kill;
+pub mod session;
 pub mod share;
 
 use std::convert::Infallible;
@@ -23,7 +24,8 @@ use tokio::sync::Semaphore;
 use tokio::time::{timeout_at, Instant};
 
 pub use backend::{explain_lost, Backend, Who};
-pub use error::{EngineError, ShareFull};
+pub use error::{EngineError, SessionsFull, ShareFull};
+pub use session::{Session, SessionSettings, Sessions, Taken};
 pub use share::{ClientKey, Shares};
 
 use crate::conn::{Cancel, Conn, RedisTarget};
@@ -91,6 +93,10 @@ pub struct EngineLimits {
     /// Batches running at once per client, and how many of them may block.
     pub max_batches_per_client: usize,
     pub max_blocking_per_client: usize,
+    /// Sessions: closed after this long idle; open at once, and per client.
+    pub session_idle: Duration,
+    pub max_sessions: usize,
+    pub max_sessions_per_client: usize,
     /// Small batches of concurrent callers written together on one
     /// connection per serving thread ([`crate::exec::shared`]).
     pub shared_connections: bool,
@@ -131,6 +137,8 @@ pub struct Inner {
     slots: Semaphore,
     /// Each client's share of the batch slots ([`share`]).
     pub shares: Arc<Shares>,
+    /// Open sessions: connections kept between batches ([`session`]).
+    pub sessions: Arc<Sessions>,
     /// Script kills in flight ([`kill::Kills`]): batches wait for them.
     pub kills: Kills,
     /// Since when Redis answers BUSY (a script that outlived its kill).
@@ -160,6 +168,7 @@ impl Engine {
             redis,
             slots: Semaphore::new(limits.max_concurrent_batches.max(1)),
             shares: Shares::new(limits.max_batches_per_client, limits.max_blocking_per_client),
+            sessions: Sessions::new(limits.session_idle, limits.max_sessions, limits.max_sessions_per_client),
             kills: Kills::default(),
             busy_since: Mutex::default(),
             runtimes,
