@@ -47,14 +47,14 @@ pub async fn commands(State(state): State<AppState>, caller: super::caller::Call
         Ok(on) => on,
         Err(e) => return e.into_response(),
     };
-    let table = on.probe.commands_loaded(wait).await;
+    let table = on.probe().commands_loaded(wait).await;
     let run = table.identity().map(|i| i.run_id.clone());
     if let (Some(run), Some((cached_run, body))) = (&run, state.docs.0.lock().expect("docs lock").as_ref()) {
         if run == cached_run {
             return json(body.clone());
         }
     }
-    let reply = command(&on.probe, &[b"COMMAND", b"DOCS"], wait).await.ok().filter(|v| !v.is_error());
+    let reply = command(on.probe(), &[b"COMMAND", b"DOCS"], wait).await.ok().filter(|v| !v.is_error());
     let answer = CommandsResponse {
         redis_version: table.identity().map(|i| i.redis_version.clone()),
         documented: reply.is_some(),

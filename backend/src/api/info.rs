@@ -135,7 +135,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
     // trip, and a Redis older than 7.0 takes no list of sections. The
     // command table at the same time, within the same wait (read once per
     // server; the built-in table while Redis does not answer).
-    let (reply, table) = tokio::join!(command(&on.probe, &[b"INFO"], wait), on.probe.commands_loaded(wait));
+    let (reply, table) = tokio::join!(command(on.probe(), &[b"INFO"], wait), on.probe().commands_loaded(wait));
     let refused = table.refused_commands(on.access, state.allow);
     let (reachable, text, error) = match reply {
         Ok(resp::Value::Bulk(text) | resp::Value::Verbatim { text, .. }) => {

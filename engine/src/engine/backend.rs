@@ -35,15 +35,24 @@ pub struct Who<'a> {
 pub struct Backend {
     /// Where its batches run.
     pub pool: Arc<Pool>,
-    /// Where `summary.server`'s `INFO` readings are taken: the server's own
-    /// pool when the batch's user may not run INFO (a read-only token's).
-    pub probe: Arc<Pool>,
+    /// Where `summary.server`'s `INFO` readings are taken when not on
+    /// `pool` ([`Backend::probe`]): the server's own pool when the batch's
+    /// user may not run INFO (a read-only caller's).
+    probe: Option<Arc<Pool>>,
     /// What its commands are checked as.
     pub access: Access,
     /// In the sandbox: the visitor and their redis-server.
     pub visitor: Option<Lease>,
     /// Whose fair share its batches count against ([`super::share`]).
     pub client: Option<ClientKey>,
+}
+
+impl Backend {
+    /// Where `summary.server`'s `INFO` readings, `/info`'s and the command
+    /// table are taken: the server's own pool, which may run INFO.
+    pub fn probe(&self) -> &Pool {
+        self.probe.as_deref().unwrap_or(&self.pool)
+    }
 }
 
 impl Engine {
@@ -57,16 +66,18 @@ impl Engine {
             (Redis::Sandbox(sup), Some(id)) => {
                 let lease = sup.checkout(id).await?;
                 let pool = lease.child.pool.clone();
-                Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: Some(lease), client: who.client })
+                Ok(Backend { pool, probe: None, access: Access::Visitor, visitor: Some(lease), client: who.client })
             }
             (Redis::Sandbox(_), None) => Err(EngineError::NoVisitor),
             (Redis::Shared(shared), _) => {
-                let pool = match (who.access, &shared.readonly, &shared.admin) {
-                    (Access::ReadOnly, Some(readonly), _) => readonly.clone(),
-                    (Access::Operator, _, Some(admin)) => admin.clone(),
-                    _ => shared.pool.clone(),
+                // One `Arc` cloned per request where the batch user's pool
+                // serves: every serving thread counts on the same one.
+                let (pool, probe) = match (who.access, &shared.readonly, &shared.admin) {
+                    (Access::ReadOnly, Some(readonly), _) => (readonly.clone(), Some(shared.pool.clone())),
+                    (Access::Operator, _, Some(admin)) => (admin.clone(), Some(shared.pool.clone())),
+                    _ => (shared.pool.clone(), None),
                 };
-                Ok(Backend { pool, probe: shared.pool.clone(), access: who.access, visitor: None, client: who.client })
+                Ok(Backend { pool, probe, access: who.access, visitor: None, client: who.client })
             }
         }
     }
@@ -81,7 +92,7 @@ impl Engine {
         }
         let spare = sup.spare().await.map_err(|e| EngineError::Sandbox(e.into()))?;
         let pool = spare.pool.clone();
-        Ok(Backend { probe: pool.clone(), pool, access: Access::Visitor, visitor: None, client: who.client })
+        Ok(Backend { pool, probe: None, access: Access::Visitor, visitor: None, client: who.client })
     }
 
     /// The command table before a caller is known: the shared Redis's, or

@@ -233,7 +233,9 @@ impl Engine {
             None => None,
         };
         let deadline = Instant::now() + limits.batch_timeout;
-        let traits = Traits::of(batch, &on.pool.commands());
+        // Read once: the executor checks the batch with the same table.
+        let table = on.pool.commands();
+        let traits = Traits::of(batch, &table);
         // The client's own share first: its queue holds none of the server's slots.
         let _share = match on.client {
             Some(client) => Some(self.shares.take(client, traits.blocks, deadline).await?),
@@ -258,7 +260,7 @@ impl Engine {
             read_timeout: limits.batch_timeout,
             max_reply_bytes: Some(limits.max_reply_bytes),
             deadline: Some(deadline.into_std()),
-            commands: None,
+            commands: Some(table),
             cancel: opts.cancel,
         };
         // The executor stops at the deadline by itself; this outer limit only
@@ -272,8 +274,8 @@ impl Engine {
         // (callgrind, 2000 one-SET requests).
         let run = Box::pin(async {
             match opts.on {
-                On::Session(conn) => execute_on_into(conn, &on.probe, batch, &exec, sink).await,
-                On::Pool => execute_pooled_probed_into(&on.pool, &on.probe, batch, &exec, sink).await,
+                On::Session(conn) => execute_on_into(conn, on.probe(), batch, &exec, sink).await,
+                On::Pool => execute_pooled_probed_into(&on.pool, on.probe(), batch, &exec, sink).await,
             }
         });
         let mut out = match timeout_at(deadline + WIND_UP, run).await {
