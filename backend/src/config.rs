@@ -411,7 +411,7 @@ pub struct GuardConfig {
 }
 
 /// Rate-limit flags of `pipelab serve`. A limit not given keeps the
-/// preset's (none, or `api::rate::RateLimits::sandbox`'s); 0 turns it off.
+/// preset's (none, or `http::rate::RateLimits::sandbox`'s); 0 turns it off.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct RateConfig {
     /// Requests per second per client address and per token (0: no limit).

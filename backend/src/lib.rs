@@ -10,6 +10,7 @@ pub mod api;
 pub mod config;
 pub mod doctor;
 pub mod embedded;
+pub mod http;
 pub mod net;
 pub mod server;
 pub mod telemetry;

@@ -60,7 +60,7 @@ fn give_back_memory() {
 }
 
 fn main() -> ExitCode {
-    pipelab::api::budget::set_release_hook(give_back_memory);
+    pipelab::http::budget::set_release_hook(give_back_memory);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

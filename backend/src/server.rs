@@ -1,16 +1,16 @@
 //! What `pipelab serve` serves, and the in-process tests drive with tower's
 //! `oneshot`: the API's routes (`crate::api`), the Upstash surface's
 //! (`crate::upstash`) and the page's files at `/`, every request through
-//! one gate (`crate::api::gate`). The one place that knows every surface:
+//! one gate (`crate::http::gate`). The one place that knows every surface:
 //! neither surface imports the other's routes.
 
 use axum::Router;
 
-use crate::api::gate::{ApiSurface, Gate};
+use crate::http::gate::{ApiSurface, Gate};
 use crate::api::AppState;
 
 /// The routes behind the gate. A tower service rather than a `Router`: see
-/// `crate::api::gate` for why the rules are not `Router::layer`s.
+/// `crate::http::gate` for why the rules are not `Router::layer`s.
 pub type App = Gate<Router>;
 
 /// Every route of `state`'s server, behind the gate; a refusal the gate
@@ -18,5 +18,5 @@ pub type App = Gate<Router>;
 pub fn router(state: AppState) -> App {
     let upstash = crate::upstash::Surface::new(&state.upstash);
     let routes = crate::api::routes(&state).fallback(crate::api::web::serve).with_state(state.clone()).merge(crate::upstash::router(&state));
-    Gate::new(state, routes, vec![Box::new(ApiSurface), Box::new(upstash)])
+    Gate::new(state.http.clone(), routes, vec![Box::new(ApiSurface), Box::new(upstash)])
 }

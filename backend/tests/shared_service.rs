@@ -9,8 +9,8 @@ mod upstash_inproc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use pipelab::api::auth::Auth;
-use pipelab::api::guard::{GuardConfig, Policy};
+use pipelab::http::auth::Auth;
+use pipelab::http::guard::{GuardConfig, Policy};
 use serde_json::{json, Value as Json};
 
 use api_inproc::App;

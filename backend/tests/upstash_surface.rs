@@ -11,7 +11,7 @@ mod upstash_inproc;
 
 use axum::http::Method;
 use http_body_util::BodyExt;
-use pipelab::api::auth::Auth;
+use pipelab::http::auth::Auth;
 use pipelab::upstash::UpstashConfig;
 use serde_json::json;
 use upstash_inproc::*;

@@ -1,4 +1,6 @@
-//! The REST API (`/api/v1`), health probes and the web playground's files.
+//! The REST API (`/api/v1`), health probes and the web playground's files,
+//! on the HTTP layer both surfaces share (`crate::http`, whose rooms are
+//! named here too: `api::gate`, `api::error`, …).
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
 //! ([`validate`]), builds a [`crate::exec::Batch`], runs it through [`run`]
@@ -9,25 +11,18 @@
 //! a request.
 
 pub mod arg;
-pub mod auth;
+// The HTTP layer, shared with Upstash; named here as the API's own rooms.
+pub use crate::http::{auth, budget, caller, error, gate, guard, headers, protected, rate, visitor};
 pub mod backend;
 pub mod batch;
-pub mod budget;
-pub mod caller;
 pub mod compare;
 pub mod commands;
-pub mod error;
 pub mod extract;
-pub mod gate;
-pub mod guard;
-pub mod headers;
 pub mod health;
 pub mod incremental;
 pub mod info;
 pub mod live;
 pub mod openapi;
-pub mod protected;
-pub mod rate;
 pub mod refuse;
 pub mod run;
 pub mod schema;
@@ -35,7 +30,6 @@ pub mod session;
 pub mod stream;
 pub mod sweep;
 pub mod validate;
-pub mod visitor;
 pub mod web;
 
 use std::path::PathBuf;
@@ -48,6 +42,7 @@ use axum::Router;
 use crate::config::Limits;
 use crate::conn::RedisTarget;
 use crate::engine::{Engine, EngineLimits};
+use crate::http::{HttpInner, HttpState};
 use error::{ApiCode, ApiError};
 
 pub use crate::engine::{Redis, RedisSource, Shared};
@@ -56,33 +51,34 @@ pub use crate::engine::{Redis, RedisSource, Shared};
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
-/// The engine that runs the batches, and what the HTTP surfaces add to it.
+/// The HTTP layer's state (the engine and the policy in front of it,
+/// [`HttpState`]) and what the API's routes add to it.
 pub struct Inner {
-    /// The Redis behind the API, the batch slots, the clients' shares
-    /// (`crate::engine`): every batch runs through [`Engine::run`].
-    pub engine: Engine,
-    pub limits: Limits,
+    pub http: HttpState,
     pub web_dir: PathBuf,
-    /// Who may send requests ([`guard`]); [`AppStateBuilder::with_guard`] sets it.
-    pub guard: guard::Policy,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
-    /// The tokens requests need (none: open); see [`auth`].
-    pub auth: auth::Auth,
-    /// The Upstash-compatible surface's settings and state.
-    pub upstash: crate::config::UpstashSettings,
-    /// The memory of answers being written ([`budget`]).
-    pub budget: Arc<budget::Budget>,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
-    /// Rate limits per client address and token ([`rate`]); off unless
-    /// [`AppStateBuilder::with_rate`].
-    pub rate: rate::Limiter,
     /// `GET /api/v1/commands`'s answer for the server's current run ([`commands`]).
     pub docs: commands::DocsCache,
     /// `--doctor-listen`: where the doctor listens (for `/info`) and its JSON
     /// routes, mounted at `/api/v1/doctor` ([`AppStateBuilder::with_doctor`]).
     pub doctor: Option<(info::DoctorInfo, Router)>,
+}
+
+/// The API's state reads as the HTTP layer's too (`state.engine`, `state.limits`, …).
+impl std::ops::Deref for Inner {
+    type Target = HttpState;
+    fn deref(&self) -> &HttpState {
+        &self.http
+    }
+}
+
+impl AsRef<HttpState> for AppState {
+    fn as_ref(&self) -> &HttpState {
+        &self.0.http
+    }
 }
 
 /// The engine's limits within the server's.
@@ -201,20 +197,16 @@ impl AppStateBuilder {
     /// The engine and the state, ready to be shared by every request.
     pub fn build(self) -> AppState {
         let limits = self.limits;
-        AppState(Arc::new(Inner {
+        let http = HttpState::new(HttpInner {
             engine: Engine::new(self.redis, engine_limits(&limits), self.runtimes),
             budget: budget::Budget::new(limits.max_response_memory),
             limits,
-            web_dir: self.web_dir,
             guard: self.guard,
-            allow: self.allow,
             auth: self.auth,
-            upstash: self.upstash,
-            live: Default::default(),
             rate: self.rate,
-            docs: Default::default(),
-            doctor: self.doctor,
-        }))
+            upstash: self.upstash,
+        });
+        AppState(Arc::new(Inner { http, web_dir: self.web_dir, allow: self.allow, live: Default::default(), docs: Default::default(), doctor: self.doctor }))
     }
 }
 

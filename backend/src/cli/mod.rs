@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 /// Runs an async subcommand on a small multi-threaded runtime.
 pub fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_park(pipelab::api::budget::collect_if_due).enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_park(pipelab::http::budget::collect_if_due).enable_all().build() {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
             eprintln!("pipelab: cannot start the async runtime: {e}");

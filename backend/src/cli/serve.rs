@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use pipelab::api::guard::Policy;
+use pipelab::http::guard::Policy;
 use pipelab::api::info::DoctorInfo;
 use pipelab::api::{AppStateBuilder, RedisSource};
 use pipelab::net::cap::{ConnCap, Permit};
@@ -24,7 +24,7 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
-    let shown = pipelab::api::auth::token_flags_in(std::env::args().skip(2));
+    let shown = pipelab::http::auth::token_flags_in(std::env::args().skip(2));
     if !shown.is_empty() {
         tracing::warn!(
             "{} given on the command line: every user of this machine sees the token in `ps`; give it in the environment \
@@ -33,20 +33,20 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         );
     }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
-    let preset = if cfg.sandbox.sandbox { pipelab::api::rate::RateLimits::sandbox() } else { pipelab::api::rate::RateLimits::off() };
-    let rate = pipelab::api::rate::RateLimits::from_config(&cfg.rate, preset);
-    let access = match (pipelab::api::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash), rate) {
+    let preset = if cfg.sandbox.sandbox { pipelab::http::rate::RateLimits::sandbox() } else { pipelab::http::rate::RateLimits::off() };
+    let rate = pipelab::http::rate::RateLimits::from_config(&cfg.rate, preset);
+    let access = match (pipelab::http::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash), rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("pipelab serve: {e}");
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = pipelab::api::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
+    if let Err(e) = pipelab::http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
         eprintln!("pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab::api::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
+    if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab::http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
         eprintln!("pipelab serve: {e}");
         return ExitCode::from(2);
     }
@@ -140,12 +140,12 @@ fn serve_on_threads(
     cfg: &ServeConfig,
     redis: Backing,
     threads: usize,
-    access: (pipelab::api::auth::Auth, pipelab::upstash::Settings, pipelab::api::rate::RateLimits),
+    access: (pipelab::http::auth::Auth, pipelab::upstash::Settings, pipelab::http::rate::RateLimits),
     users: Option<&pipelab::acl::Users>,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
-        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab::api::budget::collect_if_due).enable_all().build() {
+        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab::http::budget::collect_if_due).enable_all().build() {
             Ok(rt) => runtimes.push(rt),
             Err(e) => {
                 eprintln!("pipelab serve: cannot start the async runtime: {e}");

@@ -33,7 +33,7 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use super::report::{ConnectionFlights, MissedPipeline, Summary};
 use super::stats::Doctor;
-use crate::api::error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
 
 /// Most commands in a missed pipeline's playground batch (the run's own
 /// count when smaller).
@@ -81,7 +81,7 @@ pub struct UiSummary {
 /// a rebound name cannot read the doctor; another site's page is 403) and
 /// with its security headers (CSP, `nosniff`, no framing).
 pub fn router(state: UiState) -> Router {
-    let policy = Arc::new(crate::api::guard::Policy::new(&crate::api::guard::GuardConfig::default(), None));
+    let policy = Arc::new(crate::http::guard::Policy::new(&crate::http::guard::GuardConfig::default(), None));
     Router::new()
         .route("/api/doctor/summary", get(summary))
         .route("/api/doctor/flights", get(flights))
@@ -95,7 +95,7 @@ pub fn router(state: UiState) -> Router {
                     Ok(()) => next.run(req).await,
                     Err(refused) => refused.into_response(),
                 };
-                crate::api::headers::set(&mut res);
+                crate::http::headers::set(&mut res);
                 res
             }
         }))

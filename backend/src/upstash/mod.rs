@@ -140,12 +140,12 @@ impl Surface {
     }
 }
 
-impl crate::api::gate::Surface for Surface {
+impl crate::http::gate::Surface for Surface {
     fn serves(&self, path: &str) -> bool {
         self.prefix.as_deref().is_none_or(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
     }
 
-    fn refusal(&self, e: crate::api::error::ApiError) -> Response {
+    fn refusal(&self, e: crate::http::error::ApiError) -> Response {
         response::UpstashError::new(e.status(), format!("ERR {}", e.body.message)).into_response()
     }
 }

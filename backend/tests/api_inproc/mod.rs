@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use clap::{Args, FromArgMatches};
-use pipelab::api::guard::{GuardConfig, Policy};
+use pipelab::http::guard::{GuardConfig, Policy};
 use pipelab::api::{AppState, AppStateBuilder, RedisSource};
 use pipelab::server::router;
 use pipelab::config::Limits;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request};
-use pipelab::api::auth::Auth;
+use pipelab::http::auth::Auth;
 pub use pipelab::upstash::{Settings, UpstashConfig};
 use serde_json::Value as Json;
 

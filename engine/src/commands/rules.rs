@@ -27,7 +27,7 @@ use super::timeout;
 use crate::argv::ArgvRef;
 use crate::mode::Mode;
 
-/// Who is asking: a read-only token (`api::auth`) asks with [`Access::ReadOnly`].
+/// Who is asking: a read-only token (`http::auth`) asks with [`Access::ReadOnly`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
     /// Every command pipelab runs at all.

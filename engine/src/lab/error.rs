@@ -3,7 +3,7 @@
 //! of reach, or the runner's own error passed through as it came.
 
 /// What is wrong with an input. The API turns it into the `ApiCode` of
-/// the same name (`api::error`); the CLI into exit status 2.
+/// the same name (`http::error`); the CLI into exit status 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Problem {
     /// A command with no argument, not even its name.

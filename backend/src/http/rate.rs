@@ -47,7 +47,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::{ApiCode, ApiError};
 use super::gate::Surface;
-use super::AppState;
+use super::HttpState;
 
 pub use crate::config::RateConfig;
 
@@ -265,7 +265,7 @@ impl Buckets {
     }
 }
 
-/// The server's buckets ([`AppState`]'s `rate`).
+/// The server's buckets ([`HttpState`]'s `rate`).
 pub struct Limiter {
     limits: RateLimits,
     requests: Option<Buckets>,
@@ -419,7 +419,7 @@ pub fn forwarded_for(headers: &axum::http::HeaderMap, trust_forwarded_for: bool)
 /// its commands are parsed, before anything is sent; a refusal is answered
 /// by [`settle`] (429 with `Retry-After`, or 413), the error returned here
 /// only stops the handler.
-pub fn take_commands(state: &AppState, client: Option<&Client>, n: usize) -> Result<(), ApiError> {
+pub fn take_commands(state: &HttpState, client: Option<&Client>, n: usize) -> Result<(), ApiError> {
     let Some(client) = client else { return Ok(()) };
     state.rate.take(Kind::Commands, client, n as u64).map_err(|l| {
         client.refuse(l);
@@ -430,7 +430,7 @@ pub fn take_commands(state: &AppState, client: Option<&Client>, n: usize) -> Res
 /// Takes `n` commands from `client` if its buckets have room now, without
 /// refusing the request: for work a handler may leave out (a sweep's
 /// repeats). `true` when limits are off.
-pub fn take_commands_if_room(state: &AppState, client: Option<&Client>, n: usize) -> bool {
+pub fn take_commands_if_room(state: &HttpState, client: Option<&Client>, n: usize) -> bool {
     let (Some(client), Some(buckets)) = (client, state.rate.buckets(Kind::Commands)) else { return true };
     buckets.take(Kind::Commands, client, n as u64).is_ok()
 }
@@ -444,7 +444,7 @@ pub struct Admitted(Option<Client>);
 /// whose `Content-Length` is past the byte limit, is refused (`Err`, the
 /// 429 or 413) before its body is read; the request's [`Client`] is left
 /// in its extensions.
-pub fn admit(state: &AppState, req: &mut Request) -> Result<Admitted, Limited> {
+pub fn admit(state: &HttpState, req: &mut Request) -> Result<Admitted, Limited> {
     if state.rate.is_off() {
         return Ok(Admitted(None));
     }
@@ -496,7 +496,7 @@ pub fn settle(admitted: Admitted, mut res: Response, surface: &dyn Surface) -> R
 /// handler stops) and the client's refusal is answered by [`settle`].
 struct Metered {
     inner: Body,
-    state: AppState,
+    state: HttpState,
     client: Client,
 }
 

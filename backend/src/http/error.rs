@@ -56,7 +56,7 @@ pub enum ApiCode {
     /// 400: Redis Cluster, transaction mode: keys (of the commands or of
     /// `watch`) in different hash slots; the message names two and their slots.
     CrossSlot,
-    /// 403: an `Origin` (or `Sec-Fetch-Site`) of another site: see `api::guard`.
+    /// 403: an `Origin` (or `Sec-Fetch-Site`) of another site: see `http::guard`.
     ForbiddenOrigin,
     /// 401: tokens are configured and the request has none, or a wrong one.
     Unauthorized,
@@ -77,16 +77,16 @@ pub enum ApiCode {
     TooManyCommands,
     /// 413: an argument over `limits.max_arg_bytes`.
     ArgumentTooLarge,
-    /// 414: a request URI over 8 KiB (`api::guard::MAX_URI_BYTES`).
+    /// 414: a request URI over 8 KiB (`http::guard::MAX_URI_BYTES`).
     UriTooLong,
     /// 415: a body that is not declared `application/json`.
     UnsupportedMediaType,
-    /// 421: a `Host` that is not this server's (DNS rebinding): see `api::guard`.
+    /// 421: a `Host` that is not this server's (DNS rebinding): see `http::guard`.
     ForbiddenHost,
-    /// 431: request headers over 32 KiB in all (`api::guard::MAX_HEADER_BYTES`).
+    /// 431: request headers over 32 KiB in all (`http::guard::MAX_HEADER_BYTES`).
     HeadersTooLarge,
     /// 429: over a rate limit (`--rate-requests`, `--rate-commands`,
-    /// `--rate-bytes`; see `api::rate`); `Retry-After` says when to retry.
+    /// `--rate-bytes`; see `http::rate`); `Retry-After` says when to retry.
     /// Nothing was sent.
     RateLimited,
     /// 503: Redis cannot be reached (nothing was written).
@@ -400,7 +400,7 @@ pub enum BatchErrors {
     /// Bad request (the message names the field)
     #[response(status = 400)]
     BadRequest(ErrorBody),
-    /// A page of another site (`Origin`, `Sec-Fetch-Site`): see `api::guard`
+    /// A page of another site (`Origin`, `Sec-Fetch-Site`): see `http::guard`
     #[response(status = 403)]
     ForbiddenOrigin(ErrorBody),
     /// The body stopped arriving for the batch timeout
@@ -415,7 +415,7 @@ pub enum BatchErrors {
     /// The body is not sent as `application/json`
     #[response(status = 415)]
     UnsupportedMediaType(ErrorBody),
-    /// A `Host` that is not a name of this server (DNS rebinding): see `api::guard`
+    /// A `Host` that is not a name of this server (DNS rebinding): see `http::guard`
     #[response(status = 421)]
     ForbiddenHost(ErrorBody),
     /// The request headers are over 32 KiB

@@ -8,7 +8,7 @@
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue};
 
-use super::AppState;
+use super::HttpState;
 use crate::sandbox::VisitorId;
 
 /// The cookie's name.
@@ -40,10 +40,10 @@ pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
         .expect("an id of hex digits")
 }
 
-/// In the sandbox (in `api::gate`): the request gets its visitor's id in
+/// In the sandbox (in `http::gate`): the request gets its visitor's id in
 /// its extensions (the cookie's if the supervisor knows it, else a new
 /// one), and the returned `Set-Cookie` value goes on its response.
-pub fn admit(state: &AppState, req: &mut Request) -> Option<HeaderValue> {
+pub fn admit(state: &HttpState, req: &mut Request) -> Option<HeaderValue> {
     let sandbox = state.engine.sandbox()?;
     // Probes serve no visitor: none is remembered for them (they are never rate limited).
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {

@@ -27,7 +27,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use super::{auth, budget, headers, rate, AppState};
+use super::{auth, budget, headers, rate, HttpState};
 
 /// One HTTP surface behind the gate (the API, Upstash's): the paths it
 /// serves, and how it words a refusal the gate finds before its handler
@@ -55,7 +55,7 @@ impl Surface for ApiSurface {
 /// The rules in front of `inner` (the router).
 #[derive(Clone)]
 pub struct Gate<S> {
-    state: AppState,
+    state: HttpState,
     inner: S,
     surfaces: Arc<[Box<dyn Surface>]>,
 }
@@ -65,7 +65,7 @@ impl<S> Gate<S> {
     /// (its guard policy, rate limits, tokens and sandbox); a refusal is
     /// worded by the first of `surfaces` that serves its path, else by the
     /// last.
-    pub fn new(state: AppState, inner: S, surfaces: Vec<Box<dyn Surface>>) -> Gate<S> {
+    pub fn new(state: HttpState, inner: S, surfaces: Vec<Box<dyn Surface>>) -> Gate<S> {
         assert!(!surfaces.is_empty(), "a gate in front of no surface");
         Gate { state, inner, surfaces: surfaces.into() }
     }
@@ -148,7 +148,7 @@ enum Refused {
 /// extensions), with its place under the rate limits and the sandbox's
 /// cookie to set; or the refusal. The request is borrowed: moving it
 /// through each rule copied it each time.
-fn admit(state: &AppState, req: &mut Request) -> Result<(rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
+fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
         return Err(Refused::Guard(refused.into_response()));
     }

@@ -15,7 +15,7 @@ use axum::http::{Extensions, HeaderMap, Uri};
 use super::auth::Access;
 use super::error::ApiError;
 use super::rate::Client;
-use super::{auth, rate, AppState};
+use super::{auth, rate, HttpState};
 use crate::engine::ClientKey;
 use crate::sandbox::VisitorId;
 
@@ -30,10 +30,12 @@ pub struct Caller {
     pub share: Option<ClientKey>,
 }
 
-impl FromRequestParts<AppState> for Caller {
+/// Any router state that holds the HTTP layer's (borrowed: no clone per request).
+impl<S: AsRef<HttpState> + Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Caller, Infallible> {
+        let state = state.as_ref();
         let ext = &parts.extensions;
         Ok(Caller {
             access: ext.get::<Access>().copied().unwrap_or(Access::Open),
@@ -48,7 +50,11 @@ impl Caller {
     /// The caller of `req` and its body as `B` (`B`'s rejection if it is
     /// not one): for the extractors that check a body against its caller
     /// (`batch::PreparedBatch`, `sweep::PreparedSweep`).
-    pub async fn with_body<B: FromRequest<AppState, Rejection = ApiError>>(req: Request, state: &AppState) -> Result<(Caller, B), ApiError> {
+    pub async fn with_body<S, B>(req: Request, state: &S) -> Result<(Caller, B), ApiError>
+    where
+        S: AsRef<HttpState> + Send + Sync,
+        B: FromRequest<S, Rejection = ApiError>,
+    {
         let (mut parts, body) = req.into_parts();
         let Ok(caller) = Caller::from_request_parts(&mut parts, state).await;
         Ok((caller, B::from_request(Request::from_parts(parts, body), state).await?))
@@ -59,7 +65,7 @@ impl Caller {
 /// digest of the token it presents (tokens configured), else its address
 /// (as the rate limits see it: an IPv6 one by its /64); `None` for a
 /// request that came through no socket (a test's `Router::oneshot`).
-pub fn client_key(state: &AppState, headers: &HeaderMap, uri: &Uri, extensions: &Extensions) -> Option<ClientKey> {
+pub fn client_key(state: &HttpState, headers: &HeaderMap, uri: &Uri, extensions: &Extensions) -> Option<ClientKey> {
     if state.auth.enabled() {
         if let Some(token) = auth::presented(headers, uri) {
             return Some(ClientKey::Token(auth::digest(&token)));

@@ -33,7 +33,7 @@ const FRAME: usize = 64 * 1024;
 /// A release this large calls the release hook.
 const COLLECT_FROM: u64 = 1 << 20;
 
-/// The budget (`AppState::budget`).
+/// The budget (`HttpState::budget`).
 pub struct Budget {
     max: u64,
     used: AtomicU64,

@@ -32,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use super::error::{ApiCode, ApiError};
-use super::AppState;
+use super::HttpState;
 
 pub use crate::config::AuthConfig;
 
@@ -305,7 +305,7 @@ pub fn challenge(res: &mut Response) {
 /// ([`crate::upstash`]), and every other path is open.
 // The refusal is the answer, sent as it is: boxing it would only move it.
 #[allow(clippy::result_large_err)]
-pub fn admit(state: &AppState, req: &mut Request) -> Result<(), Response> {
+pub fn admit(state: &HttpState, req: &mut Request) -> Result<(), Response> {
     if !state.auth.enabled() {
         return Ok(());
     }
