@@ -6,14 +6,15 @@
 //!     valgrind --tool=callgrind target/release/examples/decode_profile DECODER INPUT N
 //!
 //! DECODER: `resp`, `redis-protocol`, or `none` (input generation only, to
-//! subtract); INPUT: `set` (SET key:N value_N commands) or `mixed` (small
-//! RESP2 replies, as in benches/decode.rs); N: how many.
+//! subtract); INPUT: `set` (SET key:N value_N commands), `mixed` (small
+//! RESP2 replies, as in benches/decode.rs) or `ok` (`+OK` replies, what a
+//! pipeline of SETs gets back); N: how many.
 
 #[path = "../benches/support/inputs.rs"]
 mod inputs;
 
 fn usage() -> ! {
-    eprintln!("usage: decode_profile resp|redis-protocol|none set|mixed N");
+    eprintln!("usage: decode_profile resp|redis-protocol|none set|mixed|ok N");
     std::process::exit(2)
 }
 
@@ -24,6 +25,7 @@ fn main() {
     let buf = match input.as_str() {
         "set" => inputs::set_commands(n),
         "mixed" => inputs::mixed_resp2(n),
+        "ok" => inputs::ok_replies(n),
         _ => usage(),
     };
     let mut at = 0;

@@ -9,7 +9,10 @@
 //! chunks is not rescanned from its start. The build pass only runs on bytes
 //! already checked, and every aggregate it allocates has its elements present
 //! in the buffer. Both passes are iterative (explicit stacks), so the 1024
-//! levels the default limits allow cannot overflow a thread's stack.
+//! levels the default limits allow cannot overflow a thread's stack. A whole
+//! `+`, `-`, `:` or `$` value with no value under way (most of a pipeline's
+//! replies) takes one pass instead; anything it does not accept as is goes
+//! the two passes, which give every error and every "incomplete".
 //!
 //! A length that does not fit the platform's `usize` (beyond 4 GiB on
 //! wasm32, where the playground runs this code) is an error even when the
@@ -223,6 +226,36 @@ fn find_line(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     None
 }
 
+/// A whole `+`, `-`, `:` or `$` value at the front of `buf`, when it is one
+/// the check pass accepts as is, and the bytes it takes; `None` otherwise.
+#[inline(always)]
+fn whole_scalar(buf: &[u8], max_bulk_len: u64) -> Option<(Value, usize)> {
+    // `+OK`, the reply of SET and most writes, is worth its own test: no search, a copy of constant length.
+    if buf.starts_with(b"+OK\r\n") {
+        return Some((Value::Simple(b"OK".to_vec()), 5));
+    }
+    let (&t, rest) = buf.split_first().filter(|(t, _)| matches!(t, b'+' | b'-' | b':' | b'$'))?;
+    // The line ends at the first CR or LF, which must be a CR LF pair.
+    let p = find_either(rest, b'\r', b'\n')?;
+    if rest[p] != b'\r' || rest.get(p + 1) != Some(&b'\n') {
+        return None;
+    }
+    let (line, next) = (&rest[..p], p + 3);
+    match t {
+        b'+' => Some((Value::Simple(line.to_vec()), next)),
+        b'-' => Some((Value::Error(line.to_vec()), next)),
+        b':' => Some((Value::Integer(fast_len(line).map(|n| n as i64).or_else(|| parse_i64(line))?), next)),
+        b'$' if line == b"-1" => Some((Value::NullBulk, next)),
+        b'$' => {
+            let n = usize::try_from(fast_len(line).filter(|&n| n <= max_bulk_len)?).ok()?;
+            let end = next.checked_add(n)?.checked_add(2)?;
+            let (body, crlf) = buf.get(next..end)?.split_at(n);
+            (crlf == b"\r\n").then(|| (Value::Bulk(body.to_vec()), end))
+        }
+        _ => None,
+    }
+}
+
 #[cold]
 fn err(offset: usize, message: String) -> DecodeError {
     DecodeError { offset, message }
@@ -366,6 +399,18 @@ impl Decoder {
     /// Errors: [`DecodeError`] with the byte offset in `buf` of the first
     /// bad byte; the decoder is reset.
     pub fn decode(&mut self, buf: &[u8]) -> Result<Decoded, DecodeError> {
+        // A pipeline's replies are mostly whole `+OK`, `:N` and short bulk strings: with no value under way, take
+        // those in one pass; anything else (incomplete, malformed, over a limit, other types) goes the general way.
+        if self.pos == 0 && self.stack.is_empty() {
+            if let Some((value, consumed)) = whole_scalar(buf, self.limits.max_bulk_len) {
+                return Ok(Decoded::Complete { value, consumed });
+            }
+        }
+        self.decode_general(buf)
+    }
+
+    /// [`Decoder::decode`] by the check and build passes, for every value.
+    fn decode_general(&mut self, buf: &[u8]) -> Result<Decoded, DecodeError> {
         match self.check(buf) {
             Ok(Some(end)) => {
                 self.reset();
@@ -804,6 +849,138 @@ mod tests {
             let slow = hay.iter().position(|&c| c == b'\r' || c == b'\n');
             assert_eq!(find_either(&hay, b'\r', b'\n'), slow, "{hay:?}");
             assert_eq!(find_byte(&hay, b'\r'), hay.iter().position(|&c| c == b'\r'), "{hay:?}");
+        }
+    }
+
+    /// Every answer of a decoder fed growing prefixes of `input` ending at
+    /// `cuts` (as a socket reader feeds it), through [`Decoder::decode`] or
+    /// the two passes alone.
+    fn answers(input: &[u8], limits: Limits, cuts: &[usize], fast: bool) -> Vec<Result<Decoded, DecodeError>> {
+        let mut d = Decoder::with_limits(limits);
+        let (mut out, mut start) = (Vec::new(), 0);
+        for &end in cuts.iter().chain([input.len()].iter()) {
+            while start < end {
+                let answer = if fast { d.decode(&input[start..end]) } else { d.decode_general(&input[start..end]) };
+                let consumed = match &answer {
+                    Ok(Decoded::Complete { consumed, .. }) => *consumed,
+                    _ => 0,
+                };
+                let error = answer.is_err();
+                out.push(answer);
+                if error {
+                    return out;
+                }
+                if consumed == 0 {
+                    break;
+                }
+                start += consumed;
+            }
+        }
+        out
+    }
+
+    /// The fast path answers as the two passes do, whole, cut at every byte,
+    /// and byte by byte.
+    fn assert_same_answers(input: &[u8], limits: Limits) {
+        let same = |cuts: &[usize]| assert_eq!(answers(input, limits, cuts, true), answers(input, limits, cuts, false), "{:?} cut at {cuts:?}", show(input));
+        for cut in 0..=input.len() {
+            same(&[cut]);
+        }
+        same(&(0..input.len()).collect::<Vec<_>>());
+    }
+
+    const SMALL: Limits = Limits { max_depth: 2, max_bulk_len: 5, max_aggregate_len: 3 };
+
+    #[test]
+    fn fast_path_gives_the_values_of_the_two_passes_at_every_split() {
+        let replies: &[&[u8]] = &[
+            b"+OK\r\n", b":123\r\n", b":-5\r\n", b":0\r\n", b":-9223372036854775808\r\n", b"$5\r\nhello\r\n", b"$0\r\n\r\n", b"$-1\r\n",
+            b"$3\r\na\rb\r\n", b"$4\r\n\r\n\r\n\r\n", b"-ERR wrong type\r\n", b"+\r\n", b"*2\r\n+OK\r\n:1\r\n", b"*-1\r\n", b"%1\r\n+a\r\n$1\r\nb\r\n",
+            b"_\r\n", b"#t\r\n", b"$?\r\n;2\r\nab\r\n;0\r\n", b"*?\r\n:1\r\n.\r\n", b"+PONG\r\n",
+        ];
+        let all = replies.concat();
+        assert_eq!(decode_all(&all).values.len(), replies.len());
+        assert_same_answers(&all, Limits::default());
+        for reply in replies {
+            assert_same_answers(reply, Limits::default());
+            assert_same_answers(reply, SMALL);
+        }
+    }
+
+    #[test]
+    fn fast_path_refuses_what_the_limits_refuse() {
+        let limits = Limits { max_bulk_len: 4, ..Limits::default() };
+        let mut d = Decoder::with_limits(limits);
+        assert_eq!(d.decode(b"$4\r\nhell\r\n"), Ok(Decoded::Complete { value: Value::Bulk(b"hell".to_vec()), consumed: 10 }));
+        let e = d.decode(b"$5\r\nhello\r\n").unwrap_err();
+        assert_eq!((e.offset, e.message.as_str()), (0, "bulk string length 5 exceeds the limit of 4 bytes"));
+        assert_same_answers(b"+OK\r\n$4\r\nhell\r\n$5\r\nhello\r\n:1\r\n", limits);
+        assert_same_answers(b"$5\r\nhello\r\n", SMALL);
+        assert_same_answers(b"$6\r\nhello!\r\n", SMALL);
+        assert_same_answers(b"$18446744073709551616\r\n", Limits { max_bulk_len: u64::MAX, ..Limits::default() });
+    }
+
+    #[test]
+    fn fast_path_leaves_malformed_one_liners_to_the_two_passes() {
+        // (input, offset and start of the message the two passes give)
+        let cases: &[(&[u8], usize, &str)] = &[
+            (b":12a\r\n", 0, "invalid integer"),
+            (b":\r\n", 0, "invalid integer"),
+            (b":+1\r\n", 0, "invalid integer"),
+            (b":01\r\n", 0, "invalid integer"),
+            (b":9223372036854775808\r\n", 0, "invalid integer"),
+            (b"+OK\nX\r\n", 3, "simple string contains a LF byte"),
+            (b"+O\rK\r\n", 2, "simple string contains a CR byte"),
+            (b"-E\nR\r\n", 2, "simple error contains a LF byte"),
+            (b"$5\r\nhello!\r\n", 9, "bulk string of 5 bytes is not followed by CRLF"),
+            (b"$1\r\nab\r\n", 5, "bulk string of 1 bytes is not followed by CRLF"),
+            (b"$-2\r\n", 0, "invalid bulk string length -2"),
+            (b"$01\r\nx\r\n", 0, "invalid bulk string length"),
+            (b"$ 1\r\nx\r\n", 0, "invalid bulk string length"),
+            (b"+OK\r\n:1\r\n:12a\r\n", 9, "invalid integer"),
+        ];
+        for &(input, offset, message) in cases {
+            let got = decode_all(input).error.unwrap_or_else(|| panic!("{} decoded", show(input)));
+            assert_eq!(got.offset, offset, "{}: {}", show(input), got.message);
+            assert!(got.message.starts_with(message), "{}: {}", show(input), got.message);
+            assert_same_answers(input, Limits::default());
+        }
+        // A line without its CR LF yet (`+OK\n`, `+OK\r`, a lone CR) is incomplete, as before.
+        for input in [&b"+OK\n"[..], b"+OK\r", b"+O\rK", b":12", b"$5\r\nhel", b"$5\r\nhello\r"] {
+            assert_eq!(Decoder::new().decode(input), Decoder::new().decode_general(input), "{}", show(input));
+            assert!(matches!(Decoder::new().decode(input), Ok(Decoded::Incomplete { .. })), "{}", show(input));
+            assert_same_answers(input, Limits::default());
+        }
+    }
+
+    /// With a value under way, even a caller that changed buffers gets what
+    /// the two passes give (they resume at the position they had reached).
+    #[test]
+    fn fast_path_waits_while_a_value_is_under_way() {
+        let calls: &[&[u8]] = &[b"*2\r\n:1\r\n", b"+OK\r\n:2\r\n:3\r\n", b"$?\r\n;1\r\na\r\n", b":7\r\n:8\r\n;0\r\n"];
+        let (mut fast, mut general) = (Decoder::new(), Decoder::new());
+        for buf in calls {
+            assert_eq!(fast.decode(buf), general.decode_general(buf), "{}", show(buf));
+        }
+    }
+
+    /// Random strings of RESP fragments: the fast path and the two passes
+    /// give the same answers, whatever the bytes and the cuts.
+    #[test]
+    fn fast_path_matches_the_two_passes_on_random_fragments() {
+        let fragments: &[&[u8]] = &[b"+", b"-", b":", b"$", b"*", b"\r\n", b"\r", b"\n", b"OK", b"1", b"2", b"-1", b"0", b"12", b"a", b"?", b";", b"_", b"5", b"ab"];
+        let mut seed = 7u64;
+        for _ in 0..3000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let n = (seed >> 59) as usize + 1;
+            let mut input = Vec::new();
+            let mut s = seed;
+            for _ in 0..n {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                input.extend_from_slice(fragments[(s >> 33) as usize % fragments.len()]);
+            }
+            assert_same_answers(&input, Limits::default());
+            assert_same_answers(&input, SMALL);
         }
     }
 }

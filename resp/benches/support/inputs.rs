@@ -11,6 +11,11 @@ pub fn set_commands(n: usize) -> Vec<u8> {
     out
 }
 
+/// What a pipeline of SETs gets back.
+pub fn ok_replies(n: usize) -> Vec<u8> {
+    b"+OK\r\n".repeat(n)
+}
+
 /// Small replies as a pipeline of mixed commands gets them.
 pub fn mixed_resp2(n: usize) -> Vec<u8> {
     let mut out = Vec::new();
