@@ -17,7 +17,7 @@ use super::budget::Charge;
 use super::error::ApiError;
 use super::stream::{Keep, KeptResults};
 use super::AppState;
-use crate::engine::{EngineError, On, RunOptions};
+use crate::engine::{Connection, EngineError, RunOptions};
 use crate::exec::{Batch, ExecError, Pool, Report, ResultSink, StreamReport};
 use crate::telemetry::BatchSpan;
 
@@ -62,7 +62,7 @@ pub async fn run_batch_into<K: ResultSink>(
     sink: &mut K,
     cancel: Option<crate::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
-    run_on(state, on, batch, sink, RunOptions { on: On::Pool, cancel }).await
+    run_on(state, on, batch, sink, RunOptions { on: Connection::Pooled, cancel }).await
 }
 
 /// [`run_batch_into`] on a session's connection (`super::session`):
@@ -76,7 +76,7 @@ pub async fn run_session_batch<K: ResultSink>(
     conn: &mut Option<crate::conn::Conn>,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
-    run_on(state, on, batch, sink, RunOptions { on: On::Session(conn), cancel: None }).await
+    run_on(state, on, batch, sink, RunOptions { on: Connection::Session(conn), cancel: None }).await
 }
 
 /// The engine's run, within the budget for answers, logged and counted.

@@ -7,7 +7,7 @@
 //!
 //! A caller first gets its Redis ([`Engine::backend`], from [`Who`] it
 //! is), checks its batch with that Redis's command table, then runs it on
-//! a pooled connection or on a session's ([`On`]).
+//! a pooled connection or on a session's ([`Connection`]).
 
 pub mod backend;
 pub mod error;
@@ -109,10 +109,10 @@ impl EngineLimits {
     }
 }
 
-/// What a batch runs on.
-pub enum On<'a> {
-    /// A connection of its Redis's pool.
-    Pool,
+/// The connection a batch runs on.
+pub enum Connection<'a> {
+    /// One of its Redis's pool.
+    Pooled,
     /// A session's connection, taken while the batch runs and put back if
     /// it is still fit for the next batch (whatever state its commands
     /// left it in), else left `None`.
@@ -121,7 +121,7 @@ pub enum On<'a> {
 
 /// How [`Engine::run`] runs a batch.
 pub struct RunOptions<'a> {
-    pub on: On<'a>,
+    pub on: Connection<'a>,
     /// Cuts the batch short, as its timeout does ([`crate::conn::Cancel`]).
     pub cancel: Option<Cancel>,
 }
@@ -274,8 +274,8 @@ impl Engine {
         // (callgrind, 2000 one-SET requests).
         let run = Box::pin(async {
             match opts.on {
-                On::Session(conn) => execute_on_into(conn, on.probe(), batch, &exec, sink).await,
-                On::Pool => execute_pooled_probed_into(&on.pool, on.probe(), batch, &exec, sink).await,
+                Connection::Session(conn) => execute_on_into(conn, on.probe(), batch, &exec, sink).await,
+                Connection::Pooled => execute_pooled_probed_into(&on.pool, on.probe(), batch, &exec, sink).await,
             }
         });
         let mut out = match timeout_at(deadline + WIND_UP, run).await {

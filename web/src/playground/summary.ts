@@ -3,7 +3,7 @@
 import type { ApiError, BatchResponse, Mode } from '../api/client.js';
 import { budgetHint } from '../rttBudget.js';
 import { fmtDuration } from './duration.js';
-import { extraItems } from './summaryExtra.js';
+import { ioCountItems } from './ioCounts.js';
 
 const summaryEl = () => document.getElementById('summary') as HTMLElement;
 
@@ -31,7 +31,7 @@ export function renderSummary(res: BatchResponse, mode: Mode, onError: 'continue
       ? [['simulated RTT', `${s.simulated_rtt_ms} ms asked, ${s.achieved_rtt_ms.toFixed(3)} ms achieved`, 'rtt'] as [string, string, string]]
       : []),
     ...(s.simulated_bandwidth_mbps != null ? [['bandwidth', `${s.simulated_bandwidth_mbps} Mbit/s each way`, 'bandwidth'] as [string, string, string]] : []),
-    ...extraItems(s),
+    ...ioCountItems(s),
   ];
   // Batch size is what splits a pipeline into round trips (a transaction is always one).
   if ((s.mode ?? mode) === 'pipeline') items.splice(7, 0, ['batch size', `${n(s.batch_size)} per round trip`, 'batch_size']);
