@@ -82,7 +82,7 @@ impl AsRef<HttpState> for AppState {
 }
 
 /// The engine's limits within the server's.
-pub fn engine_limits(limits: &Limits) -> EngineLimits {
+fn engine_limits(limits: &Limits) -> EngineLimits {
     EngineLimits {
         batch_timeout: limits.batch_timeout(),
         connect_timeout: limits.connect_timeout(),
