@@ -9,7 +9,6 @@ use std::convert::Infallible;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-
 use axum::http::{Extensions, HeaderMap, Uri};
 
 use super::auth::Access;
@@ -49,7 +48,7 @@ impl<S: AsRef<HttpState> + Send + Sync> FromRequestParts<S> for Caller {
 impl Caller {
     /// The caller of `req` and its body as `B` (`B`'s rejection if it is
     /// not one): for the extractors that check a body against its caller
-    /// (`batch::PreparedBatch`, `sweep::PreparedSweep`).
+    /// (the API's `PreparedBatch` and `PreparedSweep`).
     pub async fn with_body<S, B>(req: Request, state: &S) -> Result<(Caller, B), ApiError>
     where
         S: AsRef<HttpState> + Send + Sync,
