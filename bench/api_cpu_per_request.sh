@@ -22,19 +22,7 @@ else
 fi
 TICK=$(getconf CLK_TCK)
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-wait_port() {
-  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-  echo "nothing listens on port $1" >&2; exit 1
-}
+source bench/lib.sh
 
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
@@ -45,18 +33,9 @@ PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://1
 APID=$!; pids+=($APID)
 wait_port "$APORT"
 WPORT=$(free_port)
-cat >"$work/webdis.json" <<JSON
-{"redis_host": "127.0.0.1", "redis_port": $RPORT, "http_host": "127.0.0.1", "http_port": $WPORT,
- "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0, "logfile": "$work/webdis.log"}
-JSON
-webdis "$work/webdis.json" &
-WPID=$!; pids+=($WPID)
-wait_port "$WPORT"
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"commands": [["SET", "bench", "v"]]}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+start_webdis "$RPORT" "$WPORT"
+WPID=$webdis_pid
+write_set_scripts
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 echo "| round | connections | server | req/s | p50 | server CPU µs/request | redis CPU µs/request |"

@@ -59,36 +59,20 @@ else
 fi
 SKIP_100K=${SKIP_100K:-}
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source bench/lib.sh
 now_ns() { date +%s%N; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-wait_port() { # host port
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on $1:$2" >&2; exit 1
-}
 
 RPORT=$(free_port)
 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
   --logfile "$work/redis.log" &
 pids+=($!)
-wait_port 127.0.0.1 "$RPORT"
+wait_port "$RPORT"
 
 APORT=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" \
   --web-dir "$work/none" >/dev/null 2>"$work/pipelab.log" &
 pids+=($!)
-wait_port 127.0.0.1 "$APORT"
+wait_port "$APORT"
 
 # --- 1. 100k SETs ----------------------------------------------------------
 if [ -z "$SKIP_100K" ]; then
@@ -153,27 +137,9 @@ fi
 
 # --- 2. one SET per request: wrk vs Webdis ---------------------------------
 WPORT=$(free_port)
-cat >"$work/webdis.json" <<JSON
-{"redis_host": "127.0.0.1", "redis_port": $RPORT, "http_host": "127.0.0.1", "http_port": $WPORT,
- "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0,
- "logfile": "$work/webdis.log"}
-JSON
-webdis "$work/webdis.json" &
-pids+=($!)
-wait_port 127.0.0.1 "$WPORT"
+start_webdis "$RPORT" "$WPORT"
 curl -sf "http://127.0.0.1:$WPORT/SET/bench/v" | grep -q OK || { echo "webdis does not answer SET" >&2; exit 1; }
-
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"commands": [["SET", "bench", "v"]]}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
-# The Upstash-compatible single command, as @upstash/redis's `POST /` sends it.
-cat >"$work/upstash.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '["SET", "bench", "v"]'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+write_set_scripts
 curl -sf -H 'content-type: application/json' -d '{"commands": [["SET", "bench", "v"]]}' \
   "http://127.0.0.1:$APORT/api/v1/batch" | grep -q '"ok":1' || { echo "pipelab does not answer SET" >&2; exit 1; }
 # A binary from before the Upstash surface (for a before/after

@@ -55,25 +55,11 @@ LPID=$!; pids+=($LPID)
 APORT=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" --web-dir "$work/none" >/dev/null 2>"$work/pipelab.log" &
 APID=$!; pids+=($APID)
+wait_port "$LPORT"; wait_port "$APORT"
 WPORT=$(free_port)
-cat >"$work/webdis.json" <<JSON
-{"redis_host": "127.0.0.1", "redis_port": $RPORT, "http_host": "127.0.0.1", "http_port": $WPORT,
- "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0, "logfile": "$work/webdis.log"}
-JSON
-webdis "$work/webdis.json" &
-WDPID=$!; pids+=($WDPID)
-wait_port "$LPORT"; wait_port "$APORT"; wait_port "$WPORT"
-
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"commands": [["SET", "bench", "v"]]}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
-cat >"$work/upstash.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '["SET", "bench", "v"]'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+start_webdis "$RPORT" "$WPORT"
+WDPID=$webdis_pid
+write_set_scripts
 
 # Each contender answers a SET before it is timed.
 curl -sf -X POST -d '{"commands": [["SET", "bench", "v"]]}' "http://127.0.0.1:$LPORT/" | grep -q '"result":"OK"' || { echo "the relay does not answer SET" >&2; exit 1; }

@@ -1,6 +1,7 @@
 # Sourced by the bench scripts: a work directory and the processes
 # started, both cleaned up on exit; free ports and waiting for one; medians;
-# and the load generator wrk. Not used by CI (scripts/test.sh).
+# the load generator wrk, Webdis beside pipelab, and wrk's one-SET scripts.
+# Not used by CI (scripts/test.sh).
 
 # ensure_pkg COMMAND [PACKAGE]: the Debian package (default: COMMAND's
 # name) installed with apt-get when COMMAND is missing.
@@ -33,3 +34,33 @@ bench_cleanup() {
   rm -rf "$work"
 }
 trap bench_cleanup EXIT
+
+# start_webdis REDIS_PORT WEBDIS_PORT: Webdis (2 threads, 64 connections to
+# the redis-server on REDIS_PORT) on 127.0.0.1:WEBDIS_PORT, its pid in
+# $webdis_pid and $pids; waits until it listens.
+start_webdis() {
+  cat >"$work/webdis.json" <<JSON
+{"redis_host": "127.0.0.1", "redis_port": $1, "http_host": "127.0.0.1", "http_port": $2,
+ "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0, "logfile": "$work/webdis.log"}
+JSON
+  webdis "$work/webdis.json" &
+  webdis_pid=$!
+  pids+=("$webdis_pid")
+  wait_port "$2"
+}
+
+# write_set_scripts: wrk's scripts for one SET per request, $work/post.lua
+# (`POST /api/v1/batch`) and $work/upstash.lua (Upstash's `POST /`, as
+# @upstash/redis sends a single command).
+write_set_scripts() {
+  cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"commands": [["SET", "bench", "v"]]}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+  cat >"$work/upstash.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '["SET", "bench", "v"]'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+}
