@@ -58,8 +58,9 @@ pub struct Sessions {
     reaping: std::sync::atomic::AtomicBool,
 }
 
-/// A session's connection, held by the batch running on it: `conn` is
-/// `None` if the session was found lost. [`Sessions::put_back`] ends it.
+/// A session's connection, held by the batch running on it. The batch
+/// leaves `conn` `None` if it left the connection unfit for the next one
+/// (the session is then lost); [`Sessions::put_back`] ends the hold.
 pub struct Taken {
     id: String,
     session: Arc<Session>,
