@@ -425,6 +425,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_probe_passes_a_live_connection_and_fails_one_with_bytes_nobody_asked_for() {
+        let (_server, target) = start();
+        let settings = settings(&plan(), &ExecOptions::default());
+        let mut conn = Conn::connect(&target, &settings).await.unwrap();
+        assert_eq!(one(&mut conn, &["PING"]).await, resp::Value::Simple(b"PONG".to_vec()));
+        // However often it is probed, a live connection stays whole.
+        for _ in 0..3 {
+            assert!(conn.probe_idle());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(one(&mut conn, &["ECHO", "whole"]).await, resp::Value::Bulk(b"whole".to_vec()));
+        assert!(conn.probe_idle());
+
+        // A message published to a channel it subscribed to arrives unasked.
+        one(&mut conn, &["SUBSCRIBE", "news"]).await;
+        assert!(conn.probe_idle(), "nothing arrived yet");
+        let mut publisher = Conn::connect(&target, &settings).await.unwrap();
+        assert_eq!(one(&mut publisher, &["PUBLISH", "news", "hi"]).await, resp::Value::Integer(1));
+        for _ in 0..100 {
+            if !conn.probe_idle() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("a connection with a message waiting still looks idle");
+    }
+
+    #[tokio::test]
     async fn dead_reused_connection_falls_back_before_anything_is_sent() {
         let (_server, target) = start();
         let settings = settings(&plan(), &ExecOptions::default());
