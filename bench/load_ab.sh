@@ -2,7 +2,8 @@
 # Benchmark (not a test): two or more builds of `pipelab serve` under
 # bench/load.sh's loads, side by side. Each binary serves at once on a
 # redis-server of its own (the idle ones cost nothing); wrk drives them in
-# turn, ROUNDS times, so that the machine's drift falls on all alike.
+# turn, ROUNDS times, every other round in reverse order, so that the
+# machine's drift falls on all alike.
 # Per binary: the median requests/s, p99 and CPU time per request
 # (/proc/PID/stat, user + system), and the median of the per-round ratios
 # to the first binary. On a shared machine requests/s move by tens of
@@ -68,7 +69,11 @@ done
 tick=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for round in $(seq "$ROUNDS"); do
-  for i in "${!ports[@]}"; do
+  # Every other round in reverse order: neither binary always runs right
+  # after the other's 1000 connections close.
+  order=("${!ports[@]}")
+  [ $((round % 2)) -eq 1 ] || order=($(printf '%s\n' "${order[@]}" | tac))
+  for i in "${order[@]}"; do
     before=$(cpu "${servers[$i]}")
     out=$(drive "${ports[$i]}" "${SECONDS_}s")
     after=$(cpu "${servers[$i]}")
