@@ -16,6 +16,8 @@ use serde_json::{json, Value as Json};
 struct Lines {
     res: reqwest::Response,
     buf: Vec<u8>,
+    /// The last line read, as sent.
+    last: String,
 }
 
 impl Lines {
@@ -23,6 +25,7 @@ impl Lines {
         loop {
             if let Some(eol) = self.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=eol).collect();
+                self.last = String::from_utf8_lossy(&line).into_owned();
                 return Some(serde_json::from_slice(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")));
             }
             match self.res.chunk().await.expect("the stream goes on") {
@@ -37,7 +40,7 @@ async fn start(api: &Pipelab, body: &Json) -> Lines {
     let res = reqwest::Client::new().post(format!("{}/api/v1/batches", api.base)).json(body).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(res.headers()["content-type"], "application/x-ndjson");
-    Lines { res, buf: Vec::new() }
+    Lines { res, buf: Vec::new(), last: String::new() }
 }
 
 /// The integer in `key` (0 if it does not exist).
@@ -121,6 +124,41 @@ async fn a_long_batch_streams_its_results_and_a_cancel_ends_it_with_true_statuse
     let (status, body) = api.post(&format!("/api/v1/batches/{id}/cancel"), &json!({})).await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn a_result_that_no_other_follows_soon_is_not_held_back() {
+    let redis = RedisServer::start();
+    let api = Pipelab::start(&redis.url, &[]);
+    let body = json!({"commands": [["INCR", "live:n"], ["BLPOP", "live:list", "60"], ["INCR", "live:n"]], "mode": "sequential"});
+    let mut lines = start(&api, &body).await;
+    assert_eq!(lines.next().await.unwrap()["type"], "start");
+    // The first INCR's result comes while BLPOP waits: nothing but the push
+    // below ends that wait before a minute.
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next())
+        .await
+        .expect("the INCR's result while BLPOP still waits")
+        .unwrap();
+    assert_eq!(line["type"], "results", "{line}");
+    assert_eq!(line["results"].as_array().unwrap().len(), 1, "{line}");
+    assert_eq!(line["results"][0]["index"], 0);
+    assert_eq!(line["results"][0]["status"], "ok");
+    redis.cmd_str(&["RPUSH", "live:list", "x"]);
+    let mut results = Vec::new();
+    let end = loop {
+        let line = lines.next().await.expect("an end line");
+        match line["type"].as_str().unwrap() {
+            "results" => results.extend(line["results"].as_array().unwrap().iter().cloned()),
+            "end" => break line,
+            other => panic!("unexpected line {other}: {line}"),
+        }
+    };
+    assert_eq!(statuses(&results), ["ok", "ok"]);
+    assert_eq!(end["summary"]["ok"], 3, "{end}");
+    // Its members in the documented order, the summary's as in `POST /batch`.
+    assert!(lines.last.starts_with(r#"{"type":"end","summary":{"mode":"sequential","#), "{}", lines.last);
+    assert!(lines.last.trim_end().ends_with(r#","transaction":null,"connection_error":null}"#), "{}", lines.last);
+    assert_eq!(counted(&redis, "live:n"), 2);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 //!
 //! - `{"type":"start","batch_id":…,"commands":N,"cancel":"/api/v1/batches/…/cancel"}` first;
 //! - `{"type":"results","results":[…]}` as results come (each result as in
-//!   `POST /batch`, `index` 0-based), at most [`FLUSH`] apart while results flow;
+//!   `POST /batch`, `index` 0-based), each at most [`FLUSH`] after it came;
 //! - `{"type":"end","summary":…,"transaction":…,"connection_error":…}` last,
 //!   or `{"type":"error","error":{"code","message"}}` if the batch could not
 //!   run after all (no free slot, Redis unreachable).
@@ -41,17 +41,16 @@ use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
-use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody};
+use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
 use super::run::run_batch_into;
 use super::stream::{KeptResults, GROUP};
 use super::AppState;
 use crate::conn::Cancel;
-use crate::exec::{CommandResult, ResultSink, StreamReport};
+use crate::exec::{CommandResult, ResultSink, StreamReport, Summary, TransactionOutcome};
 use crate::report_json::write_result;
 
 /// Longest a result waits in the batch's task before it is handed to the
-/// response while results keep coming (one arriving after a longer pause
-/// goes at once).
+/// response (one arriving after a longer pause goes at once).
 pub const FLUSH: Duration = Duration::from_millis(25);
 
 /// The batches running under `POST /batches`, by id.
@@ -143,9 +142,26 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
     let task_state = state.clone();
     let task_cancel = cancel.clone();
     state.engine.other_runtime().spawn(async move {
-        let mut sink = FlushSink { kept: KeptResults::new(&task_state, keep, 64), tx: tx.clone(), last: Instant::now() };
-        let out = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel)).await;
-        sink.send();
+        let waiting = Mutex::new(Waiting { kept: KeptResults::new(&task_state, keep, 64), last: Instant::now() });
+        let mut sink = FlushSink { waiting: &waiting, tx: &tx };
+        let run = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel));
+        // Results that came less than FLUSH after the last group go with the
+        // next one, or at this tick if none comes (a BLPOP after them).
+        let tick = async {
+            let mut tick = tokio::time::interval(FLUSH);
+            loop {
+                tick.tick().await;
+                let mut waiting = waiting.lock().expect("live results lock");
+                if waiting.last.elapsed() >= FLUSH {
+                    waiting.send(&tx);
+                }
+            }
+        };
+        let out = tokio::select! {
+            out = run => out,
+            never = tick => never,
+        };
+        waiting.lock().expect("live results lock").send(&tx);
         task_state.live.remove(&id);
         let _ = tx.send(Msg::End(Box::new(out)));
     });
@@ -187,33 +203,42 @@ enum Msg {
     End(Box<Result<StreamReport<Infallible>, ApiError>>),
 }
 
-/// Hands the kept results to the response in groups, none held longer than [`FLUSH`].
-struct FlushSink {
+/// The kept results not yet handed to the response, and when the last
+/// group was.
+struct Waiting {
     kept: KeptResults,
-    tx: mpsc::UnboundedSender<Msg>,
     last: Instant,
 }
 
-impl FlushSink {
-    fn send(&mut self) {
+impl Waiting {
+    fn send(&mut self, tx: &mpsc::UnboundedSender<Msg>) {
         self.last = Instant::now();
         if !self.kept.results.is_empty() {
             let group = std::mem::take(&mut self.kept.results);
-            let _ = self.tx.send(Msg::Results(group));
+            let _ = tx.send(Msg::Results(group));
         }
     }
 }
 
-impl ResultSink for FlushSink {
+/// Hands the kept results to the response in groups of up to [`GROUP`],
+/// none held longer than [`FLUSH`] (the batch's task ticks for those that
+/// no later result sends).
+struct FlushSink<'a> {
+    waiting: &'a Mutex<Waiting>,
+    tx: &'a mpsc::UnboundedSender<Msg>,
+}
+
+impl ResultSink for FlushSink<'_> {
     fn push(&mut self, result: CommandResult) {
-        self.kept.push(result);
-        if self.kept.results.len() >= GROUP || self.last.elapsed() >= FLUSH {
-            self.send();
+        let mut waiting = self.waiting.lock().expect("live results lock");
+        waiting.kept.push(result);
+        if waiting.kept.results.len() >= GROUP || waiting.last.elapsed() >= FLUSH {
+            waiting.send(self.tx);
         }
     }
 
     fn admit(&mut self, reply: &resp::Value) -> Result<(), u64> {
-        self.kept.admit(reply)
+        self.waiting.lock().expect("live results lock").kept.admit(reply)
     }
 }
 
@@ -252,19 +277,17 @@ impl Lines {
     }
 
     fn end(&mut self, end: Result<StreamReport<Infallible>, ApiError>) {
-        let line = match end {
+        let written = match end {
             Ok(out) => match out.reconnect_failed {
-                Some(e) => error_line(e.into()),
-                None => serde_json::json!({
-                    "type": "end",
-                    "summary": out.summary,
-                    "transaction": out.transaction,
-                    "connection_error": out.connection_error,
-                }),
+                Some(e) => error_line(&mut self.buf, e.into()),
+                None => serde_json::to_writer(
+                    &mut self.buf,
+                    &EndLine { kind: "end", summary: &out.summary, transaction: &out.transaction, connection_error: &out.connection_error },
+                ),
             },
-            Err(e) => error_line(e),
+            Err(e) => error_line(&mut self.buf, e),
         };
-        serde_json::to_writer(&mut self.buf, &line).expect("serializable");
+        written.expect("serializable");
         self.buf.push(b'\n');
         self.done = true;
     }
@@ -274,8 +297,26 @@ impl Lines {
     }
 }
 
-fn error_line(e: ApiError) -> serde_json::Value {
-    serde_json::json!({"type": "error", "error": e.body})
+/// The last line of a batch that ran: its fields in the order
+/// docs/api.md shows them, `type` first.
+#[derive(Serialize)]
+struct EndLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    summary: &'a Summary,
+    transaction: &'a Option<TransactionOutcome>,
+    connection_error: &'a Option<String>,
+}
+
+/// The last line of a batch that could not run: `{"type":"error","error":{…}}`.
+fn error_line(buf: &mut Vec<u8>, e: ApiError) -> serde_json::Result<()> {
+    #[derive(Serialize)]
+    struct ErrorLine {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        error: ErrorDetail,
+    }
+    serde_json::to_writer(buf, &ErrorLine { kind: "error", error: e.body })
 }
 
 impl http_body::Body for Lines {
