@@ -143,6 +143,7 @@ fn usage_and_connection_errors() {
     let out = pipelab(&["run", "--redis", &format!("redis://127.0.0.1:{port}")], b"PING\n", None);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("cannot connect"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--redis URL or REDIS_URL"), "says where the address comes from: {}", text(&out.stderr));
 }
 
 /// The input is streamed: commands run while stdin is still open.

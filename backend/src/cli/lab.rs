@@ -85,15 +85,21 @@ pub fn input_error(name: &str, e: &InputError, lines: &[usize]) -> ExitCode {
 pub fn exec_error(name: &str, e: &ExecError, lines: &[usize]) -> ExitCode {
     match e {
         ExecError::Invalid(b) | ExecError::CrossSlot(b) => fail(name, Exit::BadInput, format_args!("{}: {}", option_name(&b.field, lines), b.message)),
-        ExecError::Connect(m) => fail(name, Exit::ErrorReplies, m),
+        ExecError::Connect(m) => fail(name, Exit::ErrorReplies, format_args!("{m}\n{WHERE_REDIS}")),
     }
 }
+
+/// Said under a failed connect: which Redis the CLI talks to is the user's
+/// choice, and the one `pipelab serve` embeds is not on the default address.
+pub const WHERE_REDIS: &str = "  (the Redis is --redis URL or REDIS_URL, by default redis://127.0.0.1:6379; \
+                               `pipelab serve` logs its embedded Redis's socket as it starts: --redis unix://SOCKET)";
 
 /// Why an experiment stopped, as an exit status.
 pub fn lab_error(name: &str, e: &LabError<ExecError>) -> ExitCode {
     match e {
         LabError::Input(e) => input_error(name, e, &[]),
-        LabError::Unavailable(_) | LabError::Interrupted(_) => fail(name, Exit::ErrorReplies, e),
+        LabError::Unavailable(_) => fail(name, Exit::ErrorReplies, format_args!("{e}\n{WHERE_REDIS}")),
+        LabError::Interrupted(_) => fail(name, Exit::ErrorReplies, e),
         LabError::Run(e) => exec_error(name, e, &[]),
     }
 }

@@ -88,7 +88,7 @@ pub async fn main(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(ExecError::Invalid(e) | ExecError::CrossSlot(e)) => return usage(format!("{}: {}", super::lab::option_name(&e.field, &[]), e.message)),
         Err(ExecError::Connect(e)) => {
-            eprintln!("pipelab run: {e}");
+            eprintln!("pipelab run: {e}\n{}", super::lab::WHERE_REDIS);
             return ExitCode::from(1);
         }
     };
