@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Execute a command file (inline lines or RESP) against Redis.
     Run(cli::run::Args),
-    /// Run a command file once per mode (sequential, pipeline, transaction) and compare.
+    /// Run a command file once per mode (sequential, pipeline, transaction, auto) and compare.
     Compare(cli::compare::Args),
     /// Run one command template at several pipeline batch sizes, then delete the keys it created.
     Sweep(cli::sweep::Args),

@@ -5,7 +5,7 @@
 //! API refuses.
 //!
 //! Where pipelab manages the Redis (the embedded redis-server,
-//! `crate::embedded`) it makes these users at start ([`Users::server_args`]):
+//! `pipelab::embedded`) it makes these users at start ([`Users::server_args`]):
 //!
 //! - [`BATCH_USER`]: every batch of a full-access token (or of no token):
 //!   all commands but those flagged `admin` (SLOWLOG, CONFIG, DEBUG, MODULE,

@@ -119,7 +119,7 @@ impl Pool {
     /// A pool of connections to the same server as another user (`target`
     /// differs in its ACL user and password), sharing this pool's command
     /// table, which its connections do not refresh: the API keeps one per
-    /// Redis ACL user it runs batches as (`crate::sandbox::acl`).
+    /// Redis ACL user it runs batches as (`crate::acl`).
     pub fn sibling(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
         // Its own series of the gauge, by user (the server pool's stays
         // unlabelled); a pool that keeps nothing never sets one.
