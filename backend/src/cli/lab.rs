@@ -90,9 +90,9 @@ pub fn exec_error(name: &str, e: &ExecError, lines: &[usize]) -> ExitCode {
 }
 
 /// Said under a failed connect: which Redis the CLI talks to is the user's
-/// choice, and the one `pipelab serve` embeds is not on the default address.
+/// choice, and the one `pipelab serve` starts is not at the default address.
 pub const WHERE_REDIS: &str = "  (the Redis is --redis URL or REDIS_URL, by default redis://127.0.0.1:6379; \
-                               `pipelab serve` logs its embedded Redis's socket as it starts: --redis unix://SOCKET)";
+                               `pipelab serve` prints its own Redis's unix:// address on its start-up line)";
 
 /// Why an experiment stopped, as an exit status.
 pub fn lab_error(name: &str, e: &LabError<ExecError>) -> ExitCode {
