@@ -63,6 +63,10 @@ function livePanel(rtt: () => number): HTMLElement {
     // The summary counts runs once they end; those going on are in `missed` only.
     const going = u.missed.filter((m) => m.going_on);
     const saving = s.saving_ms + going.reduce((a, m) => a + m.saving_ms, 0);
+    // Everything built before anything is replaced: the totals never show
+    // a run ended while its list still shows it going on.
+    const list = await missedList(u.missed, (m) => playgroundLink(u.playground_url, m));
+    const rows = await log.rows(s.recent_connections);
     totals.replaceChildren(
       metrics([
         { key: 'live_connections', label: 'connections', value: s.connections, text: fmtInt(s.connections) },
@@ -73,8 +77,8 @@ function livePanel(rtt: () => number): HTMLElement {
         { key: 'live_saving_ms', label: `a pipeline would save, at ${s.rtt_ms} ms RTT`, value: saving, text: `${saving.toFixed(1)} ms` },
       ]),
     );
-    missed.replaceChildren(await missedList(u.missed, (m) => playgroundLink(u.playground_url, m)));
-    conns.replaceChildren(...(await log.rows(s.recent_connections)));
+    missed.replaceChildren(list);
+    conns.replaceChildren(...rows);
   };
   const tick = async (): Promise<number | null> => {
     // Only while the lesson is on screen (the tutorial tab shown, the page visible).
