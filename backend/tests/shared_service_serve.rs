@@ -215,9 +215,10 @@ async fn tokens_on_the_command_line_are_warned_about() {
 fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
     use std::io::{BufRead, BufReader, Read, Write};
     let redis = RedisServer::start();
-    let ui_port = common::free_port();
+    // Port 0: the port it took is read from its start-up line (a port
+    // picked free beforehand may be taken by another test meanwhile).
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
-        .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", &redis.url, "--ui", &format!("0.0.0.0:{ui_port}"), "--web-dir", "/nonexistent"])
+        .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", &redis.url, "--ui", "0.0.0.0:0", "--web-dir", "/nonexistent"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -226,15 +227,22 @@ fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
     let mut seen = String::new();
+    let mut ui_port = 0u16;
     while !seen.contains("reachable from other machines") {
         match lines.recv_timeout(Duration::from_secs(10)) {
-            Ok(line) => seen.push_str(&line),
+            Ok(line) => {
+                if let Some(addr) = line.strip_prefix("pipelab doctor: page on http://") {
+                    ui_port = addr.trim_end_matches('/').rsplit(':').next().unwrap().parse().unwrap();
+                }
+                seen.push_str(&line);
+            }
             Err(_) => {
                 let _ = child.kill();
                 panic!("no warning: {seen}");
             }
         }
     }
+    assert_ne!(ui_port, 0, "the page's address: {seen}");
     let get = |host: &str| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", ui_port)).unwrap();
         write!(s, "GET /api/doctor/summary HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
