@@ -34,6 +34,18 @@ impl Lines {
             }
         }
     }
+
+    /// Reads up to the end line, each result into `results`: the end line.
+    async fn rest(&mut self, results: &mut Vec<Json>) -> Json {
+        loop {
+            let line = self.next().await.expect("an end line");
+            match line["type"].as_str().unwrap() {
+                "results" => results.extend(line["results"].as_array().unwrap().iter().cloned()),
+                "end" => return line,
+                other => panic!("unexpected line {other}: {line}"),
+            }
+        }
+    }
 }
 
 async fn start(api: &Pipelab, body: &Json) -> Lines {
@@ -89,14 +101,7 @@ async fn a_long_batch_streams_its_results_and_a_cancel_ends_it_with_true_statuse
     let (status, body) = api.post(&format!("/api/v1/batches/{id}/cancel"), &json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({"batch_id": id, "cancelled": true}));
-    let end = loop {
-        let line = lines.next().await.expect("an end line");
-        match line["type"].as_str().unwrap() {
-            "results" => results.extend(line["results"].as_array().unwrap().iter().cloned()),
-            "end" => break line,
-            other => panic!("unexpected line {other}: {line}"),
-        }
-    };
+    let end = lines.rest(&mut results).await;
     let took = cancelled_at.elapsed();
     assert!(lines.next().await.is_none(), "nothing after the end line");
     // Within 100 ms on an idle machine; generous here (loaded CI), yet far
@@ -145,14 +150,7 @@ async fn a_result_that_no_other_follows_soon_is_not_held_back() {
     assert_eq!(line["results"][0]["status"], "ok");
     redis.cmd_str(&["RPUSH", "live:list", "x"]);
     let mut results = Vec::new();
-    let end = loop {
-        let line = lines.next().await.expect("an end line");
-        match line["type"].as_str().unwrap() {
-            "results" => results.extend(line["results"].as_array().unwrap().iter().cloned()),
-            "end" => break line,
-            other => panic!("unexpected line {other}: {line}"),
-        }
-    };
+    let end = lines.rest(&mut results).await;
     assert_eq!(statuses(&results), ["ok", "ok"]);
     assert_eq!(end["summary"]["ok"], 3, "{end}");
     // Its members in the documented order, the summary's as in `POST /batch`.
