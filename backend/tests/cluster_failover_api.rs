@@ -88,8 +88,8 @@ async fn the_api_through_a_failover() {
         }
         assert_eq!((status, body["error"]["code"].as_str()), (503, Some("redis_unavailable")), "{body}");
         assert!(body["error"]["message"].as_str().unwrap().contains("hash slots"), "{body}");
-        saw_unready.get_or_insert(body);
-        assert!(killed.elapsed() < Duration::from_secs(30), "not ready 30 s after the kill");
+        saw_unready.get_or_insert(body.clone());
+        assert!(killed.elapsed() < Duration::from_secs(30), "not ready 30 s after the kill: {}", body["error"]["message"]);
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     eprintln!("ready {:?} after the kill; unready said {}", ready_at - killed, saw_unready.as_ref().map_or(Json::Null, |b| b["error"]["message"].clone()));

@@ -66,7 +66,7 @@ async fn well_known_entries() {
     assert_eq!(keys(&t, "EVAL return 0 x"), (vec![], true));
     assert!(t.is_readonly(argv("EVAL_RO return 0").get(0)));
     assert!(!t.is_readonly(argv("EVAL return 0").get(0)));
-    // A read-only token: flagged readonly and no key spec that writes; a
+    // A read-only token: flagged readonly; a
     // command the table does not know is refused (fail closed).
     for (cmd, ok) in [("GET k", true), ("EVAL_RO return 0", true), ("CONFIG GET maxmemory", false), ("SET k v", false), ("EVAL return 0", false), ("PING", false), ("NOSUCHCMD", false)] {
         assert_eq!(t.allows_readonly(argv(cmd).get(0)), ok, "{cmd}");
@@ -199,7 +199,7 @@ async fn a_restarted_server_has_its_table_read_again() {
     let second = pool.commands();
     let id = second.identity().unwrap();
     assert_ne!(id.run_id, first.run_id, "a new run_id: the table was read again");
-    assert_eq!(id.redis_version, first.redis_version);
+    assert_eq!(id.version, first.version);
     assert!(second.get(b"set").is_some());
 }
 
@@ -286,4 +286,26 @@ async fn the_doctors_old_lists_are_the_tables_answers() {
             assert_eq!(answers, (true, false, false, None), "{which}: {line}");
         }
     }
+}
+
+/// COMMANDLOG (Valkey 8.1+) shows what SLOWLOG shows, and is classed as it
+/// is: GET reveals other clients' arguments (an operator's), LEN only
+/// counts (anyone's), RESET administers the server (no token's).
+#[tokio::test]
+async fn commandlog_is_classed_as_slowlog() {
+    use commands::Access;
+    let server = RedisServer::start();
+    let (_pool, t) = table_of(&server).await;
+    if t.get(b"commandlog").is_none() {
+        common::lacks("commandlog_is_classed_as_slowlog", "COMMANDLOG");
+        return;
+    }
+    let refused = |line: &str, access| t.refusal(argv(line).get(0), Mode::Pipeline, access, Default::default()).is_some();
+    for (log, slow) in [("COMMANDLOG GET 10 slow", "SLOWLOG GET 10"), ("COMMANDLOG LEN slow", "SLOWLOG LEN"), ("COMMANDLOG RESET slow", "SLOWLOG RESET")] {
+        for access in [Access::Full, Access::Operator, Access::ReadOnly, Access::Visitor] {
+            assert_eq!(refused(log, access), refused(slow, access), "{log} as {access:?}");
+        }
+    }
+    assert!(refused("COMMANDLOG GET 10 slow", Access::Full) && !refused("COMMANDLOG GET 10 slow", Access::Operator));
+    assert!(!refused("COMMANDLOG LEN slow", Access::Full));
 }

@@ -234,7 +234,13 @@ async fn memory_bombs_hurt_only_the_visitors_own_redis() {
             slowest
         };
         let (attack, slowest) = tokio::join!(a.commands(&app, commands), quiet);
-        assert_eq!(attack.0, 200, "{what}: {}", attack.1);
+        if what == "the script cache" {
+            // Redis keeps scripts outside maxmemory: pipelab refuses those past the quota, nothing sent.
+            assert_eq!((attack.0, attack.1["error"]["code"].as_str()), (413, Some("script_cache_full")), "{what}: {}", attack.1);
+            assert!(attack.1["error"]["field"].as_str().is_some_and(|f| f.starts_with("commands[")), "{}", attack.1);
+        } else {
+            assert_eq!(attack.0, 200, "{what}: {}", attack.1);
+        }
         assert!(slowest < Duration::from_secs(1), "{what}: B's slowest PING took {slowest:?}");
         let a_child = a.child(&app);
         if a_child.is_alive() {
@@ -248,6 +254,44 @@ async fn memory_bombs_hurt_only_the_visitors_own_redis() {
     // A's next batch runs, on a new Redis if theirs went.
     let (s, r) = a.batch(&app, "PING").await;
     assert_eq!((s, replies(&r)[0]["value"].as_str()), (200, Some("PONG")), "{r}");
+}
+
+/// The script cache stays inside the quota across batches too: 1 MB
+/// scripts one batch at a time run until the next would pass the quota,
+/// which is refused (413, nothing sent) while SCRIPT FLUSH frees them all;
+/// A's keys stay, and A's Redis never holds past its quota in scripts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitors_scripts_stay_inside_their_quota() {
+    let app = default_app();
+    let (mut a, b) = two_visitors(&app).await;
+    let (s, r) = a.batch(&app, "SET mine 1").await;
+    assert_eq!(s, 200, "{r}");
+    let script = |i: usize| format!("return '{}' -- {i}", "x".repeat(1 << 20));
+    let mut loaded = 0;
+    let refused = loop {
+        let (s, r) = a.commands(&app, json!([["SCRIPT", "LOAD", script(loaded)]])).await;
+        if s != 200 {
+            break r;
+        }
+        assert_eq!(replies(&r)[0]["type"], "bulk", "{r}");
+        loaded += 1;
+        assert!(loaded < 16, "16 MB of scripts on a 16 MB quota were all loaded");
+    };
+    assert!(loaded >= 1, "a first 1 MB script fits a 16 MB quota");
+    assert_eq!((refused["error"]["code"].as_str(), refused["error"]["field"].as_str()), (Some("script_cache_full"), Some("commands[0]")), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("SCRIPT FLUSH"), "{refused}");
+    let Value::Bulk(info) = direct(&a.child(&app), &["INFO", "memory"]) else { panic!("INFO") };
+    let info = String::from_utf8_lossy(&info);
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok()).unwrap();
+    assert!(field("used_memory_vm_total") + field("used_memory_scripts") <= 16 << 20, "{info}");
+    // EVAL caches its script as SCRIPT LOAD does: refused as well.
+    let (s, r) = a.commands(&app, json!([["EVAL", script(99), "0"]])).await;
+    assert_eq!((s, r["error"]["code"].as_str()), (413, Some("script_cache_full")), "{r}");
+    let (s, r) = a.batch(&app, "SCRIPT FLUSH\nGET mine").await;
+    assert_eq!((s, replies(&r)[1]["value"].as_str()), (200, Some("1")), "{r}");
+    let (s, r) = a.commands(&app, json!([["SCRIPT", "LOAD", script(0)]])).await;
+    assert_eq!(s, 200, "after SCRIPT FLUSH: {r}");
+    assert_b_intact(&app, &b, "scripts");
 }
 
 /// Time: a script that never ends stalls only A. B answers within a

@@ -228,6 +228,34 @@ async fn a_readonly_token_runs_a_transaction_of_reads() {
     assert_eq!(redis.cmd_str(&["GET", "k"]), resp::Value::Bulk(b"v".to_vec()));
 }
 
+/// The server's `readonly` flag decides what a read-only token runs, not
+/// the key specs: Redis 8 flags its vector-set reads (VCARD, VSIM)
+/// `readonly` but gives their key spec `RW update`. They run; VADD does not.
+#[tokio::test]
+async fn a_readonly_token_runs_what_the_server_flags_readonly_whatever_its_key_specs() {
+    let (redis, app) = readonly_app();
+    if !common::has_command(&redis, "VADD") {
+        common::lacks("a_readonly_token_runs_what_the_server_flags_readonly_whatever_its_key_specs", "vector sets (VADD, VCARD, VSIM)");
+        return;
+    }
+    for (x, y, name) in [("1", "0", "a"), ("0", "1", "b")] {
+        assert_eq!(redis.cmd_str(&["VADD", "v", "VALUES", "2", x, y, name]), resp::Value::Integer(1));
+    }
+    let body = json!({"commands": [["VCARD", "v"], ["VSIM", "v", "ELE", "a"], ["VDIM", "v"]]}).to_string();
+    let (status, _, answer) = app.respond(readonly_request("/api/v1/batch", body)).await;
+    let answer: Json = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["results"][0]["reply"]["value"], 2, "{answer}");
+    assert_eq!(answer["results"][1]["reply"]["value"][0]["value"], "a", "{answer}");
+    assert_eq!(answer["results"][2]["reply"]["value"], 2, "{answer}");
+    let body = json!({"commands": [["VCARD", "v"], ["VADD", "v", "VALUES", "2", "1", "1", "c"]]}).to_string();
+    let (status, _, answer) = app.respond(readonly_request("/api/v1/batch", body)).await;
+    let answer: Json = serde_json::from_slice(&answer).unwrap();
+    let refusal = (status, answer["error"]["code"].as_str(), answer["error"]["field"].as_str());
+    assert_eq!(refusal, (StatusCode::FORBIDDEN, Some("readonly_token"), Some("commands[1]")), "{answer}");
+    assert_eq!(redis.cmd_str(&["VCARD", "v"]), resp::Value::Integer(2), "nothing sent");
+}
+
 /// A read-only token's batch runs on the read-only user's pool (seen in
 /// Redis's CLIENT LIST: the pooled connection's user), with the server's
 /// counts (`summary.server`: the read-only user may not run `INFO`).

@@ -5,6 +5,7 @@ import { keymap } from '@codemirror/view';
 import { Prec } from '@codemirror/state';
 import { fetchInfo } from './api/client.js';
 import { showSandbox } from './playground/sandbox.js';
+import { showServer } from './playground/serverName.js';
 import { createEditors } from './editor/views.js';
 import { ResultsTable } from './results/table.js';
 import { sample } from './samples.js';
@@ -109,6 +110,7 @@ async function main() {
     }
     redisTarget = info?.redis.target ?? null;
     showSandbox(info);
+    showServer(info);
     await mounted; // the tutorial's inputs exist
     applyLimits(limits);
     warn();

@@ -19,9 +19,13 @@ use crate::commands::docs::{docs, CommandDoc};
 /// The server's commands, for people.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CommandsResponse {
-    /// `redis_version` of the server they were read from; absent if unknown.
+    /// The server they were read from (`redis`, `valkey`, `redict`); absent if unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis_version: Option<String>,
+    pub server: Option<String>,
+    /// Its own version (`valkey_version` for Valkey, not the
+    /// `redis_version` it keeps for compatibility); absent if unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// False when the server gave no `COMMAND DOCS` (Redis 6, or it did not
     /// answer): names and arities only, from the command table.
     pub documented: bool,
@@ -56,7 +60,8 @@ pub async fn commands(State(state): State<AppState>, caller: super::caller::Call
     }
     let reply = command(on.probe(), &[b"COMMAND", b"DOCS"], wait).await.ok().filter(|v| !v.is_error());
     let answer = CommandsResponse {
-        redis_version: table.identity().map(|i| i.redis_version.clone()),
+        server: table.identity().map(|i| i.server.clone()),
+        version: table.identity().map(|i| i.version.clone()),
         documented: reply.is_some(),
         commands: docs(&table, reply.as_ref()),
     };

@@ -13,6 +13,7 @@ use super::run::command;
 use super::validate::{Defaults, DEFAULTS};
 use super::error::ApiError;
 use super::{AppState, RedisSource};
+use crate::commands::server::{self, info_field};
 use crate::commands::RefusedCommand;
 use crate::config::Limits;
 
@@ -97,10 +98,15 @@ pub struct RedisInfo {
     #[schema(example = "embedded")]
     pub source: &'static str,
     pub reachable: bool,
-    /// `redis_version` from INFO server.
-    #[schema(example = "7.0.15")]
+    /// The server's name from INFO server: `redis`, `valkey` or `redict`.
+    #[schema(example = "valkey")]
+    pub server: Option<String>,
+    /// The server's own version from INFO server (`valkey_version` for
+    /// Valkey, `redict_version` for Redict, else `redis_version`).
+    #[schema(example = "9.1.2")]
     pub version: Option<String>,
-    /// `redis_mode` from INFO server: standalone, cluster or sentinel.
+    /// The mode from INFO server (`redis_mode`, `server_mode` or
+    /// `redict_mode`): standalone, cluster or sentinel.
     #[schema(example = "standalone")]
     pub mode: Option<String>,
     /// `maxmemory` from INFO memory (bytes; 0: no cap). The embedded Redis
@@ -165,10 +171,11 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
             target,
             source,
             reachable,
-            version: info_field(&text, "redis_version"),
-            mode: info_field(&text, "redis_mode"),
+            server: (!text.is_empty()).then(|| server::name(&text).to_string()),
+            version: server::version(&text).map(str::to_string),
+            mode: server::mode(&text).map(str::to_string),
             maxmemory: info_field(&text, "maxmemory").and_then(|v| v.parse().ok()),
-            maxmemory_policy: info_field(&text, "maxmemory_policy"),
+            maxmemory_policy: info_field(&text, "maxmemory_policy").map(str::to_string),
             error,
             nodes: on.pool.cluster_nodes().unwrap_or_default(),
         },
@@ -186,9 +193,3 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
     }))
 }
 
-/// The value of `name:value` in INFO output.
-fn info_field(text: &str, name: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map(|v| v.trim().to_string())
-}

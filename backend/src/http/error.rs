@@ -122,12 +122,15 @@ pub enum ApiCode {
     /// 503: in the sandbox, `--sandbox-max-visitors` visitors have a Redis
     /// of their own; `Retry-After` says when one frees up.
     SandboxFull,
+    /// 413: in the sandbox, the batch's scripts (EVAL, SCRIPT LOAD,
+    /// FUNCTION LOAD) would hold more than the visitor's quota.
+    ScriptCacheFull,
 }
 
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 45] = {
+    pub const ALL: [ApiCode; 46] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -137,6 +140,7 @@ impl ApiCode {
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
             SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, TooManyVisitors, SandboxFull,
+            ScriptCacheFull,
         ]
     };
 
@@ -155,7 +159,7 @@ impl ApiCode {
             SessionLost | SessionBusy => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            BodyTooLarge | TooManyCommands | ArgumentTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyTooLarge | TooManyCommands | ArgumentTooLarge | ScriptCacheFull => StatusCode::PAYLOAD_TOO_LARGE,
             UriTooLong => StatusCode::URI_TOO_LONG,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
@@ -312,6 +316,19 @@ impl From<crate::engine::EngineError> for ApiError {
                 ApiError::new(
                     ApiCode::Busy,
                     format!("this client (its token, else its address) already runs {held}, its share ({flag}), for the whole batch timeout; nothing was sent; try again when one has ended"),
+                )
+            }
+            EngineError::ScriptCacheFull(full) => {
+                let mb = |b: u64| b as f64 / (1 << 20) as f64;
+                ApiError::field(
+                    ApiCode::ScriptCacheFull,
+                    format!("commands[{}]", full.index),
+                    format!(
+                        "your scripts would hold more than your Redis's {:.0} MB (they hold {:.1} MB now, a script about {} times its source); nothing was sent: SCRIPT FLUSH or FUNCTION FLUSH frees them",
+                        mb(full.quota),
+                        mb(full.held),
+                        crate::sandbox::scripts::HELD_PER_SOURCE_BYTE
+                    ),
                 )
             }
             EngineError::VisitorBatches { cap } => {

@@ -26,6 +26,24 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
+/// The server on PATH truly lacks `feature`, so the check that needs it
+/// cannot run: said on stderr and, where the server matrix asks for it
+/// (`PIPELAB_MATRIX_NOTES`, scripts/test-servers.sh), appended to its notes,
+/// so the matrix names what was not checked and why. Never a silent pass.
+pub fn lacks(test: &str, feature: &str) {
+    let line = format!("{test}: the server lacks {feature}");
+    eprintln!("{line}");
+    if let Ok(path) = std::env::var("PIPELAB_MATRIX_NOTES") {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("PIPELAB_MATRIX_NOTES is writable");
+        writeln!(f, "{line}").expect("write the matrix notes");
+    }
+}
+
+/// Does the server know `name`? (`COMMAND INFO` answers nil for a command it lacks.)
+pub fn has_command(redis: &RedisServer, name: &str) -> bool {
+    matches!(redis.cmd_str(&["COMMAND", "INFO", name]), resp::Value::Array(v) if matches!(v.first(), Some(resp::Value::Array(_))))
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");

@@ -5,7 +5,7 @@
 //! Why: client libraries get this wrong in public (go-redis#3019 split a
 //! cross-slot TxPipeline silently; `redis-cli --pipe` has no cluster mode).
 //! `crate::run` chooses this path once per target, when the
-//! server's `INFO server` says `redis_mode:cluster` (read with its command
+//! server's `INFO server` gives its mode as `cluster` (read with its command
 //! table, `crate::commands::ServerIdentity::cluster`); a single Redis never
 //! comes here.
 //!
@@ -334,7 +334,8 @@ impl Cluster {
     /// of the map is asked `CLUSTER INFO` on a pooled connection within
     /// `wait`, and its slots count as served if it answered
     /// `cluster_state:ok`. A master that cannot be reached is marked down
-    /// and the map read again once (its replica may have taken over).
+    /// and the map read again once (its replica may have taken over), as
+    /// it is when some slots have no master.
     /// Errors: how many slots cannot be served, and each master's reason.
     pub async fn readiness(&self, wait: Duration) -> Result<(), String> {
         let settings = ConnSettings::plain(wait);
@@ -345,7 +346,10 @@ impl Cluster {
             if failed.is_empty() && map.unowned_slots() == 0 {
                 return Ok(());
             }
-            if again && failed.iter().any(|(n, _)| self.down.lock().expect("cluster down lock").contains_key(&n.address)) {
+            // Slots with no master (read while a failed one awaited its
+            // replica's promotion) are read again too, as a master marked down is.
+            let stale = map.unowned_slots() > 0 || failed.iter().any(|(n, _)| self.down.lock().expect("cluster down lock").contains_key(&n.address));
+            if again && stale {
                 let reloaded = self.reload(&map, Cause::Connection, &settings).await;
                 if !Arc::ptr_eq(&reloaded, &map) {
                     map = reloaded;

@@ -160,7 +160,10 @@ fn from_shards(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Str
             let Some(port) = nget(port_field).or_else(|| nget("port")).and_then(int) else { continue };
             let mut m = node(base, &host, port as u16);
             // A replica serves nothing here (no `READONLY` reads): kept only to be asked for the map.
-            if nget("role").map(reply_text).as_deref() == Some("master") {
+            // Redis 8 keeps a failed ex-master in its shard, still `role master`:
+            // only a node whose `health` is `online` (or not given) owns the slots.
+            let healthy = nget("health").map(reply_text).is_none_or(|h| h == "online");
+            if healthy && nget("role").map(reply_text).as_deref() == Some("master") {
                 m.slots = slots.clone();
             }
             out.push(m);
@@ -232,6 +235,23 @@ mod tests {
         assert_eq!(t.owner(5461), Some(1));
         assert_eq!(t.owner(16383), Some(1));
         assert_eq!(t.nodes[1].slots, vec![(5461, 10922), (10923, 16383)]);
+
+        // After a failover, Redis 8 lists the dead ex-master beside the promoted one.
+        let with_health = |port: i64, role: &str, health: &str| {
+            let Array(mut f) = master(port, role) else { unreachable!() };
+            f.extend([b("health"), b(health)]);
+            Array(f)
+        };
+        for gone in ["fail", "loading"] {
+            let shards = Array(vec![Array(vec![
+                b("slots"),
+                Array(vec![Integer(0), Integer(16383)]),
+                b("nodes"),
+                Array(vec![with_health(7000, "master", gone), with_health(7003, "master", "online")]),
+            ])]);
+            let t = Topology::new(from_shards(&shards, &base).unwrap()).unwrap();
+            assert_eq!(t.nodes.iter().map(|n| n.address.as_str()).collect::<Vec<_>>(), ["10.0.0.1:7003"], "a {gone} master owns nothing");
+        }
 
         let slots = Array(vec![
             Array(vec![Integer(0), Integer(99), Array(vec![b("h1"), Integer(1)])]),

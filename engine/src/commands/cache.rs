@@ -1,7 +1,7 @@
 //! The table of one Redis target, read once and read again when the
 //! server changes: [`Cache::refresh`] runs on each connection a pool opens
 //! (`INFO server`: one round trip, before the batch's clock starts) and
-//! reads `COMMAND` again only if `run_id` or `redis_version` differ from
+//! reads `COMMAND` again only if `run_id` or the version differ from
 //! the table's (a restart, an upgrade). Until a server's table is read,
 //! the built-in fallback answers.
 
@@ -61,7 +61,7 @@ impl Cache {
         let info = conn.ask(&[b"INFO", b"server"]).await?;
         self.checked.store(true, Ordering::Relaxed);
         let Some(identity) = super::table::text(&info).as_deref().and_then(ServerIdentity::from_info) else {
-            tracing::warn!("INFO server gave no run_id/redis_version: keeping the current command table");
+            tracing::warn!("INFO server gave no run_id or version: keeping the current command table");
             return Ok(false);
         };
         if self.table().identity() == Some(&identity) {
@@ -70,7 +70,7 @@ impl Cache {
         let reply = conn.ask(&[b"COMMAND"]).await?;
         match Table::from_reply(&reply, Some(identity.clone())) {
             Ok(table) => {
-                tracing::info!(run_id = %identity.run_id, version = %identity.redis_version, commands = table.len(), "command table read from the server");
+                tracing::info!(run_id = %identity.run_id, server = %identity.server, version = %identity.version, commands = table.len(), "command table read from the server");
                 *self.table.write().expect("command table lock") = Arc::new(table);
                 Ok(true)
             }

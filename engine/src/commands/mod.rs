@@ -35,8 +35,10 @@
 //!   be refused before the server is reachable (Redis 7.0.15's own entries).
 //! - [`docs`]: each command for people (`COMMAND DOCS`: summary, arguments,
 //!   the syntax line) with the table's arity, for the page's editor.
+//! - [`server`]: the server's name, real version and mode from `INFO
+//!   server`, in Redis's, Valkey's and Redict's words.
 //! - [`cache`]: the table of one target, refreshed when the server's
-//!   `run_id` or `redis_version` changes (checked on each new pooled
+//!   `run_id` or version changes (checked on each new pooled
 //!   connection).
 //!
 //! Sources: `COMMAND` for the rules. Redis 7.0 already puts the tips and key
@@ -62,6 +64,7 @@ pub mod fallback;
 pub mod keys;
 pub mod refused;
 pub mod rules;
+pub mod server;
 pub mod table;
 mod timeout;
 

@@ -21,7 +21,6 @@
 //! (and, for the doctor's narrower question, those that read about
 //! connections or act on other clients set nothing on their own).
 
-use super::keys::KeyFlags;
 use super::table::{Command, Table};
 use super::timeout;
 use crate::argv::ArgvRef;
@@ -33,11 +32,10 @@ pub enum Access {
     /// Every command pipelab runs at all.
     #[default]
     Full,
-    /// Only commands the server flags `readonly` whose key specs do not
-    /// write ([`Table::allows_readonly`]).
+    /// Only commands the server flags `readonly` ([`Table::allows_readonly`]).
     ReadOnly,
     /// [`Access::Full`] plus the commands that reveal secrets (CONFIG GET,
-    /// ACL LIST/GETUSER/DRYRUN/USERS/LOG, SLOWLOG GET).
+    /// ACL LIST/GETUSER/DRYRUN/USERS/LOG, SLOWLOG GET, COMMANDLOG GET).
     Operator,
     /// A sandbox visitor on a redis-server of their own (`crate::sandbox`):
     /// [`Access::Full`] less every command of `@admin` or `@dangerous`
@@ -110,9 +108,6 @@ impl Class {
     const STATE: u16 = 1 << 9;
     const READONLY: u16 = 1 << 10;
     const KILLS_SCRIPT: u16 = 1 << 11;
-    /// A key spec writes its key (`RW`, `OW`, `RM`, `insert`, `update`,
-    /// `delete`): Redis 7.0 marks EVAL and FCALL as writing only there.
-    const WRITES_KEYS: u16 = 1 << 12;
     /// Sets something on its own connection that later commands see
     /// ([`Table::sets_connection_state`]); always with STATE.
     const SETS_STATE: u16 = 1 << 13;
@@ -121,17 +116,17 @@ impl Class {
     /// `@admin` or `@dangerous`, and not one of [`VISITOR_OWN_DATA`]:
     /// refused to a sandbox visitor.
     const BEYOND_OWN_DATA: u16 = 1 << 15;
-    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, WRITES_KEYS, SETS_STATE and SCRIPT).
-    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::WRITES_KEYS | Self::SETS_STATE | Self::SCRIPT);
+    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, SETS_STATE and SCRIPT).
+    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::SETS_STATE | Self::SCRIPT);
 
     fn has(self, bit: u16) -> bool {
         self.0 & bit != 0
     }
 
     /// A read-only token may run it: flagged `readonly`, or one of the
-    /// `@transaction` commands (a transaction of reads), and no key spec writes.
+    /// `@transaction` commands (a transaction of reads).
     fn readonly_token(self) -> bool {
-        (self.has(Self::READONLY) || self.has(Self::TRANSACTION)) && !self.has(Self::WRITES_KEYS)
+        self.has(Self::READONLY) || self.has(Self::TRANSACTION)
     }
 
     pub(crate) fn any(self, mask: u16) -> bool {
@@ -172,9 +167,10 @@ impl Class {
         if cmd.in_category("transaction") {
             c |= Self::TRANSACTION;
         }
-        if matches!(name, "config|get" | "acl|list" | "acl|getuser" | "acl|dryrun" | "acl|users" | "acl|log" | "slowlog|get") {
+        // COMMANDLOG (Valkey 8.1+) shows what SLOWLOG shows, and more: classed the same.
+        if matches!(name, "config|get" | "acl|list" | "acl|getuser" | "acl|dryrun" | "acl|users" | "acl|log" | "slowlog|get" | "commandlog|get") {
             c |= Self::SECRET;
-        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) {
+        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) && name != "commandlog|len" {
             c |= Self::ADMIN;
         }
         // Not admin-flagged, but they stop another client's script.
@@ -210,12 +206,11 @@ impl Class {
         if !name.contains('|') && cmd.in_category("scripting") {
             c |= Self::SCRIPT;
         }
-        if cmd.has_flag("readonly") {
+        // The server's own flag decides, not the key specs: Redis 8 flags
+        // VCARD, VSIM, VINFO… `readonly` but gives their key spec `RW
+        // update`, and a rule reading both refused a read to a read-only token.
+        if cmd.has_flag("readonly") && !cmd.has_flag("write") {
             c |= Self::READONLY;
-        }
-        let writing = KeyFlags(KeyFlags::RW.0 | KeyFlags::OW.0 | KeyFlags::RM.0 | KeyFlags::INSERT.0 | KeyFlags::UPDATE.0 | KeyFlags::DELETE.0);
-        if cmd.key_specs.iter().any(|k| k.flags.0 & writing.0 != 0) {
-            c |= Self::WRITES_KEYS;
         }
         Class(c)
     }
@@ -223,7 +218,9 @@ impl Class {
 
 /// Admin-flagged commands that only read about the server and reveal no
 /// secret: allowed. Every other `admin` command is refused (a command a
-/// newer Redis adds is refused until it is listed here).
+/// newer Redis adds is refused until it is listed here). Valkey's
+/// COMMANDLOG LEN is allowed too, but not listed: these names go into the
+/// embedded server's ACL, and a server that lacks one refuses to start.
 pub const ADMIN_READS: &[&str] = &[
     "client|list",
     "slowlog|len",
@@ -483,9 +480,9 @@ impl Table {
     /// May a read-only token run `argv`? Only if the server flags its
     /// command (or subcommand: CONFIG GET, not CONFIG SET) `readonly`, or it
     /// is one of the `@transaction` commands (MULTI, EXEC, DISCARD, WATCH,
-    /// UNWATCH: a transaction of reads), and no key spec of it writes (`RW`,
-    /// `OW`, `RM`, `insert`, `update`, `delete`; Redis 7.0 marks EVAL and
-    /// FCALL as writing only in their key specs). False for a command the
+    /// UNWATCH: a transaction of reads). The flag alone decides: key specs
+    /// can contradict it (Redis 8's VCARD is `readonly` with an `RW` spec).
+    /// False for a command the
     /// server's table lacks: a `rename-command`ed SET or CONFIG is not in
     /// it under its new name, and nothing says it only reads (fail closed).
     /// The rule of [`Access::ReadOnly`] in [`Table::refusal`]; allocation-free.
@@ -530,7 +527,7 @@ fn arity_ok(cmd: &Command, argv: ArgvRef<'_>) -> bool {
 }
 
 /// Why a read-only token is refused, for people.
-const READONLY_RULE: &str = "a read-only token runs only commands the server flags readonly and whose key specs do not write";
+const READONLY_RULE: &str = "a read-only token runs only commands the server flags readonly";
 
 /// A command the table lacks, asked with [`Access::ReadOnly`].
 fn unknown_to_readonly(argv: ArgvRef<'_>) -> Refusal {

@@ -57,26 +57,32 @@ pub fn lookup<'n, T>(names: &'n Names<T>, name: &[u8]) -> Option<&'n T> {
     names.get(&*lower)
 }
 
-/// Who the table came from: the server's `run_id` and version (`INFO
-/// server`). A restarted server has a new `run_id`: its table is read again.
+/// Who the table came from: the server's `run_id`, name and own version
+/// (`INFO server`). A restarted server has a new `run_id`: its table is
+/// read again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerIdentity {
     pub run_id: String,
-    pub redis_version: String,
-    /// `redis_mode:cluster` (a node with `cluster_enabled:1`): batches to
-    /// this target go through `crate::cluster`, chosen once per target.
+    /// `redis`, `valkey` or `redict` (see [`super::server::name`]).
+    pub server: String,
+    /// The server's own version (`valkey_version` for Valkey, not the
+    /// `redis_version` it keeps for compatibility).
+    pub version: String,
+    /// The server's mode is `cluster` (a node with `cluster_enabled:1`):
+    /// batches to this target go through `crate::cluster`, chosen once per target.
     pub cluster: bool,
 }
 
 impl ServerIdentity {
-    /// From the text of `INFO server` (`run_id:…` and `redis_version:…`
-    /// lines); `None` if either is missing.
+    /// From the text of `INFO server`; `None` if it gives no `run_id` or version.
     pub fn from_info(text: &str) -> Option<ServerIdentity> {
-        let field = |name: &str| {
-            text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
-        };
-        let cluster = field("redis_mode").as_deref() == Some("cluster");
-        Some(ServerIdentity { run_id: field("run_id")?, redis_version: field("redis_version")?, cluster })
+        use super::server;
+        Some(ServerIdentity {
+            run_id: server::info_field(text, "run_id")?.to_string(),
+            server: server::name(text).to_string(),
+            version: server::version(text)?.to_string(),
+            cluster: server::mode(text) == Some("cluster"),
+        })
     }
 }
 
@@ -288,7 +294,7 @@ impl Table {
         self.identity.as_ref()
     }
 
-    /// Read from a cluster node (`redis_mode:cluster`): the one test that
+    /// Read from a cluster node (its mode is `cluster`): the one test that
     /// sends a target's batches to `crate::cluster`.
     pub fn is_cluster(&self) -> bool {
         self.identity().is_some_and(|i| i.cluster)

@@ -41,6 +41,9 @@ pub enum EngineError {
     /// The client's share stayed full for `waited` (its cap: `cap`).
     #[error("the client's share of {what:?} ({cap}) stayed full for {waited:?}")]
     ShareFull { what: ShareFull, cap: usize, waited: Duration },
+    /// In the sandbox: the batch's scripts would pass the visitor's quota.
+    #[error("the batch's scripts would hold more than the visitor's quota")]
+    ScriptCacheFull(crate::sandbox::scripts::ScriptCacheFull),
     /// The sandbox visitor runs `cap` batches already.
     #[error("the visitor runs {cap} batches already")]
     VisitorBatches { cap: usize },

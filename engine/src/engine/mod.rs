@@ -218,6 +218,7 @@ impl Engine {
     /// its `not_sent` results: [`StreamReport::reconnect_failed`]).
     ///
     /// Errors, nothing sent: [`EngineError::VisitorBatches`],
+    /// [`EngineError::ScriptCacheFull`],
     /// [`EngineError::ShareFull`], [`EngineError::SlotsBusy`],
     /// [`EngineError::KillPending`], [`EngineError::Exec`] (refused, or
     /// could not connect); and [`EngineError::Overran`] when the batch
@@ -236,6 +237,10 @@ impl Engine {
         // Read once: the executor checks the batch with the same table.
         let table = on.pool.commands();
         let traits = Traits::of(batch, &table);
+        if let (Some(_), Some(sandbox)) = (&on.visitor, self.sandbox()) {
+            let quota = sandbox.settings().max_bytes;
+            crate::sandbox::scripts::check(&on.pool, &table, batch, quota, limits.connect_timeout).await.map_err(EngineError::ScriptCacheFull)?;
+        }
         // The client's own share first: its queue holds none of the server's slots.
         let _share = match on.client {
             Some(client) => Some(self.shares.take(client, traits.blocks, deadline).await?),

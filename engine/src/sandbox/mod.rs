@@ -13,13 +13,15 @@
 //! - [`visitor`]: the visitor's id (the cookie's value) and their caps;
 //! - [`child`]: one redis-server child and its limits;
 //! - [`supervisor`]: visitors ↔ children, warm spares, the idle reaper,
-//!   the cap on visitors, restarts.
+//!   the cap on visitors, restarts;
+//! - [`scripts`]: a visitor's script cache kept inside their quota.
 //!
 //! What a visitor may run is the command table's to say
 //! (`crate::commands::Access::Visitor`); their Redis's ACL says the same,
 //! so scripts cannot reach more.
 
 pub mod child;
+pub mod scripts;
 pub mod supervisor;
 pub mod visitor;
 

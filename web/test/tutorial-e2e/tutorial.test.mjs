@@ -129,6 +129,17 @@ test('the page says whether the sandbox is on, and its idle time as configured',
   assert.equal(await page.isVisible('#sandbox-note'), true, 'shown on the tutorial view too');
 });
 
+test('the header names the server in its own words, from the redis-server the page runs on', async () => {
+  const { execFileSync } = await import('node:child_process');
+  // `redis-server --version` names the binary the page started: Redis, Valkey or Redict.
+  const banner = execFileSync('redis-server', ['--version'], { encoding: 'utf8' });
+  const m = /^(Redis|Valkey|Redict) server v=(\S+)/i.exec(banner);
+  assert.ok(m, banner);
+  const name = { redis: 'Redis', valkey: 'Valkey', redict: 'Redict' }[m[1].toLowerCase()];
+  await page.waitForSelector('#server-name:not([hidden])');
+  assert.equal(await page.innerText('#server-name'), `on ${name} ${m[2]}`);
+});
+
 test('lesson 1: sequential total >= N x RTT, one round trip per command', { timeout: 60_000 }, async () => {
   await setSlider('l1-rtt', 1);
   await runLesson(1);

@@ -250,3 +250,63 @@ test("in the sandbox, another visitor's token sees none of this visitor's keys",
   await other.flushall();
   assert.equal(await redis.get(k), "v");
 });
+
+/** Does the server know `name`? (`COMMAND INFO` answers nil for a command it lacks.) */
+async function serverHas(redis, name) {
+  const [entry] = await redis.exec(["COMMAND", "INFO", name]);
+  return Array.isArray(entry);
+}
+
+/** The server lacks what a check needs: said, and noted for the server matrix (scripts/test-servers.sh). */
+async function lacks(check, feature) {
+  const line = `${check}: the server lacks ${feature}`;
+  console.log(line);
+  if (process.env.PIPELAB_MATRIX_NOTES) {
+    const { appendFileSync } = await import("node:fs");
+    appendFileSync(process.env.PIPELAB_MATRIX_NOTES, `${line}\n`);
+  }
+}
+
+// Redis 7.4+ and Valkey 9: fields of a hash that expire on their own.
+test("hash field expiry: hexpire, httl, hpexpire, hpersist", async (t) => {
+  const redis = client();
+  if (!(await serverHas(redis, "HEXPIRE"))) return lacks(t.name, "hash field expiry (HEXPIRE)");
+  const k = key("hfe");
+  await redis.hset(k, { a: 1, b: 2 });
+  assert.deepEqual(await redis.hexpire(k, ["a", "nosuch"], 100), [1, -2]);
+  const [ttl] = await redis.httl(k, "a");
+  assert.ok(ttl > 90 && ttl <= 100, String(ttl));
+  assert.deepEqual(await redis.httl(k, "b"), [-1]);
+  assert.deepEqual(await redis.hpexpire(k, "b", 60_000), [1]);
+  assert.deepEqual(await redis.hpersist(k, "a"), [1]);
+  assert.deepEqual(await redis.httl(k, "a"), [-1]);
+  assert.deepEqual(await redis.hexpire(k, "a", 0), [2], "0 s: deleted at once");
+  assert.equal(await redis.hexists(k, "a"), 0);
+});
+
+// Redis 8.0 (and Valkey 9 for HGETEX/HSETEX): get-and-delete, get-and-expire, set-with-expiry.
+test("hgetdel, hgetex and hsetex", async (t) => {
+  const redis = client();
+  const k = key("hx");
+  for (const name of ["HSETEX", "HGETEX", "HGETDEL"]) {
+    if (!(await serverHas(redis, name))) {
+      await lacks(`${t.name} (${name})`, name);
+      continue;
+    }
+    await redis.del(k);
+    if (name === "HSETEX") {
+      assert.equal(await redis.exec(["HSETEX", k, "EX", "100", "FIELDS", "1", "f", "v"]), 1);
+      const [ttl] = await redis.httl(k, "f");
+      assert.ok(ttl > 90 && ttl <= 100, String(ttl));
+    } else if (name === "HGETEX") {
+      await redis.hset(k, { f: "v" });
+      assert.deepEqual(await redis.exec(["HGETEX", k, "EX", "100", "FIELDS", "1", "f"]), ["v"]);
+      const [ttl] = await redis.httl(k, "f");
+      assert.ok(ttl > 90 && ttl <= 100, String(ttl));
+    } else {
+      await redis.hset(k, { f: "v", g: "w" });
+      assert.deepEqual(await redis.exec(["HGETDEL", k, "FIELDS", "1", "f"]), ["v"]);
+      assert.deepEqual(await redis.hkeys(k), ["g"]);
+    }
+  }
+});
