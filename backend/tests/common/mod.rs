@@ -44,6 +44,14 @@ pub fn has_command(redis: &RedisServer, name: &str) -> bool {
     matches!(redis.cmd_str(&["COMMAND", "INFO", name]), resp::Value::Array(v) if matches!(v.first(), Some(resp::Value::Array(_))))
 }
 
+/// Is `message` Redis's refusal of a command a script's user may not run?
+/// Redis 7.0: "The user executing the script can't run this command…";
+/// Redis 7.2+, Valkey, Redict: "ACL failure in script: User … has no
+/// permissions to run the '…' command".
+pub fn is_script_acl_refusal(message: &str) -> bool {
+    message.contains("can't run this command") || message.contains("has no permissions to run")
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -61,23 +69,35 @@ impl RedisServer {
         Self::start_on(free_port(), extra)
     }
 
+    /// [`RedisServer::start_with`], or what the server said if it exited
+    /// at start (a build without TLS refuses `--tls-port`).
+    pub fn try_start_with(extra: &[&str]) -> Result<RedisServer, String> {
+        let mut s = Self::unstarted(free_port(), extra);
+        s.try_spawn()?;
+        Ok(s)
+    }
+
     /// [`RedisServer::start_with`] on `port`.
     pub fn start_on(port: u16, extra: &[&str]) -> RedisServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("redis.sock");
-        let mut s = RedisServer {
-            port,
-            url: format!("redis://127.0.0.1:{port}"),
-            socket,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            dir,
-            child: None,
-        };
+        let mut s = Self::unstarted(port, extra);
         s.spawn();
         s
     }
 
+    fn unstarted(port: u16, extra: &[&str]) -> RedisServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("redis.sock");
+        RedisServer { port, url: format!("redis://127.0.0.1:{port}"), socket, extra: extra.iter().map(|s| s.to_string()).collect(), dir, child: None }
+    }
+
     fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn() {
+            panic!("redis-server exited at start; args {:?}: {log}", self.extra);
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
+        let log = self.dir.path().join("stdout.log");
         let mut cmd = Command::new("redis-server");
         cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--unixsocket")
@@ -85,17 +105,18 @@ impl RedisServer {
             .arg("--dir")
             .arg(self.dir.path())
             .args(&self.extra)
-            .stdout(Stdio::null())
+            .stdout(std::fs::File::create(&log).expect("the server's log file"))
             .stderr(Stdio::null());
         let child = cmd.spawn().expect("redis-server not found on PATH (run scripts/setup.sh)");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if self.ping_raw() {
-                return;
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("redis-server exited at start ({status}); args {:?}", self.extra);
+                self.child = None;
+                return Err(format!("{status}: {}", std::fs::read_to_string(&log).unwrap_or_default().trim()));
             }
             assert!(Instant::now() < deadline, "redis-server did not answer PING within 10 s on port {}", self.port);
             std::thread::sleep(Duration::from_millis(20));
@@ -201,7 +222,9 @@ pub async fn assert_only_idle_pooled(pool_idle: impl AsyncFn() -> usize, redis: 
             assert!(idle <= max_idle, "{idle} idle connections, over the bound {max_idle}");
             for line in &clients {
                 assert!(
-                    line.contains(" flags=N ") && line.contains(" multi=-1 ") && line.contains(" qbuf=0 ") && line.contains(" sub=0 "),
+                    // `flags=N`: not in MULTI (x), blocked (b) or pub/sub (P). Not `multi=`,
+                    // which is -1 outside a transaction on Redis but 0 on Valkey 8.1+.
+                    line.contains(" flags=N ") && line.contains(" qbuf=0 ") && line.contains(" sub=0 "),
                     "a pooled connection is busy: {line}"
                 );
             }

@@ -116,6 +116,31 @@ impl Rng {
 
 /// The seed for generated cases: `PIPELAB_SEED` or a fixed default, printed
 /// so that a failure can be replayed.
+/// The server's name in `INFO server`: `server_name` (Valkey), `redict`
+/// where `redict_version` is given, else `redis`.
+pub fn server_name(server: &RedisServer) -> String {
+    let mut c = server.connect();
+    let resp::Value::Bulk(info) = call(&mut c, &[b"INFO", b"server"]) else { panic!("INFO server") };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()));
+    field("server_name").unwrap_or_else(|| if field("redict_version").is_some() { "redict".into() } else { "redis".into() })
+}
+
+/// A server other than Redis that splits requests unlike Redis: the codec
+/// follows Redis, so this is the server's difference, said on stderr and
+/// noted for the server matrix (`PIPELAB_MATRIX_NOTES`, scripts/test-servers.sh).
+/// On Redis itself a difference is the codec's, and fails the test.
+pub fn splits_unlike_redis(server: &RedisServer, test: &str, difference: String) {
+    let name = server_name(server);
+    assert_ne!(name, "redis", "{test}: {difference}");
+    let line = format!("{test}: the server lacks Redis's inline-command splitting ({name}: {difference})");
+    eprintln!("{line}");
+    if let Ok(path) = std::env::var("PIPELAB_MATRIX_NOTES") {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("PIPELAB_MATRIX_NOTES is writable");
+        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).expect("write the matrix notes");
+    }
+}
+
 pub fn seed(default: u64) -> u64 {
     let s = std::env::var("PIPELAB_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
     eprintln!("seed {s} (set PIPELAB_SEED to change)");
