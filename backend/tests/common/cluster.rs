@@ -24,13 +24,7 @@ pub struct TestCluster {
 
 /// A port below 55535 whose bus port (+10000) is free too.
 fn cluster_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = l.local_addr().unwrap().port();
-        if port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
-            return port;
-        }
-    }
+    super::free_port_where(|port| port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok())
 }
 
 impl TestCluster {

@@ -52,10 +52,25 @@ pub fn is_script_acl_refusal(message: &str) -> bool {
     message.contains("can't run this command") || message.contains("has no permissions to run")
 }
 
-/// A port that was free a moment ago.
+/// A port that was free a moment ago, and never handed out before in this
+/// test process: a server restarted on its port (`restart`) is not beaten
+/// to it by another test's new server, which would then answer in its place.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().unwrap().port()
+    free_port_where(|_| true)
+}
+
+/// [`free_port`] that also passes `ok`.
+pub fn free_port_where(ok: impl Fn(u16) -> bool) -> u16 {
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = l.local_addr().unwrap().port();
+        let mut handed = HANDED_OUT.lock().unwrap();
+        if !handed.contains(&port) && ok(port) {
+            handed.push(port);
+            return port;
+        }
+    }
 }
 
 impl RedisServer {
