@@ -210,7 +210,13 @@ impl EmbeddedRedis {
             },
         })?;
         self.child = Some(child);
-        self.wait_ready(bin, &log)
+        self.wait_ready(bin, &log)?;
+        if !self.config.acl_args.is_empty() {
+            if let Err(e) = grant_readonly(&self.socket) {
+                tracing::warn!(error = %e, "could not give the read-only user the server's readonly commands outside @read");
+            }
+        }
+        Ok(())
     }
 
     /// If the child has exited (killed, or `SHUTDOWN` slipped through),
@@ -316,6 +322,38 @@ fn ping(socket: &Path) -> bool {
     }
     let mut buf = [0u8; 7];
     s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
+/// Gives the read-only user what `crate::acl::readonly_grants` finds in
+/// this server's own `COMMAND` (its users come from the command line,
+/// which cannot name commands a server may lack).
+fn grant_readonly(socket: &Path) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    let mut ask = |argv: &[&[u8]]| -> Result<resp::Value, String> {
+        let mut out = Vec::new();
+        resp::encode_command(argv, &mut out);
+        s.write_all(&out).map_err(|e| e.to_string())?;
+        let (mut dec, mut buf, mut chunk) = (resp::Decoder::new(), Vec::new(), [0u8; 65536]);
+        loop {
+            let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("the connection closed".into());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if let resp::Decoded::Complete { value, .. } = dec.decode(&buf).map_err(|e| e.to_string())? {
+                return Ok(value);
+            }
+        }
+    };
+    let table = crate::commands::Table::from_reply(&ask(&[b"COMMAND"])?, None)?;
+    let Some(argv) = crate::acl::readonly_grants(&table) else { return Ok(()) };
+    let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+    match ask(&argv)? {
+        reply if reply.is_error() => Err(crate::conn::reply_text(&reply)),
+        _ => Ok(()),
+    }
 }
 
 fn log_tail(log: &Path) -> String {

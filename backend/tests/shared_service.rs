@@ -196,6 +196,12 @@ fn readonly_app() -> (RedisServer, App) {
     let args = users.server_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let redis = RedisServer::start_with(&args);
+    // What the embedded Redis does once started: readonly commands outside `@read` by name.
+    let table = pipelab::commands::Table::from_reply(&redis.cmd_str(&["COMMAND"]), None).unwrap();
+    if let Some(grants) = pipelab::acl::readonly_grants(&table) {
+        let grants: Vec<&str> = grants.iter().map(String::as_str).collect();
+        assert_eq!(redis.cmd_str(&grants), resp::Value::Simple(b"OK".to_vec()));
+    }
     let base = pipelab::conn::RedisTarget::parse(&redis.url).unwrap();
     let app = App::configured(&redis.url, &[], "/nonexistent".into(), move |s| s.configure(tokens(), Default::default()).with_users(&users, base));
     (redis, app)

@@ -329,3 +329,23 @@ async fn answers_nobody_reads_are_bounded_all_together_and_freed() {
     let (status, out) = batch(&api, None, json!([["GET", "nul"], ["GET", "nul"]])).await;
     assert_eq!((status, &out["summary"]["ok"]), (200, &json!(2)), "{out}");
 }
+
+/// On the embedded Redis, the read-only user runs what the server flags
+/// `readonly` even outside `@read` (Redis 8's vector-set reads are in no
+/// ACL category): a read-only token's VCARD and VSIM answer; VADD does not.
+#[tokio::test]
+async fn a_readonly_token_reads_vector_sets_on_the_embedded_redis() {
+    let probe = RedisServer::start();
+    if !common::has_command(&probe, "VADD") {
+        return common::lacks("a_readonly_token_reads_vector_sets_on_the_embedded_redis", "vector sets (VADD, VCARD, VSIM)");
+    }
+    let api = embedded(&["--token", "full", "--readonly-token", "ro"]);
+    let (status, body) = batch(&api, Some("full"), json!([["VADD", "v", "VALUES", "2", "1", "0", "a"], ["VADD", "v", "VALUES", "2", "0", "1", "b"]])).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = batch(&api, Some("ro"), json!([["VCARD", "v"], ["VSIM", "v", "ELE", "a"]])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"][0]["reply"]["value"], 2, "Redis's own ACL let the read-only user read: {body}");
+    assert_eq!(body["results"][1]["reply"]["value"][0]["value"], "a", "{body}");
+    let (status, body) = batch(&api, Some("ro"), json!([["VADD", "v", "VALUES", "2", "1", "1", "c"]])).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("readonly_token")), "{body}");
+}

@@ -52,6 +52,27 @@ pub fn batch_rules(allow: Allow) -> Vec<String> {
     rules
 }
 
+/// `ACL SETUSER` giving the read-only user the commands the server's
+/// table flags `readonly` outside `@read`: Redis 8's vector-set reads
+/// (VCARD, VSIM…) are in no ACL category, so `+@read` misses them. By name,
+/// once the server's table is known: a rule naming a command the server
+/// lacks would keep it from starting. `None` if there is none to add.
+pub fn readonly_grants(table: &Table) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for cmd in table.iter() {
+        for c in std::iter::once(cmd).chain(cmd.subcommands.values()) {
+            if c.class.readonly_token() && !c.in_category("read") && !c.in_category("transaction") && !c.in_category("scripting") {
+                names.push(format!("+{}", c.name));
+            }
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    Some(["ACL", "SETUSER", READONLY_USER].iter().map(|s| s.to_string()).chain(names).collect())
+}
+
 /// A user's name and password. `Debug` never shows the password.
 #[derive(Clone)]
 pub struct Credentials {

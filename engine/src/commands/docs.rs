@@ -98,8 +98,14 @@ fn entry(c: &Command, doc: Option<&Value>) -> CommandDoc {
         syntax.push_str(&a.syntax(true));
     }
     let str_field = |k: &str| doc.and_then(|d| field(d, k)).and_then(text);
+    // A module's command (Redis 8's vector sets are one) comes with only
+    // `group module` and the module's name: say so rather than nothing.
+    let summary = str_field("summary").or_else(|| {
+        let module = str_field("module").filter(|_| str_field("group").as_deref() == Some("module"))?;
+        Some(format!("A command of the server's {module} module, which gives no summary or syntax for it"))
+    });
     CommandDoc {
-        summary: str_field("summary").unwrap_or_default(),
+        summary: summary.unwrap_or_default(),
         since: str_field("since"),
         group: str_field("group"),
         complexity: str_field("complexity"),
@@ -233,13 +239,16 @@ mod tests {
             bulk("del"), map(&[("summary", bulk("Delete keys")), ("arguments", del_args)]),
             bulk("sort"), map(&[("arguments", sort_args)]),
             bulk("get"), map(&[("arguments", get_args)]),
+            bulk("vcard"), map(&[("group", bulk("module")), ("module", bulk("vectorset"))]),
         ]);
         let table = Table::new(
-            [("set", -3), ("del", -2), ("sort", -2), ("get", 2), ("ping", -1)].map(|(n, arity)| Command::bare(n, arity, vec![], vec![])),
+            [("set", -3), ("del", -2), ("sort", -2), ("get", 2), ("ping", -1), ("vcard", -1)].map(|(n, arity)| Command::bare(n, arity, vec![], vec![])),
             None,
         );
         let d = docs(&table, Some(&reply));
         let line = |n: &str| d.iter().find(|c| c.name == n).unwrap().syntax.clone();
+        let vcard = d.iter().find(|c| c.name == "VCARD").unwrap();
+        assert_eq!((vcard.summary.as_str(), vcard.syntax.as_str()), ("A command of the server's vectorset module, which gives no summary or syntax for it", "VCARD"));
         assert_eq!(line("SET"), "SET key value [NX | XX] [EX seconds | KEEPTTL]");
         assert_eq!(line("DEL"), "DEL key [key ...]");
         assert_eq!(line("SORT"), "SORT <ASC | DESC>");
@@ -249,8 +258,8 @@ mod tests {
         // A command the docs do not describe is still there, with its arity.
         let ping = d.iter().find(|c| c.name == "PING").unwrap();
         assert_eq!((ping.syntax.as_str(), ping.arity, ping.summary.as_str()), ("PING", -1, ""));
-        assert_eq!(d.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["DEL", "GET", "PING", "SET", "SORT"]);
+        assert_eq!(d.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["DEL", "GET", "PING", "SET", "SORT", "VCARD"]);
         // No docs at all (Redis 6): names and arities.
-        assert_eq!(docs(&table, None).len(), 5);
+        assert_eq!(docs(&table, None).len(), 6);
     }
 }

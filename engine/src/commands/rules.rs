@@ -125,7 +125,7 @@ impl Class {
 
     /// A read-only token may run it: flagged `readonly`, or one of the
     /// `@transaction` commands (a transaction of reads).
-    fn readonly_token(self) -> bool {
+    pub(crate) fn readonly_token(self) -> bool {
         self.has(Self::READONLY) || self.has(Self::TRANSACTION)
     }
 
