@@ -244,6 +244,16 @@ pub enum LogFormat {
     Json,
 }
 
+/// A start-up line on stdout that scripts wait for ("listening on …"):
+/// as it is, or with JSON logs as a JSON object of its own, so that
+/// everything a log shipper reads is JSON.
+pub fn banner(format: LogFormat, text: &str) {
+    match format {
+        LogFormat::Text => println!("{text}"),
+        LogFormat::Json => println!("{}", serde_json::json!({"level": "INFO", "target": "pipelab", "message": text})),
+    }
+}
+
 /// Logs go to stderr; the level comes from `PIPELAB_LOG` (e.g. `info`,
 /// `pipelab=debug`), else from `RUST_LOG` as the ecosystem sets it (Docker
 /// Compose files, systemd units), default `info`.

@@ -56,6 +56,9 @@ async fn connection_failures_are_counted() {
 async fn one_json_log_line_per_batch_without_values() {
     let redis = RedisServer::start();
     let mut api = Pipelab::start(&redis.url, &["--log-format", "json"]);
+    // The start-up line on stdout is JSON too.
+    let banner: serde_json::Value = serde_json::from_str(&api.banner).unwrap_or_else(|e| panic!("not JSON ({e}): {}", api.banner));
+    assert!(banner["message"].as_str().is_some_and(|m| m.contains("listening on http://")), "{banner}");
     let secret = "s3cr3t-value-never-logged";
     let body = json!({"commands": [["SET", "k", secret], ["GET", "k"]], "mode": "sequential"});
     assert_eq!(api.post("/api/v1/batch", &body).await.0, 200);

@@ -177,7 +177,7 @@ fn serve_on_threads(
     };
     tracing::info!(%addr, redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
-    println!("pipelab serve: listening on http://{addr} (Redis: {shown})");
+    pipelab::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
 
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
@@ -286,7 +286,7 @@ fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: to
     let doc = std::sync::Arc::new(Doctor::new(rule, std::sync::Arc::new(keys), DOCTOR_CONNECTIONS, Box::new(|_| {})));
     let listen = listener.local_addr().map_or_else(|_| cfg.doctor_listen.map(|d| d.to_string()).unwrap_or_default(), |a| a.to_string());
     tracing::info!(%listen, rtt_ms = cfg.doctor_rtt, "doctor listening: point an application here instead of Redis");
-    println!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)");
+    pipelab::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
     first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab::delay::Link::default(), doc.clone()));
     // "open in playground" opens the page that asked, relative to it.
     let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), web_dir: cfg.web_dir.clone() };

@@ -67,15 +67,59 @@ impl Default for Settings {
     }
 }
 
-/// As many visitors as half the machine's memory holds at the most each
-/// child may map (`child::address_space`: a Lua heap can stay behind a
+/// As many visitors as half the memory pipelab may use holds at the most
+/// each child may map (`child::address_space`: a Lua heap can stay behind a
 /// finished script, outside `maxmemory`), at most 1,000.
 pub fn default_max_visitors(max_bytes: u64) -> usize {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
+    ((memory() / 2) / child::address_space(max_bytes)).clamp(1, 1000) as usize
+}
+
+/// The memory this process may use: the machine's, or its control
+/// group's limit where lower (a container's `--memory`).
+fn memory() -> u64 {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let machine = read("/proc/meminfo")
         .and_then(|m| m.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()))
         .map_or(4 << 30, |kb| kb * 1024);
-    ((total / 2) / child::address_space(max_bytes)).clamp(1, 1000) as usize
+    let cgroups = read("/proc/self/cgroup").unwrap_or_default();
+    // And the mount points' own: a container without a cgroup namespace
+    // sees its group's files there, not under the host's path.
+    let roots = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"].map(String::from);
+    cgroup_limits(&cgroups).chain(roots).filter_map(|path| read(&path)?.trim().parse::<u64>().ok()).fold(machine, u64::min)
+}
+
+/// The files that hold the memory limit of the control groups in
+/// `/proc/self/cgroup`'s text: v2's `memory.max` (`0::/path`), v1's
+/// `memory.limit_in_bytes` (`N:memory:/path`). Without a limit v2 says
+/// `max` (not a number) and v1 a number past any machine's memory.
+fn cgroup_limits(proc_self_cgroup: &str) -> impl Iterator<Item = String> + '_ {
+    proc_self_cgroup.lines().filter_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let path = path.trim_end_matches('/');
+        if controllers.is_empty() {
+            Some(format!("/sys/fs/cgroup{path}/memory.max"))
+        } else if controllers.split(',').any(|c| c == "memory") {
+            Some(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_memory_limit_comes_from_either_cgroup_version() {
+        let v2: Vec<String> = super::cgroup_limits("0::/\n").collect();
+        assert_eq!(v2, ["/sys/fs/cgroup/memory.max"]);
+        let v2: Vec<String> = super::cgroup_limits("0::/system.slice/pipelab.service\n").collect();
+        assert_eq!(v2, ["/sys/fs/cgroup/system.slice/pipelab.service/memory.max"]);
+        let hybrid = "12:cpu,cpuacct:/x\n11:memory:/docker/abc\n0::/docker/abc\n";
+        let limits: Vec<String> = super::cgroup_limits(hybrid).collect();
+        assert_eq!(limits, ["/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "/sys/fs/cgroup/docker/abc/memory.max"]);
+        assert!(super::memory() > 0);
+    }
 }
 
 /// An eighth of the places, at least 4: a classroom behind one address
