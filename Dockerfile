@@ -46,7 +46,7 @@ ENV PIPELAB_LISTEN=0.0.0.0:8080 \
     PIPELAB_LOG_FORMAT=json
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["pipelab", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
+  CMD ["pipelab", "healthcheck"]
 # `pipelab serve` with the sandbox on unless a token or a Redis is given.
 ENTRYPOINT ["pipelab-entrypoint"]
 CMD ["serve"]

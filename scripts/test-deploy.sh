@@ -80,6 +80,11 @@ trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 wait_ready "$bin" "$port"
 "$bin" healthcheck --url "http://127.0.0.1:$port/healthz"
 "$bin" healthcheck --url "http://127.0.0.1:$port/readyz"
+# Without --url: where PIPELAB_LISTEN says the server listens (the image's HEALTHCHECK).
+PIPELAB_LISTEN="127.0.0.1:$port" "$bin" healthcheck --path /readyz
+if PIPELAB_LISTEN="127.0.0.1:$port" "$bin" healthcheck --path /no-such-path 2>/dev/null; then
+  echo "deploy: healthcheck passed on a path that answers 404" >&2; exit 1
+fi
 python3 - "$port" <<'PY'
 import json, sys, urllib.request
 base = f"http://127.0.0.1:{sys.argv[1]}"
