@@ -27,7 +27,6 @@ only=("$@")
 wanted() { [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }
 
 scripts/lib/servers.sh fetch
-cache=$(dirname "$(scripts/lib/servers.sh path redis-7.0)")
 mkdir -p artifacts
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -41,10 +40,14 @@ rows=()
 failed=()
 # run NAME WHAT CMD...: one cell of the matrix, CMD run with NAME first on PATH.
 run() {
-  local name=$1 what=$2 log="$work/$1.$2.log" t0=$SECONDS rc=0
+  local name=$1 what=$2 log="$work/$1.$2.log" t0=$SECONDS rc=0 dir
   shift 2
-  echo "=== $name: $what"
-  PATH="$cache/$name/path:$PATH" PIPELAB_MATRIX_NOTES="$work/$name.notes" "$@" >"$log" 2>&1 || rc=$?
+  dir=$(scripts/lib/servers.sh path "$name")
+  # The tests start whatever `redis-server` is first on PATH: make sure it is this one.
+  [ "$(PATH="$dir:$PATH" redis-server --version)" = "$(head -1 "$dir/../version")" ] ||
+    { echo "server matrix: redis-server on PATH is not $name" >&2; exit 1; }
+  echo "=== $name: $what ($(head -1 "$dir/../version" | cut -d' ' -f1-3))"
+  PATH="$dir:$PATH" PIPELAB_MATRIX_NOTES="$work/$name.notes" "$@" >"$log" 2>&1 || rc=$?
   local counts
   if [ "$what" = upstash ]; then
     counts="$(grep -Eo '^# (pass|fail) [0-9]+' "$log" | awk '{ n[$2] += $3 } END { printf "%d passed, %d failed", n["pass"], n["fail"] }') (node)"
@@ -77,8 +80,9 @@ done
   echo "|---|---|---|---|---|---|"
   for row in "${rows[@]}"; do
     IFS='|' read -r name what counts verdict <<<"$row"
-    version=$(head -1 "$cache/$name/version" | awk '{ sub("v=", "", $3); print $1, $3 }')
-    lacks=$(sort -u "$work/$name.notes" 2>/dev/null | sed 's/.*: the server lacks //' | sort -u | paste -sd ';' | sed 's/;/; /g')
+    version=$(head -1 "$(scripts/lib/servers.sh path "$name")/../version" | awk '{ sub("v=", "", $3); print $1, $3 }')
+    lacks=""
+    [ ! -f "$work/$name.notes" ] || lacks=$(sed 's/.*: the server lacks //' "$work/$name.notes" | sort -u | paste -sd ';' | sed 's/;/; /g')
     echo "| $name | $version | $what | $counts | $verdict | ${lacks:-—} |"
   done
 } >artifacts/servers.md

@@ -43,18 +43,32 @@ impl Topology {
     ///
     /// Errors: the connection failed, both commands were refused, or the
     /// reply names no master.
+    ///
+    /// A map from `CLUSTER SHARDS` that leaves slots without a master is
+    /// checked against `CLUSTER SLOTS`: after a failover Redict 7.3 (and
+    /// Redis 7.2, its base) lists the promoted replica's shard with no
+    /// slots, while `CLUSTER SLOTS` gives them to it.
     pub async fn load(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
         let shards = conn.ask(&[b"CLUSTER", b"SHARDS"]).await?;
-        let nodes = if shards.is_error() {
-            let slots = conn.ask(&[b"CLUSTER", b"SLOTS"]).await?;
-            if slots.is_error() {
-                return Err(format!("CLUSTER SLOTS: {}", reply_text(&slots)));
+        if !shards.is_error() {
+            let map = from_shards(&shards, base).and_then(Topology::new);
+            if map.as_ref().is_ok_and(|m| m.unowned_slots() == 0) {
+                return map;
             }
-            from_slots(&slots, base)?
-        } else {
-            from_shards(&shards, base)?
-        };
-        Topology::new(nodes)
+            return match Self::from_cluster_slots(conn, base).await {
+                Ok(slots) if map.as_ref().map_or(true, |m| slots.unowned_slots() < m.unowned_slots()) => Ok(slots),
+                _ => map,
+            };
+        }
+        Self::from_cluster_slots(conn, base).await
+    }
+
+    async fn from_cluster_slots(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
+        let slots = conn.ask(&[b"CLUSTER", b"SLOTS"]).await?;
+        if slots.is_error() {
+            return Err(format!("CLUSTER SLOTS: {}", reply_text(&slots)));
+        }
+        Topology::new(from_slots(&slots, base)?)
     }
 
     /// A topology of `nodes` (those serving no slot kept as
