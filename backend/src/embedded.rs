@@ -212,8 +212,8 @@ impl EmbeddedRedis {
         self.child = Some(child);
         self.wait_ready(bin, &log)?;
         if !self.config.acl_args.is_empty() {
-            if let Err(e) = grant_readonly(&self.socket) {
-                tracing::warn!(error = %e, "could not give the read-only user the server's readonly commands outside @read");
+            if let Err(e) = grant(&self.socket) {
+                tracing::warn!(error = %e, "could not complete the ACL users' rules from the server's command table");
             }
         }
         Ok(())
@@ -324,10 +324,10 @@ fn ping(socket: &Path) -> bool {
     s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
-/// Gives the read-only user what `crate::acl::readonly_grants` finds in
-/// this server's own `COMMAND` (its users come from the command line,
-/// which cannot name commands a server may lack).
-fn grant_readonly(socket: &Path) -> Result<(), String> {
+/// Completes the users' rules with what `crate::acl::grants` finds in this
+/// server's own `COMMAND` (the rules of its command line cannot name
+/// commands a server may lack).
+fn grant(socket: &Path) -> Result<(), String> {
     use std::io::{Read, Write};
     let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
@@ -348,12 +348,14 @@ fn grant_readonly(socket: &Path) -> Result<(), String> {
         }
     };
     let table = crate::commands::Table::from_reply(&ask(&[b"COMMAND"])?, None)?;
-    let Some(argv) = crate::acl::readonly_grants(&table) else { return Ok(()) };
-    let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
-    match ask(&argv)? {
-        reply if reply.is_error() => Err(crate::conn::reply_text(&reply)),
-        _ => Ok(()),
+    for argv in crate::acl::grants(&table) {
+        let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        let reply = ask(&argv)?;
+        if reply.is_error() {
+            return Err(crate::conn::reply_text(&reply));
+        }
     }
+    Ok(())
 }
 
 fn log_tail(log: &Path) -> String {

@@ -349,3 +349,24 @@ async fn a_readonly_token_reads_vector_sets_on_the_embedded_redis() {
     let (status, body) = batch(&api, Some("ro"), json!([["VADD", "v", "VALUES", "2", "1", "1", "c"]])).await;
     assert_eq!((status, body["error"]["code"].as_str()), (403, Some("readonly_token")), "{body}");
 }
+
+/// On the embedded Redis, COMMANDLOG (Valkey 8.1+) as SLOWLOG: a full
+/// token's LEN answers (its Redis user is given it once the server's table
+/// shows it), GET is an operator token's.
+#[tokio::test]
+async fn commandlog_on_the_embedded_redis_as_slowlog() {
+    let probe = RedisServer::start();
+    if !common::has_command(&probe, "COMMANDLOG") {
+        return common::lacks("commandlog_on_the_embedded_redis_as_slowlog", "COMMANDLOG");
+    }
+    let api = embedded(&["--token", "full", "--operator-token", "op"]);
+    let (status, body) = batch(&api, Some("full"), json!([["COMMANDLOG", "LEN", "slow"], ["SLOWLOG", "LEN"]])).await;
+    assert_eq!(status, 200, "{body}");
+    for i in 0..2 {
+        assert_eq!(body["results"][i]["reply"]["type"], "integer", "{i}: {body}");
+    }
+    let (status, body) = batch(&api, Some("full"), json!([["COMMANDLOG", "GET", "1", "slow"]])).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("refused_command")), "{body}");
+    let (status, body) = batch(&api, Some("op"), json!([["COMMANDLOG", "GET", "1", "slow"]])).await;
+    assert_eq!((status, body["results"][0]["status"].as_str()), (200, Some("ok")), "{body}");
+}

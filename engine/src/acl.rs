@@ -52,25 +52,33 @@ pub fn batch_rules(allow: Allow) -> Vec<String> {
     rules
 }
 
-/// `ACL SETUSER` giving the read-only user the commands the server's
-/// table flags `readonly` outside `@read`: Redis 8's vector-set reads
-/// (VCARD, VSIM…) are in no ACL category, so `+@read` misses them. By name,
-/// once the server's table is known: a rule naming a command the server
-/// lacks would keep it from starting. `None` if there is none to add.
-pub fn readonly_grants(table: &Table) -> Option<Vec<String>> {
-    let mut names = Vec::new();
+/// The `ACL SETUSER` commands that complete the users' rules once the
+/// server's table is known, by name: a rule at start naming a command the
+/// server lacks would keep it from starting. The read-only user gets the
+/// commands the table flags `readonly` outside `@read` (Redis 8's
+/// vector-set reads are in no ACL category, so `+@read` misses them); the
+/// batch user the [`crate::commands::NEWER_ADMIN_READS`] the server has.
+pub fn grants(table: &Table) -> Vec<Vec<String>> {
+    let mut readonly = Vec::new();
+    let mut batches = Vec::new();
     for cmd in table.iter() {
         for c in std::iter::once(cmd).chain(cmd.subcommands.values()) {
             if c.class.readonly_token() && !c.in_category("read") && !c.in_category("transaction") && !c.in_category("scripting") {
-                names.push(format!("+{}", c.name));
+                readonly.push(format!("+{}", c.name));
+            }
+            if crate::commands::NEWER_ADMIN_READS.contains(&c.name.as_str()) {
+                batches.push(format!("+{}", c.name));
             }
         }
     }
-    if names.is_empty() {
-        return None;
-    }
-    names.sort();
-    Some(["ACL", "SETUSER", READONLY_USER].iter().map(|s| s.to_string()).chain(names).collect())
+    [(READONLY_USER, readonly), (BATCH_USER, batches)]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(user, mut names)| {
+            names.sort();
+            ["ACL", "SETUSER", user].iter().map(|s| s.to_string()).chain(names).collect()
+        })
+        .collect()
 }
 
 /// A user's name and password. `Debug` never shows the password.
@@ -265,6 +273,25 @@ fn refused_to_scripts(table: &Table, allow: Allow) -> Vec<(String, Vec<Vec<u8>>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grants_name_what_the_rules_allow_and_the_categories_miss() {
+        use crate::commands::Command;
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let mut commandlog = Command::bare("commandlog", -2, s(&[]), s(&["@slow"]));
+        commandlog.subcommands.insert(b"len".as_slice().into(), Command::bare("commandlog|len", -3, s(&["admin"]), s(&["@admin", "@slow", "@dangerous"])));
+        let table = Table::new(
+            [
+                Command::bare("get", 2, s(&["readonly", "fast"]), s(&["@read", "@string"])),
+                Command::bare("vcard", -1, s(&["readonly", "module", "fast"]), s(&[])),
+                Command::bare("vadd", -1, s(&["write", "module"]), s(&[])),
+                commandlog,
+            ],
+            None,
+        );
+        assert_eq!(grants(&table), [s(&["ACL", "SETUSER", READONLY_USER, "+vcard"]), s(&["ACL", "SETUSER", BATCH_USER, "+commandlog|len"])]);
+        assert!(grants(&crate::commands::fallback::table()).is_empty(), "Redis 7.0: the rules at start say it all");
+    }
 
     #[test]
     fn passwords_never_show() {

@@ -170,7 +170,7 @@ impl Class {
         // COMMANDLOG (Valkey 8.1+) shows what SLOWLOG shows, and more: classed the same.
         if matches!(name, "config|get" | "acl|list" | "acl|getuser" | "acl|dryrun" | "acl|users" | "acl|log" | "slowlog|get" | "commandlog|get") {
             c |= Self::SECRET;
-        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) && name != "commandlog|len" {
+        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) && !NEWER_ADMIN_READS.contains(&name) {
             c |= Self::ADMIN;
         }
         // Not admin-flagged, but they stop another client's script.
@@ -208,7 +208,7 @@ impl Class {
         }
         // The server's own flag decides, not the key specs: Redis 8 flags
         // VCARD, VSIM, VINFO… `readonly` but gives their key spec `RW
-        // update`, and a rule reading both refused a read to a read-only token.
+        // update`, so a rule reading both would refuse them to a read-only token.
         if cmd.has_flag("readonly") && !cmd.has_flag("write") {
             c |= Self::READONLY;
         }
@@ -218,9 +218,8 @@ impl Class {
 
 /// Admin-flagged commands that only read about the server and reveal no
 /// secret: allowed. Every other `admin` command is refused (a command a
-/// newer Redis adds is refused until it is listed here). Valkey's
-/// COMMANDLOG LEN is allowed too, but not listed: these names go into the
-/// embedded server's ACL, and a server that lacks one refuses to start.
+/// newer Redis adds is refused until it is listed here or in
+/// [`NEWER_ADMIN_READS`]).
 pub const ADMIN_READS: &[&str] = &[
     "client|list",
     "slowlog|len",
@@ -234,6 +233,12 @@ pub const ADMIN_READS: &[&str] = &[
     "cluster|slaves",
     "cluster|count-failure-reports",
 ];
+
+/// [`ADMIN_READS`] of servers newer than Redis 7.0: kept apart because the
+/// embedded server's ACL names these only once its table shows it has them
+/// (`crate::acl::grants`); a rule naming a command the server lacks would
+/// keep it from starting.
+pub const NEWER_ADMIN_READS: &[&str] = &["commandlog|len"];
 
 /// `@connection` commands that set nothing on their own connection, besides
 /// those that only answer (PING, ECHO, WAIT, COMMAND): they read about
