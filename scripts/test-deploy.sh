@@ -42,6 +42,10 @@ assert s["valkey"]["image"].startswith("valkey/valkey:") and s["valkey"]["comman
 ports = [p.rsplit(":", 2)[-2] for n in valkey for p in s[n].get("ports", [])]
 others = [p.rsplit(":", 2)[-2] for n, v in s.items() if n not in valkey for p in v.get("ports", [])]
 assert ports == ["8083"] and "8083" not in others, (ports, others)
+# Each profile on a host port of its own, every pipelab service with a health check.
+published = [p.rsplit(":", 2)[-2] for v in s.values() for p in v.get("ports", [])]
+assert len(published) == len(set(published)), published
+assert all("healthcheck" in v for v in s.values() if v.get("image") == "pipelab:latest"), [n for n, v in s.items() if "healthcheck" not in v]
 PY
 grep -q 'condition: service_healthy' docker-compose.yml
 

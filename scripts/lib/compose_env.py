@@ -2,8 +2,8 @@
 starts it: scripts/docker-entrypoint.sh with that service's environment and
 the binary the image holds, without a Docker engine. The compose hosts are
 replaced by real servers on free ports on 127.0.0.1 (`redis` by a
-redis-server, `redis-node-1..3` by a 3-master cluster from
-scripts/lib/cluster.sh); `${VAR:-default}` takes its default and
+redis-server, `valkey` by Valkey 8.1 from scripts/lib/servers.sh,
+`redis-node-1..3` by a 3-master cluster from scripts/lib/cluster.sh); `${VAR:-default}` takes its default and
 `${VAR:?…}` a test value. Each service is then asked what it is: open or
 behind a token, sandboxed or not, on which Redis; and the cluster service
 spreads its keys over the masters (its keys not renamed into one slot).
@@ -101,9 +101,9 @@ class Server:
             self.proc.kill()
 
 
-def redis_server():
+def redis_server(binary="redis-server"):
     port = free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
     for _ in range(100):
         if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() == b"PONG":
             return proc, port
@@ -123,10 +123,12 @@ def cluster():
 def main():
     compose = yaml.safe_load(open(os.path.join(ROOT, "docker-compose.yml")))
     services = {name: s for name, s in compose["services"].items() if s.get("image") == "pipelab:latest"}
-    assert sorted(services) == ["pipelab", "pipelab-cluster", "playground", "team-api"], sorted(services)
+    assert sorted(services) == ["pipelab", "pipelab-cluster", "pipelab-valkey", "playground", "team-api"], sorted(services)
     single, single_port = redis_server()
+    valkey_dir = subprocess.run([os.path.join(ROOT, "scripts/lib/servers.sh"), "path", "valkey-8.1"], capture_output=True, text=True, check=True).stdout.strip()
+    valkey, valkey_port = redis_server(os.path.join(valkey_dir, "redis-server"))
     nodes_proc, nodes = cluster()
-    hosts = {"redis:6379": f"127.0.0.1:{single_port}"}
+    hosts = {"redis:6379": f"127.0.0.1:{single_port}", "valkey:6379": f"127.0.0.1:{valkey_port}"}
     hosts.update({f"redis-node-{i + 1}:7000": addr for i, addr in enumerate(nodes)})
     seen = []
     try:
@@ -147,6 +149,7 @@ def main():
         nodes_proc.stdin.close()
         nodes_proc.wait(timeout=30)
         single.terminate()
+        valkey.terminate()
     print(f"compose_env: every pipelab service of docker-compose.yml as its entrypoint starts it: {', '.join(seen)}")
 
 
@@ -158,13 +161,15 @@ def check(name, env, server, nodes):
     status, info, _ = server.request("GET", "/api/v1/info", token=token)
     assert status == 200, f"/api/v1/info: {status} {info}"
     sandboxed = "sandbox" in info
-    expected = {"pipelab": False, "playground": True, "team-api": False, "pipelab-cluster": False}[name]
+    expected = {"pipelab": False, "playground": True, "team-api": False, "pipelab-cluster": False, "pipelab-valkey": False}[name]
     assert sandboxed == expected, f"sandbox {'on' if sandboxed else 'off'}, expected {'on' if expected else 'off'}"
     source = "configured" if "REDIS_URL" in env else "sandbox" if sandboxed else "embedded"
     assert info["redis"]["source"] == source, f"Redis from {info['redis']['source']}, expected {source}: {info['redis']}"
     keys = [f"compose:{i}" for i in range(8)]
     status, out, _ = server.request("POST", "/api/v1/batch", {"commands": [["SET", k, "x"] for k in keys], "mode": "pipeline"}, token=token)
     assert status == 200 and out["summary"]["ok"] == 8, f"8 SETs: {status} {out}"
+    if name == "pipelab-valkey":
+        assert info["redis"]["server"] == "valkey" and info["redis"]["mode"] == "standalone", info["redis"]
     if name == "pipelab-cluster":
         assert info["redis"]["mode"] == "cluster", info["redis"]
         per_node, names = [], []
