@@ -90,7 +90,8 @@ pub struct ServerWork {
     pub net_input_bytes: u64,
     /// Bytes written to clients (`total_net_output_bytes`).
     pub net_output_bytes: u64,
-    /// µs spent running commands, summed over `INFO commandstats`.
+    /// µs spent running commands, summed over `INFO commandstats` (but
+    /// EXEC's, which is the time of the commands it ran, counted already).
     pub usec: u64,
     /// Commands run, summed over `INFO commandstats` (`calls`).
     pub calls: u64,
@@ -182,6 +183,11 @@ impl Reading {
                 du -= du / dc;
                 dc -= 1;
             }
+            // EXEC's time includes the commands it ran, each counted under
+            // its own name: summed, a transaction's work counted twice.
+            if name == "exec" {
+                du = 0;
+            }
             calls += dc;
             usec += du;
         }
@@ -228,5 +234,16 @@ mod tests {
         assert!(!w.approximate);
         assert!(before.work_until(&after, 1).approximate);
         assert!(Reading::parse("# Stats\r\ntotal_reads_processed:1\r\n").is_none());
+    }
+
+    #[test]
+    fn a_transaction_is_counted_once() {
+        let before = Reading::parse(BEFORE).unwrap();
+        // MULTI, 1000 SETs (1500 µs), EXEC (whose 1510 µs are the SETs' and its own).
+        let after = BEFORE.replace("calls=4,usec=40", "calls=5,usec=50").replace("calls=1,usec=2,", "calls=1001,usec=1502,")
+            + "cmdstat_multi:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
+            + "cmdstat_exec:calls=1,usec=1510,usec_per_call=1510.00,rejected_calls=0,failed_calls=0\r\n";
+        let w = before.work_until(&Reading::parse(&after).unwrap(), 2);
+        assert_eq!((w.calls, w.usec), (1002, 1501));
     }
 }
