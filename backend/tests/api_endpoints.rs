@@ -416,6 +416,10 @@ async fn info_probes_and_not_found() {
     assert_eq!(err["error"]["message"], format!("text, line 1: {}", select["message"].as_str().unwrap()));
 
     assert_eq!(api.get("/healthz").await.0, 200);
+    // The root's /openapi.json leads to the API's document, not the page.
+    let req = axum::http::Request::get("/openapi.json").body(axum::body::Body::empty()).unwrap();
+    let (status, headers, _) = api.respond(req).await;
+    assert_eq!((status.as_u16(), headers.get("location").and_then(|l| l.to_str().ok())), (308, Some("/api/v1/openapi.json")));
     let (status, ready) = api.get("/readyz").await;
     assert_eq!((status, ready["status"].as_str()), (200, Some("ready")));
 

@@ -248,6 +248,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        // Where tools look first; the page's fallback would answer it with HTML.
+        .route("/openapi.json", get(|| async { axum::response::Redirect::permanent("/api/v1/openapi.json") }))
 }
 
 async fn api_not_found(req: Request) -> ApiError {

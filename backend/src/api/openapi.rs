@@ -20,8 +20,9 @@ use error::CodeStatuses;
             friends, blocking commands with timeout 0) are refused. /compare runs the batch \
             once per mode, so its side effects repeat. With tokens configured (`--token`, \
             `--readonly-token`) every /api/v1 endpoint needs `Authorization: Bearer TOKEN` or \
-            `?_token=TOKEN` (else 401 `unauthorized`); a read-only token may only GET (403 \
-            `forbidden`). With `--sandbox` each visitor (the `pipelab_sandbox` cookie) \
+            `?_token=TOKEN` (else 401 `unauthorized`); a read-only token may GET, and POST \
+            /batch and /batches whose every command the server flags readonly (else 403 \
+            `readonly_token`, nothing sent); /compare and /sweep are 403 `forbidden` to it. With `--sandbox` each visitor (the `pipelab_sandbox` cookie) \
             has a redis-server of their own: every request of theirs runs there, and \
             commands that administer a server answer 400 `refused_command`. The same server also speaks Upstash's REST protocol (`POST /`, \
             path-style `/cmd/arg`, `/pipeline`, `/multi-exec`, `/subscribe/<channel>`, or under \
