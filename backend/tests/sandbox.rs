@@ -421,6 +421,35 @@ async fn sessions_streams_and_upstash_are_the_visitors_own() {
     assert_b_intact(&app, &b, "sessions, streams, Upstash");
 }
 
+/// A live batch is cancelled only by the visitor who started it: another
+/// visitor's cancel, or one without a cookie, is 404 as for a batch that
+/// does not exist, and the batch runs on; its own visitor's ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_its_visitor_cancels_a_live_batch() {
+    use http_body_util::BodyExt;
+    let app = default_app();
+    let (mut a, mut b) = two_visitors(&app).await;
+    // 25 round trips of 100 ms: 2.5 s (within the 3 s batch timeout) unless cancelled.
+    let body = json!({"text": "PING\n".repeat(25), "mode": "sequential", "simulated_rtt_ms": 100}).to_string();
+    let req = Request::builder().method(Method::POST).uri("/api/v1/batches").header(header::CONTENT_TYPE, "application/json");
+    let res = app.respond_raw(req.header(header::COOKIE, a.cookie.clone().unwrap()).body(Body::from(body)).unwrap()).await;
+    let status = res.status();
+    let mut stream = res.into_body();
+    assert_eq!(status, 200, "{:?}", if status == 200 { Default::default() } else { stream.collect().await.unwrap().to_bytes() });
+    let first = stream.frame().await.unwrap().unwrap().into_data().unwrap();
+    let start: Json = serde_json::from_slice(first.split(|&c| c == b'\n').next().unwrap()).unwrap();
+    let cancel = start["cancel"].as_str().unwrap().to_string();
+    let (s, r) = b.post(&app, &cancel, &json!({})).await;
+    assert_eq!((s, r["error"]["code"].as_str()), (404, Some("not_found")), "B cancels A's batch: {r}");
+    let (s, r) = Visitor::new().post(&app, &cancel, &json!({})).await;
+    assert_eq!(s, 404, "no cookie: {r}");
+    let (s, r) = a.post(&app, &cancel, &json!({})).await;
+    assert_eq!((s, r["cancelled"].as_bool()), (200, Some(true)), "{r}");
+    let rest = stream.collect().await.unwrap().to_bytes();
+    let end: Json = serde_json::from_slice(rest.split(|&c| c == b'\n').filter(|l| !l.is_empty()).last().unwrap()).unwrap();
+    assert!(end["summary"]["not_sent"].as_u64().unwrap() > 0, "cut by A's cancel only: {end}");
+}
+
 /// A client that keeps no cookie (an Upstash SDK) sends the id `/info`
 /// gave its visitor as its token and lands on that visitor's Redis; a
 /// token naming no visitor gets a Redis of its own, never another's.

@@ -41,6 +41,7 @@ use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
+use super::caller::Caller;
 use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
 use super::run::run_batch_into;
 use super::stream::{KeptResults, GROUP};
@@ -53,14 +54,18 @@ use crate::report_json::write_result;
 /// response (one arriving after a longer pause goes at once).
 pub const FLUSH: Duration = Duration::from_millis(25);
 
+/// Who started a live batch: only the same caller may cancel it (as with
+/// sessions: the same access, the same sandbox visitor).
+type Owner = (crate::commands::Access, Option<crate::sandbox::VisitorId>);
+
 /// The batches running under `POST /batches`, by id.
 #[derive(Default)]
-pub struct Registry(Mutex<HashMap<String, Cancel>>);
+pub struct Registry(Mutex<HashMap<String, (Cancel, Owner)>>);
 
 impl Registry {
-    fn insert(&self, cancel: Cancel) -> String {
+    fn insert(&self, cancel: Cancel, owner: Owner) -> String {
         let id = new_id();
-        self.0.lock().expect("registry lock").insert(id.clone(), cancel);
+        self.0.lock().expect("registry lock").insert(id.clone(), (cancel, owner));
         id
     }
 
@@ -68,9 +73,10 @@ impl Registry {
         self.0.lock().expect("registry lock").remove(id);
     }
 
-    /// Cancels batch `id`: `None` if no batch of that id is running.
-    fn cancel(&self, id: &str) -> Option<bool> {
-        self.0.lock().expect("registry lock").get(id).map(Cancel::cancel)
+    /// Cancels batch `id` of `owner`: `None` if no batch of that id is
+    /// running, or it is another caller's (who cannot tell the two apart).
+    fn cancel(&self, id: &str, owner: &Owner) -> Option<bool> {
+        self.0.lock().expect("registry lock").get(id).filter(|(_, o)| o == owner).map(|(c, _)| c.cancel())
     }
 }
 
@@ -124,12 +130,12 @@ pub struct CancelResponse {
         BatchErrors,
     )
 )]
-pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, session, backend }: PreparedBatch) -> Result<Response, ApiError> {
+pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch { batch, keep, session, backend }: PreparedBatch) -> Result<Response, ApiError> {
     if session.is_some() {
         return Err(ApiError::field(ApiCode::InvalidField, "session", "a session's batches run through POST /api/v1/batch"));
     }
     let cancel = Cancel::new();
-    let id = state.live.insert(cancel.clone());
+    let id = state.live.insert(cancel.clone(), (caller.access.rules(), caller.visitor));
     let start = StartLine {
         kind: "start",
         cancel: format!("/api/v1/batches/{id}/cancel"),
@@ -188,12 +194,12 @@ pub async fn start(State(state): State<AppState>, PreparedBatch { batch, keep, s
         (status = 404, description = "No running batch of that id", body = ErrorBody),
     )
 )]
-pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<CancelResponse>, ApiError> {
-    match state.live.cancel(&id) {
+pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<CancelResponse>, ApiError> {
+    match state.live.cancel(&id, &(caller.access.rules(), caller.visitor)) {
         Some(cancelled) => Ok(Json(CancelResponse { batch_id: id, cancelled })),
         None => Err(ApiError::new(
             ApiCode::NotFound,
-            format!("no running batch {id}: it ended, or the id is not one of POST /api/v1/batches"),
+            format!("no running batch {id} of yours: it ended, or the id is not one of your POST /api/v1/batches"),
         )),
     }
 }
