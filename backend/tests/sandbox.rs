@@ -450,6 +450,30 @@ async fn only_its_visitor_cancels_a_live_batch() {
     assert!(end["summary"]["not_sent"].as_u64().unwrap() > 0, "cut by A's cancel only: {end}");
 }
 
+/// The Upstash read-your-writes token counts the visitor's own writes:
+/// another visitor's writes do not move it (no side channel of their
+/// activity), the visitor's own do.
+#[tokio::test]
+async fn the_upstash_sync_token_is_the_visitors_own() {
+    let app = default_app();
+    let (a, b) = two_visitors(&app).await;
+    let token = |v: &Visitor, body: Json| {
+        let req = Request::builder().method(Method::POST).uri("/").header(header::COOKIE, v.cookie.clone().unwrap());
+        let app = &app;
+        async move {
+            let (status, headers, _) = app.respond(req.body(Body::from(body.to_string())).unwrap()).await;
+            assert_eq!(status, 200);
+            headers.get("upstash-sync-token").expect("the sync token").to_str().unwrap().to_string()
+        }
+    };
+    let a_before = token(&a, json!(["GET", "mine"])).await;
+    for i in 0..3 {
+        token(&b, json!(["SET", format!("b{i}"), "x"])).await;
+    }
+    assert_eq!(token(&a, json!(["GET", "mine"])).await, a_before, "B's writes moved A's token");
+    assert_ne!(token(&a, json!(["SET", "mine", "A3"])).await, a_before, "A's own write moves it");
+}
+
 /// A client that keeps no cookie (an Upstash SDK) sends the id `/info`
 /// gave its visitor as its token and lands on that visitor's Redis; a
 /// token naming no visitor gets a Redis of its own, never another's.

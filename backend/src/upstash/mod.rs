@@ -153,12 +153,13 @@ impl crate::http::gate::Surface for Surface {
 /// Every Upstash response (not the playground's files served on the same
 /// paths): the sync token, a `Server-Timing` (`redis;dur=0` if no batch
 /// ran), and its count in `/metrics`.
-async fn finish(State(state): State<Upstash>, mut res: Response) -> Response {
+async fn finish(State(state): State<Upstash>, visitor: Option<axum::Extension<crate::sandbox::VisitorId>>, mut res: Response) -> Response {
     let Some(family) = res.extensions().get::<Family>().copied() else { return res };
     crate::telemetry::upstash_request(family.name(), res.status().as_u16());
     const NOT_RUN: HeaderValue = HeaderValue::from_static("redis;dur=0;desc=\"not run\"");
+    let visitor = visitor.and_then(|axum::Extension(id)| state.engine.sandbox()?.visitor(&id));
     let headers = res.headers_mut();
-    headers.insert(sync::HEADER_NAME, state.sync.header());
+    headers.insert(sync::HEADER_NAME, state.sync.header(visitor.as_ref().map(|v| &v.writes)));
     headers.entry(SERVER_TIMING).or_insert(NOT_RUN);
     res
 }

@@ -62,7 +62,7 @@ pub async fn run(state: &super::Upstash, on: &Backend, access: Access, commands:
     let writes = batch.commands.iter().any(|argv| !table.allows_readonly(argv));
     let report = crate::api::run::run_batch(state, on, &batch).await?;
     if writes {
-        state.sync.wrote();
+        state.sync.wrote(on.visitor.as_ref().map(|lease| &lease.visitor.writes));
     }
     Ok(report)
 }

@@ -11,7 +11,8 @@
 //! that the SDKs' `readYourWrites` sees the protocol it expects.
 //!
 //! A token is `<epoch>-<n>`: `epoch` is the server's start time (ms),
-//! `n` counts the requests that wrote.
+//! `n` counts the requests that wrote; in the sandbox, the visitor's own
+//! (a shared count would tell each visitor how much the others write).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,18 +41,18 @@ impl Default for SyncToken {
 }
 
 impl SyncToken {
-    /// A request wrote: the token moves on.
-    pub fn wrote(&self) {
-        self.writes.fetch_add(1, Ordering::Relaxed);
+    /// A request wrote: the token moves on (`own`: a sandbox visitor's count).
+    pub fn wrote(&self, own: Option<&AtomicU64>) {
+        own.unwrap_or(&self.writes).fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The current token, as a header value.
-    pub fn header(&self) -> HeaderValue {
+    /// The current token, as a header value (`own`: a sandbox visitor's count).
+    pub fn header(&self, own: Option<&AtomicU64>) -> HeaderValue {
         let mut num = itoa::Buffer::new();
         let mut text = Vec::with_capacity(41);
         text.extend_from_slice(num.format(self.epoch).as_bytes());
         text.push(b'-');
-        text.extend_from_slice(num.format(self.writes.load(Ordering::Relaxed)).as_bytes());
+        text.extend_from_slice(num.format(own.unwrap_or(&self.writes).load(Ordering::Relaxed)).as_bytes());
         HeaderValue::from_maybe_shared(axum::body::Bytes::from(text)).expect("digits and a dash")
     }
 }
@@ -63,10 +64,17 @@ mod tests {
     #[test]
     fn changes_after_a_write_only() {
         let t = SyncToken::default();
-        let a = t.header();
+        let a = t.header(None);
         assert_eq!(a.to_str().unwrap(), format!("{}-0", t.epoch));
-        assert_eq!(t.header(), a);
-        t.wrote();
-        assert_ne!(t.header(), a);
+        assert_eq!(t.header(None), a);
+        t.wrote(None);
+        assert_ne!(t.header(None), a);
+        // A visitor's own count moves with their writes only.
+        let own = AtomicU64::new(0);
+        let mine = t.header(Some(&own));
+        t.wrote(None);
+        assert_eq!(t.header(Some(&own)), mine);
+        t.wrote(Some(&own));
+        assert_ne!(t.header(Some(&own)), mine);
     }
 }

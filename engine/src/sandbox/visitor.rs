@@ -55,6 +55,10 @@ pub struct Visitor {
     /// Held while a cut script is being stopped on their Redis: the next
     /// batch waits for it, so it never meets a BUSY Redis.
     pub(super) settling: Arc<tokio::sync::Mutex<()>>,
+    /// Their requests that wrote, for a surface that shows a count of
+    /// writes (Upstash's sync token): their own, so that it tells nothing
+    /// of another visitor's.
+    pub writes: std::sync::atomic::AtomicU64,
 }
 
 impl Visitor {
@@ -68,6 +72,7 @@ impl Visitor {
             batches: Arc::new(Semaphore::new(batches.max(1))),
             sessions: Arc::new(Semaphore::new(sessions.max(1))),
             settling: Arc::default(),
+            writes: Default::default(),
         }
     }
 
