@@ -289,8 +289,11 @@ impl Tracker {
             *self.counters.state_changes.entry(state_name.clone()).or_default() += 1;
             self.outcomes.push(Outcome::StateChange(state_name));
         }
-        // Connection set-up (HELLO, AUTH, CLIENT SETNAME …) is not the application's loop.
-        let breaks_runs = breaks_runs || set_up;
+        // Connection set-up (HELLO, AUTH, CLIENT SETNAME …) is not the
+        // application's loop, nor what client libraries send on their own:
+        // a ready check (ioredis's INFO) and the QUIT that closes.
+        let library = head.name().is_some_and(|n| n.eq_ignore_ascii_case(b"info") || n.eq_ignore_ascii_case(b"quit"));
+        let breaks_runs = breaks_runs || set_up || library;
         self.counters.commands += 1;
         if self.busy_since.is_none() {
             self.busy_since = Some(now);
@@ -614,6 +617,21 @@ mod tests {
         assert_eq!(m[0].commands, 5);
         let names: Vec<&str> = t.counters.state_changes.keys().map(String::as_str).collect();
         assert_eq!(names, vec!["CLIENT SETINFO", "HELLO", "SELECT"]);
+    }
+
+    #[test]
+    fn a_client_librarys_ready_check_and_quit_are_not_part_of_a_run() {
+        let (mut t, o) = tracker();
+        let mut now = 0;
+        let commands = [("INFO", "$3\r\nx:1"), ("info server", "$3\r\nx:1")].into_iter().chain([("GET k", "$-1"); 4]).chain([("QUIT", "+OK")]);
+        for (cmd, reply) in commands {
+            t.on_requests(format!("{cmd}\r\n").as_bytes(), at(o, now));
+            t.on_replies(format!("{reply}\r\n").as_bytes(), at(o, now + 5));
+            now += 10;
+        }
+        t.finish();
+        let m = missed(&t);
+        assert_eq!((m.len(), m[0].commands, m[0].pattern.as_str()), (1, 4, "GET"), "{m:?}");
     }
 
     #[test]
