@@ -45,8 +45,11 @@ export function refusalOf(e: unknown, idleMs: number): Refusal {
       };
     case 'session_busy':
       return { code: err.code, ended: false, message: 'The session is still running an earlier command (session_busy); this one was not run.' };
-    default:
-      return { code: err.code ?? 'error', ended: false, message: `${err.message ?? String(e)}${err.code ? ` (${err.code})` : ''}` };
+    default: {
+      // The console sends one command as `text`: "text, line 1: " would name a field the console has not.
+      const message = (err.message ?? String(e)).replace(/^text, line \d+: /, '');
+      return { code: err.code ?? 'error', ended: false, message: `${message}${err.code ? ` (${err.code})` : ''}` };
+    }
   }
 }
 
