@@ -47,7 +47,7 @@ run() {
   [ "$(PATH="$dir:$PATH" redis-server --version)" = "$(head -1 "$dir/../version")" ] ||
     { echo "server matrix: redis-server on PATH is not $name" >&2; exit 1; }
   echo "=== $name: $what ($(head -1 "$dir/../version" | cut -d' ' -f1-3))"
-  PATH="$dir:$PATH" PIPELAB_MATRIX_NOTES="$work/$name.notes" "$@" >"$log" 2>&1 || rc=$?
+  PATH="$dir:$PATH" PIPELAB_MATRIX_NOTES="$work/$name.$what.notes" "$@" >"$log" 2>&1 || rc=$?
   local counts
   if [ "$what" = upstash ]; then
     counts="$(grep -Eo '^# (pass|fail) [0-9]+' "$log" | awk '{ n[$2] += $3 } END { printf "%d passed, %d failed", n["pass"], n["fail"] }') (node)"
@@ -82,7 +82,7 @@ done
     IFS='|' read -r name what counts verdict <<<"$row"
     version=$(head -1 "$(scripts/lib/servers.sh path "$name")/../version" | awk '{ sub("v=", "", $3); print $1, $3 }')
     lacks=""
-    [ ! -f "$work/$name.notes" ] || lacks=$(sed 's/.*: the server lacks //' "$work/$name.notes" | sort -u | paste -sd ';' | sed 's/;/; /g')
+    [ ! -f "$work/$name.$what.notes" ] || lacks=$(sed 's/.*: the server lacks //' "$work/$name.$what.notes" | sort -u | paste -sd ';' | sed 's/;/; /g')
     echo "| $name | $version | $what | $counts | $verdict | ${lacks:-—} |"
   done
 } >artifacts/servers.md

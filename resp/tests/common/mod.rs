@@ -133,8 +133,8 @@ pub fn server_name(server: &RedisServer) -> String {
 pub fn splits_unlike_redis(server: &RedisServer, test: &str, difference: String) {
     let name = server_name(server);
     assert_ne!(name, "redis", "{test}: {difference}");
-    let line = format!("{test}: the server lacks Redis's inline-command splitting ({name}: {difference})");
-    eprintln!("{line}");
+    let line = format!("{test}: the server lacks Redis's splitting of malformed inline commands");
+    eprintln!("{line} ({name}: {difference})");
     if let Ok(path) = std::env::var("PIPELAB_MATRIX_NOTES") {
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("PIPELAB_MATRIX_NOTES is writable");
         std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).expect("write the matrix notes");
