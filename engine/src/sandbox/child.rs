@@ -155,10 +155,11 @@ impl Process {
         let mut cmd = tokio::process::Command::new(bin);
         cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
         let limit = address_space(max_bytes);
+        let parent = std::process::id();
         // SAFETY: only async-signal-safe calls (setrlimit, signal,
-        // setpriority, prctl, setsid) between fork and exec.
+        // setpriority, prctl, setsid, getppid) between fork and exec.
         unsafe {
-            cmd.pre_exec(move || limit_self(limit));
+            cmd.pre_exec(move || limit_self(limit, parent));
         }
         let mut child = cmd.spawn().map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => StartError::NotFound { bin: bin.into() },
@@ -244,8 +245,9 @@ impl Drop for Process {
     }
 }
 
-/// In the child between fork and exec: its limits.
-fn limit_self(address_space: u64) -> io::Result<()> {
+/// In the child between fork and exec: its limits, and its end with
+/// pipelab's (`parent`).
+fn limit_self(address_space: u64, parent: u32) -> io::Result<()> {
     let set = |resource, value: u64| {
         let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
         // SAFETY: setrlimit on this process with a valid struct.
@@ -269,6 +271,11 @@ fn limit_self(address_space: u64) -> io::Result<()> {
         #[cfg(target_os = "linux")]
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        // pipelab ended between fork and prctl: no signal will come, and
+        // the child would outlive it.
+        if libc::getppid() as u32 != parent {
+            libc::_exit(1);
         }
     }
     Ok(())
