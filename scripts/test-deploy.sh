@@ -86,7 +86,7 @@ wait_ready "$bin" "$port"
 "$bin" healthcheck --url "http://127.0.0.1:$port/readyz"
 # Without --url: where PIPELAB_LISTEN says the server listens (the image's HEALTHCHECK).
 PIPELAB_LISTEN="127.0.0.1:$port" "$bin" healthcheck --path /readyz
-if PIPELAB_LISTEN="127.0.0.1:$port" "$bin" healthcheck --path /no-such-path 2>/dev/null; then
+if PIPELAB_LISTEN="127.0.0.1:$port" "$bin" healthcheck --path /api/v1/no-such-endpoint 2>/dev/null; then
   echo "deploy: healthcheck passed on a path that answers 404" >&2; exit 1
 fi
 python3 - "$port" <<'PY'
