@@ -106,7 +106,7 @@ PY
 # The bound, which only the release build meets: the sweep's fitted
 # t_cmd within 3x of INFO commandstats usec_per_call.
 python3 scripts/lib/cost_model_check.py "$port"
-socket=$(sed -n 's/.*(Redis: unix:\/\/\(.*\))$/\1/p' "$log" | head -1)
+socket=$(sed -n 's/.*(Redis: unix:\/\/\([^)]*\)).*/\1/p' "$log" | head -1)
 [ -S "$socket" ] || { echo "deploy: no embedded redis socket in: $(cat "$log")" >&2; exit 1; }
 kill -TERM "$pid"
 wait "$pid" || { echo "deploy: pipelab serve exited with $? on SIGTERM" >&2; exit 1; }
