@@ -45,9 +45,9 @@ impl Topology {
     /// reply names no master.
     ///
     /// A map from `CLUSTER SHARDS` that leaves slots without a master is
-    /// checked against `CLUSTER SLOTS`: after a failover Redict 7.3 (and
-    /// Redis 7.2, its base) lists the promoted replica's shard with no
-    /// slots, while `CLUSTER SLOTS` gives them to it.
+    /// checked against `CLUSTER SLOTS`: after a failover Redict 7.3 lists
+    /// the promoted replica's shard with no slots, while `CLUSTER SLOTS`
+    /// gives them to it (seen in the matrix's `cluster_failover` tests).
     pub async fn load(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
         let shards = conn.ask(&[b"CLUSTER", b"SHARDS"]).await?;
         if !shards.is_error() {
