@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Deployment checks (no Docker engine runs on our machines, so the image's
-# steps are tested through the scripts the Dockerfile calls):
+# Deployment checks outside containers (scripts/test-image.sh builds the
+# image and runs it):
 # - hadolint on the Dockerfile; the compose file's profiles;
 # - the build context .dockerignore leaves (scripts/lib/docker_context.py):
 #   under 50 MB, with every file the stages need, after a build has filled

@@ -15,7 +15,9 @@
 #   the wasm module in Node and the
 #   playground and tutorial in headless Chromium (test-web.sh,
 #   test-tutorial.sh, the lessons once more in a sandbox), the build scripts the Dockerfile calls and the built
-#   binary started as a user starts it (test-deploy.sh), the official
+#   binary started as a user starts it (test-deploy.sh), the Docker image
+#   built and run in containers with podman, compose's every profile
+#   included (test-image.sh), the official
 #   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh), the
 #   README's API examples run as shown (test-readme.sh).
 # This is what CI runs (.ci/run).
@@ -51,7 +53,7 @@ doc_links() {
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items
 }
 part "cargo doc (links)" doc_links
-for name in resp web tutorial deploy upstash readme; do
+for name in resp web tutorial deploy image upstash readme; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
 # Every lesson again, in the sandbox of a public deployment, on

@@ -4,7 +4,8 @@ the binary the image holds, without a Docker engine. The compose hosts are
 replaced by real servers on free ports on 127.0.0.1 (`redis` by a
 redis-server, `valkey` by Valkey 8.1 from scripts/lib/servers.sh,
 `redis-node-1..3` by a 3-master cluster from scripts/lib/cluster.sh); `${VAR:-default}` takes its default and
-`${VAR:?…}` a test value. Each service is then asked what it is: open or
+`${VAR:?…}` and a variable passed through from the shell (`- VAR`) a
+test value. Each service is then asked what it is: open or
 behind a token, sandboxed or not, on which Redis; and the cluster service
 spreads its keys over the masters (its keys not renamed into one slot).
 
@@ -26,8 +27,18 @@ import yaml
 
 BIN = sys.argv[1]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Values for `${VAR:?…}`: what whoever runs the profile must set.
+# Values for `${VAR:?…}` and `- VAR`: what whoever runs the profile sets.
 REQUIRED = {"PIPELAB_TOKENS": "compose-team-token"}
+
+
+def environment(service):
+    """A service's environment, a map or a list of `K=V` and `K` (taken from the shell)."""
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        pairs = [e.split("=", 1) for e in env]
+        env = {p[0]: p[1] for p in pairs if len(p) == 2}
+        env.update({p[0]: REQUIRED[p[0]] for p in pairs if len(p) == 1 and p[0] in REQUIRED})
+    return {k: interpolate(v) for k, v in env.items()}
 
 
 def free_port():
@@ -133,7 +144,7 @@ def main():
     seen = []
     try:
         for name, service in services.items():
-            env = {k: interpolate(v) for k, v in (service.get("environment") or {}).items()}
+            env = environment(service)
             if "REDIS_URL" in env:
                 for host, real in hosts.items():
                     env["REDIS_URL"] = env["REDIS_URL"].replace(host, real)

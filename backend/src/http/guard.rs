@@ -142,9 +142,9 @@ impl Policy {
                 return Err(ApiError::new(
                     ApiCode::ForbiddenHost,
                     format!(
-                        "Host {:?} is not a name of this server; start it with --allowed-hosts {} to accept it",
+                        "Host {:?} is not a name of this server; start it with --allowed-hosts {name} (or PIPELAB_ALLOWED_HOSTS={name}, as docker-compose.yml reads it) to accept it",
                         String::from_utf8_lossy(h.as_bytes()),
-                        host_name(host.unwrap_or("NAME")).0
+                        name = host_name(host.unwrap_or("NAME")).0
                     ),
                 )
                 .at("header Host"));
