@@ -107,7 +107,14 @@ path-exclude /usr/share/man/*
 path-exclude /usr/share/locale/*
 path-exclude /usr/share/info/*
 EOF
-    rm -rf "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/* "$work"/root/usr/share/man/* "$work"/root/usr/share/locale/* "$work"/root/usr/share/info/*
+    # As the official image: apt keeps no package cache in a layer.
+    cat > "$work/root/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+EOF
+    rm -rf "$work"/root/var/cache/apt/*.bin "$work"/root/var/cache/apt/archives/*.deb "$work"/root/var/lib/apt/lists/* "$work"/root/usr/share/man/* "$work"/root/usr/share/locale/* "$work"/root/usr/share/info/*
     find "$work/root/usr/share/doc" -type f ! -name copyright -delete
     mkdir -p "$work/root/usr/local/share/ca-certificates"
     cp /etc/ssl/certs/ca-certificates.crt "$work/root/usr/local/share/ca-certificates/host.crt"
