@@ -69,7 +69,12 @@ if [ ${#bins[@]} -gt 0 ]; then
   # which only the test runner's webdriver downloads would use. Cargo's
   # progress follows.
   log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION ${bins[*]}: compiles ~175 crates, about 3 min on a quiet 2-core machine, 20 min beside other builds (docs/build.md)"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --no-default-features --force "${bins[@]}"
+  # --locked: the dependency versions its authors tested. A registry that
+  # lacks one of them (a mirror's older snapshot) leaves only the newest
+  # compatible versions, said here rather than failing the build.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --no-default-features --force "${bins[@]}" \
+    || { log "cargo install --locked failed (above): installing wasm-bindgen-cli $WASM_BINDGEN_VERSION with the registry's newest compatible dependencies"
+         cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --no-default-features --force "${bins[@]}"; }
 fi
 if [ "${PIPELAB_SKIP_FUZZ:-0}" != 1 ] && ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
   log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION (tests only; cargo's progress follows)"
