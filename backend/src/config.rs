@@ -40,10 +40,20 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: crate::telemetry::LogFormat,
 
-    /// After SIGTERM or Ctrl-C: how long running batches may still finish
-    /// (ms) while no new connection is accepted.
+    /// After SIGTERM or Ctrl-C (ms): the node drains (`/readyz` answers
+    /// 503 at once, new visitors and new sessions 503 with `Retry-After`)
+    /// until its running batches and open sessions are done or this long
+    /// has passed, then stops accepting; requests still running get what
+    /// is left of it.
     #[arg(long, env = "PIPELAB_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
+
+    /// This node's id, the prefix of every visitor cookie, session id and
+    /// live-batch id it makes (`<node>.<random>`), so that a balancer in
+    /// front of many nodes routes by it: 1 to 32 of a-z, 0-9 and inner
+    /// `-`. Default: the host name (a pod's name in a StatefulSet).
+    #[arg(long, env = "PIPELAB_NODE_ID")]
+    pub node_id: Option<String>,
 
     /// Longest a client may take to send a request's headers (ms), counted
     /// on a kept-alive connection from the previous response: a connection
@@ -228,6 +238,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 impl ServeConfig {
+    /// `--node-id`, else the host name, lowercased and checked
+    /// (`crate::node::check`). Errors: the message names the flag.
+    pub fn node_id(&self) -> Result<String, String> {
+        match &self.node_id {
+            Some(id) => crate::node::check(id).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: {e}")),
+            None => {
+                let host = host_name().ok_or("--node-id / PIPELAB_NODE_ID: the host name cannot be read; give the node an id")?;
+                crate::node::check(&host).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: not given, and the host name {e}: give the node an id"))
+            }
+        }
+    }
+
     /// `--max-connections`, with 0 resolved: min(1024, RLIMIT_NOFILE / 2).
     pub fn connection_cap(&self) -> usize {
         if self.max_connections > 0 {
@@ -238,6 +260,17 @@ impl ServeConfig {
         let nofile = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 { lim.rlim_cur } else { 1024 };
         (nofile / 2).clamp(1, 1024) as usize
     }
+}
+
+/// The machine's host name (`gethostname`), if it is UTF-8.
+fn host_name() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
 }
 
 /// Per-request limits. All sizes in bytes, all times in ms; each at least 1

@@ -4,7 +4,7 @@
 //! telemetry, the doctor, and the embedded redis-server; shared by the
 //! `pipelab` binary (the CLI) and the integration tests.
 
-pub use pipelab_engine::{acl, cluster, commands, conn, delay, engine, exec, lab, report_json, run, sandbox};
+pub use pipelab_engine::{acl, cluster, commands, conn, delay, engine, exec, lab, node, report_json, run, sandbox};
 
 pub mod api;
 pub mod config;

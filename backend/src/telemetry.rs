@@ -14,6 +14,9 @@
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
 //! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
 //! | `pipelab_cluster_slot_map_reloads_total` | counter | `cause` | Redis Cluster slot maps read again (set by `crate::cluster::reload`), by what made them stale: `moved`, `tryagain`, `clusterdown`, `replica` (a node answered READONLY), `connection` (a master's connection failed or timed out) |
+//! | `pipelab_node_info` | gauge | `node` | 1, labelled with this node's id (`--node-id`) |
+//! | `pipelab_node_draining` | gauge | | 1 once the node drains (after SIGTERM: `/readyz` answers 503) |
+//! | `pipelab_sandbox_visitors_moved_total` | counter | | sandbox visitors who came with another node's cookie (the balancer moved them: their node is down or draining) and got a new Redis here |
 //! | `pipelab_upstash_requests_total` | counter | `endpoint`, `class` | Upstash-compatible requests by endpoint family (`command`, `path`, `pipeline`, `multi_exec`, `subscribe`) and status class (`2xx`, `4xx`, `5xx`) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,13 +65,25 @@ pub fn install_metrics() -> &'static PrometheusHandle {
         metrics::counter!("pipelab_redis_connection_failures_total").increment(0);
         metrics::counter!("pipelab_session_expiries_total").increment(0);
         metrics::gauge!("pipelab_sessions_open").set(0.0);
+        metrics::gauge!("pipelab_node_draining").set(0.0);
         handle
     })
 }
 
 /// The Prometheus text exposition of every metric so far.
 pub fn render_metrics() -> String {
-    install_metrics().render()
+    let handle = install_metrics();
+    // Set here rather than at install: the node id is set after the recorder is installed.
+    metrics::gauge!("pipelab_node_info", "node" => crate::node::id()).set(1.0);
+    handle.render()
+}
+
+/// Batches running now (every [`BatchSpan`] not ended), for draining.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Batches running now.
+pub fn batches_running() -> usize {
+    RUNNING.load(Ordering::Acquire)
 }
 
 /// How many modes there are (`mode_index` is below it).
@@ -140,6 +155,7 @@ impl BatchSpan {
     pub fn start(mode: Mode, commands: usize) -> Self {
         install_metrics();
         in_flight().increment(1.0);
+        RUNNING.fetch_add(1, Ordering::AcqRel);
         BatchSpan { id: NEXT_BATCH_ID.fetch_add(1, Ordering::Relaxed), mode, commands, started: std::time::Instant::now(), done: false }
     }
 
@@ -179,6 +195,7 @@ impl BatchSpan {
         let mode = self.mode.name();
         let elapsed = self.started.elapsed();
         in_flight().decrement(1.0);
+        RUNNING.fetch_sub(1, Ordering::AcqRel);
         batches_counter(self.mode, outcome).increment(1);
         HANDLES.duration[mode_index(self.mode)]
             .get_or_init(|| metrics::histogram!("pipelab_batch_duration_seconds", "mode" => mode))

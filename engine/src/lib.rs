@@ -25,6 +25,7 @@ pub mod engine;
 pub mod exec;
 pub mod lab;
 pub mod mode;
+pub mod node;
 pub mod report_json;
 pub mod run;
 pub mod sandbox;

@@ -1,7 +1,7 @@
 //! `POST /api/v1/batch`: run one batch, answer with the executor's report
 //! (docs/api.md#batch).
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -106,6 +106,33 @@ pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, s
         Some((id, s)) => super::session::run(state, &backend, &id, s, batch, keep).await,
         None => stream::respond(state, backend, batch, keep).await,
     }
+}
+
+/// `POST /api/v1/batch` on session `id`, named in the path rather than in
+/// the body: a balancer in front of many nodes routes it by the id's node
+/// prefix, as it routes `DELETE /api/v1/sessions/{id}` (docs/deploy.md#many-nodes).
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{id}/batch",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session's id (`POST /api/v1/sessions`)")),
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "The batch ran on the session; per-command results", body = Report),
+        (status = 404, description = "`session_not_found`: no open session with this id", body = super::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = super::error::ErrorBody),
+        (status = 421, description = "`other_node`: another node holds the session (the message names it)", body = super::error::ErrorBody),
+        BatchErrors,
+    )
+)]
+pub async fn on_session(State(state): State<AppState>, Path(id): Path<String>, req: Request) -> Result<Response, ApiError> {
+    let (caller, CommandsJson::<BatchRequest>(mut body)) = Caller::with_body(req, &state).await?;
+    if body.session.as_ref().is_some_and(|named| *named != id) {
+        return Err(ApiError::field(ApiCode::ConflictingFields, "session", "names another session than the path's; leave it out"));
+    }
+    body.session = Some(id);
+    let prepared = prepare(&state, caller, body).await?;
+    batch(State(state), prepared).await
 }
 
 /// The session a batch names (`"session"`), with its id.

@@ -35,12 +35,16 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 }
 
 /// 200 if Redis answers PING within a second, else 503 with the API's
-/// error shape. In the sandbox: if a visitor's Redis can be had (a spare
+/// error shape; 503 `shutting_down` once the node drains (SIGTERM). In the sandbox: if a visitor's Redis can be had (a spare
 /// is ready, or a new one starts). On a Redis Cluster, 200 only if every
 /// hash slot can be served: each master reachable and saying
 /// `cluster_state:ok` (`crate::cluster::Cluster::readiness`).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     const WAIT: Duration = Duration::from_secs(1);
+    // The balancer takes a draining node out at its next check (`crate::http::drain`).
+    if state.drain.is_draining() {
+        return ApiError::new(ApiCode::ShuttingDown, format!("node {} is shutting down: send requests to another node", crate::node::id())).into_response();
+    }
     let pool = match &state.engine.redis {
         super::Redis::Shared(shared) => shared.pool.clone(),
         super::Redis::Sandbox(sandbox) => match sandbox.ready().await {

@@ -80,18 +80,15 @@ impl Registry {
     }
 }
 
-/// 128 random bits, as 32 hex digits.
+/// The node's id and 128 random bits, as 32 hex digits (`crate::node`).
 fn new_id() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    ring::rand::SystemRandom::new().fill(&mut bytes).expect("the system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::node::new_id().expect("the system's random source")
 }
 
 /// The first line of a `POST /batches` answer.
 #[derive(Serialize, ToSchema)]
-#[schema(example = json!({"type": "start", "batch_id": "9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61",
-    "commands": 1000, "cancel": "/api/v1/batches/9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61/cancel"}))]
+#[schema(example = json!({"type": "start", "batch_id": "web-1.9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61",
+    "commands": 1000, "cancel": "/api/v1/batches/web-1.9f0c2b7e4d1a6c3b8e5f0a7d2c9b4e61/cancel"}))]
 pub struct StartLine {
     /// Always `start`.
     #[serde(rename = "type")]
@@ -183,7 +180,8 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
 ///
 /// The batch ends as at the batch timeout: commands awaiting replies are
 /// `unknown`, the rest `not_sent`; its stream then sends its `end` line.
-/// 404 `not_found` if no batch of that id is running (it ended, or never was).
+/// 404 `not_found` if no batch of that id is running (it ended, or never was);
+/// 421 `other_node` if another node made the id.
 #[utoipa::path(
     post,
     path = "/api/v1/batches/{id}/cancel",
@@ -192,9 +190,13 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
     responses(
         (status = 200, description = "Cancelled", body = CancelResponse),
         (status = 404, description = "No running batch of that id", body = ErrorBody),
+        (status = 421, description = "`other_node`: another node runs the batch (the message names it)", body = ErrorBody),
     )
 )]
 pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<CancelResponse>, ApiError> {
+    if let Some(node) = crate::node::elsewhere(&id) {
+        return Err(ApiError::new(ApiCode::OtherNode, format!("batch {id} runs on node {node:?}, not this one ({})", crate::node::id())));
+    }
     match state.live.cancel(&id, &(caller.access.rules(), caller.visitor)) {
         Some(cancelled) => Ok(Json(CancelResponse { batch_id: id, cancelled })),
         None => Err(ApiError::new(

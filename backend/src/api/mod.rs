@@ -200,6 +200,7 @@ impl AppStateBuilder {
         let http = HttpState::new(HttpInner {
             engine: Engine::new(self.redis, engine_limits(&limits), self.runtimes),
             budget: budget::Budget::new(limits.max_response_memory),
+            drain: Default::default(),
             limits,
             guard: self.guard,
             auth: self.auth,
@@ -231,6 +232,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/api/v1/sweep", post(sweep::sweep))
         .route("/api/v1/sessions", post(session::create))
         .route("/api/v1/sessions/{id}", delete(session::delete))
+        .route("/api/v1/sessions/{id}/batch", post(batch::on_session))
         .route("/api/v1/info", get(info::info))
         .route("/api/v1/commands", get(commands::commands))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))

@@ -29,7 +29,7 @@ use error::CodeStatuses;
             `--upstash-prefix`), in Upstash's own shapes, outside this document: see the \
             repository's docs/upstash.md.",
     ),
-    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, session::delete, info::info, commands::commands, openapi_json),
+    paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, batch::on_session, session::delete, info::info, commands::commands, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
         schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,

@@ -2,8 +2,10 @@
 //!
 //! Without --redis / REDIS_URL it starts its own redis-server (see
 //! [`pipelab::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
-//! Shutdown stops accepting connections and lets running batches finish
-//! for up to `--shutdown-grace-ms`, then exits.
+//! Shutdown first drains (`pipelab::http::drain`: `/readyz` 503, nothing
+//! new taken) until running batches and open sessions are done, then stops
+//! accepting connections and lets running requests finish, all within
+//! `--shutdown-grace-ms`, then exits.
 
 use std::io;
 use std::net::SocketAddr;
@@ -24,6 +26,12 @@ use pipelab::conn::RedisTarget;
 pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::init_logging(cfg.log_format);
     pipelab::telemetry::install_metrics();
+    // Before anything makes an id: every visitor, session and live batch id starts with it.
+    if let Err(e) = cfg.node_id().and_then(|id| pipelab::node::set(&id)) {
+        eprintln!("pipelab serve: {e}");
+        return ExitCode::from(2);
+    }
+    tracing::info!(node = pipelab::node::id(), "node id");
     let shown = pipelab::http::auth::token_flags_in(std::env::args().skip(2));
     if !shown.is_empty() {
         tracing::warn!(
@@ -218,6 +226,7 @@ fn serve_on_threads(
         first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
     }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
+    let http = state.http.clone();
     let app = pipelab::server::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
@@ -228,7 +237,7 @@ fn serve_on_threads(
     for _ in 0..threads {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         queues.push(tx);
-        serving.push(serve_connections(DealtConnections { rx }, app.clone(), stop_rx.clone(), grace, (header_timeout, write_timeout)));
+        serving.push(serve_connections(DealtConnections { rx }, app.clone(), stop_rx.clone(), (http.drain.clone(), grace), (header_timeout, write_timeout)));
     }
     // A request's tasks may run on another thread's runtime (a big batch,
     // its body's parse): no runtime shuts down before every thread has
@@ -257,7 +266,7 @@ fn serve_on_threads(
     }
     let first = runtimes.pop().expect("the first runtime");
     first.block_on(async move {
-        tokio::join!(accept(listener, cap, queues, stop_tx), first_part);
+        tokio::join!(accept(listener, cap, queues, stop_tx, drained(http, grace)), first_part);
         all_served.wait().await;
     });
     // A serving thread that panicked is a failure.
@@ -296,18 +305,27 @@ fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: to
 /// Most connections the doctor of `--doctor-listen` relays at once.
 const DOCTOR_CONNECTIONS: usize = 256;
 
-/// Accepts connections until Ctrl-C or SIGTERM, dealing them to the serving
-/// threads in turn; then closes the listening socket and tells every thread
-/// to stop (finishing its running requests). A connection past a cap of
-/// `cap` is closed at once.
+/// Ctrl-C or SIGTERM, then the drain until nothing is under way or `grace`
+/// is over: connections are still accepted meanwhile (the balancer reads
+/// `/readyz`'s 503, the node's visitors and sessions are still served).
+async fn drained(http: pipelab::http::HttpState, grace: Duration) {
+    shutdown_signal().await;
+    http.drain.start();
+    pipelab::http::drain::settled(&http, grace).await;
+}
+
+/// Accepts connections until `stop` ([`drained`]), dealing them to the
+/// serving threads in turn; then closes the listening socket and tells
+/// every thread to stop (finishing its running requests). A connection
+/// past a cap of `cap` is closed at once.
 async fn accept(
     listener: tokio::net::TcpListener,
     cap: std::sync::Arc<ConnCap>,
     queues: Vec<tokio::sync::mpsc::UnboundedSender<Accepted>>,
     stop_tx: tokio::sync::watch::Sender<bool>,
+    stop: impl std::future::Future<Output = ()>,
 ) {
     let mut next = 0;
-    let stop = shutdown_signal();
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -346,7 +364,7 @@ async fn accept(
 
 /// One serving thread: hyper over the connections dealt to it, with the
 /// router as its service, until told to stop; then running requests get
-/// `grace` to finish. hyper's HTTP/1 directly rather than `axum::serve`,
+/// what is left of `grace` since the drain began to finish. hyper's HTTP/1 directly rather than `axum::serve`,
 /// which sets no timer and so no limit on slow request headers
 /// (`header_timeout`); HTTP/1 only, as `axum::serve` without its `http2`
 /// feature.
@@ -354,7 +372,7 @@ async fn serve_connections(
     mut listener: DealtConnections,
     app: pipelab::server::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
-    grace: Duration,
+    (drain, grace): (std::sync::Arc<pipelab::http::drain::Drain>, Duration),
     (header_timeout, write_timeout): (Duration, Duration),
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
@@ -382,7 +400,7 @@ async fn serve_connections(
     }
     tokio::select! {
         () = graceful.shutdown() => {}
-        () = tokio::time::sleep(grace) => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
+        () = tokio::time::sleep_until(drain.deadline(grace).into()) => tracing::warn!("requests still running after {grace:?}; exiting anyway"),
     }
 }
 

@@ -102,6 +102,10 @@ pub enum ApiCode {
     /// 504: a batch that could not be cut at its deadline (a batch reaching
     /// the timeout is normally cut and reported).
     BatchTimeout,
+    /// 421: the session or live batch's id was made by another node (its
+    /// `<node>.` prefix, named in the message): the balancer in front of
+    /// the nodes sent the request to the wrong one (docs/deploy.md#many-nodes).
+    OtherNode,
     /// 404: no open session with this id (never opened, closed, expired
     /// after `--session-idle-ms`, or another token's).
     SessionNotFound,
@@ -130,7 +134,7 @@ pub enum ApiCode {
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 46] = {
+    pub const ALL: [ApiCode; 47] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -139,7 +143,7 @@ impl ApiCode {
             ForbiddenOrigin, Unauthorized, Forbidden, ReadonlyToken, NotFound, MethodNotAllowed, BodyTimeout,
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
-            SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, TooManyVisitors, SandboxFull,
+            OtherNode, SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, TooManyVisitors, SandboxFull,
             ScriptCacheFull,
         ]
     };
@@ -162,7 +166,7 @@ impl ApiCode {
             BodyTooLarge | TooManyCommands | ArgumentTooLarge | ScriptCacheFull => StatusCode::PAYLOAD_TOO_LARGE,
             UriTooLong => StatusCode::URI_TOO_LONG,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ForbiddenHost => StatusCode::MISDIRECTED_REQUEST,
+            ForbiddenHost | OtherNode => StatusCode::MISDIRECTED_REQUEST,
             HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             RateLimited | TooManyBatches | TooManyVisitors => StatusCode::TOO_MANY_REQUESTS,
             RedisUnavailable | Busy | RedisBusy | ShuttingDown | TooManySessions | SandboxFull => StatusCode::SERVICE_UNAVAILABLE,
@@ -362,6 +366,7 @@ impl From<crate::engine::EngineError> for ApiError {
                 format!("session: no open session {id:?} (never opened, closed, or idle past --session-idle-ms)"),
             )
             .at("session"),
+            e @ EngineError::OtherNode { .. } => ApiError::new(ApiCode::OtherNode, e.to_string()).at("session"),
             EngineError::SessionBusy => {
                 ApiError::new(ApiCode::SessionBusy, "session: another batch is running on this session; send the next one after its answer").at("session")
             }
@@ -432,7 +437,7 @@ pub enum BatchErrors {
     /// The body is not sent as `application/json`
     #[response(status = 415)]
     UnsupportedMediaType(ErrorBody),
-    /// A `Host` that is not a name of this server (DNS rebinding): see `http::guard`
+    /// A `Host` that is not a name of this server (DNS rebinding): see `http::guard`; or a session's id another node made (`other_node`, naming the node)
     #[response(status = 421)]
     ForbiddenHost(ErrorBody),
     /// The request headers are over 32 KiB
@@ -510,6 +515,7 @@ mod tests {
             (ApiCode::UriTooLong, "uri_too_long", 414),
             (ApiCode::UnsupportedMediaType, "unsupported_media_type", 415),
             (ApiCode::ForbiddenHost, "forbidden_host", 421),
+            (ApiCode::OtherNode, "other_node", 421),
             (ApiCode::HeadersTooLarge, "headers_too_large", 431),
             (ApiCode::RedisBusy, "redis_busy", 503),
             (ApiCode::SessionNotFound, "session_not_found", 404),

@@ -156,6 +156,9 @@ fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option
     if let Err(refused) = auth::admit(state, req) {
         return Err(Refused::Guard(rate::settle(admitted, refused, &ApiSurface)));
     }
+    if let Err(refused) = super::drain::admit(state, req) {
+        return Err(Refused::Guard(rate::settle(admitted, refused.into_response(), &ApiSurface)));
+    }
     let cookie = super::visitor::admit(state, req);
     Ok((admitted, cookie))
 }

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod budget;
 pub mod caller;
+pub mod drain;
 pub mod error;
 pub mod gate;
 pub mod guard;
@@ -42,6 +43,8 @@ pub struct HttpInner {
     pub upstash: UpstashSettings,
     /// The memory of answers being written ([`budget`]).
     pub budget: Arc<budget::Budget>,
+    /// Set on SIGTERM: the node drains ([`drain`]).
+    pub drain: Arc<drain::Drain>,
 }
 
 impl HttpState {

@@ -63,6 +63,10 @@ pub enum EngineError {
     /// No open session of this caller has the id (never opened, closed, expired).
     #[error("no open session {id:?}")]
     SessionNotFound { id: String },
+    /// The id (of a `what`: a session) was made by node `node`, not this
+    /// one: the balancer sent the request to the wrong node.
+    #[error("the {what} is on node {node:?}, not this one ({})", crate::node::id())]
+    OtherNode { what: &'static str, node: String },
     /// A batch runs on the session already.
     #[error("a batch runs on the session")]
     SessionBusy,

@@ -99,8 +99,12 @@ impl Sessions {
 
     /// The session `id` if it exists, has not expired and belongs to
     /// `access` and to the sandbox visitor `visitor`. Errors:
-    /// [`EngineError::SessionNotFound`], as if another's did not exist.
+    /// [`EngineError::SessionNotFound`], as if another's did not exist;
+    /// [`EngineError::OtherNode`] for an id another node made.
     pub fn get(&self, id: &str, access: Access, visitor: Option<&VisitorId>) -> Result<Arc<Session>, EngineError> {
+        if let Some(node) = crate::node::elsewhere(id) {
+            return Err(EngineError::OtherNode { what: "session", node: node.to_string() });
+        }
         self.expire();
         match self.open.lock().expect("sessions lock").get(id) {
             Some(s) if s.access == access && s.visitor.as_ref() == visitor => Ok(s.clone()),
@@ -268,10 +272,8 @@ impl Engine {
     }
 }
 
-/// A new random session id: 128 bits from the system's generator, in hex.
+/// A new random session id: the node's id and 128 bits from the system's
+/// generator, in hex (`crate::node`).
 fn new_id() -> Result<String, EngineError> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    ring::rand::SystemRandom::new().fill(&mut bytes).map_err(|_| EngineError::Unanswered { why: "no random bytes for a session id" })?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::node::new_id().map_err(|_| EngineError::Unanswered { why: "no random bytes for a session id" })
 }

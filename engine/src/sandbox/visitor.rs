@@ -11,24 +11,30 @@ use super::supervisor::Child;
 /// Hex digits of an id (16 random bytes).
 const ID_LEN: usize = 32;
 
-/// A visitor's id: 128 random bits from the system's CSPRNG, as 32
-/// lowercase hex digits. Only the server makes them (an id it does not
-/// know is replaced by a new one), so guessing one reaches nothing.
+/// A visitor's id: the node's id, a dot, and 128 random bits from the
+/// system's CSPRNG as 32 lowercase hex digits (`crate::node`). Only the
+/// server makes them (an id it does not know is replaced by a new one), so
+/// guessing one reaches nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VisitorId(String);
 
 impl VisitorId {
     /// A new random id.
     pub fn random() -> VisitorId {
-        use ring::rand::SecureRandom;
-        let mut bytes = [0u8; ID_LEN / 2];
-        ring::rand::SystemRandom::new().fill(&mut bytes).expect("the system's random generator");
-        VisitorId(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        VisitorId(crate::node::new_id().expect("the system's random generator"))
     }
 
-    /// `id` if it has an id's shape (32 lowercase hex digits).
+    /// `id` if it has an id's shape (a node id, a dot, 32 lowercase hex
+    /// digits), this node's or another's.
     pub fn parse(id: &str) -> Option<VisitorId> {
-        (id.len() == ID_LEN && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))).then(|| VisitorId(id.to_string()))
+        let (_, random) = id.split_once('.')?;
+        let hex = random.len() == ID_LEN && random.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        (hex && crate::node::of(id).is_some()).then(|| VisitorId(id.to_string()))
+    }
+
+    /// The node it was made on, if not this one (the balancer moved the visitor).
+    pub fn elsewhere(&self) -> Option<&str> {
+        crate::node::elsewhere(&self.0)
     }
 
     pub fn as_str(&self) -> &str {
@@ -112,9 +118,14 @@ mod tests {
     fn ids_are_random_hex_and_checked() {
         let (a, b) = (VisitorId::random(), VisitorId::random());
         assert_ne!(a, b);
-        assert_eq!(a.as_str().len(), 32);
-        assert_eq!(VisitorId::parse(a.as_str()), Some(a));
-        assert!(VisitorId::parse("ABCDEF0123456789abcdef0123456789").is_none());
+        assert_eq!(a.as_str().len(), crate::node::id().len() + 1 + 32);
+        assert_eq!(VisitorId::parse(a.as_str()), Some(a.clone()));
+        assert_eq!(a.elsewhere(), None);
+        let moved = VisitorId::parse("web-2.abcdef0123456789abcdef0123456789").expect("another node's id");
+        assert_eq!(moved.elsewhere(), Some("web-2"));
+        assert!(VisitorId::parse("abcdef0123456789abcdef0123456789").is_none());
+        assert!(VisitorId::parse("local.ABCDEF0123456789abcdef0123456789").is_none());
+        assert!(VisitorId::parse("../x.abcdef0123456789abcdef0123456789").is_none());
         assert!(VisitorId::parse("abc").is_none());
         assert!(VisitorId::parse("../../../../etc/passwd0123456789a").is_none());
     }
