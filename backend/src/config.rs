@@ -143,6 +143,13 @@ pub struct SandboxConfig {
     #[arg(long, env = "PIPELAB_SANDBOX", value_parser = clap::builder::BoolishValueParser::new())]
     pub sandbox: bool,
 
+    /// Runs every visitor's redis-server WITHOUT its jail (Landlock, seccomp,
+    /// no_new_privs: docs/sandbox.md): a visitor who takes over their Redis
+    /// can then reach the other visitors' and pipelab's files. Only for a
+    /// machine where no jail works (`--sandbox` refuses to start there).
+    #[arg(long, env = "PIPELAB_SANDBOX_UNJAILED", value_parser = clap::builder::BoolishValueParser::new())]
+    pub sandbox_unjailed: bool,
+
     /// A visitor's Redis's memory (`maxmemory`, noeviction; Redis's units:
     /// `16mb`); its longest string is no longer.
     #[arg(long, env = "PIPELAB_SANDBOX_MAX_BYTES", value_parser = crate::embedded::parse_memory, default_value = "16mb")]
@@ -185,6 +192,7 @@ impl Default for SandboxConfig {
         let s = crate::sandbox::Settings::default();
         SandboxConfig {
             sandbox: false,
+            sandbox_unjailed: false,
             sandbox_max_bytes: s.max_bytes,
             sandbox_idle: s.idle,
             sandbox_spares: s.spares,
@@ -205,6 +213,7 @@ impl SandboxConfig {
         };
         crate::sandbox::Settings {
             redis_server: redis_server.to_string(),
+            unjailed: self.sandbox_unjailed,
             max_bytes: self.sandbox_max_bytes,
             idle: self.sandbox_idle,
             spares: self.sandbox_spares,

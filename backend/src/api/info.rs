@@ -85,6 +85,9 @@ pub struct SandboxInfo {
     /// that keep no cookie (`Authorization: Bearer`, e.g. an Upstash SDK's
     /// token), naming this visitor's Redis for as long as it lives.
     pub token: String,
+    /// What confines each visitor's redis-server, e.g. `landlock abi 7 +
+    /// seccomp + no_new_privs` (docs/sandbox.md, the jail).
+    pub jail: String,
 }
 
 /// The Redis server behind the API. `reachable: false` with `error` when it
@@ -188,6 +191,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
             visitor_batches: s.settings().visitor_batches,
             visitor_sessions: s.settings().visitor_sessions,
             token: caller.visitor.as_ref().map(|id| id.as_str().to_string()).unwrap_or_default(),
+            jail: s.jail().describe(),
         }),
         doctor: state.doctor.as_ref().map(|(d, _)| d.clone()),
     }))

@@ -181,7 +181,7 @@ fn serve_on_threads(
     let addr = local.to_string();
     let shown = match &redis {
         Backing::Shared(target, _) => target.to_string(),
-        Backing::Sandbox(_) => "a redis-server of their own for each visitor".into(),
+        Backing::Sandbox(sup) => format!("a redis-server of their own for each visitor, jail: {}", sup.jail().describe()),
     };
     tracing::info!(%addr, redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.

@@ -129,7 +129,15 @@ pub enum StartError {
     Exited { bin: String, status: String, log: String },
     #[error("{bin} did not answer PING within {} s", START_TIMEOUT.as_secs())]
     Timeout { bin: String },
+    #[error("could not start {bin} in its jail ({jail}): {source}")]
+    Jailed { bin: String, jail: String, source: io::Error },
+    #[error(transparent)]
+    NoJail(#[from] super::jail::NoJail),
 }
+
+/// The environment variables a child keeps: its programs' search path and
+/// the locale and time zone Redis's `SORT ALPHA` and log use.
+const KEPT_ENV: [&str; 6] = ["PATH", "LANG", "LC_ALL", "LC_COLLATE", "LC_CTYPE", "TZ"];
 
 /// A running child: its socket, and the task that waits for its end.
 pub struct Process {
@@ -156,13 +164,26 @@ impl Process {
         cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
         let limit = address_space(max_bytes);
         let parent = std::process::id();
+        // Nothing of pipelab's environment (its tokens) for a child to read.
+        cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| KEPT_ENV.iter().any(|kept| k == kept)));
+        let jail = super::jail::for_thread();
+        let confinement = jail.prepare(dir.path()).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        let mut enter = confinement.entry();
         // SAFETY: only async-signal-safe calls (setrlimit, signal,
-        // setpriority, prctl, setsid, getppid) between fork and exec.
+        // setpriority, prctl, setsid, getppid, then the jail's raw system
+        // calls on what was built before the fork) between fork and exec.
         unsafe {
-            cmd.pre_exec(move || limit_self(limit, parent));
+            cmd.pre_exec(move || {
+                limit_self(limit, parent)?;
+                enter()
+            });
         }
-        let mut child = cmd.spawn().map_err(|source| match source.kind() {
+        let spawned = cmd.spawn();
+        // The ruleset is the child's now (or was refused): the parent's copy goes.
+        drop(confinement);
+        let mut child = spawned.map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => StartError::NotFound { bin: bin.into() },
+            _ if jail.is_jailed() => StartError::Jailed { bin: bin.into(), jail: jail.describe(), source },
             _ => StartError::Spawn { bin: bin.into(), source },
         })?;
         let pid = child.id().unwrap_or_default();

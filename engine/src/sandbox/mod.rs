@@ -12,6 +12,8 @@
 //!
 //! - [`visitor`]: the visitor's id (the cookie's value) and their caps;
 //! - [`child`]: one redis-server child and its limits;
+//! - [`jail`]: what confines a child to its own directory (Landlock,
+//!   seccomp, `no_new_privs`);
 //! - [`supervisor`]: visitors ↔ children, warm spares, the idle reaper,
 //!   the cap on visitors, restarts;
 //! - [`scripts`]: a visitor's script cache kept inside their quota.
@@ -21,12 +23,14 @@
 //! so scripts cannot reach more.
 
 pub mod child;
+pub mod jail;
 pub mod scripts;
 pub mod supervisor;
 pub mod visitor;
 
 use std::time::Duration;
 
+pub use jail::Jail;
 pub use supervisor::{Child, Lease, SandboxError, Supervisor};
 pub use visitor::{Visitor, VisitorId};
 
@@ -50,6 +54,9 @@ pub struct Settings {
     pub visitor_batches: usize,
     /// Most sessions one visitor keeps open.
     pub visitor_sessions: usize,
+    /// The children run without a jail ([`jail`]): only where none works
+    /// and the operator said so (`--sandbox-unjailed`).
+    pub unjailed: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +70,7 @@ impl Default for Settings {
             visitors_per_address: default_visitors_per_address(default_max_visitors(16 << 20)),
             visitor_batches: 4,
             visitor_sessions: 2,
+            unjailed: false,
         }
     }
 }

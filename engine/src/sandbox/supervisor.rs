@@ -83,6 +83,8 @@ pub struct Supervisor {
     template: Arc<Pool>,
     /// The supervisor thread's runtime: children are started there.
     rt: tokio::runtime::Handle,
+    /// What confines every child (set on the supervisor's thread).
+    jail: Arc<super::Jail>,
     /// Dropped with the supervisor: its thread ends, and with it every child.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -108,6 +110,8 @@ impl Supervisor {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (bin, max_bytes, path) = (settings.redis_server.clone(), settings.max_bytes, root.path().to_path_buf());
+        let jail = Arc::new(super::Jail::for_settings(&settings)?);
+        let thread_jail = jail.clone();
         std::thread::Builder::new()
             .name("pipelab-sandbox".into())
             .spawn(move || {
@@ -115,6 +119,7 @@ impl Supervisor {
                     Ok(rt) => rt,
                     Err(e) => return drop(ready_tx.send(Err(spawn_err(e)))),
                 };
+                super::jail::set_for_thread(thread_jail);
                 // Until the supervisor is dropped; the children die with this thread.
                 rt.block_on(async {
                     let first = match Process::start(&bin, &path, max_bytes).await {
@@ -138,6 +143,7 @@ impl Supervisor {
             refill: Notify::new(),
             template,
             rt,
+            jail,
             _stop: stop,
         });
         let first = me.child(first);
@@ -150,6 +156,11 @@ impl Supervisor {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// What confines the children.
+    pub fn jail(&self) -> &super::Jail {
+        &self.jail
     }
 
     /// The command table of the children's redis-server.
