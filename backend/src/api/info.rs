@@ -70,11 +70,20 @@ pub struct DoctorInfo {
 
 /// The sandbox's limits (`pipelab serve --sandbox`, docs/sandbox.md).
 #[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({"idle_s": 3600, "max_bytes": 16777216, "visitor_batches": 4, "visitor_sessions": 2, "token": "5f0c…"}))]
+#[schema(example = json!({"idle_s": 86400, "hibernate_after_s": 120, "max_bytes": 16777216, "visitor_batches": 4, "visitor_sessions": 2, "token": "5f0c…"}))]
 pub struct SandboxInfo {
-    /// Seconds without a request after which a visitor's Redis, and its
-    /// keys, are gone (`--sandbox-idle`).
+    /// Seconds without a request after which a visitor's keys, saved or
+    /// not, are gone (`--sandbox-idle`).
     pub idle_s: u64,
+    /// Seconds without a request after which a visitor's keys are saved
+    /// to disk and their Redis stopped, started again on their next
+    /// request (`--sandbox-hibernate-after`).
+    pub hibernate_after_s: u64,
+    /// What became of the visitor's keys while they were away, when they
+    /// must be told (removed to keep the node's disk budget, or they would
+    /// not load); absent otherwise. Also in the `Pipelab-Sandbox-Notice` header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
     /// The visitor's Redis's `maxmemory` (`--sandbox-max-bytes`).
     pub max_bytes: u64,
     /// Most batches a visitor runs at once (`--sandbox-visitor-batches`).
@@ -187,6 +196,8 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
         refused,
         sandbox: state.engine.sandbox().map(|s| SandboxInfo {
             idle_s: s.settings().idle.as_secs(),
+            hibernate_after_s: s.settings().hibernate_after.as_secs(),
+            notice: caller.visitor.as_ref().and_then(|id| s.visitor(id)?.notice()),
             max_bytes: s.settings().max_bytes,
             visitor_batches: s.settings().visitor_batches,
             visitor_sessions: s.settings().visitor_sessions,

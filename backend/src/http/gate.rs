@@ -110,14 +110,19 @@ where
         let mut req = req.map(Body::new);
         let running = span.in_scope(|| admit(&self.state, &mut req).map(|(admitted, cookie)| (self.inner.call(req), admitted, cookie)));
         let budget = self.state.budget.clone();
+        // Only a sandbox visitor's response may carry a notice.
+        let state = matches!(&running, Ok((_, _, Some(_)))).then(|| self.state.clone());
         let answered = async move {
             let mut res = match running {
                 Err(Refused::Guard(res)) => res,
                 Err(Refused::Rate(l)) => l.response(surface(&surfaces)),
                 Ok((running, admitted, cookie)) => {
                     let Ok(mut res) = running.await;
-                    if let Some(cookie) = cookie {
+                    if let Some((cookie, visitor)) = cookie {
                         res.headers_mut().append(header::SET_COOKIE, cookie);
+                        if let Some(notice) = state.as_ref().and_then(|state| super::visitor::notice(state, &visitor)) {
+                            res.headers_mut().insert(super::visitor::NOTICE, notice);
+                        }
                     }
                     rate::settle(admitted, res, surface(&surfaces))
                 }
@@ -148,7 +153,7 @@ enum Refused {
 /// extensions), with its place under the rate limits and the sandbox's
 /// cookie to set; or the refusal. The request is borrowed: moving it
 /// through each rule copied it each time.
-fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option<axum::http::HeaderValue>), Refused> {
+fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option<(axum::http::HeaderValue, crate::sandbox::VisitorId)>), Refused> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
         return Err(Refused::Guard(refused.into_response()));
     }

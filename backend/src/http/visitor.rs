@@ -13,6 +13,10 @@ use crate::sandbox::VisitorId;
 
 /// The cookie's name.
 pub const COOKIE: &str = "pipelab_sandbox";
+/// The header that tells a returning visitor what became of their keys
+/// while they were away (removed to keep the node's disk budget), on
+/// every response until their new Redis has served them.
+pub const NOTICE: &str = "pipelab-sandbox-notice";
 
 /// The visitor id a request's `Cookie` headers name, if any (a malformed
 /// one is ignored: the visitor gets a new one).
@@ -42,8 +46,9 @@ pub fn set_cookie(id: &VisitorId, max_age: std::time::Duration) -> HeaderValue {
 
 /// In the sandbox (in `http::gate`): the request gets its visitor's id in
 /// its extensions (the cookie's if the supervisor knows it, else a new
-/// one), and the returned `Set-Cookie` value goes on its response.
-pub fn admit(state: &HttpState, req: &mut Request) -> Option<HeaderValue> {
+/// one), and the returned `Set-Cookie` value goes on its response, with
+/// [`notice`] for the visitor returned.
+pub fn admit(state: &HttpState, req: &mut Request) -> Option<(HeaderValue, VisitorId)> {
     let sandbox = state.engine.sandbox()?;
     // Probes serve no visitor: none is remembered for them (they are never rate limited).
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
@@ -53,8 +58,14 @@ pub fn admit(state: &HttpState, req: &mut Request) -> Option<HeaderValue> {
     let named = from_headers(req.headers()).or_else(|| from_token(req));
     let id = sandbox.admit(named, from);
     let cookie = set_cookie(&id, sandbox.settings().idle);
-    req.extensions_mut().insert(id);
-    Some(cookie)
+    req.extensions_mut().insert(id.clone());
+    Some((cookie, id))
+}
+
+/// The [`NOTICE`] header's value for visitor `id` after their request, if
+/// they must be told something.
+pub fn notice(state: &HttpState, id: &VisitorId) -> Option<HeaderValue> {
+    HeaderValue::from_str(&state.engine.sandbox()?.notice(id)?).ok()
 }
 
 #[cfg(test)]

@@ -39,6 +39,9 @@ pub struct Session {
     visitor: Option<VisitorId>,
     /// The visitor's share of sessions, given back when it closes.
     _visitor_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// In the sandbox, how the visitor's Redis it is on ended, once it has:
+    /// a lost session says why (it hibernated, ran out of memory, …).
+    ended: Option<tokio::sync::watch::Receiver<Option<crate::sandbox::child::Exit>>>,
     pub settings: SessionSettings,
     /// The connection; `Err` with why once it is lost. Locked by the batch
     /// running on it (so a second batch finds it busy).
@@ -183,6 +186,10 @@ impl Sessions {
             Ok(conn) if conn.probe_idle() => conn,
             taken => {
                 let why = taken.err().unwrap_or_else(|| "the Redis server closed its connection".into());
+                let why = match session.ended.as_ref().and_then(|e| e.borrow().clone()) {
+                    Some(exit) => format!("{why}: your Redis ended: {}", exit.describe()),
+                    None => why,
+                };
                 drop(slot);
                 self.remove(id);
                 return Err(EngineError::SessionLost { why });
@@ -254,6 +261,7 @@ impl Engine {
             client: who.client,
             visitor: who.visitor.cloned(),
             _visitor_slot: visitor_slot,
+            ended: on.visitor.as_ref().map(|lease| lease.child.process.exit_watch()),
             settings,
             conn: Arc::new(tokio::sync::Mutex::new(Ok(conn))),
             last_used: Mutex::new(Instant::now()),

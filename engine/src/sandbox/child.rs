@@ -11,7 +11,9 @@
 //!   (`crate::commands::VISITOR_OWN_DATA`): Lua's `redis.call` is checked against
 //!   the same user, so a script cannot reach them either;
 //! - `enable-debug-command`, `enable-module-command` and
-//!   `enable-protected-configs` off; one database; no persistence;
+//!   `enable-protected-configs` off; one database; no persistence of its
+//!   own: pipelab's own user (a password only pipelab knows, `SAVE` and
+//!   `PING` only) saves it to `dump.rdb` in its directory when it hibernates;
 //! - a low `busy-reply-threshold`, so that a cut script can be killed at once;
 //! - `RLIMIT_AS` (a Lua heap bomb fails inside the script, or at worst ends
 //!   this process only), `RLIMIT_NOFILE`, `RLIMIT_FSIZE` (a script's
@@ -39,6 +41,23 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest file a child may write (`RLIMIT_FSIZE`): its log only, which
 /// Lua's `redis.log` writes to at any log level.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// pipelab's own ACL user on each child: it may only `SAVE` and `PING`.
+pub const SAVE_USER: &str = "pipelab";
+/// How long a `SAVE` may take (a full 512 MB quota on a slow disk).
+const SAVE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest RDB file a child may write while pipelab saves it: the
+/// soft `RLIMIT_FSIZE` is raised to this (its hard limit) only during the
+/// `SAVE`, which blocks the child, so no script can log past the soft one.
+pub fn max_rdb_bytes(max_bytes: u64) -> u64 {
+    2 * max_bytes + MAX_FILE_BYTES
+}
+
+/// The ACL user that pipelab saves a child through (`SAVE`, `PING`; no key,
+/// no channel), with `password`.
+pub fn save_user_args(password: &str) -> Vec<OsString> {
+    ["--user", SAVE_USER, "on", "resetkeys", "resetchannels", "-@all", "+save", "+ping"].into_iter().map(OsString::from).chain([OsString::from(format!(">{password}"))]).collect()
+}
 
 /// The address space a child may map: redis-server's own (about 80 MB
 /// mapped at start, most of it never touched) plus twice the quota for
@@ -54,6 +73,7 @@ pub fn args(dir: &Path, max_bytes: u64) -> Vec<OsString> {
         ("--port", "0".into()),
         ("--unixsocketperm", "700".into()),
         ("--save", String::new()),
+        ("--dbfilename", "dump.rdb".into()),
         ("--appendonly", "no".into()),
         ("--daemonize", "no".into()),
         ("--databases", "1".into()),
@@ -109,6 +129,7 @@ impl Exit {
     pub fn describe(&self) -> String {
         match self {
             Exit::Stopped("idle") => "it was idle for too long".into(),
+            Exit::Stopped("hibernated") => "it hibernated while you were idle (your keys were saved to disk and come back with your next request; a session's connection, its WATCH and MULTI state, does not)".into(),
             Exit::Stopped("script") => "a script that had written could not be stopped".into(),
             Exit::Stopped("stalled") => "it stopped answering (a command was still running when your batch was cut)".into(),
             Exit::Stopped(reason) => format!("it was stopped ({reason})"),
@@ -156,13 +177,26 @@ impl Process {
     /// until it answers PING. Must run on the thread that lives as long as
     /// the children (the kernel kills a child when that thread ends).
     pub async fn start(bin: &str, root: &Path, max_bytes: u64) -> Result<Process, StartError> {
+        Process::start_from(bin, root, max_bytes, None, None).await
+    }
+
+    /// [`Process::start`] with pipelab's own user (`save_password`) and,
+    /// if `rdb` is given, that file's keys: placed in the private directory
+    /// as `dump.rdb` before redis-server starts, and loaded before it
+    /// answers PING (`LOADING` until then).
+    pub async fn start_from(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>) -> Result<Process, StartError> {
         let mut private = tempfile::Builder::new();
         private.prefix("v").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
         let dir = private.tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        if let Some(rdb) = rdb {
+            // A link where it can be (one filesystem), else a copy: the saved file stays until the child is up.
+            let dump = dir.path().join("dump.rdb");
+            std::fs::hard_link(rdb, &dump).or_else(|_| std::fs::copy(rdb, &dump).map(drop)).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        }
         let socket = dir.path().join("redis.sock");
         let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(args(dir.path(), max_bytes)).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-        let limit = address_space(max_bytes);
+        cmd.args(args(dir.path(), max_bytes)).args(save_password.map(save_user_args).unwrap_or_default()).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let (limit, rdb_limit) = (address_space(max_bytes), max_rdb_bytes(max_bytes));
         let parent = std::process::id();
         // Nothing of pipelab's environment (its tokens) for a child to read.
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| KEPT_ENV.iter().any(|kept| k == kept)));
@@ -174,7 +208,7 @@ impl Process {
         // calls on what was built before the fork) between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                limit_self(limit, parent)?;
+                limit_self(limit, rdb_limit, parent)?;
                 enter()
             });
         }
@@ -258,6 +292,65 @@ impl Process {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+
+    /// Its keys saved to `dump.rdb` in its private directory, through
+    /// pipelab's own user: the path. `SAVE` blocks the child, so nothing of
+    /// the visitor's runs meanwhile; its file-size limit is raised for it.
+    pub async fn save(&self, password: &str) -> io::Result<PathBuf> {
+        set_file_limit(self.pid, true)?;
+        let saved = tokio::time::timeout(SAVE_TIMEOUT, save_on(&self.socket, password)).await;
+        let lowered = set_file_limit(self.pid, false);
+        match saved {
+            Ok(Ok(())) => lowered.map(|()| self.dir.path().join("dump.rdb")),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "SAVE did not end in time")),
+        }
+    }
+
+    /// The memory it holds on its own: resident pages less those shared
+    /// with other processes (redis-server's code), from `/proc/<pid>/statm`.
+    pub fn private_bytes(&self) -> u64 {
+        let Ok(statm) = std::fs::read_to_string(format!("/proc/{}/statm", self.pid)) else { return 0 };
+        let mut fields = statm.split_ascii_whitespace().skip(1).map(|f| f.parse::<u64>().unwrap_or(0));
+        let (resident, shared) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
+        // SAFETY: sysconf only reads a system value.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        resident.saturating_sub(shared) * page
+    }
+}
+
+/// The soft `RLIMIT_FSIZE` of child `pid`: its hard limit (an RDB file's
+/// room) while pipelab saves it, else [`MAX_FILE_BYTES`].
+fn set_file_limit(pid: u32, saving: bool) -> io::Result<()> {
+    let mut now = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: prlimit on a child of ours, reading into a valid struct.
+    if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_FSIZE, std::ptr::null(), &mut now) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let cur = if saving { now.rlim_max } else { (MAX_FILE_BYTES as libc::rlim_t).min(now.rlim_max) };
+    let new = libc::rlimit { rlim_cur: cur, rlim_max: now.rlim_max };
+    // SAFETY: as above, with a valid struct to set.
+    if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_FSIZE, &new, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `AUTH` as pipelab's own user, then `SAVE`, on `socket`.
+async fn save_on(socket: &Path, password: &str) -> io::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let s = tokio::net::UnixStream::connect(socket).await?;
+    let mut s = tokio::io::BufReader::new(s);
+    let auth = format!("*3\r\n$4\r\nAUTH\r\n${}\r\n{SAVE_USER}\r\n${}\r\n{password}\r\n*1\r\n$4\r\nSAVE\r\n", SAVE_USER.len(), password.len());
+    s.get_mut().write_all(auth.as_bytes()).await?;
+    for what in ["AUTH", "SAVE"] {
+        let mut line = String::new();
+        s.read_line(&mut line).await?;
+        if line.trim_end() != "+OK" {
+            return Err(io::Error::other(format!("{what}: {}", line.trim_end())));
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Process {
@@ -268,19 +361,22 @@ impl Drop for Process {
 
 /// In the child between fork and exec: its limits, and its end with
 /// pipelab's (`parent`).
-fn limit_self(address_space: u64, parent: u32) -> io::Result<()> {
-    let set = |resource, value: u64| {
-        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+fn limit_self(address_space: u64, rdb_bytes: u64, parent: u32) -> io::Result<()> {
+    let set_both = |resource, value: u64, max: u64| {
+        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: max as libc::rlim_t };
         // SAFETY: setrlimit on this process with a valid struct.
         if unsafe { libc::setrlimit(resource, &lim) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
     };
+    let set = |resource, value: u64| set_both(resource, value, value);
     set(libc::RLIMIT_AS, address_space)?;
     set(libc::RLIMIT_NOFILE, MAX_CLIENTS + 64)?;
     set(libc::RLIMIT_CORE, 0)?;
-    set(libc::RLIMIT_FSIZE, MAX_FILE_BYTES)?;
+    // The hard limit leaves room for an RDB file: pipelab raises the soft
+    // one to it only while it saves the child ([`Process::save`]).
+    set_both(libc::RLIMIT_FSIZE, MAX_FILE_BYTES, rdb_bytes.max(MAX_FILE_BYTES))?;
     // SAFETY: plain system calls on this process.
     unsafe {
         // A write past RLIMIT_FSIZE then fails (EFBIG) rather than ending Redis.

@@ -15,7 +15,7 @@
 //! - [`jail`]: what confines a child to its own directory (Landlock,
 //!   seccomp, `no_new_privs`);
 //! - [`supervisor`]: visitors ↔ children, warm spares, the idle reaper,
-//!   the cap on visitors, restarts;
+//!   hibernation, the memory and disk budgets, restarts;
 //! - [`scripts`]: a visitor's script cache kept inside their quota.
 //!
 //! What a visitor may run is the command table's to say
@@ -41,15 +41,29 @@ pub struct Settings {
     pub redis_server: String,
     /// A visitor's Redis's `maxmemory` (bytes).
     pub max_bytes: u64,
-    /// A visitor idle this long loses their Redis and its keys.
+    /// A visitor idle this long loses their keys (saved or not) and is forgotten.
     pub idle: Duration,
-    /// Children started ahead, so a new visitor does not wait for one.
+    /// A visitor idle this long is saved to the state directory and their
+    /// child stopped (hibernated); their next request starts one on the file.
+    pub hibernate_after: Duration,
+    /// Where hibernated visitors' keys are kept (`<id>.rdb`); `None`: a
+    /// directory inside the children's root, gone with this process.
+    pub state_dir: Option<std::path::PathBuf>,
+    /// The memory the children may hold together (their private resident
+    /// memory): past it the least recently active visitors hibernate.
+    pub memory: u64,
+    /// The bytes the saved keys may take in the state directory (0: the
+    /// smaller of 1 GiB and a tenth of its filesystem): past it the
+    /// visitors idle longest lose theirs.
+    pub disk: u64,
+    /// Spares ready at once, so a new visitor does not wait for one.
     pub spares: usize,
-    /// Most visitors holding a Redis at once.
+    /// Most visitors with a running child at once: past it the least
+    /// recently active hibernate (each child holds a process and sockets).
     pub max_visitors: usize,
-    /// Most of them from one client address (an IPv6 /64): cookies are
-    /// free, so one client must not take every place.
-    pub visitors_per_address: usize,
+    /// New visitors one client address (an IPv6 /64) may start a minute:
+    /// cookies are free, so one client must not make them without end.
+    pub new_visitors_per_minute: u32,
     /// Most batches one visitor runs at once.
     pub visitor_batches: usize,
     /// Most sessions one visitor keeps open.
@@ -64,10 +78,14 @@ impl Default for Settings {
         Settings {
             redis_server: "redis-server".into(),
             max_bytes: 16 << 20,
-            idle: Duration::from_secs(3600),
+            idle: Duration::from_secs(24 * 3600),
+            hibernate_after: Duration::from_secs(120),
+            state_dir: None,
+            memory: default_memory(),
+            disk: 0,
             spares: 4,
-            max_visitors: default_max_visitors(16 << 20),
-            visitors_per_address: default_visitors_per_address(default_max_visitors(16 << 20)),
+            max_visitors: MAX_RUNNING,
+            new_visitors_per_minute: 30,
             visitor_batches: 4,
             visitor_sessions: 2,
             unjailed: false,
@@ -75,11 +93,20 @@ impl Default for Settings {
     }
 }
 
-/// As many visitors as half the memory pipelab may use holds at the most
-/// each child may map (`child::address_space`: a Lua heap can stay behind a
-/// finished script, outside `maxmemory`), at most 1,000.
-pub fn default_max_visitors(max_bytes: u64) -> usize {
-    ((memory() / 2) / child::address_space(max_bytes)).clamp(1, 1000) as usize
+/// Most running children by default: each is a process, and pipelab keeps
+/// a few sockets to it.
+pub const MAX_RUNNING: usize = 1000;
+
+/// The children's memory budget by default: half the memory pipelab may
+/// use (the machine's, or its control group's limit where lower).
+pub fn default_memory() -> u64 {
+    memory() / 2
+}
+
+/// The state directory by default: `pipelab-sandbox-state` in the temporary
+/// directory, where the children's own root is made too.
+pub fn default_state_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join("pipelab-sandbox-state")
 }
 
 /// The memory this process may use: the machine's, or its control
@@ -128,10 +155,4 @@ mod tests {
         assert_eq!(limits, ["/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "/sys/fs/cgroup/docker/abc/memory.max"]);
         assert!(super::memory() > 0);
     }
-}
-
-/// An eighth of the places, at least 4: a classroom behind one address
-/// still fits, one client with many cookies does not fill the sandbox.
-pub fn default_visitors_per_address(max_visitors: usize) -> usize {
-    (max_visitors / 8).max(4)
 }

@@ -1,10 +1,13 @@
 //! The supervisor: which visitor has which redis-server child, the warm
-//! spares, the idle reaper, the cap on visitors and what a dead child
-//! becomes. Children are started on a thread of its own (the kernel's
+//! spares, hibernation (a quiet visitor's keys saved to the state
+//! directory, their child stopped, started again on that file when they
+//! come back), the memory and disk budgets, the rate of new visitors per
+//! address, the idle reaper and what a dead child becomes. Children are started on a thread of its own (the kernel's
 //! parent-death signal is tied to the thread that forks), which also runs
 //! the tasks that wait for them; requests only take what is ready.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,8 +27,26 @@ pub const CHILDREN_GAUGE: &str = "pipelab_sandbox_children";
 pub const SPARES_GAUGE: &str = "pipelab_sandbox_spares";
 /// Counter: children replaced under a visitor, by `cause` (`out_of_memory`, `crashed`, `script`).
 pub const RESTARTS_COUNTER: &str = "pipelab_sandbox_restarts_total";
-/// Counter: children ended, by `cause` (the restarts', `idle`, `shutdown`).
+/// Counter: children ended, by `cause` (the restarts', `idle`, `hibernated`, `shutdown`).
 pub const ENDED_COUNTER: &str = "pipelab_sandbox_children_ended_total";
+/// Gauge: visitors hibernated (their keys in the state directory).
+pub const HIBERNATED_GAUGE: &str = "pipelab_sandbox_hibernated";
+/// Counter: hibernations, by `why` (`idle`, `memory`).
+pub const HIBERNATIONS_COUNTER: &str = "pipelab_sandbox_hibernations_total";
+/// Gauge: the private memory the children hold together, bytes.
+pub const MEMORY_GAUGE: &str = "pipelab_sandbox_memory_bytes";
+/// Gauge: the bytes of saved keys in the state directory.
+pub const DISK_GAUGE: &str = "pipelab_sandbox_saved_bytes";
+/// Counter: visitors who came with another node's cookie (the balancer
+/// moved them: their node is down or draining) and got a new Redis here.
+pub const MOVED_COUNTER: &str = "pipelab_sandbox_visitors_moved_total";
+/// Counter: saved keys removed to keep `--sandbox-disk`.
+pub const DISCARDED_COUNTER: &str = "pipelab_sandbox_saved_discarded_total";
+
+/// What a visitor whose saved keys had to go is told.
+const DISCARDED: &str = "Your saved keys were removed while you were away (this sandbox's room for saved keys was full, and yours had waited longest): your Redis is new and empty.";
+/// What a visitor whose saved keys would not load is told.
+const UNREADABLE: &str = "Your saved keys could not be loaded: your Redis is new and empty.";
 
 /// One visitor's redis-server and the pool of connections to it.
 pub struct Child {
@@ -54,14 +75,10 @@ pub struct Lease {
 /// Why a visitor got no Redis.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// `--sandbox-max-visitors` visitors hold a Redis and none has been
-    /// idle long enough to give theirs up.
-    #[error("the sandbox is full: {max} visitors have a Redis of their own; one frees up within {} s", retry_after.as_secs().max(1))]
-    Full { max: usize, retry_after: Duration },
-    /// `--sandbox-visitors-per-address` visitors from this client address
-    /// hold a Redis.
-    #[error("{max} visitors from your address have a Redis of their own already, the most one address may; one frees up within {} s", retry_after.as_secs().max(1))]
-    AddressFull { max: usize, retry_after: Duration },
+    /// `--sandbox-new-visitors-per-minute` new visitors came from this
+    /// client address in the last minute.
+    #[error("{max} new visitors a minute may come from one address, and yours has had them; the next may start within {} s", retry_after.as_secs().max(1))]
+    AddressFull { max: u32, retry_after: Duration },
     #[error("{0}")]
     Start(#[from] StartError),
 }
@@ -71,6 +88,18 @@ pub struct Supervisor {
     settings: Settings,
     /// The private directory (0700) the children's own are made in.
     root: tempfile::TempDir,
+    /// Where hibernated visitors' keys are (`<id>.rdb`).
+    state: PathBuf,
+    /// Locked while this supervisor uses `state`: no other node shares it.
+    _state_lock: std::fs::File,
+    /// The bytes saved keys may take there (`--sandbox-disk`, resolved).
+    disk: u64,
+    /// pipelab's own user's password on every child (`SAVE`, `PING`).
+    save_password: String,
+    /// Wakes the task that keeps the memory budget.
+    pressure: Notify,
+    /// New visitors per address: a bucket each, refilled over a minute.
+    arrivals: Mutex<HashMap<std::net::IpAddr, Bucket>>,
     visitors: Mutex<HashMap<VisitorId, Arc<Visitor>>>,
     spares: Mutex<Vec<Arc<Child>>>,
     /// One spare started at a time for a look ([`Supervisor::spare`]), however
@@ -107,9 +136,17 @@ impl Supervisor {
     pub fn start(settings: Settings) -> Result<Arc<Supervisor>, StartError> {
         let spawn_err = |source| StartError::Spawn { bin: "the sandbox's supervisor thread".into(), source };
         let root = tempfile::Builder::new().prefix("pipelab-sandbox-").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700)).tempdir().map_err(spawn_err)?;
+        let state = settings.state_dir.clone().unwrap_or_else(|| root.path().join("state"));
+        let state_err = |source: std::io::Error| StartError::Spawn { bin: format!("the sandbox's state directory {}", state.display()), source };
+        let state_lock = open_state(&state).map_err(state_err)?;
+        let disk = match settings.disk {
+            0 => default_disk(&state),
+            n => n,
+        };
+        let save_password = crate::sandbox::VisitorId::random().as_str().to_string();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (bin, max_bytes, path) = (settings.redis_server.clone(), settings.max_bytes, root.path().to_path_buf());
+        let (bin, max_bytes, path, password) = (settings.redis_server.clone(), settings.max_bytes, root.path().to_path_buf(), save_password.clone());
         let jail = Arc::new(super::Jail::for_settings(&settings)?);
         let thread_jail = jail.clone();
         std::thread::Builder::new()
@@ -122,7 +159,7 @@ impl Supervisor {
                 super::jail::set_for_thread(thread_jail);
                 // Until the supervisor is dropped; the children die with this thread.
                 rt.block_on(async {
-                    let first = match Process::start(&bin, &path, max_bytes).await {
+                    let first = match Process::start_from(&bin, &path, max_bytes, Some(&password), None).await {
                         Ok(first) => first,
                         Err(e) => return drop(ready_tx.send(Err(e))),
                     };
@@ -137,6 +174,12 @@ impl Supervisor {
         let me = Arc::new(Supervisor {
             settings,
             root,
+            state,
+            _state_lock: state_lock,
+            disk,
+            save_password,
+            pressure: Notify::new(),
+            arrivals: Mutex::default(),
             visitors: Mutex::default(),
             spares: Mutex::default(),
             spare_start: tokio::sync::Mutex::new(()),
@@ -149,18 +192,64 @@ impl Supervisor {
         let first = me.child(first);
         me.spares.lock().expect("spares lock").push(first);
         me.rt.spawn(keep_spares(Arc::downgrade(&me)));
+        me.adopt_saved();
         me.rt.spawn(reap_idle(Arc::downgrade(&me)));
+        me.rt.spawn(keep_memory(Arc::downgrade(&me)));
         me.gauges();
         Ok(me)
-    }
-
-    pub fn settings(&self) -> &Settings {
-        &self.settings
     }
 
     /// What confines the children.
     pub fn jail(&self) -> &super::Jail {
         &self.jail
+    }
+
+    /// The directory hibernated visitors' keys are kept in.
+    pub fn state_dir(&self) -> &Path {
+        &self.state
+    }
+
+    /// The bytes saved keys may take there (`--sandbox-disk`, resolved).
+    pub fn disk_budget(&self) -> u64 {
+        self.disk
+    }
+
+    /// The file visitor `id`'s keys are saved to while they hibernate.
+    fn saved_path(&self, id: &VisitorId) -> PathBuf {
+        self.state.join(format!("{}.rdb", id.as_str()))
+    }
+
+    /// Visitors whose keys a previous run of this node saved (the same
+    /// state directory): they come back as hibernated visitors, idle since
+    /// the file was written; files older than `--sandbox-idle` go.
+    fn adopt_saved(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.state) else { return };
+        let now = Instant::now();
+        let mut visitors = self.visitors.lock().expect("visitors lock");
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".rdb.tmp") {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            let Some(id) = name.strip_suffix(".rdb").and_then(VisitorId::parse) else { continue };
+            let Ok(meta) = entry.metadata() else { continue };
+            let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
+            if age >= self.settings.idle {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            let v = Visitor::new(id.clone(), None, self.settings.visitor_batches, self.settings.visitor_sessions);
+            v.started.store(true, Ordering::Release);
+            *v.saved.lock().expect("visitor lock") = Some(meta.len());
+            *v.last_seen.lock().expect("visitor lock") = now.checked_sub(age).unwrap_or(now);
+            visitors.insert(id, Arc::new(v));
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// The command table of the children's redis-server.
@@ -170,14 +259,23 @@ impl Supervisor {
 
     /// The id a request goes on with: `id` if it is a visitor's the
     /// supervisor knows, else a new one (so that every id was made here).
+    /// A visitor with another node's id is told their Redis is new.
     pub fn admit(&self, id: Option<VisitorId>, from: Option<std::net::IpAddr>) -> VisitorId {
+        let moved = id.as_ref().and_then(|id| id.elsewhere()).map(|node| {
+            format!("Your Redis was on node {node}, which is not reachable now: this is a new one, on node {}, without your keys.", crate::node::id())
+        });
         let mut visitors = self.visitors.lock().expect("visitors lock");
         if let Some(v) = id.and_then(|id| visitors.get(&id).cloned()) {
             v.touch();
             return v.id.clone();
         }
         let id = VisitorId::random();
-        visitors.insert(id.clone(), Arc::new(Visitor::new(id.clone(), from, self.settings.visitor_batches, self.settings.visitor_sessions)));
+        let visitor = Visitor::new(id.clone(), from, self.settings.visitor_batches, self.settings.visitor_sessions);
+        if moved.is_some() {
+            metrics::counter!(MOVED_COUNTER).increment(1);
+            *visitor.notice.lock().expect("visitor lock") = moved;
+        }
+        visitors.insert(id.clone(), Arc::new(visitor));
         id
     }
 
@@ -191,11 +289,14 @@ impl Supervisor {
         self.visitors.lock().expect("visitors lock").get(id).cloned()
     }
 
-    /// The visitor's live redis-server: theirs, or a spare (or a new
-    /// child) if they had none or theirs died (the batch that met its end
-    /// said why). Waits while a cut script is being stopped on it.
+    /// The visitor's live redis-server: theirs; a child started on their
+    /// saved keys if they hibernated (it answers once the file is loaded);
+    /// else a spare (or a new child) if they had none or theirs died (the
+    /// batch that met its end said why). Waits while a cut script is being
+    /// stopped on it, or while they are being hibernated.
     ///
-    /// Errors: the sandbox is full, or no child could be started.
+    /// Errors: a new visitor past their address's rate, or no child could
+    /// be started.
     pub async fn checkout(&self, id: &VisitorId) -> Result<Lease, SandboxError> {
         let visitor = {
             let mut visitors = self.visitors.lock().expect("visitors lock");
@@ -206,21 +307,248 @@ impl Supervisor {
         let settling = visitor.settling.clone();
         let _settled = settling.lock().await;
         let current = visitor.child.lock().expect("visitor lock").clone();
-        // A new visitor's place is held from here until their child is theirs.
-        let _place = match current {
+        match current {
             Some(child) if child.is_alive() => return Ok(Lease { visitor: visitor.clone(), child }),
             Some(dead) => {
                 let exit = dead.process.exit().unwrap_or(Exit::Crashed("unknown".into()));
                 metrics::counter!(RESTARTS_COUNTER, "cause" => exit.cause()).increment(1);
                 tracing::warn!(cause = exit.cause(), "a sandbox visitor's redis-server ended; the visitor gets a new one");
-                None
             }
-            None => Some(self.make_room(&visitor)?),
+            None => {}
+        }
+        let hibernated = visitor.saved.lock().expect("visitor lock").is_some();
+        let child = match hibernated {
+            true => self.restore(&visitor).await?,
+            false => {
+                if !visitor.started.load(Ordering::Acquire) {
+                    self.arrive(visitor.from)?;
+                }
+                self.take_child().await?
+            }
         };
-        let child = self.take_child().await?;
+        visitor.started.store(true, Ordering::Release);
         *visitor.child.lock().expect("visitor lock") = Some(child.clone());
         self.gauges();
+        self.pressure.notify_one();
         Ok(Lease { visitor, child })
+    }
+
+    /// A child started on the visitor's saved keys (their file then
+    /// removed); a spare, and a notice for them, if the file would not load.
+    async fn restore(&self, visitor: &Arc<Visitor>) -> Result<Arc<Child>, SandboxError> {
+        let path = self.saved_path(&visitor.id);
+        match self.start_child_from(Some(path.clone())).await {
+            Ok(child) => {
+                *visitor.saved.lock().expect("visitor lock") = None;
+                let _ = std::fs::remove_file(&path);
+                Ok(child)
+            }
+            // The file itself is at fault (redis-server refused it, or it is gone): the visitor starts afresh.
+            Err(StartError::Exited { log, .. }) => {
+                tracing::warn!(log, "a sandbox visitor's saved keys would not load; they get an empty Redis");
+                self.forget_saved(visitor, UNREADABLE);
+                Ok(self.take_child().await?)
+            }
+            Err(StartError::Spawn { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                self.forget_saved(visitor, UNREADABLE);
+                Ok(self.take_child().await?)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The visitor's saved keys are gone (the file removed if still
+    /// there); `why` is what they are told.
+    fn forget_saved(&self, visitor: &Visitor, why: &str) {
+        *visitor.saved.lock().expect("visitor lock") = None;
+        *visitor.notice.lock().expect("visitor lock") = Some(why.to_string());
+        let _ = std::fs::remove_file(self.saved_path(&visitor.id));
+    }
+
+    /// What visitor `id` must be told on this response, if anything: their
+    /// saved keys are gone. Told until their new Redis has served them.
+    pub fn notice(&self, id: &VisitorId) -> Option<String> {
+        let v = self.visitor(id)?;
+        let mut notice = v.notice.lock().expect("visitor lock");
+        let told = notice.clone();
+        if v.child.lock().expect("visitor lock").is_some() {
+            *notice = None;
+        }
+        told
+    }
+
+    /// Another new visitor from `from` (an address's network), under
+    /// `--sandbox-new-visitors-per-minute`. Errors: its bucket is empty.
+    fn arrive(&self, from: Option<std::net::IpAddr>) -> Result<(), SandboxError> {
+        let (Some(ip), per_minute) = (from, self.settings.new_visitors_per_minute) else { return Ok(()) };
+        if per_minute == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut arrivals = self.arrivals.lock().expect("arrivals lock");
+        if arrivals.len() > 10_000 {
+            // Full buckets are the same as none.
+            arrivals.retain(|_, b| b.level(now, per_minute) < f64::from(per_minute));
+        }
+        let bucket = arrivals.entry(ip).or_insert(Bucket { tokens: f64::from(per_minute), at: now });
+        bucket.take(now, per_minute).map_err(|retry_after| SandboxError::AddressFull { max: per_minute, retry_after })
+    }
+
+    /// Hibernates visitor `v` if nothing of theirs is under way (no
+    /// request holds their Redis, no batch runs): their keys saved to the
+    /// state directory, their child stopped. Whether it did.
+    async fn hibernate(&self, v: &Arc<Visitor>, why: &'static str) -> bool {
+        // Their next request waits on this until the file is written.
+        let Ok(_settling) = v.settling.clone().try_lock_owned() else { return false };
+        let child = {
+            let mut slot = v.child.lock().expect("visitor lock");
+            let quiet = v.batches.available_permits() == self.settings.visitor_batches.max(1);
+            match slot.as_ref() {
+                // Only the slot holds it: no request of theirs has it.
+                Some(c) if c.is_alive() && quiet && Arc::strong_count(c) == 1 => slot.take().expect("checked"),
+                _ => return false,
+            }
+        };
+        match self.save(&v.id, &child).await {
+            Ok(bytes) => {
+                *v.saved.lock().expect("visitor lock") = Some(bytes);
+                child.process.stop("hibernated");
+                // Its memory is free, and a session on it sees why, before this returns.
+                let _ = tokio::time::timeout(Duration::from_secs(5), child.process.ended()).await;
+                metrics::counter!(HIBERNATIONS_COUNTER, "why" => why).increment(1);
+                self.gauges();
+                self.keep_disk();
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not save a sandbox visitor's keys; their Redis goes on");
+                *v.child.lock().expect("visitor lock") = Some(child);
+                false
+            }
+        }
+    }
+
+    /// `child`'s keys saved, moved to `<state>/<id>.rdb` (written whole, then
+    /// renamed): its size.
+    async fn save(&self, id: &VisitorId, child: &Child) -> std::io::Result<u64> {
+        let dump = child.process.save(&self.save_password).await?;
+        let path = self.saved_path(id);
+        tokio::task::spawn_blocking(move || {
+            let tmp = path.with_extension("rdb.tmp");
+            if std::fs::rename(&dump, &tmp).is_err() {
+                std::fs::copy(&dump, &tmp)?;
+            }
+            std::fs::File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(std::fs::metadata(&path)?.len())
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?
+    }
+
+    /// Visitor `id` hibernated now if nothing of theirs is under way
+    /// (as after `--sandbox-hibernate-after`). Whether it did.
+    pub async fn hibernate_now(&self, id: &VisitorId) -> bool {
+        let Some(v) = self.visitor(id) else { return false };
+        self.hibernate(&v, "idle").await
+    }
+
+    /// Their keys are in the state directory, their child stopped.
+    pub fn is_hibernated(&self, id: &VisitorId) -> bool {
+        self.visitor(id).is_some_and(|v| v.saved.lock().expect("visitor lock").is_some())
+    }
+
+    /// Every visitor with a running child hibernated (a node that stops:
+    /// started again on the same state directory, it serves them again).
+    pub async fn hibernate_all(&self) {
+        let running: Vec<Arc<Visitor>> = self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).cloned().collect();
+        for v in running {
+            self.hibernate(&v, "shutdown").await;
+        }
+    }
+
+    /// Visitors with a running child idle past `--sandbox-hibernate-after`
+    /// hibernated.
+    async fn hibernate_idle(&self) {
+        let now = Instant::now();
+        let after = self.settings.hibernate_after;
+        let idle: Vec<Arc<Visitor>> = self
+            .visitors
+            .lock()
+            .expect("visitors lock")
+            .values()
+            .filter(|v| v.child.lock().expect("visitor lock").is_some() && now.saturating_duration_since(v.last_seen()) >= after)
+            .cloned()
+            .collect();
+        for v in idle {
+            self.hibernate(&v, "idle").await;
+        }
+    }
+
+    /// The memory budget: while the children (spares too) hold more than
+    /// `--sandbox-memory`, or more run than `--sandbox-max-visitors`, the
+    /// least recently active visitors hibernate.
+    async fn keep_memory_budget(&self) {
+        let mut running: Vec<(Arc<Visitor>, Instant, u64)> = {
+            let visitors = self.visitors.lock().expect("visitors lock");
+            visitors
+                .values()
+                .filter_map(|v| {
+                    let child = v.child.lock().expect("visitor lock").clone()?;
+                    child.is_alive().then(|| (v.clone(), v.last_seen(), child.process.private_bytes()))
+                })
+                .collect()
+        };
+        let spares: u64 = self.spares.lock().expect("spares lock").iter().map(|c| c.process.private_bytes()).sum();
+        let mut total = spares + running.iter().map(|r| r.2).sum::<u64>();
+        let mut count = running.len();
+        metrics::gauge!(MEMORY_GAUGE).set(total as f64);
+        if total <= self.settings.memory && count <= self.settings.max_visitors {
+            return;
+        }
+        running.sort_by_key(|r| r.1);
+        for (v, _, bytes) in running {
+            if total <= self.settings.memory && count <= self.settings.max_visitors {
+                break;
+            }
+            if self.hibernate(&v, "memory").await {
+                total = total.saturating_sub(bytes);
+                count -= 1;
+            }
+        }
+    }
+
+    /// The disk budget: while saved keys take more than `--sandbox-disk`,
+    /// those of the visitors idle longest are removed (they are told when
+    /// they come back).
+    fn keep_disk(&self) {
+        let mut saved: Vec<(Arc<Visitor>, Instant, u64)> = self
+            .visitors
+            .lock()
+            .expect("visitors lock")
+            .values()
+            .filter_map(|v| Some((v.clone(), v.last_seen(), (*v.saved.lock().expect("visitor lock"))?)))
+            .collect();
+        let mut total: u64 = saved.iter().map(|s| s.2).sum();
+        metrics::gauge!(DISK_GAUGE).set(total as f64);
+        if total <= self.disk {
+            return;
+        }
+        saved.sort_by_key(|s| s.1);
+        for (v, _, bytes) in saved {
+            if total <= self.disk {
+                break;
+            }
+            // Not one whose keys are being loaded now.
+            let Ok(_settling) = v.settling.try_lock() else { continue };
+            if v.child.lock().expect("visitor lock").is_some() {
+                continue;
+            }
+            self.forget_saved(&v, DISCARDED);
+            metrics::counter!(DISCARDED_COUNTER).increment(1);
+            total = total.saturating_sub(bytes);
+        }
+        metrics::gauge!(DISK_GAUGE).set(total as f64);
     }
 
     /// Settles the visitor's Redis after a cut batch, before their next
@@ -250,51 +578,6 @@ impl Supervisor {
                 child.process.ended().await;
             }
         });
-    }
-
-    /// A visitor without a Redis may get one: a place under the caps (after
-    /// the idle reaper's turn if need be), held until the returned
-    /// [`Place`] drops.
-    fn make_room(&self, visitor: &Arc<Visitor>) -> Result<Place, SandboxError> {
-        let full = match self.reserve(visitor) {
-            Ok(place) => return Ok(place),
-            Err(full) => full,
-        };
-        self.reap();
-        if let Ok(place) = self.reserve(visitor) {
-            return Ok(place);
-        }
-        let now = Instant::now();
-        let soonest = self
-            .visitors
-            .lock()
-            .expect("visitors lock")
-            .values()
-            .filter(|v| v.holds_place() && (full == Cap::Visitors || v.from == visitor.from))
-            .map(|v| (*v.last_seen.lock().expect("visitor lock") + self.settings.idle).saturating_duration_since(now))
-            .min()
-            .unwrap_or(self.settings.idle)
-            .max(Duration::from_secs(1));
-        Err(match full {
-            Cap::Visitors => SandboxError::Full { max: self.settings.max_visitors, retry_after: soonest },
-            Cap::Address => SandboxError::AddressFull { max: self.settings.visitors_per_address, retry_after: soonest },
-        })
-    }
-
-    /// A place under `--sandbox-max-visitors` and the visitor's address's
-    /// share, counting the places held and those of Redis still starting;
-    /// checked and taken under the visitors' lock. Errors: the cap reached.
-    fn reserve(&self, visitor: &Arc<Visitor>) -> Result<Place, Cap> {
-        let visitors = self.visitors.lock().expect("visitors lock");
-        let held: Vec<&Arc<Visitor>> = visitors.values().filter(|v| v.holds_place()).collect();
-        if held.len() >= self.settings.max_visitors {
-            return Err(Cap::Visitors);
-        }
-        if visitor.from.is_some() && held.iter().filter(|v| v.from == visitor.from).count() >= self.settings.visitors_per_address {
-            return Err(Cap::Address);
-        }
-        visitor.placing.store(true, Ordering::Release);
-        Ok(Place(visitor.clone()))
     }
 
     /// Whether a new visitor can be served now: a spare is ready, or a
@@ -350,10 +633,15 @@ impl Supervisor {
 
     /// A new child, started on the supervisor's thread.
     async fn start_child(&self) -> Result<Arc<Child>, StartError> {
-        let (bin, max_bytes, root) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf());
+        self.start_child_from(None).await
+    }
+
+    /// A new child on the keys of `rdb` if given, started on the supervisor's thread.
+    async fn start_child_from(&self, rdb: Option<PathBuf>) -> Result<Arc<Child>, StartError> {
+        let (bin, max_bytes, root, password) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf(), self.save_password.clone());
         let process = self
             .rt
-            .spawn(async move { Process::start(&bin, &root, max_bytes).await })
+            .spawn(async move { Process::start_from(&bin, &root, max_bytes, Some(&password), rdb.as_deref()).await })
             .await
             .map_err(|e| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(e.to_string()) })??;
         Ok(self.child(process))
@@ -375,8 +663,9 @@ impl Supervisor {
         child
     }
 
-    /// Gives up the children of visitors idle past `--sandbox-idle` (and
-    /// forgets visitors who never ran anything after at most 5 minutes).
+    /// Forgets visitors idle past `--sandbox-idle`, their child stopped and
+    /// their saved keys removed (and visitors who never ran anything after
+    /// at most 5 minutes).
     fn reap(&self) {
         let now = Instant::now();
         let (batches, sessions) = (self.settings.visitor_batches, self.settings.visitor_sessions);
@@ -386,7 +675,7 @@ impl Supervisor {
                 .values()
                 .filter(|v| {
                     // A visitor who never ran anything holds no Redis: forgotten sooner.
-                    let idle = match v.child.lock().expect("visitor lock").is_some() {
+                    let idle = match v.started.load(Ordering::Acquire) {
                         true => self.settings.idle,
                         false => self.settings.idle.min(CHILDLESS_IDLE),
                     };
@@ -400,31 +689,80 @@ impl Supervisor {
             if let Some(child) = v.child.lock().expect("visitor lock").take() {
                 child.process.stop("idle");
             }
+            if v.saved.lock().expect("visitor lock").take().is_some() {
+                let _ = std::fs::remove_file(self.saved_path(&v.id));
+            }
         }
         self.gauges();
     }
 
+    /// Visitors hibernated now.
+    pub fn hibernated(&self) -> usize {
+        self.visitors.lock().expect("visitors lock").values().filter(|v| v.saved.lock().expect("visitor lock").is_some()).count()
+    }
+
     fn gauges(&self) {
         metrics::gauge!(CHILDREN_GAUGE).set(self.children() as f64);
+        metrics::gauge!(HIBERNATED_GAUGE).set(self.hibernated() as f64);
         metrics::gauge!(SPARES_GAUGE).set(self.spares() as f64);
     }
 }
 
-/// A new visitor's place under `--sandbox-max-visitors` while their Redis starts.
-/// A place taken for a visitor whose Redis is still starting.
-struct Place(Arc<Visitor>);
+/// New visitors from one address: `per_minute` tokens at most, one
+/// taken by each, refilled evenly over a minute.
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
 
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.0.placing.store(false, Ordering::Release);
+impl Bucket {
+    fn level(&self, now: Instant, per_minute: u32) -> f64 {
+        let per_minute = f64::from(per_minute);
+        (self.tokens + now.saturating_duration_since(self.at).as_secs_f64() * per_minute / 60.0).min(per_minute)
+    }
+
+    /// One token, or how long until there is one.
+    fn take(&mut self, now: Instant, per_minute: u32) -> Result<(), Duration> {
+        self.tokens = self.level(now, per_minute);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Ok(());
+        }
+        Err(Duration::from_secs_f64((1.0 - self.tokens) * 60.0 / f64::from(per_minute)))
     }
 }
 
-/// Which cap a new visitor met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cap {
-    Visitors,
-    Address,
+/// The state directory, made (0700) if need be, and locked for this node:
+/// the lock's file, held open while the supervisor lives.
+fn open_state(state: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(state)?;
+    std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o700))?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(state.join(".lock"))?;
+    // A node that stops saves its visitors first: its successor waits for that a while.
+    let until = Instant::now() + Duration::from_secs(10);
+    // SAFETY: flock on a descriptor this function owns.
+    while unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if Instant::now() > until {
+            return Err(std::io::Error::other("another pipelab uses it: give each node a --sandbox-state-dir of its own"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(lock)
+}
+
+/// `--sandbox-disk` by default: the smaller of 1 GiB and a tenth of the
+/// state directory's filesystem.
+fn default_disk(state: &Path) -> u64 {
+    let gib = 1 << 30;
+    let Ok(path) = std::ffi::CString::new(state.as_os_str().as_encoded_bytes()) else { return gib };
+    // SAFETY: statvfs writes only the struct it is given.
+    let mut fs: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut fs) } != 0 {
+        return gib;
+    }
+    (fs.f_blocks as u64 * fs.f_frsize as u64 / 10).min(gib)
 }
 
 /// Whether the Redis at `target` answers PING with anything but an error
@@ -472,16 +810,27 @@ async fn keep_spares(me: std::sync::Weak<Supervisor>) {
     }
 }
 
-/// Runs the idle reaper a few times per `--sandbox-idle`.
+/// Runs the idle reaper and hibernates idle visitors a few times per
+/// `--sandbox-hibernate-after` (at least each second).
 async fn reap_idle(me: std::sync::Weak<Supervisor>) {
     loop {
         let every = match me.upgrade() {
             Some(sup) => {
                 sup.reap();
-                (sup.settings.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(10))
+                sup.hibernate_idle().await;
+                (sup.settings.idle.min(sup.settings.hibernate_after) / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
             }
             None => return,
         };
         tokio::time::sleep(every).await;
+    }
+}
+
+/// Keeps the memory budget: each time a child is given out, and each second.
+async fn keep_memory(me: std::sync::Weak<Supervisor>) {
+    loop {
+        let Some(sup) = me.upgrade() else { return };
+        sup.keep_memory_budget().await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), sup.pressure.notified()).await;
     }
 }

@@ -45,13 +45,19 @@ impl VisitorId {
 /// One visitor as the supervisor keeps them.
 pub struct Visitor {
     pub id: VisitorId,
-    /// Where they came from (an IPv6 address's /64), for the cap on
+    /// Where they came from (an IPv6 address's /64), for the rate of new
     /// visitors per address; `None` when the caller has no address.
     pub(super) from: Option<std::net::IpAddr>,
-    /// Their redis-server, once they ran something; replaced if it died.
+    /// Their redis-server, once they ran something and while they are
+    /// not hibernated; replaced if it died.
     pub(super) child: Mutex<Option<Arc<Child>>>,
-    /// A place is held for them while their first Redis starts.
-    pub(super) placing: std::sync::atomic::AtomicBool,
+    /// They have had a Redis (a returning visitor is not a new one).
+    pub(super) started: std::sync::atomic::AtomicBool,
+    /// Hibernated: the size of their keys' file in the state directory.
+    pub(super) saved: Mutex<Option<u64>>,
+    /// What they must be told on their next requests (their saved keys
+    /// were removed), until they run something on their new Redis.
+    pub(super) notice: Mutex<Option<String>>,
     /// Their last request, for the idle reaper.
     pub(super) last_seen: Mutex<Instant>,
     /// Batches running now (`--sandbox-visitor-batches` permits).
@@ -73,7 +79,9 @@ impl Visitor {
             id,
             from: from.map(network),
             child: Mutex::new(None),
-            placing: Default::default(),
+            started: Default::default(),
+            saved: Mutex::new(None),
+            notice: Mutex::new(None),
             last_seen: Mutex::new(Instant::now()),
             batches: Arc::new(Semaphore::new(batches.max(1))),
             sessions: Arc::new(Semaphore::new(sessions.max(1))),
@@ -82,9 +90,14 @@ impl Visitor {
         }
     }
 
-    /// They hold one of the sandbox's places: a Redis, or one starting.
-    pub(super) fn holds_place(&self) -> bool {
-        self.placing.load(std::sync::atomic::Ordering::Acquire) || self.child.lock().expect("visitor lock").is_some()
+    /// What they must be told now, if anything (their saved keys are gone).
+    pub fn notice(&self) -> Option<String> {
+        self.notice.lock().expect("visitor lock").clone()
+    }
+
+    /// When they were last seen.
+    pub(super) fn last_seen(&self) -> Instant {
+        *self.last_seen.lock().expect("visitor lock")
     }
 
     pub(super) fn touch(&self) {
