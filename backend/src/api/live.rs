@@ -42,6 +42,7 @@ use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
 use super::caller::Caller;
+use super::budget::{self, Charge};
 use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
 use super::run::run_batch_into;
 use super::stream::{KeptResults, GROUP};
@@ -168,7 +169,7 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
         task_state.live.remove(&id);
         let _ = tx.send(Msg::End(Box::new(out)));
     });
-    let body = Lines { buf, rx, done: false, cancel_on_drop: cancel };
+    let body = Lines { buf, rx, held: Charge::new(&state.budget), done: false, cancel_on_drop: cancel };
     let mut res = Body::new(body).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
     // Proxies must pass each line on as it comes.
@@ -207,7 +208,8 @@ pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Pat
 }
 
 enum Msg {
-    Results(Vec<CommandResult>),
+    /// Results with their charge (`super::budget`), held by the body until hyper has their lines.
+    Results(Vec<CommandResult>, Charge),
     End(Box<Result<StreamReport<Infallible>, ApiError>>),
 }
 
@@ -223,7 +225,7 @@ impl Waiting {
         self.last = Instant::now();
         if !self.kept.results.is_empty() {
             let group = std::mem::take(&mut self.kept.results);
-            let _ = tx.send(Msg::Results(group));
+            let _ = tx.send(Msg::Results(group, self.kept.charge_mut().take()));
         }
     }
 }
@@ -255,6 +257,8 @@ impl ResultSink for FlushSink<'_> {
 struct Lines {
     buf: Vec<u8>,
     rx: mpsc::UnboundedReceiver<Msg>,
+    /// The charge of the results received, handed to hyper with their lines.
+    held: Charge,
     done: bool,
     cancel_on_drop: Cancel,
 }
@@ -301,7 +305,8 @@ impl Lines {
     }
 
     fn take(&mut self) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(Some(Ok(Frame::data(std::mem::take(&mut self.buf).into()))))
+        let share = self.held.split(u64::MAX);
+        Poll::Ready(Some(Ok(Frame::data(budget::chunk(std::mem::take(&mut self.buf).into(), share)))))
     }
 }
 
@@ -335,7 +340,10 @@ impl http_body::Body for Lines {
         let this = &mut *self;
         while !this.done {
             match this.rx.poll_recv(cx) {
-                Poll::Ready(Some(Msg::Results(results))) => this.results(&results),
+                Poll::Ready(Some(Msg::Results(results, charge))) => {
+                    this.results(&results);
+                    this.held.absorb(charge);
+                }
                 Poll::Ready(Some(Msg::End(end))) => this.end(*end),
                 Poll::Ready(None) => this.end(Err(ApiError::new(
                     ApiCode::ShuttingDown,

@@ -167,5 +167,9 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
     let mut kept = KeptResults::new(&state, keep, batch.commands.len());
     let out = super::run::run_session_batch(&state, on, &batch, &mut taken.conn, &mut kept).await;
     sessions.put_back(taken, &out);
-    Ok(stream::report_response(&mut kept, &out?))
+    let out = out?;
+    if let Some(refused) = super::budget::refused(out.connection_error.as_deref()) {
+        return Err(refused);
+    }
+    Ok(stream::report_response(&mut kept, &out))
 }

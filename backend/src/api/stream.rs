@@ -40,7 +40,7 @@ use super::error::{ApiCode, ApiError};
 use crate::report_json::{reply_json_len, ReportJson};
 use super::backend::Backend;
 use super::run::run_batch_into;
-use super::budget::{Charge, Held, CHARGED_FROM};
+use super::budget::{self, Charge, Held, CHARGED_FROM};
 use super::AppState;
 use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
@@ -78,8 +78,9 @@ impl Keep {
 
 /// What the batch's task tells the response.
 enum Msg {
-    /// The next results, in index order (only those kept).
-    Results(Vec<CommandResult>),
+    /// The next results, in index order (only those kept), with their
+    /// charge: the response holds them, and then their JSON, until hyper has it.
+    Results(Vec<CommandResult>, Charge),
     /// The batch is over: its totals, or why it did not run (boxed: sent
     /// once, while `Results` go by the hundred).
     End(Box<Result<StreamReport<Infallible>, ApiError>>),
@@ -96,20 +97,27 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
     let task = state.engine.other_runtime().spawn(run(state.clone(), on, batch, keep, tx));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
+    let mut held = Charge::new(&state.budget);
     loop {
         match rx.recv().await {
-            Some(Msg::Results(results)) => {
+            Some(Msg::Results(results, charge)) => {
                 report.write(&results);
+                held.absorb(charge);
                 if report.buf.len() >= CHUNK {
-                    let body = Streamed { report, rx, done: false, _guard: guard };
+                    let body = Streamed { report, rx, held, done: false, _guard: guard };
                     return Ok(json(Body::new(body)));
                 }
             }
             Some(Msg::End(end)) => {
                 return match *end {
-                    Ok(out) => match out.reconnect_failed {
-                        Some(e) => Err(e.into()),
-                        None => Ok(json(Body::from(report.finish(&out)))),
+                    Ok(mut out) => match (out.reconnect_failed.take(), budget::refused(out.connection_error.as_deref())) {
+                        (Some(e), _) => Err(e.into()),
+                        (None, Some(refused)) => Err(refused),
+                        (None, None) => {
+                            let mut res = json(Body::from(report.finish(&out)));
+                            res.extensions_mut().insert(Held::new(held));
+                            Ok(res)
+                        }
                     },
                     Err(e) => Err(e),
                 }
@@ -134,6 +142,9 @@ async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Kee
     if let Some(msg) = out.reconnect_failed {
         return Err(msg.into());
     }
+    if let Some(refused) = budget::refused(out.connection_error.as_deref()) {
+        return Err(refused);
+    }
     Ok(report_response(&mut kept, &out))
 }
 
@@ -143,7 +154,7 @@ pub(super) fn report_response(kept: &mut KeptResults, out: &StreamReport<Infalli
     // Room for the summary, the results and their replies' JSON (counted as
     // they came), so that a large answer is not grown by doubling: twice its
     // size, and copied, while it is made.
-    let room = 640 + 160 * kept.results.len() + kept.json_bytes as usize;
+    let room = 640 + RESULT_JSON as usize * kept.results.len() + kept.json_bytes as usize;
     let mut report = ReportWriter { buf: Vec::with_capacity(room), json: ReportJson::default() };
     report.write(&kept.results);
     let mut res = json(Body::from(report.finish(out)));
@@ -151,6 +162,25 @@ pub(super) fn report_response(kept: &mut KeptResults, out: &StreamReport<Infalli
         res.extensions_mut().insert(kept.take_charge());
     }
     res
+}
+
+/// A result's JSON besides its reply's, at most (index, status, timings).
+const RESULT_JSON: u64 = 160;
+
+/// Bytes a decoded reply holds until its report is written: its strings
+/// and a `Value` for each element.
+fn held_len(reply: &resp::Value) -> u64 {
+    use resp::Value::*;
+    let pairs = |kv: &[(resp::Value, resp::Value)]| kv.iter().map(|(k, v)| held_len(k) + held_len(v)).sum::<u64>();
+    std::mem::size_of::<resp::Value>() as u64
+        + match reply {
+            Simple(b) | Error(b) | Bulk(b) | BlobError(b) | BigNumber(b) => b.len() as u64,
+            Verbatim { text, .. } => text.len() as u64,
+            Array(items) | Set(items) | Push(items) => items.iter().map(held_len).sum(),
+            Map(kv) => pairs(kv),
+            Attributed { attributes, value } => pairs(attributes) + held_len(value),
+            Integer(_) | Double(_) | Null | NullBulk | NullArray | Boolean(_) => 0,
+        }
 }
 
 /// Collects the results `keep` keeps, counting their replies' JSON
@@ -162,6 +192,12 @@ pub(super) struct KeptResults {
     keep: Keep,
     /// JSON bytes of the kept replies so far.
     json_bytes: u64,
+    /// Bytes the kept results hold until written, and their JSON: what
+    /// is charged ([`KeptResults::admit`]).
+    held_bytes: u64,
+    /// Of those, the bytes charged so far (some may have gone on with
+    /// their results: `GroupSink`).
+    charged: u64,
     max_json_bytes: u64,
     /// The kept replies' JSON, charged to the server's budget for answers
     /// (`super::budget`); why it refused one, if it did.
@@ -172,7 +208,7 @@ pub(super) struct KeptResults {
 impl KeptResults {
     pub(super) fn new(state: &AppState, keep: Keep, capacity: usize) -> KeptResults {
         let max_json_bytes = state.limits.max_reply_bytes;
-        KeptResults { results: Vec::with_capacity(capacity), keep, json_bytes: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
+        KeptResults { results: Vec::with_capacity(capacity), keep, json_bytes: 0, held_bytes: 0, charged: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
     }
 
     /// The charge of the kept replies, handed to the answer made of them.
@@ -204,15 +240,19 @@ impl ResultSink for KeptResults {
             if self.json_bytes > self.max_json_bytes {
                 return Err(self.max_json_bytes);
             }
+            // Charged before its JSON is made: the JSON as it will be
+            // written, and the reply and its result held until then.
+            self.held_bytes += len + RESULT_JSON + held_len(reply) + std::mem::size_of::<CommandResult>() as u64;
             // Answers under `CHARGED_FROM` are not charged (`budget::charged`):
             // a small batch's replies stay off the shared counter.
-            if self.json_bytes < CHARGED_FROM {
+            if self.held_bytes < CHARGED_FROM {
                 return Ok(());
             }
-            if let Err(why) = self.charge.grow(self.json_bytes - self.charge.bytes()) {
+            if let Err(why) = self.charge.grow(self.held_bytes - self.charged) {
                 self.refused = Some(why);
                 return Err(self.max_json_bytes);
             }
+            self.charged = self.held_bytes;
         }
         Ok(())
     }
@@ -246,7 +286,7 @@ impl GroupSink {
     fn send(&mut self) {
         if !self.group.results.is_empty() {
             let group = std::mem::replace(&mut self.group.results, Vec::with_capacity(GROUP));
-            let _ = self.tx.send(Msg::Results(group));
+            let _ = self.tx.send(Msg::Results(group, self.group.charge.take()));
         }
     }
 }
@@ -302,6 +342,9 @@ impl ReportWriter {
 struct Streamed {
     report: ReportWriter,
     rx: mpsc::UnboundedReceiver<Msg>,
+    /// The charge of the results received and of their JSON not yet passed
+    /// on: each chunk takes its share to hyper ([`budget::chunk`]).
+    held: Charge,
     /// The end of the report was passed on (or the body failed).
     done: bool,
     _guard: AbortOnDrop,
@@ -315,14 +358,19 @@ impl http_body::Body for Streamed {
         let this = &mut *self;
         while !this.done {
             if this.report.buf.len() >= CHUNK {
-                return Poll::Ready(Some(Ok(Frame::data(this.report.take()))));
+                return Poll::Ready(Some(Ok(Frame::data(this.chunk()))));
             }
             match this.rx.poll_recv(cx) {
-                Poll::Ready(Some(Msg::Results(results))) => this.report.write(&results),
+                Poll::Ready(Some(Msg::Results(results, charge))) => {
+                    this.report.write(&results);
+                    this.held.absorb(charge);
+                }
                 Poll::Ready(Some(Msg::End(end))) if end.is_ok() => {
                     this.done = true;
                     let out = end.expect("checked");
-                    return Poll::Ready(Some(Ok(Frame::data(this.report.finish(&out)))));
+                    let last = this.report.finish(&out);
+                    let share = this.held.split(u64::MAX);
+                    return Poll::Ready(Some(Ok(Frame::data(budget::chunk(last, share)))));
                 }
                 Poll::Ready(Some(Msg::End(_)) | None) => {
                     // The batch failed after the body had started (not by
@@ -335,12 +383,22 @@ impl http_body::Body for Streamed {
                 }
                 // Nothing new yet: pass on what is written rather than wait.
                 Poll::Pending if !this.report.buf.is_empty() => {
-                    return Poll::Ready(Some(Ok(Frame::data(this.report.take()))))
+                    return Poll::Ready(Some(Ok(Frame::data(this.chunk()))))
                 }
                 Poll::Pending => return Poll::Pending,
             }
         }
         Poll::Ready(None)
+    }
+}
+
+impl Streamed {
+    /// The JSON written so far, with its share of the charge (as much as
+    /// its size; the results' own share goes with the last chunk).
+    fn chunk(&mut self) -> Bytes {
+        let data = self.report.take();
+        let share = self.held.split(data.len() as u64);
+        budget::chunk(data, share)
     }
 }
 

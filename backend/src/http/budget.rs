@@ -1,16 +1,26 @@
-//! The memory of responses being written, all together: one budget
-//! (`--max-response-memory`) for every answer a client has not read yet.
+//! The memory of responses being made and written, all together: one budget
+//! (`--max-response-memory`) for every byte a slow or absent reader makes
+//! pipelab hold.
 //!
 //! A 57-byte `/compare` with `include_results` on a 10 MB value of NUL
 //! bytes is a 252 MB answer; six clients that read nothing held 2.1 GB.
-//! A batch's replies are charged as they come, by their JSON (`api::stream::KeptResults`):
-//! past the budget the batch is cut as at the reply limit, its
-//! `connection_error` naming `--max-response-memory`. The answer made of
-//! them stays charged for as long as its body lives ([`charged`]: until it
-//! is written, or its client gone), handed to hyper in frames of 64 KiB,
-//! so that what is charged is what is held; any other answer of 64 KiB or
-//! more is charged too. While the budget is spent, a batch is refused
-//! before anything is sent (503 `busy`, [`Budget::check`]). When a large answer is released, the allocator is asked
+//! What is charged, each before it is made:
+//! - a large reply being read from Redis: its read buffer's growth, and
+//!   while it arrives the most its copy and JSON can cost
+//!   (`pipelab::conn::ReplyMemory`, taken before the bytes arrive; a reply
+//!   whose answer has no room is refused before it is read);
+//! - each kept reply, by its JSON as it will be written plus the decoded
+//!   reply held until then (`api::stream::KeptResults`);
+//! - the answer made of them, for as long as any of its bytes are
+//!   pipelab's: handed to hyper in frames of 64 KiB, released when hyper
+//!   has dropped them ([`charged`]; a streamed answer's chunks each carry
+//!   their share, [`chunk`]).
+//!
+//! Any other answer of 64 KiB or more is charged too. Past the budget a
+//! batch's answer is refused, never held: 413 `answer_too_large` if it
+//! alone is larger than the budget, else 503 `busy` with `Retry-After`
+//! ([`refused`]). A batch is not refused up front: a small answer takes
+//! none of the budget. When a large answer is released, the allocator is asked
 //! to give the memory back to the system ([`set_release_hook`]), at once and
 //! by each runtime thread as it goes idle in the next seconds
 //! ([`collect_if_due`]).
@@ -30,13 +40,21 @@ use super::error::{ApiCode, ApiError};
 pub const CHARGED_FROM: u64 = 64 * 1024;
 /// Frames of a charged answer.
 const FRAME: usize = 64 * 1024;
-/// A release this large calls the release hook.
-const COLLECT_FROM: u64 = 1 << 20;
+/// Each release of this much calls the release hook.
+const COLLECT_FROM: u64 = 8 << 20;
+/// What a refused client is told to wait: answers are read, or their
+/// clients cut by `--write-timeout-ms`, in about this long.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+/// In the refusal of an answer larger than the whole budget ([`refused`]).
+const TOO_LARGE: &str = "larger than the server's memory for answers";
 
 /// The budget (`HttpState::budget`).
 pub struct Budget {
     max: u64,
     used: AtomicU64,
+    /// Bytes released so far: each [`COLLECT_FROM`] more calls the release
+    /// hook (an answer is released a frame at a time).
+    freed: AtomicU64,
 }
 
 static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
@@ -81,7 +99,23 @@ pub fn set_release_hook(hook: fn()) {
 
 impl Budget {
     pub fn new(max: u64) -> Arc<Budget> {
-        Arc::new(Budget { max: max.max(1), used: AtomicU64::new(0) })
+        Arc::new(Budget { max: max.max(1), used: AtomicU64::new(0), freed: AtomicU64::new(0) })
+    }
+
+    /// After `n` bytes were released: past each [`COLLECT_FROM`] the
+    /// allocator is asked to give memory back, now and by idle threads.
+    fn released(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let before = self.freed.fetch_add(n, Ordering::Relaxed);
+        if (before + n) / COLLECT_FROM == before / COLLECT_FROM {
+            return;
+        }
+        COLLECT_UNTIL_MS.store(clock_ms() + COLLECT_WINDOW_MS, Ordering::Relaxed);
+        if let Some(hook) = RELEASE_HOOK.get() {
+            hook();
+        }
     }
 
     /// Bytes of answers held now.
@@ -89,22 +123,59 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// `Err` (503 `busy`) while the budget is spent.
-    pub fn check(&self) -> Result<(), ApiError> {
-        let used = self.used();
-        if used < self.max {
+    /// Takes `n` bytes more for a holder that has `had` already; else why
+    /// not (worded for [`refused`]). `force`: taken even past the budget.
+    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), String> {
+        if force {
+            self.used.fetch_add(n, Ordering::Relaxed);
             return Ok(());
         }
-        Err(ApiError::new(
-            ApiCode::Busy,
-            format!(
-                "answers not yet read by their clients hold {} MiB, the server's memory for them (--max-response-memory {} MiB); \
-                 nothing was sent; try again when they are read",
+        if had + n > self.max {
+            return Err(format!(
+                "the answer would hold {} MiB, {TOO_LARGE} (--max-response-memory {} MiB); nothing of it is kept",
+                (had + n).div_ceil(1 << 20),
+                self.max >> 20
+            ));
+        }
+        match self.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| (used + n <= self.max).then_some(used + n)) {
+            Ok(_) => Ok(()),
+            Err(used) => Err(format!(
+                "the server's memory for answers is spent (answers being made or not yet read hold {} MiB, --max-response-memory {} MiB); \
+                 nothing of this answer is kept; try again when they are read",
                 used >> 20,
                 self.max >> 20
-            ),
-        ))
+            )),
+        }
     }
+}
+
+/// Reads of large replies take their room from the same budget.
+impl crate::conn::ReplyMemory for Budget {
+    fn limit(&self) -> u64 {
+        self.max
+    }
+
+    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), String> {
+        Budget::take(self, had, n, force)
+    }
+
+    fn give(&self, n: u64) {
+        self.used.fetch_sub(n, Ordering::Relaxed);
+        self.released(n);
+    }
+}
+
+/// The error for a batch whose answer the budget refused (its report's
+/// `connection_error` names the budget): 413 `answer_too_large` if it
+/// alone is larger than the budget, else 503 `busy` with `Retry-After`.
+/// The batch ran until then: its commands may have changed data.
+pub fn refused(connection_error: Option<&str>) -> Option<ApiError> {
+    let why = connection_error.filter(|e| e.contains(crate::conn::MEMORY_REFUSED))?;
+    let message = format!("{why} (the batch ran until its answer was refused: its commands may have changed data)");
+    Some(match why.contains(TOO_LARGE) {
+        true => ApiError::new(ApiCode::AnswerTooLarge, message),
+        false => ApiError::new(ApiCode::Busy, message).retry_after(RETRY_AFTER),
+    })
 }
 
 /// Bytes charged to a budget until dropped.
@@ -119,21 +190,19 @@ impl Charge {
         Charge { budget: budget.clone(), bytes: 0 }
     }
 
-    /// `n` bytes more, if the budget has room for them; else why not.
+    /// `n` bytes more, if the budget has room for them; else why not
+    /// (this charge alone past the budget, or the budget spent: [`refused`]).
     pub fn grow(&mut self, n: u64) -> Result<(), String> {
-        let budget = &self.budget;
-        let taken = budget.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| (used + n <= budget.max).then_some(used + n));
-        match taken {
-            Ok(_) => {
-                self.bytes += n;
-                Ok(())
-            }
-            Err(used) => Err(format!(
-                "the server's memory for answers is spent (answers being made or not yet read hold {} MiB, --max-response-memory {} MiB)",
-                used >> 20,
-                budget.max >> 20
-            )),
-        }
+        self.budget.take(self.bytes, n, false)?;
+        self.bytes += n;
+        Ok(())
+    }
+
+    /// Up to `n` of this charge's bytes, moved to the charge returned.
+    pub fn split(&mut self, n: u64) -> Charge {
+        let n = n.min(self.bytes);
+        self.bytes -= n;
+        Charge { budget: self.budget.clone(), bytes: n }
     }
 
     /// This charge's bytes, moved to the charge returned; this one is
@@ -171,14 +240,9 @@ impl Charge {
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        let large = self.bytes >= COLLECT_FROM;
-        self.release(self.bytes);
-        if large {
-            COLLECT_UNTIL_MS.store(clock_ms() + COLLECT_WINDOW_MS, Ordering::Relaxed);
-            if let Some(hook) = RELEASE_HOOK.get() {
-                hook();
-            }
-        }
+        let n = self.bytes;
+        self.release(n);
+        self.budget.released(n);
     }
 }
 
@@ -204,15 +268,50 @@ pub fn charged(budget: &Arc<Budget>, mut res: Response) -> Response {
     }
     let mut charge = held.unwrap_or_else(|| Charge::new(budget));
     charge.set(size);
-    res.map(|body| Body::new(Charged { inner: body, pending: Bytes::new(), charge }))
+    res.map(|body| Body::new(Charged { inner: body, pending: Bytes::new(), charge: Arc::new(charge) }))
 }
 
-/// A charged body: its frames cut to [`FRAME`] bytes, each released from
-/// the budget as hyper takes it; the rest released when it is dropped.
+/// Bytes handed to hyper with their share of a charge, released when
+/// hyper drops them (written, or the connection gone): hyper queues
+/// several frames per connection before it writes them.
+pub fn chunk(data: Bytes, charge: Charge) -> Bytes {
+    if charge.bytes == 0 {
+        return data;
+    }
+    Bytes::from_owner(ChargedChunk { data, _charge: charge })
+}
+
+/// The owner of a [`chunk`]'s bytes.
+struct ChargedChunk {
+    data: Bytes,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for ChargedChunk {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+/// A charged body: its frames cut to [`FRAME`] bytes. They are slices of
+/// one buffer, freed when the last of them is: each holds the whole
+/// charge, released when hyper has dropped them all and the body too.
 struct Charged {
     inner: Body,
     pending: Bytes,
-    charge: Charge,
+    charge: Arc<Charge>,
+}
+
+/// The owner of a [`Charged`] body's frame.
+struct SharedChunk {
+    data: Bytes,
+    _charge: Arc<Charge>,
+}
+
+impl AsRef<[u8]> for SharedChunk {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
 }
 
 impl HttpBody for Charged {
@@ -231,9 +330,8 @@ impl HttpBody for Charged {
             }
         }
         let n = this.pending.len().min(FRAME);
-        let chunk = this.pending.split_to(n);
-        this.charge.release(n as u64);
-        Poll::Ready(Some(Ok(Frame::data(chunk))))
+        let data = this.pending.split_to(n);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_owner(SharedChunk { data, _charge: this.charge.clone() })))))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -269,7 +367,7 @@ mod tests {
         drop(small);
         let big = charged(&budget, vec![7u8; 300 * 1024].into_response());
         assert_eq!(budget.used(), 300 * 1024);
-        assert!(budget.check().is_err(), "spent");
+        assert!(Charge::new(&budget).grow(1).is_err(), "spent");
         let body = axum::body::to_bytes(big.into_body(), usize::MAX).await.unwrap();
         assert_eq!(body.len(), 300 * 1024);
         assert_eq!(budget.used(), 0);
@@ -277,6 +375,6 @@ mod tests {
         assert_eq!(budget.used(), 100 * 1024);
         drop(dropped);
         assert_eq!(budget.used(), 0);
-        assert!(budget.check().is_ok());
+        assert!(Charge::new(&budget).grow(1).is_ok());
     }
 }

@@ -91,7 +91,8 @@ pub enum ApiCode {
     RateLimited,
     /// 503: Redis cannot be reached (nothing was written).
     RedisUnavailable,
-    /// 503: every batch slot stayed busy for the batch timeout.
+    /// 503: every batch slot stayed busy for the batch timeout, or the
+    /// server's memory for answers is spent (`http::budget`; `Retry-After`).
     Busy,
     /// 503 (`/healthz`): Redis has answered BUSY (a script or function that
     /// could not be killed) for longer than the batch timeout.
@@ -120,22 +121,24 @@ pub enum ApiCode {
     /// 429: in the sandbox, the visitor already runs
     /// `--sandbox-visitor-batches` batches; `Retry-After` says when to retry.
     TooManyBatches,
-    /// 429: in the sandbox, `--sandbox-new-visitors-per-minute` new
-    /// visitors came from the caller's address in the last minute;
-    /// `Retry-After` says when the next may start.
+    /// 429: in the sandbox, `--sandbox-visitors-per-address` visitors from
+    /// the caller's address have a Redis; `Retry-After` says when one frees up.
     TooManyVisitors,
-    /// 503: reserved; the sandbox hibernates its least recently active
-    /// visitors rather than refuse one.
+    /// 503: in the sandbox, `--sandbox-max-visitors` visitors have a Redis
+    /// of their own; `Retry-After` says when one frees up.
     SandboxFull,
     /// 413: in the sandbox, the batch's scripts (EVAL, SCRIPT LOAD,
     /// FUNCTION LOAD) would hold more than the visitor's quota.
     ScriptCacheFull,
+    /// 413: the batch's answer alone would hold more than
+    /// `--max-response-memory` (`http::budget`); the batch ran until then.
+    AnswerTooLarge,
 }
 
 impl ApiCode {
     /// Every code, in the order of the OpenAPI document's listing. Wire names
     /// are the variants in `snake_case` (serde); the status is [`ApiCode::status`].
-    pub const ALL: [ApiCode; 47] = {
+    pub const ALL: [ApiCode; 48] = {
         use ApiCode::*;
         [
             InvalidJson, InvalidBody, InvalidField, MissingCommands, ConflictingFields, EmptyBatch,
@@ -145,7 +148,7 @@ impl ApiCode {
             BodyTooLarge, TooManyCommands, ArgumentTooLarge, UriTooLong, UnsupportedMediaType, ForbiddenHost,
             HeadersTooLarge, RateLimited, RedisUnavailable, Busy, RedisBusy, ShuttingDown, BatchTimeout,
             OtherNode, SessionNotFound, SessionLost, SessionBusy, TooManySessions, TooManyBatches, TooManyVisitors, SandboxFull,
-            ScriptCacheFull,
+            ScriptCacheFull, AnswerTooLarge,
         ]
     };
 
@@ -164,7 +167,7 @@ impl ApiCode {
             SessionLost | SessionBusy => StatusCode::CONFLICT,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            BodyTooLarge | TooManyCommands | ArgumentTooLarge | ScriptCacheFull => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyTooLarge | TooManyCommands | ArgumentTooLarge | ScriptCacheFull | AnswerTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UriTooLong => StatusCode::URI_TOO_LONG,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ForbiddenHost | OtherNode => StatusCode::MISDIRECTED_REQUEST,
@@ -306,6 +309,7 @@ impl From<crate::engine::EngineError> for ApiError {
         let ms = |d: std::time::Duration| d.as_millis();
         match e {
             EngineError::Exec(e) => e.into(),
+            EngineError::Sandbox(e @ SandboxError::Full { retry_after, .. }) => ApiError::new(ApiCode::SandboxFull, e.to_string()).retry_after(retry_after),
             EngineError::Sandbox(e @ SandboxError::AddressFull { retry_after, .. }) => ApiError::new(ApiCode::TooManyVisitors, e.to_string()).retry_after(retry_after),
             EngineError::Sandbox(SandboxError::Start(e)) => {
                 tracing::error!(error = %e, "could not start a visitor's redis-server");
@@ -428,7 +432,7 @@ pub enum BatchErrors {
     /// The body stopped arriving for the batch timeout
     #[response(status = 408)]
     BodyTimeout(ErrorBody),
-    /// Over a size limit (body, commands, argument)
+    /// Over a size limit (body, commands, argument), or an answer larger than `--max-response-memory` (`answer_too_large`)
     #[response(status = 413)]
     TooLarge(ErrorBody),
     /// The request URI is over 8 KiB
@@ -443,7 +447,7 @@ pub enum BatchErrors {
     /// The request headers are over 32 KiB
     #[response(status = 431)]
     HeadersTooLarge(ErrorBody),
-    /// Redis unreachable, or all batch slots busy
+    /// Redis unreachable, all batch slots busy, or the server's memory for answers spent (`busy`, with `Retry-After`)
     #[response(status = 503)]
     Unavailable(ErrorBody),
     /// A run could not be cut at the batch timeout (a batch reaching it is normally cut and reported: `unknown` / `not_sent` results and `connection_error`)

@@ -33,7 +33,8 @@ pub use error::ConnectError;
 pub use socket::{connect_stream, Stream};
 pub use target::{Endpoint, RedisTarget, TargetError, TlsSettings, DEFAULT_PORT};
 
-use buffer::ReadBuffer;
+pub use buffer::{set_reply_memory, HeldReplies, ReplyMemory, MEMORY_REFUSED};
+use buffer::{MemoryRefused, ReadBuffer};
 use socket::{connect_stream_fd, Counted, RawSock};
 
 use crate::delay;
@@ -137,6 +138,9 @@ pub enum ReadError {
     Protocol(String),
     #[error("reply limit reached: more than {0} bytes received")]
     Limit(u64),
+    /// The process's [`ReplyMemory`] had no room for the reply arriving.
+    #[error("{0}")]
+    Memory(String),
     #[error("{DEADLINE}")]
     Deadline,
     #[error("{CANCELLED}")]
@@ -153,7 +157,7 @@ const CANCELLED: &str = "cancelled: the batch was cut at its client's request";
 /// was cut (its deadline, a cancel, the reply limit) rather than the link
 /// to the server failing.
 pub fn batch_cut(message: &str) -> bool {
-    message.contains(DEADLINE) || message.contains(CANCELLED) || message.starts_with("reply limit reached")
+    message.contains(DEADLINE) || message.contains(CANCELLED) || message.starts_with("reply limit reached") || message.contains(MEMORY_REFUSED)
 }
 
 /// Why a write failed. What it carried may or may not have reached Redis.
@@ -358,12 +362,19 @@ impl Conn {
         self.s.buffer.shrink();
     }
 
+    /// Whether the process's [`ReplyMemory`] may refuse the next replies'
+    /// room (`false`: taken past it, for replies that must be read past).
+    pub fn bound_memory(&mut self, strict: bool) {
+        self.s.buffer.set_strict(strict);
+    }
+
     /// Readies an idle connection for the next batch: zero stats, a fresh
     /// decoder, that batch's read timeout, reply-size limit and deadline.
     pub fn prepare_reuse(&mut self, settings: &ConnSettings) {
         self.reset_stats();
         self.s.decoder = resp::Decoder::new();
         self.s.buffer.clear();
+        self.s.buffer.set_strict(true);
         self.s.read_timeout = settings.read_timeout;
         self.s.max_reply_bytes = settings.max_reply_bytes;
         self.s.deadline = settings.deadline;
@@ -490,7 +501,10 @@ impl Conn {
             let n = match read {
                 Ok(0) => return Err(ReadError::Closed),
                 Ok(n) => n,
-                Err(e) => return Err(ReadError::Io(e)),
+                Err(e) => match e.get_ref().and_then(|e| e.downcast_ref::<MemoryRefused>()) {
+                    Some(refused) => return Err(ReadError::Memory(refused.0.clone())),
+                    None => return Err(ReadError::Io(e)),
+                },
             };
             self.s.last_read_at = Instant::now();
             self.s.stats.bytes_received += n as u64;

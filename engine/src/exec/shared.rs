@@ -161,6 +161,8 @@ struct Answer {
     /// Its replies in order, each with the instant the read that completed
     /// it returned and its size in bytes.
     replies: Vec<(resp::Value, Instant, u64)>,
+    /// The large ones, charged until the batch has counted them.
+    held: crate::conn::HeldReplies,
     /// Why the connection failed (or could not be opened) before every reply.
     failure: Option<String>,
     /// The shared write's system calls, and the reads its replies took.
@@ -491,6 +493,7 @@ async fn read_answers(c: &mut Conn, pending: &mut VecDeque<Reading>, lane: bool)
                 true => (pending.iter().find(|p| !p.skipping).map_or(front.job.read_timeout, |p| p.job.read_timeout), None),
             };
             c.limit_replies(timeout, limit);
+            c.bound_memory(!front.skipping);
             pending.front_mut().expect("front").reads_before = Some(c.stats().read_syscalls);
         }
         let before = c.bytes_decoded();
@@ -515,11 +518,13 @@ async fn read_answers(c: &mut Conn, pending: &mut VecDeque<Reading>, lane: bool)
             Ok((reply, at)) => {
                 r.read += 1;
                 if !r.skipping {
-                    r.answer.replies.push((reply, at, c.bytes_decoded() - before));
+                    let size = c.bytes_decoded() - before;
+                    r.answer.held.add(size);
+                    r.answer.replies.push((reply, at, size));
                 }
             }
             // This job's own limit or timeout: it is cut, not the jobs after it.
-            Err(e @ (ReadError::Limit(_) | ReadError::Timeout(_))) if !r.skipping && others_wait => {
+            Err(e @ (ReadError::Limit(_) | ReadError::Memory(_) | ReadError::Timeout(_))) if !r.skipping && others_wait => {
                 let mut answer = std::mem::take(&mut r.answer);
                 answer.failure = Some(e.to_string());
                 answer.read_syscalls = c.stats().read_syscalls - r.reads_before.unwrap_or(0);
