@@ -155,28 +155,51 @@ pub struct SandboxConfig {
     #[arg(long, env = "PIPELAB_SANDBOX_MAX_BYTES", value_parser = crate::embedded::parse_memory, default_value = "16mb")]
     pub sandbox_max_bytes: u64,
 
-    /// A visitor idle this long loses their Redis and its keys (and their
+    /// A visitor idle this long loses their keys, saved or not (and their
     /// cookie lapses): `3600`, `90s`, `30m`, `1h`.
-    #[arg(long, env = "PIPELAB_SANDBOX_IDLE", value_parser = parse_duration, default_value = "1h")]
+    #[arg(long, env = "PIPELAB_SANDBOX_IDLE", value_parser = parse_duration, default_value = "24h")]
     pub sandbox_idle: Duration,
+
+    /// A visitor idle this long hibernates: their keys are saved to the
+    /// state directory and their redis-server stopped; their next request
+    /// starts one on those keys.
+    #[arg(long, env = "PIPELAB_SANDBOX_HIBERNATE_AFTER", value_parser = parse_duration, default_value = "2m")]
+    pub sandbox_hibernate_after: Duration,
+
+    /// Where hibernated visitors' keys are kept (`<visitor>.rdb`, mode
+    /// 0700; one node's own): a volume, so that they outlive a restart.
+    /// Default: `pipelab-sandbox-state` in the temporary directory.
+    #[arg(long, env = "PIPELAB_SANDBOX_STATE_DIR", value_name = "DIR")]
+    pub sandbox_state_dir: Option<std::path::PathBuf>,
+
+    /// The memory the visitors' redis-servers may hold together (their
+    /// private resident memory; Redis's units: `8gb`): past it the least
+    /// recently active hibernate. 0: half the memory pipelab may use (the
+    /// machine's, or its control group's limit where lower).
+    #[arg(long, env = "PIPELAB_SANDBOX_MEMORY", value_parser = parse_budget, default_value = "0")]
+    pub sandbox_memory: u64,
+
+    /// The room saved keys may take in the state directory (`1gb`): past
+    /// it, the visitors idle longest lose theirs (and are told). 0: the
+    /// smaller of 1 GiB and a tenth of the directory's filesystem.
+    #[arg(long, env = "PIPELAB_SANDBOX_DISK", value_parser = parse_budget, default_value = "0")]
+    pub sandbox_disk: u64,
 
     /// Redis children started ahead, so that a new visitor's first answer
     /// does not wait for one to start.
     #[arg(long, env = "PIPELAB_SANDBOX_SPARES", default_value_t = 4)]
     pub sandbox_spares: usize,
 
-    /// Most visitors with a Redis at once; past it a new visitor gets 503
-    /// `sandbox_full` with `Retry-After`. 0: as many as half the machine's
-    /// memory holds at the most one child may map (160 MiB and twice
-    /// `--sandbox-max-bytes`), at most 1,000.
-    #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", default_value_t = 0)]
+    /// Most visitors with a running redis-server at once; past it the
+    /// least recently active hibernate (nobody is refused).
+    #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", value_parser = at_least_one::<usize>(), default_value_t = crate::sandbox::MAX_RUNNING)]
     pub sandbox_max_visitors: usize,
 
-    /// Most visitors with a Redis from one client address (an IPv6 /64;
-    /// more: 429 `too_many_visitors`). 0: an eighth of
-    /// `--sandbox-max-visitors`, at least 4.
-    #[arg(long, env = "PIPELAB_SANDBOX_VISITORS_PER_ADDRESS", default_value_t = 0)]
-    pub sandbox_visitors_per_address: usize,
+    /// New visitors one client address (an IPv6 /64) may start a minute
+    /// (more: 429 `too_many_visitors` with `Retry-After`); returning
+    /// visitors are not counted. 0: no limit.
+    #[arg(long, env = "PIPELAB_SANDBOX_NEW_VISITORS_PER_MINUTE", default_value_t = 30)]
+    pub sandbox_new_visitors_per_minute: u32,
 
     /// Most batches one visitor runs at once (more: 429 `too_many_batches`).
     #[arg(long, env = "PIPELAB_SANDBOX_VISITOR_BATCHES", value_parser = at_least_one::<usize>(), default_value_t = 4)]
@@ -195,9 +218,13 @@ impl Default for SandboxConfig {
             sandbox_unjailed: false,
             sandbox_max_bytes: s.max_bytes,
             sandbox_idle: s.idle,
+            sandbox_hibernate_after: s.hibernate_after,
+            sandbox_state_dir: None,
+            sandbox_memory: 0,
+            sandbox_disk: 0,
             sandbox_spares: s.spares,
-            sandbox_max_visitors: 0,
-            sandbox_visitors_per_address: 0,
+            sandbox_max_visitors: s.max_visitors,
+            sandbox_new_visitors_per_minute: s.new_visitors_per_minute,
             sandbox_visitor_batches: s.visitor_batches,
             sandbox_visitor_sessions: s.visitor_sessions,
         }
@@ -207,24 +234,33 @@ impl Default for SandboxConfig {
 impl SandboxConfig {
     /// The supervisor's settings, its children started from `redis_server`.
     pub fn settings(&self, redis_server: &str) -> crate::sandbox::Settings {
-        let max_visitors = match self.sandbox_max_visitors {
-            0 => crate::sandbox::default_max_visitors(self.sandbox_max_bytes),
-            n => n,
-        };
         crate::sandbox::Settings {
             redis_server: redis_server.to_string(),
             unjailed: self.sandbox_unjailed,
             max_bytes: self.sandbox_max_bytes,
             idle: self.sandbox_idle,
-            spares: self.sandbox_spares,
-            max_visitors,
-            visitors_per_address: match self.sandbox_visitors_per_address {
-                0 => crate::sandbox::default_visitors_per_address(max_visitors),
+            hibernate_after: self.sandbox_hibernate_after,
+            state_dir: Some(self.sandbox_state_dir.clone().unwrap_or_else(crate::sandbox::default_state_dir)),
+            memory: match self.sandbox_memory {
+                0 => crate::sandbox::default_memory(),
                 n => n,
             },
+            disk: self.sandbox_disk,
+            spares: self.sandbox_spares,
+            max_visitors: self.sandbox_max_visitors,
+            new_visitors_per_minute: self.sandbox_new_visitors_per_minute,
             visitor_batches: self.sandbox_visitor_batches,
             visitor_sessions: self.sandbox_visitor_sessions,
         }
+    }
+}
+
+/// A budget as `--sandbox-memory` takes it: 0 (the default's), or a size
+/// such as `8gb` (at least 1mb).
+pub fn parse_budget(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "0" => Ok(0),
+        _ => crate::embedded::parse_memory(s),
     }
 }
 

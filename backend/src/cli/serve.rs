@@ -209,7 +209,7 @@ fn serve_on_threads(
             Backing::Sandbox(sup) => {
                 let _rt = first.enter();
                 let s = sup.settings();
-                tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), "sandbox on: a redis-server of their own for each visitor");
+                tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
                 AppStateBuilder::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
             }
         };
@@ -228,6 +228,7 @@ fn serve_on_threads(
         first.spawn(async move { pipelab::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
     }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
+    let sandbox = state.engine.sandbox().cloned();
     let http = state.http.clone();
     let app = pipelab::server::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -270,6 +271,10 @@ fn serve_on_threads(
     first.block_on(async move {
         tokio::join!(accept(listener, cap, queues, stop_tx, drained(http, grace)), first_part);
         all_served.wait().await;
+        // Saved to the state directory: started again on it, this node serves them again.
+        if let Some(sandbox) = sandbox {
+            sandbox.hibernate_all().await;
+        }
     });
     // A serving thread that panicked is a failure.
     // Every thread is joined, also after one that panicked.

@@ -121,11 +121,12 @@ pub enum ApiCode {
     /// 429: in the sandbox, the visitor already runs
     /// `--sandbox-visitor-batches` batches; `Retry-After` says when to retry.
     TooManyBatches,
-    /// 429: in the sandbox, `--sandbox-visitors-per-address` visitors from
-    /// the caller's address have a Redis; `Retry-After` says when one frees up.
+    /// 429: in the sandbox, `--sandbox-new-visitors-per-minute` new
+    /// visitors came from the caller's address in the last minute;
+    /// `Retry-After` says when the next may start.
     TooManyVisitors,
-    /// 503: in the sandbox, `--sandbox-max-visitors` visitors have a Redis
-    /// of their own; `Retry-After` says when one frees up.
+    /// 503: reserved; the sandbox hibernates its least recently active
+    /// visitors rather than refuse one.
     SandboxFull,
     /// 413: in the sandbox, the batch's scripts (EVAL, SCRIPT LOAD,
     /// FUNCTION LOAD) would hold more than the visitor's quota.
@@ -309,7 +310,6 @@ impl From<crate::engine::EngineError> for ApiError {
         let ms = |d: std::time::Duration| d.as_millis();
         match e {
             EngineError::Exec(e) => e.into(),
-            EngineError::Sandbox(e @ SandboxError::Full { retry_after, .. }) => ApiError::new(ApiCode::SandboxFull, e.to_string()).retry_after(retry_after),
             EngineError::Sandbox(e @ SandboxError::AddressFull { retry_after, .. }) => ApiError::new(ApiCode::TooManyVisitors, e.to_string()).retry_after(retry_after),
             EngineError::Sandbox(SandboxError::Start(e)) => {
                 tracing::error!(error = %e, "could not start a visitor's redis-server");
