@@ -115,9 +115,9 @@ for mode in sequential pipeline transaction auto; do
   out=$(batch "$url" "$mode" -b "$jar" -c "$jar")
   expect_ok "$out" 3
 done
-[ "$(batch "$url" pipeline -b "$jar" -c "$jar" | jq -r '.results[2].value')" = 5 ] || fail "a visitor's keys do not persist between batches"
+[ "$(batch "$url" pipeline -b "$jar" -c "$jar" | jq -r '.results[2].reply.value')" = 5 ] || fail "a visitor's keys do not persist between batches"
 # Another visitor (no cookie) has a Redis of their own.
-[ "$(batch "$url" pipeline | jq -r '.results[2].value')" = 1 ] || fail "a new visitor sees another visitor's keys"
+[ "$(batch "$url" pipeline | jq -r '.results[2].reply.value')" = 1 ] || fail "a new visitor sees another visitor's keys"
 refused=$(curl -sS -b "$jar" -H 'content-type: application/json' -d '{"commands":[["CONFIG","SET","maxmemory","0"]]}' "$url/api/v1/batch")
 jq -e '.error.code // .results[0].status' <<<"$refused" | grep -q 'refused\|forbidden\|error' || fail "CONFIG SET is not refused: $refused"
 n=$(servers "$c" | wc -l)
