@@ -53,7 +53,7 @@ doc_links() {
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items
 }
 part "cargo doc (links)" doc_links
-for name in resp web tutorial deploy image upstash readme; do
+for name in resp web tutorial deploy image upstash readme nodes; do
   part "scripts/test-$name.sh" bash "scripts/test-$name.sh"
 done
 # Every lesson again, in the sandbox of a public deployment, on

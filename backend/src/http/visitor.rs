@@ -54,7 +54,9 @@ pub fn admit(state: &HttpState, req: &mut Request) -> Option<(HeaderValue, Visit
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
         return None;
     }
-    let from = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    // Behind a balancer every peer is the balancer: the address it forwards is the visitor's.
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let from = super::rate::forwarded_for(req.headers(), state.rate.limits().trust_forwarded_for).or(peer);
     let named = from_headers(req.headers()).or_else(|| from_token(req));
     let id = sandbox.admit(named, from);
     let cookie = set_cookie(&id, sandbox.settings().idle);

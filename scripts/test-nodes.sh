@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Many nodes behind real balancers, on the loopback: three `pipelab serve`
+# nodes, each with its own --node-id, behind deploy/haproxy/haproxy.cfg
+# (HAProxy 2.6, Debian's) and deploy/nginx/pipelab.conf (nginx OSS), both
+# checked first (`haproxy -c`, `nginx -t`); the Kubernetes manifest read
+# and its fields checked. What the nodes must do through them:
+# scripts/lib/nodes_check.py. PIPELAB_BIN: the binary to run (default: a
+# debug build); PIPELAB_NODES_VISITORS: sandbox visitors (default 30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
+
+missing=()
+command -v haproxy >/dev/null || missing+=(haproxy)
+command -v nginx >/dev/null || missing+=(nginx-light)
+command -v redis-server >/dev/null || missing+=(redis-server)
+if ((${#missing[@]})); then
+  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml
+
+python3 scripts/lib/kubernetes_check.py deploy/kubernetes/pipelab.yaml deploy/haproxy/haproxy.cfg
+
+bin=${PIPELAB_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --quiet -p pipelab
+  bin="$target/debug/pipelab"
+fi
+python3 scripts/lib/nodes_check.py "$bin"
