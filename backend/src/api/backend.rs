@@ -19,9 +19,9 @@ impl Caller {
 impl AppState {
     /// The Redis that serves `caller`.
     ///
-    /// Errors: in the sandbox, 503 `sandbox_full` (with `Retry-After`) when
-    /// every visitor slot is taken, 503 `redis_unavailable` when no
-    /// redis-server could be started for the visitor.
+    /// Errors: in the sandbox, 429 `too_many_visitors` (with `Retry-After`)
+    /// for a new visitor past their address's rate, 503 `redis_unavailable`
+    /// when no redis-server could be started for the visitor.
     pub async fn backend(&self, caller: &Caller) -> Result<Backend, ApiError> {
         Ok(self.engine.backend(caller.who()).await?)
     }

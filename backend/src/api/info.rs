@@ -143,7 +143,7 @@ pub struct RedisInfo {
     tag = "server",
     responses(
         (status = 200, description = "Server facts", body = InfoResponse),
-        (status = 503, description = "In the sandbox: `sandbox_full` (with `Retry-After`), or no Redis could be started for the visitor", body = super::error::ErrorBody),
+        (status = 503, description = "In the sandbox: no Redis could be started for the visitor", body = super::error::ErrorBody),
     )
 )]
 pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {

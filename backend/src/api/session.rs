@@ -86,7 +86,7 @@ fn unix_ms(at: SystemTime) -> u64 {
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
         (status = 400, description = "A bad field", body = super::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap), `sandbox_full` or `redis_unavailable`", body = super::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap) or `redis_unavailable`", body = super::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
