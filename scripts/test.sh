@@ -19,7 +19,8 @@
 #   built and run in containers with podman, compose's every profile
 #   included (test-image.sh), the official
 #   Upstash SDKs (npm, PyPI) against `pipelab serve` (test-upstash.sh), the
-#   README's API examples run as shown (test-readme.sh).
+#   README's API examples run as shown (test-readme.sh), three nodes behind
+#   HAProxy and nginx (test-nodes.sh).
 # This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
