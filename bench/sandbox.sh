@@ -18,6 +18,24 @@
 # as a public deployment has them; only the caps on visitors and on HTTP
 # connections in all are raised to VISITORS.
 #
+# `bench/sandbox.sh crowd` instead: visitors who hold keys and come back
+# (bench/sandbox_crowd.py drives them; --sandbox-hibernate-after 20s):
+#
+#   - SAVE and a start to PONG on the saved file, for 100, 20,000 and
+#     100,000 keys (a child's own redis-server arguments, outside pipelab);
+#   - VISITORS new visitors arrive (one every EVERY_MS, default 20), each
+#     running a lesson (100 SETs): the new visitor's first answer p99;
+#   - RETURNING of the first ones, hibernated by then, come back within the
+#     same minute: the returning visitor's first answer p99 (their Redis
+#     started on their saved keys; each checked to hold its 100 keys);
+#   - pipelab's RSS, the running children's count and summed private
+#     memory, the visitors hibernated, the state directory's size.
+#
+# Usage: bench/sandbox.sh crowd [VISITORS (default 10000)] [RETURNING (default 1000)]
+#   EVERY_MS=N         a new visitor every N ms (default 20)
+#   HIBERNATE_AFTER=S  --sandbox-hibernate-after in seconds (default 20)
+#   WITHIN=S           the returning visitors come back within S seconds (default 60)
+#
 # Usage: bench/sandbox.sh [VISITORS (default 1000)] [ACTIVE (default 200)]
 #   PIPELAB_BIN=path     use this binary instead of building target/release/pipelab
 #   SECONDS_PER_PHASE=N  each lesson phase's length (default 20)
@@ -27,6 +45,92 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/wait-ready.sh
 source bench/lib.sh
+
+# rdb_timings: SAVE and start-to-PONG times (ms) for 100, 20k and 100k keys,
+# timed on sockets of one process (no redis-cli start in the figures).
+rdb_timings() {
+  python3 - "${REDIS_SERVER:-redis-server}" "$work" <<'PY'
+import json, os, socket, subprocess, sys, tempfile, time
+server, work = sys.argv[1], sys.argv[2]
+
+def start(d, sock):
+    return subprocess.Popen([server, "--port", "0", "--unixsocket", sock, "--dir", d, "--save", "", "--dbfilename", "dump.rdb",
+                             "--appendonly", "no", "--maxmemory", "16mb", "--hz", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def pong(sock):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(sock); s.sendall(b"PING\r\n")
+        ok = s.recv(64).startswith(b"+PONG"); s.close(); return ok
+    except OSError:
+        return False
+
+def call(s, payload, replies):
+    s.sendall(payload)
+    got = b""
+    while got.count(b"\r\n") < replies:
+        got += s.recv(1 << 20)
+    return got
+
+out = []
+for keys in (100, 20000, 100000):
+    d = tempfile.mkdtemp(dir=work)
+    sock = os.path.join(d, "s")
+    p = start(d, sock)
+    while not pong(sock):
+        time.sleep(0.005)
+    s = socket.socket(socket.AF_UNIX); s.connect(sock)
+    cmds = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v)
+                    for k, v in ((b"lesson:%d" % i, b"value %d" % i) for i in range(keys)))
+    call(s, cmds, keys)
+    t = time.perf_counter(); call(s, b"SAVE\r\n", 1); save = time.perf_counter() - t
+    s.close(); p.kill(); p.wait()
+    t = time.perf_counter(); p = start(d, sock + "2")
+    while not pong(sock + "2"):
+        time.sleep(0.0005)
+    restore = time.perf_counter() - t
+    p.kill(); p.wait()
+    out.append({"keys": keys, "rdb_bytes": os.path.getsize(os.path.join(d, "dump.rdb")), "save_ms": round(save * 1000, 1), "restore_to_pong_ms": round(restore * 1000, 1)})
+print(json.dumps(out))
+PY
+}
+
+if [ "${1:-}" = crowd ]; then
+  VISITORS=${2:-10000}
+  RETURNING=${3:-1000}
+  bin=${PIPELAB_BIN:-}
+  if [ -z "$bin" ]; then
+    cargo build --release -q -p pipelab
+    bin=target/release/pipelab
+  fi
+  rdb_timings >"$work/rdb.json"
+  port=$(free_port)
+  "$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-hibernate-after "${HIBERNATE_AFTER:-20}s" --sandbox-spares 8 \
+    --sandbox-state-dir "$work/state" --max-connections 4096 >"$work/serve.log" 2>&1 &
+  pids+=($!)
+  serve_pid=$!
+  wait_ready "$bin" "$port" >/dev/null
+  python3 bench/sandbox_crowd.py --port "$port" --visitors "$VISITORS" --returning "$RETURNING" --every-ms "${EVERY_MS:-20}" \
+    --within "${WITHIN:-60}" --hibernate-after "${HIBERNATE_AFTER:-20}" >"$work/crowd.json"
+  children=$(pgrep -P "$serve_pid" redis-server || true)
+  private=0 n=0
+  for c in $children; do
+    v=$(awk '/^Private_(Clean|Dirty):/{v+=$2} END{print v+0}' "/proc/$c/smaps_rollup" 2>/dev/null || echo 0)
+    private=$((private + v)); n=$((n + 1))
+  done
+  self=$(awk '/^VmRSS:/{print $2}' "/proc/$serve_pid/status")
+  hibernated=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^pipelab_sandbox_hibernated /{print $2}')
+  state_kb=$(du -sk "$work/state" | cut -f1)
+  python3 - "$work/crowd.json" "$work/rdb.json" "$n" "$private" "$self" "${hibernated:-0}" "$state_kb" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+out["rdb"] = json.load(open(sys.argv[2]))
+n, private, me, hibernated, state = (int(float(x)) for x in sys.argv[3:])
+out["memory"] = {"children_running": n, "children_private_mb": round(private / 1024, 1), "pipelab_rss_mb": round(me / 1024, 1),
+                 "hibernated": hibernated, "state_dir_mb": round(state / 1024, 1)}
+print(json.dumps(out, indent=2))
+PY
+  exit 0
+fi
 
 VISITORS=${1:-1000}
 ACTIVE=${2:-200}
@@ -38,7 +142,8 @@ if [ -z "$bin" ]; then
   bin=target/release/pipelab
 fi
 port=$(free_port)
-"$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-max-visitors "$VISITORS" --sandbox-spares 8 \
+# Nobody hibernates here: the memory read at the end is every visitor's Redis awake.
+"$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-max-visitors "$VISITORS" --sandbox-spares 8 --sandbox-hibernate-after 1h \
   --batch-timeout-ms 3000 --max-connections 4096 >"$work/serve.log" 2>&1 &
 pids+=($!)
 serve_pid=$!
