@@ -154,9 +154,10 @@ podman volume create "$run-state" >/dev/null
 podman run -d --name "$c" --read-only --tmpfs /tmp -v "$run-state:/var/lib/pipelab" --memory 512m -p "127.0.0.1:$p:8080" "$image" >/dev/null
 wait_ready "$url" || { podman logs "$c" >&2; fail "read-only: not ready"; }
 expect_ok "$(batch "$url" pipeline)" 3
-budget=$(podman logs "$c" 2>&1 | jq -r 'select(.fields.message // .message | tostring | startswith("sandbox on")) | .fields.max_visitors // .max_visitors' | head -n1)
-{ [ -n "$budget" ] && [ "$budget" -le 16 ]; } || fail "with --memory 512m the sandbox admits $budget visitors: it does not read the container's limit"
-log "read-only, --memory 512m: serves; the sandbox admits $budget visitors"
+# The sandbox's memory budget, from its start-up line: half the container's limit.
+budget=$(podman logs "$c" 2>&1 | jq -r 'select(.message == "sandbox on: a redis-server of their own for each visitor") | .memory')
+{ [ -n "$budget" ] && [ "$budget" -le $((512 << 20)) ]; } || fail "with --memory 512m the sandbox's memory budget is ${budget:-not logged} bytes: it does not read the container's limit"
+log "read-only, --memory 512m: serves; the sandbox's memory budget is $((budget >> 20)) MB"
 podman rm -f -t 5 "$c" >/dev/null
 
 # --- the team API, against a Redis in another container --------------------
