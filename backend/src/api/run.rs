@@ -40,14 +40,18 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 /// [`run_batch`], each reply's JSON counted against the reply limit as
 /// `/batch` counts it (`stream::KeptResults`) and charged to the server's budget
 /// for answers, the charge added to `held`: for runs whose every result
-/// goes into the response. Past either the run is cut, as at the reply limit.
+/// goes into the response. Past the reply limit the run is cut; past the
+/// budget the answer is refused (`super::budget::refused`).
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
     let mut kept = KeptResults::new(state, Keep::All, batch.commands.len());
-    let out = run_batch_into(state, on, batch, &mut kept, None).await;
+    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
+    if let Some(refused) = super::budget::refused(out.connection_error.as_deref()) {
+        return Err(refused);
+    }
     if let Ok(mut held) = held.lock() {
         held.absorb(kept.charge_mut().take());
     }
-    out?.into_report(kept.results).map_err(ApiError::from)
+    out.into_report(kept.results).map_err(ApiError::from)
 }
 
 /// [`run_batch`], handing each result to `sink` as it comes; `cancel`
