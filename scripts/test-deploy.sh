@@ -28,11 +28,12 @@ s = y["services"]
 assert s["playground"]["profiles"] == ["public"] and s["playground"]["environment"]["PIPELAB_SANDBOX"] == "true"
 assert "REDIS_URL" not in s["playground"]["environment"], "the sandbox starts a redis-server per visitor itself"
 assert s["team-api"]["profiles"] == ["team"] and "PIPELAB_TOKENS" in s["team-api"]["environment"]
-# The cluster profile: three nodes, a one-shot create, pipelab given all three as seeds.
+# The cluster profile: three nodes (the first joins them), pipelab given all three as seeds.
 cluster = [n for n, s in y["services"].items() if "cluster" in s.get("profiles", [])]
-assert sorted(cluster) == ["pipelab-cluster", "redis-cluster-create", "redis-node-1", "redis-node-2", "redis-node-3"], cluster
+assert sorted(cluster) == ["pipelab-cluster", "redis-node-1", "redis-node-2", "redis-node-3"], cluster
 assert y["services"]["pipelab-cluster"]["environment"]["REDIS_URL"].count(",") == 2
-assert all("--cluster-enabled" in y["services"][f"redis-node-{i}"]["command"] for i in (1, 2, 3))
+assert all("--cluster-enabled" in " ".join(y["services"][f"redis-node-{i}"]["command"]) for i in (1, 2, 3))
+assert "--cluster create" in y["services"]["redis-node-1"]["command"][-1]
 # The valkey profile: the playground on a Valkey of its own, on a host port no other profile takes.
 valkey = sorted(n for n, s in y["services"].items() if "valkey" in s.get("profiles", []))
 assert valkey == ["pipelab-valkey", "valkey"], valkey

@@ -40,10 +40,10 @@ cleanup() {
     return
   fi
   for p in default public team valkey cluster; do
-    podman-compose -p "$run-$p" down -v -t 2 >/dev/null 2>&1 || true
+    podman-compose -p "$run-$p" --profile "$p" down -v -t 2 >/dev/null 2>&1 || true
   done
   podman ps -aq --filter "name=^$run" | xargs -r podman rm -f -t 2 >/dev/null 2>&1 || true
-  podman network rm -f "$run-net" >/dev/null 2>&1 || true
+  podman network ls -q --filter "name=^$run" | xargs -r podman network rm -f >/dev/null 2>&1 || true
   podman volume ls -q --filter "name=^$run" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
   podman rmi -f "$image" >/dev/null 2>&1 || true
 }
@@ -183,6 +183,8 @@ compose_up() {
   podman-compose -p "$project" "$@" >"${TMPDIR:-/tmp}/$project.log" 2>&1 || { tail -20 "${TMPDIR:-/tmp}/$project.log" >&2; fail "compose $project: up failed"; }
   wait_ready "http://127.0.0.1:$hp" 90 || { podman-compose -p "$project" logs 2>&1 | tail -30 >&2; fail "compose $project: not ready on port $hp"; }
 }
+# compose_down PROFILE: its project's containers, network and volumes removed.
+compose_down() { podman-compose -p "$run-$1" --profile "$1" down -v -t 2 >/dev/null 2>&1; }
 # running PROJECT: the services running, sorted, one line.
 running() { podman ps --filter "label=io.podman.compose.project=$1" --format '{{ index .Labels "com.docker.compose.service" }}' | sort | xargs; }
 
@@ -191,7 +193,7 @@ unset PIPELAB_TOKENS PIPELAB_READONLY_TOKENS PIPELAB_ALLOWED_HOSTS
 compose_up "$run-default" 8080 up -d
 [ "$(running "$run-default")" = "pipelab redis" ] || fail "compose default: runs $(running "$run-default")"
 expect_ok "$(batch http://127.0.0.1:8080 pipeline)" 3
-podman-compose -p "$run-default" down -v -t 2 >/dev/null 2>&1
+compose_down default
 log "compose default: pipelab + redis on 8080, no variable set"
 
 compose_up "$run-public" 8081 --profile public up -d playground
@@ -199,26 +201,27 @@ compose_up "$run-public" 8081 --profile public up -d playground
 expect_ok "$(batch http://127.0.0.1:8081 pipeline)" 3
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'host: play.example.com' http://127.0.0.1:8081/api/v1/info)" = 421 ] || fail "compose public: a foreign Host is not 421"
 curl -s -H 'host: play.example.com' http://127.0.0.1:8081/api/v1/info | grep -q PIPELAB_ALLOWED_HOSTS || fail "compose public: the 421 does not name PIPELAB_ALLOWED_HOSTS"
-podman-compose -p "$run-public" down -v -t 2 >/dev/null 2>&1
+compose_down public
 log "compose public: the playground alone on 8081"
 
 # The team profile without a token: the service refuses to start, and says why.
 podman-compose -p "$run-team" --profile team up -d team-api >/dev/null 2>&1 || true
 sleep 2
-podman-compose -p "$run-team" logs team-api 2>&1 | grep -q PIPELAB_TOKENS || fail "compose team without PIPELAB_TOKENS: the log does not name it"
-podman-compose -p "$run-team" down -v -t 2 >/dev/null 2>&1
+refusal=$(podman logs "$run-team_team-api_1" 2>&1 | grep PIPELAB_TOKENS) || fail "compose team without PIPELAB_TOKENS: the log does not name it"
+jq -e '.level == "ERROR"' <<<"$refusal" >/dev/null || fail "compose team without PIPELAB_TOKENS: the refusal is not a JSON log line: $refusal"
+compose_down team
 PIPELAB_TOKENS=compose-secret compose_up "$run-team" 8082 --profile team up -d team-api
 [ "$(running "$run-team")" = "redis team-api" ] || fail "compose team: runs $(running "$run-team")"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{"commands":[["PING"]]}' http://127.0.0.1:8082/api/v1/batch)" = 401 ] || fail "compose team: no token, not 401"
 expect_ok "$(batch http://127.0.0.1:8082 pipeline -H 'authorization: Bearer compose-secret')" 3
-podman-compose -p "$run-team" down -v -t 2 >/dev/null 2>&1
+compose_down team
 log "compose team: redis + team-api on 8082, 401 without the token"
 
 compose_up "$run-valkey" 8083 --profile valkey up -d pipelab-valkey
 [ "$(running "$run-valkey")" = "pipelab-valkey valkey" ] || fail "compose valkey: runs $(running "$run-valkey")"
 [ "$(curl -sS http://127.0.0.1:8083/api/v1/info | jq -r .redis.server)" = valkey ] || fail "compose valkey: not on Valkey"
 expect_ok "$(batch http://127.0.0.1:8083 pipeline)" 3
-podman-compose -p "$run-valkey" down -v -t 2 >/dev/null 2>&1
+compose_down valkey
 log "compose valkey: on Valkey, 8083"
 
 compose_up "$run-cluster" 8084 --profile cluster up -d pipelab-cluster
@@ -229,7 +232,7 @@ expect_ok "$out" 30
 counts=$(for i in 1 2 3; do podman exec "$run-cluster_redis-node-${i}_1" redis-cli -p 7000 dbsize; done | xargs)
 # shellcheck disable=SC2086
 [ "$(printf '%s\n' $counts | awk '$1 > 0' | wc -l)" = 3 ] || fail "compose cluster: keys per master $counts, not spread over three"
-podman-compose -p "$run-cluster" down -v -t 2 >/dev/null 2>&1
+compose_down cluster
 log "compose cluster: 30 keys spread over three masters ($counts), 8084"
 
 log "passed in $((SECONDS - started)) s (build $build_s s, image $((size / 1000000)) MB)"

@@ -271,6 +271,14 @@ pub fn banner(format: LogFormat, text: &str) {
     }
 }
 
+/// Why pipelab stops, on stderr: the text itself, or one JSON object.
+pub fn fatal(format: LogFormat, text: &str) {
+    match format {
+        LogFormat::Text => eprintln!("{text}"),
+        LogFormat::Json => eprintln!("{}", serde_json::json!({"level": "ERROR", "target": "pipelab", "message": text})),
+    }
+}
+
 /// Logs go to stderr; the level comes from `PIPELAB_LOG` (e.g. `info`,
 /// `pipelab=debug`), else from `RUST_LOG` as the ecosystem sets it (Docker
 /// Compose files, systemd units), default `info`.

@@ -21,6 +21,14 @@ use pipelab::config::ServeConfig;
 use pipelab::embedded::Supervised;
 use pipelab::conn::RedisTarget;
 
+/// Why the server does not start, on stderr: one JSON object a line when
+/// JSON logs are asked for, as every other line.
+macro_rules! refuse {
+    ($cfg:expr, $($arg:tt)*) => {
+        pipelab::telemetry::fatal($cfg.log_format, &format!($($arg)*))
+    };
+}
+
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
 /// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
 pub fn main(cfg: ServeConfig) -> ExitCode {
@@ -28,7 +36,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     pipelab::telemetry::install_metrics();
     // Before anything makes an id: every visitor, session and live batch id starts with it.
     if let Err(e) = cfg.node_id().and_then(|id| pipelab::node::set(&id)) {
-        eprintln!("pipelab serve: {e}");
+        refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
     tracing::info!(node = pipelab::node::id(), "node id");
@@ -46,20 +54,21 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     let access = match (pipelab::http::auth::Auth::from_config(&cfg.auth), pipelab::upstash::Settings::from_config(&cfg.upstash), rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            eprintln!("pipelab serve: {e}");
+            refuse!(cfg, "pipelab serve: {e}");
             return ExitCode::from(2);
         }
     };
     if let Err(e) = pipelab::http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
-        eprintln!("pipelab serve: {e}");
+        refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
     if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab::http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
-        eprintln!("pipelab serve: {e}");
+        refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
     if cfg.sandbox.sandbox && cfg.redis.is_some() {
-        eprintln!(
+        refuse!(
+            cfg,
             "pipelab serve: --sandbox gives every visitor a redis-server of their own, which pipelab starts itself: \
              it cannot run on --redis / REDIS_URL (leave it out; --redis-server names the binary)"
         );
@@ -80,7 +89,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         (Some(url), _) => match RedisTarget::parse(url) {
             Ok(t) => (Backing::Shared(t, RedisSource::Configured), None),
             Err(e) => {
-                eprintln!("pipelab serve: --redis / REDIS_URL: {e}");
+                refuse!(cfg, "pipelab serve: --redis / REDIS_URL: {e}");
                 return ExitCode::from(2);
             }
         },
@@ -92,7 +101,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         } {
             Ok(sup) => (Backing::Sandbox(sup), None),
             Err(e) => {
-                eprintln!("pipelab serve: --sandbox: {e}");
+                refuse!(cfg, "pipelab serve: --sandbox: {e}");
                 return ExitCode::from(1);
             }
         },
@@ -104,7 +113,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
                 (Backing::Shared(target, RedisSource::Embedded), Some(child))
             }
             Err(e) => {
-                eprintln!("pipelab serve: {e}");
+                refuse!(cfg, "pipelab serve: {e}");
                 return ExitCode::from(1);
             }
         },
@@ -156,7 +165,7 @@ fn serve_on_threads(
         match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab::http::budget::collect_if_due).enable_all().build() {
             Ok(rt) => runtimes.push(rt),
             Err(e) => {
-                eprintln!("pipelab serve: cannot start the async runtime: {e}");
+                refuse!(cfg, "pipelab serve: cannot start the async runtime: {e}");
                 return ExitCode::from(1);
             }
         }
@@ -165,7 +174,7 @@ fn serve_on_threads(
     let listener = match first.block_on(tokio::net::TcpListener::bind(cfg.listen)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("pipelab serve: cannot listen on {}: {e} (choose another with --listen / PIPELAB_LISTEN)", cfg.listen);
+            refuse!(cfg, "pipelab serve: cannot listen on {}: {e} (choose another with --listen / PIPELAB_LISTEN)", cfg.listen);
             return ExitCode::from(1);
         }
     };
@@ -173,7 +182,7 @@ fn serve_on_threads(
         None => None,
         Some((_, Ok(l))) => Some(l),
         Some((d, Err(e))) => {
-            eprintln!("pipelab serve: cannot listen on --doctor-listen {d}: {e} (choose another address, or leave the flag out)");
+            refuse!(cfg, "pipelab serve: cannot listen on --doctor-listen {d}: {e} (choose another address, or leave the flag out)");
             return ExitCode::from(1);
         }
     };
@@ -262,7 +271,7 @@ fn serve_on_threads(
         match spawned {
             Ok(handle) => others.push(handle),
             Err(e) => {
-                eprintln!("pipelab serve: cannot start a serving thread: {e}");
+                refuse!(cfg, "pipelab serve: cannot start a serving thread: {e}");
                 return ExitCode::from(1);
             }
         }
