@@ -146,6 +146,28 @@ for pid in $pids; do [ ! -e "/proc/$pid" ] || fail "redis-server $pid is left af
 log "default: stop exits 0 in $stop_ms ms, no redis-server left"
 podman rm "$c" >/dev/null
 
+# --- no jail to be had: the sandbox refuses to start, unless told ----------
+# A seccomp profile of the engine's that denies Landlock and seccomp itself.
+nojail=$(mktemp)
+cat > "$nojail" <<'EOF'
+{"defaultAction": "SCMP_ACT_ALLOW",
+ "syscalls": [{"names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "seccomp"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]}
+EOF
+c=$run-nojail
+if timeout 60 podman run --name "$c" --security-opt "seccomp=$nojail" "$image" >/dev/null 2>&1; then
+  fail "with neither Landlock nor seccomp the sandbox started unjailed"
+fi
+podman logs "$c" 2>&1 | grep -q PIPELAB_SANDBOX_UNJAILED || { podman logs "$c" 2>&1 | tail -3 >&2; fail "without a jail: the refusal does not name PIPELAB_SANDBOX_UNJAILED"; }
+podman rm -f "$c" >/dev/null
+p=$(port)
+podman run -d --name "$c" --security-opt "seccomp=$nojail" -e PIPELAB_SANDBOX_UNJAILED=1 -p "127.0.0.1:$p:8080" "$image" >/dev/null
+wait_ready "http://127.0.0.1:$p" || { podman logs "$c" >&2; fail "unjailed: not ready"; }
+jail=$(curl -sS "http://127.0.0.1:$p/api/v1/info" | jq -r '.sandbox.jail')
+[[ $jail == none* ]] || fail "unjailed: /api/v1/info says the jail is $jail"
+podman rm -f -t 5 "$c" >/dev/null
+rm -f "$nojail"
+log "no jail to be had: refuses to start; with PIPELAB_SANDBOX_UNJAILED it serves and says so"
+
 # --- read-only, with a memory limit -----------------------------------------
 p=$(port)
 url=http://127.0.0.1:$p

@@ -150,7 +150,7 @@ pub enum StartError {
     Exited { bin: String, status: String, log: String },
     #[error("{bin} did not answer PING within {} s", START_TIMEOUT.as_secs())]
     Timeout { bin: String },
-    #[error("could not start {bin} in its jail ({jail}): {source}")]
+    #[error("could not start {bin} in its jail ({jail}): {source}; where this machine allows no jail, --sandbox-unjailed (PIPELAB_SANDBOX_UNJAILED=1) runs every visitor's redis-server without one")]
     Jailed { bin: String, jail: String, source: io::Error },
     #[error(transparent)]
     NoJail(#[from] super::jail::NoJail),
