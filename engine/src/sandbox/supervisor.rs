@@ -826,11 +826,14 @@ async fn reap_idle(me: std::sync::Weak<Supervisor>) {
     }
 }
 
-/// Keeps the memory budget: each time a child is given out, and each second.
+/// Keeps the memory budget: after a child is given out, and each second;
+/// at most five times a second, as each look reads every child's memory
+/// on the thread that starts children.
 async fn keep_memory(me: std::sync::Weak<Supervisor>) {
     loop {
         let Some(sup) = me.upgrade() else { return };
         sup.keep_memory_budget().await;
-        let _ = tokio::time::timeout(Duration::from_secs(1), sup.pressure.notified()).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = tokio::time::timeout(Duration::from_millis(800), sup.pressure.notified()).await;
     }
 }
