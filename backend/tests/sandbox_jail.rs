@@ -191,7 +191,7 @@ async fn a_taken_over_child_reaches_nothing_but_its_own_directory() {
     std::fs::write(&secret, "a token").unwrap();
     let outside_file = t.path().join("escaped");
     // Another process of pipelab's user to attach to (not pipelab: an attach that worked would stop it).
-    let mut other_process = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    let mut other_process = std::process::Command::new("sleep").arg("60").stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
 
     let app = App::sandboxed(Settings { redis_server: bin.to_str().unwrap().into(), spares: 0, ..Settings::default() }, &["--batch-timeout-ms", "5000"]);
     let jail = sandbox(&app).jail().describe();
@@ -221,13 +221,15 @@ async fn a_taken_over_child_reaches_nothing_but_its_own_directory() {
     assert_eq!((s, replies(&r)), (200, vec![json!("PONG"), json!("OK"), json!("v"), Json::Null]), "the attacker is still served, on a Redis of their own: {r}");
     let mine = a.child(&app);
     let report = std::fs::read_to_string(mine.process.dir().join("escape.json")).expect("the stand-in ran and wrote its report");
+    // An attach that worked left it stopped: it goes before anything is asserted.
+    let _ = other_process.kill();
+    let _ = other_process.wait();
     let mut outcomes: BTreeMap<String, Json> = serde_json::from_str(&report).unwrap();
     eprintln!("jail: {jail}\nattempts: {outcomes:?}");
     let environ = outcomes.remove("environ").unwrap();
     assert_eq!(outcomes.remove("own_dir"), Some(json!("ok")), "the child writes, renames and reads in its own directory");
     let escaped: Vec<_> = outcomes.iter().filter(|(_, v)| !v.as_str().is_some_and(|v| v.starts_with('E'))).collect();
     assert!(escaped.is_empty(), "ways out that worked, or were not tried (an errno is a refusal): {escaped:?} (all: {outcomes:?})");
-    let _ = other_process.kill();
     assert_eq!(outcomes.len(), 20, "every attempt was made: {outcomes:?}");
     // Nothing reached the other side either.
     assert!(!outside_file.exists(), "a file was written outside the child's directory");
