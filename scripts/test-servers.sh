@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 FULL=(valkey-9.1 redis-8.0)
 PARTS=(valkey-8.0 valkey-8.1 redict-7.3)
 UPSTASH=(redis-8.0 valkey-9.1)
-PART_TESTS=(cluster_api cluster_exec cluster_failover cluster_failover_api cluster_redirect sandbox sandbox_hostile)
+PART_TESTS=(cluster_api cluster_exec cluster_failover cluster_failover_api cluster_redirect sandbox sandbox_hostile sandbox_jail)
 
 only=("$@")
 wanted() { [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }

@@ -4,7 +4,7 @@
 //! - Landlock: read and write in the child's own directory only (its socket,
 //!   log and RDB files); read and execute of the system's programs and
 //!   libraries (`/usr`, `/lib*`, `/bin`, `/sbin`) and of the redis-server
-//!   binary; a few files Redis reads (`/etc/ld.so.cache`, `/etc/localtime`,
+//!   binary (and read of its installation's `lib`); a few files Redis reads (`/etc/ld.so.cache`, `/etc/localtime`,
 //!   its own `/proc/<pid>`, the THP and clock files under `/sys`, `/dev/null`,
 //!   `/dev/urandom`). From ABI 4 no TCP bind or connect, from ABI 6 no signal
 //!   to a process outside the jail and no abstract Unix socket outside it.
@@ -248,6 +248,11 @@ mod linux {
                 paths.extend(["/sys/kernel/mm/transparent_hugepage", "/sys/devices/system/clocksource", "/sys/devices/system/cpu"].iter().map(|p| (p.into(), read & !AccessFs::Execute)));
                 paths.push(("/dev/null".into(), r | AccessFs::WriteFile));
                 if let Some(bin) = super::resolve(bin) {
+                    // A build run from its own tree finds its libraries there
+                    // (a run path of `$ORIGIN/../lib`, as Redict's): read only.
+                    if let Some(lib) = bin.parent().and_then(Path::parent).map(|prefix| prefix.join("lib")).filter(|lib| lib.is_dir()) {
+                        paths.push((lib, read & !AccessFs::Execute));
+                    }
                     paths.push((bin, rx));
                 }
                 for (path, access) in paths {
