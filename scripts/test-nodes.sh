@@ -3,7 +3,8 @@
 # nodes, each with its own --node-id, behind deploy/haproxy/haproxy.cfg
 # (HAProxy 2.6, Debian's) and deploy/nginx/pipelab.conf (nginx OSS), both
 # checked first (`haproxy -c`, `nginx -t`); the Kubernetes manifest read
-# and its fields checked. What the nodes must do through them:
+# and its fields checked. What the nodes must do through them (sessions,
+# live batches, a drain, a rolling restart and a kill -9 under load):
 # scripts/lib/nodes_check.py. PIPELAB_BIN: the binary to run (default: a
 # debug build); PIPELAB_NODES_VISITORS: sandbox visitors (default 30).
 set -euo pipefail
