@@ -17,12 +17,13 @@ pub const MAX_LEN: usize = 32;
 /// starting or ending with `-` (safe in a file name, a cookie, an HAProxy
 /// server name and a Kubernetes pod's name). Errors: why not.
 pub fn check(id: &str) -> Result<String, String> {
-    let id = id.trim().to_ascii_lowercase();
+    let given = id.trim();
+    let id = given.to_ascii_lowercase();
     if id.is_empty() || id.len() > MAX_LEN {
-        return Err(format!("{id:?} is not 1 to {MAX_LEN} characters long"));
+        return Err(format!("{given:?} is not 1 to {MAX_LEN} characters long"));
     }
     if !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') || id.starts_with('-') || id.ends_with('-') {
-        return Err(format!("{id:?} is not made of a-z, 0-9 and inner '-' only"));
+        return Err(format!("{given:?} is not made of a-z, 0-9 and inner '-' only"));
     }
     Ok(id)
 }

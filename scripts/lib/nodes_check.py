@@ -3,6 +3,9 @@ configurations (deploy/), on the loopback; scripts/test-nodes.sh runs it.
 
 usage: nodes_check.py PIPELAB_BIN
 
+A node id that is not one (--node-id, PIPELAB_NODE_ID) stops the start
+with exit 2 naming the flag.
+
 Part 1, the team API: three nodes on one redis-server. Sessions (MULTI, SET,
 EXEC as separate requests) and live batches (start, cancel) through HAProxy
 and nginx each land on the node their id names; a node asked for another's
@@ -311,6 +314,14 @@ def drain(team, port):
     figure(f"drain: the BLPOP batch running at SIGTERM finished ok; {node.node} exited 0 {took:.2f} s after SIGTERM (grace {GRACE_MS / 1000:.0f} s); {sent} requests through HAProxy meanwhile, 0 errors")
 
 
+def node_ids():
+    """A node id that is not one stops the start, naming the flag."""
+    for argv, env in [(["--node-id", "Web_1"], {}), ([], {"PIPELAB_NODE_ID": "a.b"}), (["--node-id", "x" * 33], {})]:
+        out = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0"] + argv, cwd=ROOT, env=dict(os.environ, **env), capture_output=True, text=True, timeout=30)
+        check(out.returncode == 2 and "--node-id / PIPELAB_NODE_ID" in out.stderr, f"{argv or env}: exit {out.returncode}, {out.stderr[-300:]!r}")
+    figure("node ids: three that are not (an underscore, a dot, 33 characters) stop the start with exit 2 naming --node-id")
+
+
 def team_part():
     redis_port = free_port()
     rlog = open(os.path.join(TMP, "redis.log"), "a")
@@ -534,6 +545,7 @@ class Load:
 
 
 try:
+    node_ids()
     team_part()
     sandbox_part()
     figure("ok")

@@ -98,7 +98,9 @@ pub enum ApiCode {
     /// could not be killed) for longer than the batch timeout.
     RedisBusy,
     /// 503: the server stopped past its grace period while the request was
-    /// still being read or run.
+    /// still being read or run; or it drains (after SIGTERM, `http::drain`):
+    /// `/readyz`, and a request that would start something new on it, with
+    /// `Retry-After`.
     ShuttingDown,
     /// 504: a batch that could not be cut at its deadline (a batch reaching
     /// the timeout is normally cut and reported).
