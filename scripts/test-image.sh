@@ -175,11 +175,18 @@ c=$run-readonly
 podman volume create "$run-state" >/dev/null
 podman run -d --name "$c" --read-only --tmpfs /tmp -v "$run-state:/var/lib/pipelab" --memory 512m -p "127.0.0.1:$p:8080" "$image" >/dev/null
 wait_ready "$url" || { podman logs "$c" >&2; fail "read-only: not ready"; }
-expect_ok "$(batch "$url" pipeline)" 3
+jar=$(mktemp)
+expect_ok "$(batch "$url" pipeline -b "$jar" -c "$jar")" 3
+# The visitor's keys outlive the container's restart: SIGTERM saves them in
+# the volume, and the same node (the container's host name) serves them again.
+podman restart -t 10 "$c" >/dev/null
+wait_ready "$url" || { podman logs "$c" >&2; fail "read-only: not ready after a restart"; }
+out=$(curl -sS -b "$jar" -c "$jar" -H 'content-type: application/json' -d '{"commands":[["GET","image:pipeline"],["GET","image:n"]]}' "$url/api/v1/batch")
+[ "$(jq -r '[.results[].reply.value] | join(" ")' <<<"$out")" = "v 1" ] || fail "read-only: the visitor's keys did not outlive a restart: $out"
 # The sandbox's memory budget, from its start-up line: half the container's limit.
-budget=$(podman logs "$c" 2>&1 | jq -r 'select(.message == "sandbox on: a redis-server of their own for each visitor") | .memory')
+budget=$(podman logs "$c" 2>&1 | jq -r 'select(.message == "sandbox on: a redis-server of their own for each visitor") | .memory' | head -n1)
 { [ -n "$budget" ] && [ "$budget" -le $((512 << 20)) ]; } || fail "with --memory 512m the sandbox's memory budget is ${budget:-not logged} bytes: it does not read the container's limit"
-log "read-only, --memory 512m: serves; the sandbox's memory budget is $((budget >> 20)) MB"
+log "read-only, --memory 512m: serves, a visitor's keys outlive a restart; the sandbox's memory budget is $((budget >> 20)) MB"
 podman rm -f -t 5 "$c" >/dev/null
 
 # --- the team API, against a Redis in another container --------------------
