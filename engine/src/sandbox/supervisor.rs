@@ -837,3 +837,31 @@ async fn keep_memory(me: std::sync::Weak<Supervisor>) {
         let _ = tokio::time::timeout(Duration::from_millis(800), sup.pressure.notified()).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_visitors_per_address_are_a_rate() {
+        let t0 = Instant::now();
+        let mut b = Bucket { tokens: 3.0, at: t0 };
+        for _ in 0..3 {
+            assert!(b.take(t0, 3).is_ok());
+        }
+        let wait = b.take(t0, 3).expect_err("a fourth in the same instant");
+        assert!((19..=20).contains(&wait.as_secs()), "{wait:?}");
+        // A third of a minute later, one more (3 a minute).
+        assert!(b.take(t0 + Duration::from_secs(20), 3).is_ok());
+        assert!(b.take(t0 + Duration::from_secs(20), 3).is_err());
+        // Never more than a minute's worth saved up.
+        assert!((b.level(t0 + Duration::from_secs(3600), 3) - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_disk_budget_is_at_most_a_gib() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = default_disk(dir.path());
+        assert!(budget > 0 && budget <= 1 << 30, "{budget}");
+    }
+}
