@@ -553,8 +553,14 @@ except Failed as e:
     report(e)
     sys.exit(1)
 finally:
+    # SIGTERM first: nginx's master stops its workers (SIGKILL would leave them running).
     for p in PROCS:
         if p.poll() is None:
+            p.terminate()
+    for p in PROCS:
+        try:
+            p.wait(timeout=GRACE_MS / 1000 + 5)
+        except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
     if os.environ.get("PIPELAB_NODES_KEEP") is None:
