@@ -376,6 +376,11 @@ mod linux {
         // Sockets of one family only: a Unix socket of its own to listen on.
         deny.insert(libc::SYS_socket, vec![rule(vec![cond(0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)?])?]);
         deny.insert(libc::SYS_socketpair, vec![rule(vec![cond(0, Len::Dword, Op::Ne, libc::AF_UNIX as u64)?])?]);
+        // pipelab raises the file-size limit only while it saves: the child
+        // may read its limits (glibc's getrlimit is prlimit64 without a new
+        // limit), never set them.
+        deny.insert(libc::SYS_setrlimit, Vec::new());
+        deny.insert(libc::SYS_prlimit64, vec![rule(vec![cond(2, Len::Qword, Op::Ne, 0)?])?]);
         // A datagram to an address is a connect by another name.
         deny.insert(libc::SYS_sendto, vec![rule(vec![cond(4, Len::Qword, Op::Ne, 0)?])?]);
         let namespaces = [libc::CLONE_NEWNS, libc::CLONE_NEWCGROUP, libc::CLONE_NEWUTS, libc::CLONE_NEWIPC, libc::CLONE_NEWUSER, libc::CLONE_NEWPID, libc::CLONE_NEWNET];
