@@ -24,7 +24,7 @@ const GIVE_BACK_FROM: u64 = 1 << 20;
 
 /// Every connection's memory for replies being read, shared with the
 /// answers made of them (`pipelab serve`'s `--max-response-memory`): a
-/// buffer takes its growth past [`READ_CHUNK`] from it before the bytes
+/// buffer takes its growth past `READ_CHUNK` from it before the bytes
 /// arrive, so that many batches each reading a large reply cannot hold
 /// more than it between them. While a reply arrives it also takes what
 /// the reply will cost once decoded: a copy, and its JSON, at most six

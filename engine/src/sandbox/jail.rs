@@ -16,7 +16,7 @@
 //!   calls are refused (they would go around it too).
 //! - `no_new_privs`: no setuid program gains anything.
 //!
-//! Everything is built before the fork ([`Jail::prepare`]): between fork and
+//! Everything is built before the fork (`Jail::prepare`): between fork and
 //! exec only raw system calls run (the process may have other threads).
 //! Which mechanisms work is probed once ([`Jail::probe`]); without any,
 //! the sandbox does not start unless told to run its children unjailed.
