@@ -39,7 +39,6 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    tracing::info!(node = pipelab::node::id(), "node id");
     let shown = pipelab::http::auth::token_flags_in(std::env::args().skip(2));
     if !shown.is_empty() {
         tracing::warn!(
@@ -192,7 +191,7 @@ fn serve_on_threads(
         Backing::Shared(target, _) => target.to_string(),
         Backing::Sandbox(sup) => format!("a redis-server of their own for each visitor, jail: {}", sup.jail().describe()),
     };
-    tracing::info!(%addr, redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
+    tracing::info!(%addr, node = pipelab::node::id(), redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
     pipelab::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
 
