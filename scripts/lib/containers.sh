@@ -128,7 +128,11 @@ EOF
   if ! stand_in_current docker.io/library/rust:1.95-bookworm; then
     clog "rust:1.95-bookworm: build-essential and the host's Rust $RUST_TOOLCHAIN"
     local toolchain
-    toolchain=$(rustc +"$RUST_TOOLCHAIN" --print sysroot)
+    # The toolchain of that version, else the default one (said in the log).
+    toolchain=$(rustc +"$RUST_TOOLCHAIN" --print sysroot 2>/dev/null) || {
+      toolchain=$(rustc --print sysroot)
+      clog "no Rust $RUST_TOOLCHAIN toolchain here: the stand-in gets the default one, $(rustc --version)"
+    }
     mkdir -p "$work/rust"
     # Hard links: the toolchain is 1.5 GB, and the context is read once.
     cp -al "$toolchain" "$work/rust/toolchain" 2>/dev/null || cp -a "$toolchain" "$work/rust/toolchain"
