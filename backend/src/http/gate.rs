@@ -130,7 +130,11 @@ where
             headers::set(&mut res);
             let res = budget::charged(&budget, res);
             let status = res.status().as_u16();
-            if res.status().is_server_error() {
+            // 503 is a state the caller is told to wait out (draining, busy,
+            // Redis away), not a fault of pipelab's.
+            if res.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+                tracing::warn!(status, "unavailable");
+            } else if res.status().is_server_error() {
                 tracing::error!(status, "request failed");
             } else {
                 tracing::debug!(status, "answered");
