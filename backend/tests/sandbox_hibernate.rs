@@ -371,12 +371,21 @@ async fn hibernated_visitors_outlive_a_restart() {
             (res.status().as_u16(), cookie, res.json::<Json>().await.unwrap())
         }
     };
+    // Several visitors, saved a few at once on SIGTERM: each gets their own keys back.
+    const TEXTS: [&str; 6] = ["SET mine v0", "SET mine v1", "SET mine v2", "SET mine v3", "SET mine v4", "SET mine v5"];
     let mut first = serve();
-    let (s, cookie, r) = batch(first.base.clone(), None, "SET mine survived").await;
-    assert_eq!(s, 200, "{r}");
+    let mut cookies = Vec::new();
+    for text in TEXTS {
+        let (s, cookie, r) = batch(first.base.clone(), None, text).await;
+        assert_eq!(s, 200, "{r}");
+        cookies.push(cookie);
+    }
     assert_eq!(first.stop(), Some(0), "{}", first.stderr());
-    assert!(std::fs::read_dir(state.path()).unwrap().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".rdb")), "saved on SIGTERM");
+    let saved = std::fs::read_dir(state.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".rdb")).count();
+    assert_eq!(saved, TEXTS.len(), "every visitor saved on SIGTERM");
     let second = serve();
-    let (s, _, r) = batch(second.base.clone(), cookie, "GET mine").await;
-    assert_eq!((s, replies(&r)[0]["value"].as_str()), (200, Some("survived")), "{r}");
+    for (i, cookie) in cookies.into_iter().enumerate() {
+        let (s, _, r) = batch(second.base.clone(), cookie, "GET mine").await;
+        assert_eq!((s, replies(&r)[0]["value"].as_str()), (200, Some(format!("v{i}").as_str())), "{r}");
+    }
 }

@@ -42,6 +42,8 @@ pub const DISK_GAUGE: &str = "pipelab_sandbox_saved_bytes";
 pub const MOVED_COUNTER: &str = "pipelab_sandbox_visitors_moved_total";
 /// Counter: saved keys removed to keep `--sandbox-disk`.
 pub const DISCARDED_COUNTER: &str = "pipelab_sandbox_saved_discarded_total";
+/// Visitors saved at once when the node stops.
+const SAVES_AT_ONCE: usize = 4;
 
 /// What a visitor whose saved keys had to go is told.
 const DISCARDED: &str = "Your saved keys were removed while you were away (this sandbox's room for saved keys was full, and yours had waited longest): your Redis is new and empty.";
@@ -461,10 +463,15 @@ impl Supervisor {
     /// Every visitor with a running child hibernated (a node that stops:
     /// started again on the same state directory, it serves them again).
     pub async fn hibernate_all(&self) {
+        use futures_util::StreamExt;
         let running: Vec<Arc<Visitor>> = self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).cloned().collect();
-        for v in running {
-            self.hibernate(&v, "shutdown").await;
-        }
+        // Each SAVE runs in its own redis-server: a few at once end the
+        // stop sooner, more would only queue on the disk and the cores.
+        futures_util::stream::iter(running)
+            .for_each_concurrent(SAVES_AT_ONCE, |v| async move {
+                self.hibernate(&v, "shutdown").await;
+            })
+            .await;
     }
 
     /// Visitors with a running child idle past `--sandbox-hibernate-after`
