@@ -20,12 +20,21 @@ export class ApiError extends Error {
  * `unreachable` when fetch itself fails.
  */
 export async function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  let res: Response;
   try {
-    return await fetch(path, { ...init, headers: withToken(init.headers as Record<string, string> | undefined) });
+    res = await fetch(path, { ...init, headers: withToken(init.headers as Record<string, string> | undefined) });
   } catch (e) {
     throw new ApiError(0, 'unreachable', `the pipelab API is unreachable (${(e as Error).message})`);
   }
+  // The sandbox tells a visitor what became of their Redis (moved to
+  // another node, saved keys gone) on any answer, not only /info's.
+  const notice = res.headers.get(SANDBOX_NOTICE);
+  if (notice) window.dispatchEvent(new CustomEvent(SANDBOX_NOTICE, { detail: notice }));
+  return res;
 }
+
+/** The header, and the window event the page gets it as. */
+export const SANDBOX_NOTICE = 'pipelab-sandbox-notice';
 
 /** The error of a failed answer: the server's `{"error": {code, message}}`, or its raw text and `http_<status>`. */
 export async function errorOf(res: Response): Promise<ApiError> {

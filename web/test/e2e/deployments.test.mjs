@@ -147,5 +147,22 @@ for (const vp of VIEWPORTS) {
       await tab.close();
       assert.deepEqual(tab.errors, []);
     });
+
+    test('the sandbox: a visitor whose node went away is told on the answer of their next batch', { timeout: 60_000 }, async () => {
+      const tab = await openTab(vp, sandbox.base);
+      const { page } = tab;
+      await page.waitForSelector('#sandbox-note:not([hidden])');
+      assert.doesNotMatch(await page.innerText('#sandbox-note'), /gone-node/);
+      // No answer still on its way to set the visitor's cookie after ours.
+      await page.waitForLoadState('networkidle');
+      // As a balancer leaves it after the visitor's node stopped: a cookie of another node.
+      await page.context().addCookies([{ name: 'pipelab_sandbox', value: `gone-node.${'0'.repeat(32)}`, url: sandbox.base }]);
+      await setBatch(page, 'PING');
+      await page.click('#run');
+      await page.waitForFunction(() => document.querySelector('#summary [data-key="ok"] dd')?.textContent === '1');
+      assert.match(await page.innerText('#sandbox-note'), /Your Redis was on node gone-node, which is not reachable now: this is a new one/);
+      await tab.close();
+      assert.deepEqual(tab.errors, []);
+    });
   });
 }
