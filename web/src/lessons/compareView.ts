@@ -20,7 +20,8 @@ export function compareView(state: PlaygroundState): SettingsView<CompareSetting
     'Compare modes',
     `<p>Runs the batch in the playground's editor once sequentially, once as a pipeline, once as
       MULTI/EXEC and once auto-pipelined (that many concurrent callers, each awaiting its replies,
-      coalesced into one write per tick), each on its own connection, at the RTT below. The batch really
+      coalesced into one write per tick), each on its own connection, at the RTT below (the playground's,
+      once you set that, unless you set this one). The batch really
       runs four times: its side effects happen four times (four INCRs of one key end at 4). Below the
       charts, both sides' system calls per mode: pipelab's reads and writes, and Redis's.</p>`,
     controls(['RTT (ms) ', rtt], ['Pipeline batch size ', size], ['Auto clients ', clients], run),
@@ -80,10 +81,21 @@ export function compareView(state: PlaygroundState): SettingsView<CompareSetting
       run.disabled = false;
     }
   });
+  // The RTT follows the playground's once that is set, until it is set here
+  // (by hand or by a permalink): a comparison at the link being looked at.
+  let ownRtt = false;
+  rtt.addEventListener('input', () => (ownRtt = true));
+  const playgroundRtt = document.getElementById('rtt') as HTMLInputElement | null;
+  playgroundRtt?.addEventListener('input', () => {
+    if (!ownRtt && playgroundRtt.value !== '') rtt.value = playgroundRtt.value;
+  });
   const inputs = { simulated_rtt_ms: rtt, batch_size: size, clients };
   return {
     root,
     settings: () => ({ simulated_rtt_ms: Number(rtt.value), batch_size: Number(size.value), clients: Number(clients.value) }),
-    apply: (s) => setInputs(inputs, s),
+    apply: (s) => {
+      if (s.simulated_rtt_ms !== undefined) ownRtt = true;
+      setInputs(inputs, s);
+    },
   };
 }

@@ -81,6 +81,20 @@ for (const vp of VIEWPORTS) {
       assert.doesNotMatch(await page.innerText('#lesson-10'), /Lessons 1–7/);
     });
 
+    test("Compare's RTT follows the playground's until it is set in Compare", async () => {
+      await page.click('#tab-playground');
+      await page.fill('#rtt', '0.2');
+      await page.click('#tab-compare');
+      assert.equal(await page.inputValue('#compare-rtt'), '0.2', "the playground's RTT");
+      await page.fill('#compare-rtt', '3');
+      await page.click('#tab-playground');
+      await page.fill('#rtt', '0.5');
+      await page.click('#tab-compare');
+      assert.equal(await page.inputValue('#compare-rtt'), '3', 'set in Compare, it stays');
+      await page.click('#tab-playground');
+      await page.fill('#rtt', '0');
+    });
+
     test('Compare: Run beside its settings, bars against sequential that can be read, tables inside the screen', { timeout: 90_000 }, async () => {
       await setBatch(page, Array.from({ length: 1000 }, () => 'INCR first:cmp').join('\n'));
       await page.click('#tab-compare');
