@@ -6,12 +6,13 @@
 
 mod api_inproc;
 mod common;
+mod sandbox_client;
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use api_inproc::App;
+use sandbox_client::{direct, replies};
 use axum::body::Body;
 use axum::http::{header, Method, Request};
 use pipelab::sandbox::{Child, Settings, VisitorId};
@@ -82,22 +83,6 @@ impl Visitor {
     fn child(&self, app: &App) -> Arc<Child> {
         app.state.engine.sandbox().unwrap().child_of(&self.id()).expect("a redis-server of their own")
     }
-}
-
-fn replies(report: &Json) -> Vec<Json> {
-    report["results"].as_array().unwrap_or_else(|| panic!("results: {report}")).iter().map(|r| r["reply"].clone()).collect()
-}
-
-/// One command on `child`'s socket, outside pipelab.
-fn direct(child: &Child, argv: &[&str]) -> Value {
-    let socket = child.target().to_string();
-    let path = socket.strip_prefix("unix://").expect("a unix socket");
-    let mut s = std::os::unix::net::UnixStream::connect(path).expect("the child's socket");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut out = Vec::new();
-    resp::encode_command(argv.iter().map(|a| a.as_bytes()), &mut out);
-    s.write_all(&out).unwrap();
-    common::read_one(&mut s)
 }
 
 /// Two visitors with their own Redis; B holds `secret` = `B-private`.

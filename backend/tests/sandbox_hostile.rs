@@ -7,17 +7,16 @@
 
 mod api_inproc;
 mod common;
+mod sandbox_client;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use api_inproc::App;
+use sandbox_client::{replies, sandbox, Visitor};
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::http::{header, Method, Request};
-use pipelab::sandbox::{Child, Settings, Supervisor, VisitorId};
-use serde_json::{json, Value as Json};
+use pipelab::sandbox::Settings;
+use serde_json::json;
 
 /// The app in the sandbox with `settings` (2 spares unless given) and a
 /// batch timeout of 3 s, plus `flags`.
@@ -27,72 +26,17 @@ fn start(settings: Settings, flags: &[&str]) -> App {
     App::sandboxed(settings, &all)
 }
 
-fn sandbox(app: &App) -> &Arc<Supervisor> {
-    app.state.engine.sandbox().expect("the sandbox")
-}
-
-/// One client of the sandbox: a cookie (once the server set one) and the
-/// address its requests come from.
-#[derive(Clone)]
-struct Visitor {
-    cookie: Option<String>,
-    from: SocketAddr,
-}
-
-impl Visitor {
-    /// A new visitor (no cookie yet) at `ip`.
-    fn at(ip: &str) -> Visitor {
-        Visitor { cookie: None, from: SocketAddr::new(ip.parse().unwrap(), 40000) }
-    }
-
-    /// Status, JSON body; keeps the cookie the server sets.
-    async fn send(&mut self, app: &App, method: Method, path: &str, body: Option<&Json>) -> (u16, Json) {
-        let mut req = Request::builder().method(method).uri(path).header(header::CONTENT_TYPE, "application/json");
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c.as_str());
-        }
-        let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).unwrap()));
-        let mut req = req.body(body).unwrap();
-        req.extensions_mut().insert(ConnectInfo(self.from));
-        let (status, headers, body) = app.respond(req).await;
-        if let Some(set) = headers.get(header::SET_COOKIE) {
-            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_string());
-        }
-        (status.as_u16(), serde_json::from_slice(&body).unwrap_or(Json::Null))
-    }
-
-    async fn post(&mut self, app: &App, path: &str, body: &Json) -> (u16, Json) {
-        self.send(app, Method::POST, path, Some(body)).await
-    }
-
-    async fn batch(&mut self, app: &App, text: &str) -> (u16, Json) {
-        self.post(app, "/api/v1/batch", &json!({"text": text})).await
-    }
-
-    fn id(&self) -> VisitorId {
-        VisitorId::parse(self.cookie.as_ref().expect("a cookie").split_once('=').unwrap().1).expect("an id")
-    }
-
-    fn child(&self, app: &App) -> Arc<Child> {
-        sandbox(app).child_of(&self.id()).expect("a redis-server of their own")
-    }
-}
-
 /// `n` new visitors at `ip`, each with a cookie (a look at `/info`, which
 /// gives them no Redis yet).
 async fn cookies(app: &App, ip: &str, n: usize) -> Vec<Visitor> {
     let mut out = Vec::new();
     for _ in 0..n {
         let mut v = Visitor::at(ip);
-        let (s, r) = v.send(app, Method::GET, "/api/v1/info", None).await;
+        let (s, r, _) = v.send(app, Method::GET, "/api/v1/info", None).await;
         assert_eq!(s, 200, "{r}");
         out.push(v);
     }
     out
-}
-
-fn replies(report: &Json) -> Vec<Json> {
-    report["results"].as_array().unwrap_or_else(|| panic!("results: {report}")).iter().map(|r| r["reply"].clone()).collect()
 }
 
 /// Lua's `redis.log` writes to the child's log file whatever the log

@@ -7,6 +7,7 @@
 
 mod api_inproc;
 mod common;
+mod sandbox_client;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -15,47 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use api_inproc::App;
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, Method, Request};
-use pipelab::sandbox::{Child, Settings, Supervisor, VisitorId};
+use sandbox_client::{sandbox, Visitor};
+use pipelab::sandbox::Settings;
 use serde_json::{json, Value as Json};
-
-fn sandbox(app: &App) -> &Arc<Supervisor> {
-    app.state.engine.sandbox().expect("the sandbox")
-}
-
-/// One client of the sandbox: its cookie once the server set one.
-struct Visitor {
-    cookie: Option<String>,
-    from: std::net::SocketAddr,
-}
-
-impl Visitor {
-    fn at(ip: &str) -> Visitor {
-        Visitor { cookie: None, from: std::net::SocketAddr::new(ip.parse().unwrap(), 40000) }
-    }
-
-    /// A batch's status and report; keeps the cookie the server sets.
-    async fn batch(&mut self, app: &App, text: &str) -> (u16, Json) {
-        let mut req = Request::builder().method(Method::POST).uri("/api/v1/batch").header(header::CONTENT_TYPE, "application/json");
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c.as_str());
-        }
-        let mut req = req.body(Body::from(serde_json::to_vec(&json!({"text": text})).unwrap())).unwrap();
-        req.extensions_mut().insert(ConnectInfo(self.from));
-        let (status, headers, body) = app.respond(req).await;
-        if let Some(set) = headers.get(header::SET_COOKIE) {
-            self.cookie = Some(set.to_str().unwrap().split(';').next().unwrap().to_string());
-        }
-        (status.as_u16(), serde_json::from_slice(&body).unwrap_or(Json::Null))
-    }
-
-    fn child(&self, app: &App) -> Arc<Child> {
-        let id = VisitorId::parse(self.cookie.as_ref().expect("a cookie").split_once('=').unwrap().1).expect("an id");
-        sandbox(app).child_of(&id).expect("a redis-server of their own")
-    }
-}
 
 /// The replies' values, without their RESP types.
 fn replies(report: &Json) -> Vec<Json> {
