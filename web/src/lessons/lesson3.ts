@@ -96,6 +96,10 @@ export const lesson3: Lesson = {
         // smallest batch size within 10% of the highest commands/s.
         const plateau = Math.max(...pts.map((p) => p.commands_per_sec));
         const knee = Math.min(...pts.filter((p) => p.commands_per_sec >= 0.9 * plateau).map((p) => p.batch_size));
+        // Only a size below the largest measured can show the curve flat: at
+        // the largest, the next size up might still pay.
+        const largest = Math.max(...pts.map((p) => p.batch_size));
+        const flattened = knee < largest;
         out.replaceChildren(
           el('div', { class: 'chart-box' }, canvas),
           ...modelFacts(res),
@@ -112,14 +116,16 @@ export const lesson3: Lesson = {
           metrics([
             { key: 'repeated', label: `short runs, best of ${REPEATS}`, value: short.length, text: short.length ? `batch ${short.map(fmtInt).join(', ')}` : 'none' },
             { key: 'noise', label: 'repeat spread', value: noise, text: `${Math.round(noise * 100)}%` },
-            { key: 'knee', label: 'knee (within 10% of the best)', value: knee, text: `batch ${fmtInt(knee)}` },
+            { key: 'knee', label: 'knee (within 10% of the best)', value: knee, text: flattened ? `batch ${fmtInt(knee)}` : `not reached by batch ${fmtInt(largest)}` },
           ]),
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
           timedVerdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,
             noise,
             `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms). ` +
-              `The curve flattens at batch size ${fmtInt(knee)}, the smallest within 10% of the best (${fmtInt(plateau)} commands/s): that is where more batching stopped paying here. ` +
+              (flattened
+                ? `The curve flattens at batch size ${fmtInt(knee)}, the smallest within 10% of the best (${fmtInt(plateau)} commands/s): that is where more batching stopped paying here. `
+                : `The curve has not flattened by batch size ${fmtInt(largest)}: the best (${fmtInt(plateau)} commands/s) is the largest size measured, and no smaller size came within 10% of it, so larger batches may still pay here. `) +
               `Meanwhile the median reply waited ${fmtMs(p50(1))} at batch 1 and ${fmtMs(p50(10000))} at batch 10,000. ` +
               (res.model?.note
                 ? `The model was not fitted: ${res.model.note}.`
