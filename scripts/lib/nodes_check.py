@@ -459,7 +459,12 @@ def sandbox_part():
     moved = load.wait_moved(timeout=15)
     after = load.latencies(since=killed)
     done = load.stop()
-    check(not load.failures, f"after kill -9 of {nodes[1].node}: {load.failures[:5]}")
+    # A request the killed node had already taken is answered 502 (its
+    # outcome is unknown: never resent elsewhere); at most one per visitor
+    # of that node, none for the others.
+    lost = [(i, status) for i, status in load.failures if status == 502 and any(v.i == i for v in moved)]
+    others = [f for f in load.failures if f not in lost]
+    check(not others and len(lost) == len({i for i, _ in lost}), f"after kill -9 of {nodes[1].node}: {load.failures[:5]}")
     for v, (notice, at) in moved.items():
         check(nodes[1].node in notice and "new" in notice, f"moved visitor {v.i}: notice {notice!r}")
         check(v.node != nodes[1].node, f"moved visitor {v.i} still on {v.node}")
@@ -469,7 +474,7 @@ def sandbox_part():
     p99 = lambda xs: sorted(xs)[int(0.99 * (len(xs) - 1))] * 1000
     check(p99(after) <= 2 * p99(before) + 50, f"the other visitors' p99 {p99(before):.1f} ms before, {p99(after):.1f} ms after")
     figure(f"kill -9: {nodes[1].node}'s {len(moved)} visitors all on a new Redis elsewhere with the notice {slowest:.2f} s after the kill (HAProxy checks every 1 s); "
-           f"the others' p99 {p99(before):.1f} ms before, {p99(after):.1f} ms after; {done} requests, 0 errors; /metrics counted {counted:.0f}")
+           f"the others' p99 {p99(before):.1f} ms before, {p99(after):.1f} ms after; {done} requests, {len(lost)} in flight on the killed node answered 502, no other error; /metrics counted {counted:.0f}")
     end(hap)
     for n in nodes:
         if n.proc.poll() is None:
