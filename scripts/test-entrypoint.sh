@@ -43,7 +43,7 @@ import json, sys, urllib.request
 base = f"http://127.0.0.1:{sys.argv[1]}"
 res = urllib.request.urlopen(base + "/api/v1/info")
 info = json.load(res)
-assert info.get("sandbox", {}).get("idle_s") == 3600, info
+assert info.get("sandbox", {}).get("idle_s") == 86400, info  # --sandbox-idle's default, 24 h
 assert info["redis"]["source"] == "sandbox", info
 assert "pipelab_sandbox=" in (res.headers.get("set-cookie") or ""), res.headers
 print("entrypoint: no token -> sandbox on")
