@@ -10,8 +10,8 @@
 //! the usual shape only: `commands` a member of the top-level object, an
 //! array of arrays of strings or `{"base64": "..."}` objects. Anything else
 //! (`text`, a number where an argument should be, an escaped key, malformed
-//! JSON) makes it decline, and the whole body is then parsed by serde_json
-//! as before, which also gives every error its message and JSON path. What
+//! JSON) makes it decline, and the whole body is then parsed by serde_json,
+//! which also gives every error its message and JSON path. What
 //! it accepts it reads exactly as serde_json does (the same unescaping and
 //! UTF-8 rules; a differential test checks). The other members are parsed
 //! by serde_json from the body with `commands`' value replaced by `null`.

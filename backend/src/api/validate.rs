@@ -475,7 +475,7 @@ mod tests {
         check::<super::super::stream::Keep>();
     }
 
-    /// The names come from the enums; the messages read as they always did.
+    /// The names come from the enums, and the message lists them.
     #[test]
     fn unknown_names_are_listed() {
         let e = mode("modes[1]", "fast").unwrap_err();

@@ -1,7 +1,7 @@
 //! `pipelab run`'s progress bar on stderr: commands answered, commands/s
 //! and, for a file (whose size is known), the share read and the time
 //! left. Only when stderr is a terminal and `--quiet` is not given: a log
-//! or a pipe gets the summary alone, as before.
+//! or a pipe gets the summary alone.
 
 use std::io::IsTerminal;
 use std::cell::Cell;

@@ -1,6 +1,6 @@
 //! Tokens: who may use the API and the Upstash-compatible surface.
 //!
-//! Without tokens configured everything is open, as before. With one or
+//! Without tokens configured everything is open. With one or
 //! more (`--token` / `PIPELAB_TOKENS`, `--tokens-file`, `--readonly-token`
 //! / `PIPELAB_READONLY_TOKENS`) every `/api/v1/*` route and every Upstash
 //! route needs one, as `Authorization: Bearer TOKEN` or `?_token=TOKEN`

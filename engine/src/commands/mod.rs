@@ -54,8 +54,8 @@
 //! keeps the [`Cache`]), sweep's key clean-up (`lab::cleanup`, through
 //! `lab::Runner::commands`), the script kill of a cut batch (`engine::kill`),
 //! the Upstash surface's transaction check and `pipelab doctor`'s tracker. Next:
-//! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), the
-//! sandbox's key rewriting ([`keys()`]), cluster slot routing ([`keys()`],
+//! read-only tokens ([`Access::ReadOnly`], [`Table::is_readonly`]), cluster
+//! slot routing ([`keys()`],
 //! [`Command::request_policy`], [`Command::response_policy`]).
 
 pub mod cache;

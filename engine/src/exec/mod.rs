@@ -1,5 +1,6 @@
-//! The executor: runs one [`Batch`] against Redis in one of three modes and
-//! reports, per command, what happened and when ([`Report`]).
+//! The executor: runs one [`Batch`] against Redis in one of its modes
+//! (sequential, pipeline, transaction, auto) and reports, per command, what
+//! happened and when ([`Report`]).
 //!
 //! It knows nothing of HTTP or terminals: the API and the CLI are thin
 //! adapters over it, and both serialize the same [`Report`] so that

@@ -22,7 +22,7 @@
 //! - RESP2 and RESP3 connections are kept apart (`HELLO 3` is part of the
 //!   handshake).
 //! - Connections behind the simulated-RTT delay line are never pooled: each
-//!   RTT batch gets a fresh connection, as before.
+//!   RTT batch gets a fresh connection.
 //! - Before reuse, an idle connection is probed without reading
 //!   ([`Conn::probe_idle`]): EOF (Redis restarted, or killed the client) or
 //!   stray bytes discard it and the next one is tried, then a fresh one.
@@ -282,7 +282,7 @@ impl Pool {
     /// design removes. (Falling back to such a connection when the
     /// caller's runtime had none kept a single-connection benchmark on a
     /// foreign connection for its whole run.) With one runtime (tests, a
-    /// multi-threaded runtime) every connection matches, as before.
+    /// multi-threaded runtime) every connection matches.
     fn take_idle(&self, resp3: bool) -> Option<Idle> {
         let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         let mut idle = self.idle.lock().expect("pool lock");

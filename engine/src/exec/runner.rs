@@ -1,4 +1,4 @@
-//! What the three modes share: the connection, the batch clock, the counts,
+//! What the modes share: the connection, the batch clock, the counts,
 //! pulling (and checking) commands, and emitting each result exactly once,
 //! in index order.
 

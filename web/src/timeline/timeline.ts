@@ -38,7 +38,7 @@ export const NO_NODE_LANE = 'no single node';
 /**
  * The lanes of `results`: one per distinct `node` (sorted by address), plus
  * one for results without a node if the batch has both; a batch without any
- * node (a single Redis) is one unlabelled lane, as before clusters.
+ * node (a single Redis) is one unlabelled lane.
  * Returns each lane's rows; `slot[i]`: the row position of result i.
  */
 export function laneRows(results: CommandResult[]): { lanes: Array<{ node: string | null; rows: number[] }>; slot: Int32Array } {
