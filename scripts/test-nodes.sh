@@ -2,8 +2,9 @@
 # Many nodes behind real balancers, on the loopback: three `pipelab serve`
 # nodes, each with its own --node-id, behind deploy/haproxy/haproxy.cfg
 # (HAProxy 2.6, Debian's) and deploy/nginx/pipelab.conf (nginx OSS), both
-# checked first (`haproxy -c`, `nginx -t`); the Kubernetes manifest read
-# and its fields checked. What the nodes must do through them (sessions,
+# checked first (`haproxy -c`, `nginx -t`); the Kubernetes manifest
+# validated against Kubernetes' schemas (kubernetes-validate, offline) and
+# its fields checked. What the nodes must do through them (sessions,
 # live batches, a drain, a rolling restart and a kill -9 under load):
 # scripts/lib/nodes_check.py. PIPELAB_BIN: the binary to run (default: a
 # debug build); PIPELAB_NODES_VISITORS: sandbox visitors (default 30).
@@ -20,6 +21,10 @@ if ((${#missing[@]})); then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 fi
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml
+# Kubernetes' own OpenAPI schemas, bundled: the manifest is validated offline.
+KUBERNETES_VALIDATE=1.37.0
+python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('kubernetes-validate') != '$KUBERNETES_VALIDATE')" 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE"
 
 python3 scripts/lib/kubernetes_check.py deploy/kubernetes/pipelab.yaml deploy/haproxy/haproxy.cfg
 

@@ -1,16 +1,36 @@
-"""Reads deploy/kubernetes/pipelab.yaml and checks the fields many nodes
+"""Reads deploy/kubernetes/pipelab.yaml, validates every object against
+Kubernetes' own OpenAPI schemas (kubernetes-validate bundles them: offline,
+strict, so an unknown field fails too), and checks the fields many nodes
 depend on, against deploy/haproxy/haproxy.cfg (no cluster runs here).
 
 usage: kubernetes_check.py MANIFEST HAPROXY_CFG
 """
 
+import copy
 import re
 import sys
 
+import kubernetes_validate
 import yaml
+
+# The oldest release the manifest is meant for, and the newest the package knows.
+VERSIONS = ["1.29", kubernetes_validate.latest_version()]
 
 manifest, cfg = sys.argv[1], open(sys.argv[2]).read()
 docs = [d for d in yaml.safe_load_all(open(manifest)) if d]
+for d in docs:
+    for v in VERSIONS:
+        kubernetes_validate.validate(d, v, strict=True)
+
+
+def refused(doc, why):
+    """The schemas really are read: a broken copy of `doc` is refused."""
+    try:
+        kubernetes_validate.validate(doc, VERSIONS[0], strict=True)
+    except kubernetes_validate.ValidationError:
+        return
+    raise AssertionError(f"kubernetes-validate passed {why}")
+
 for d in docs:
     assert d.get("apiVersion") and d.get("kind") and d["metadata"].get("name"), d
 by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
@@ -57,4 +77,13 @@ assert bal["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["moun
 front = by[("Service", "pipelab-balancer")]
 assert front["spec"]["selector"].items() <= bal["spec"]["template"]["metadata"]["labels"].items()
 assert "sessionAffinity" not in front["spec"] and "sessionAffinity" not in svc["spec"], "never client-IP affinity"
-print(f"nodes: kubernetes: {len(docs)} objects; {len(names)} pods named as HAProxy's servers; grace {grace_ms} ms within {pod['terminationGracePeriodSeconds']} s")
+broken = copy.deepcopy(sts)
+broken["spec"]["template"]["spec"]["terminationGracePeriodSecond"] = 40
+refused(broken, "a misspelt field")
+broken = copy.deepcopy(sts)
+broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] = "2"
+refused(broken, "a string for an integer")
+broken = copy.deepcopy(pdb)
+broken["spec"]["maxUnavailable"] = [1]
+refused(broken, "a list for an int-or-string")
+print(f"nodes: kubernetes: {len(docs)} objects valid against the schemas of Kubernetes {' and '.join(VERSIONS)} (kubernetes-validate {kubernetes_validate.version.__version__}, strict; a misspelt field and two wrong types refused); {len(names)} pods named as HAProxy's servers; grace {grace_ms} ms within {pod['terminationGracePeriodSeconds']} s")
