@@ -284,6 +284,168 @@ async fn a_jailed_redis_server_saves_and_loads_in_its_own_directory() {
     assert_eq!((s, replies(&r)), (200, vec![json!("42")]), "the keys came back from the file: {r}");
 }
 
+/// A stand-in that tries to connect to each Unix socket of `targets` and,
+/// where it gets in, writes a key there (`pwned`); each outcome (`ok` or
+/// the errno's name) goes to `escape.json` in its own directory. Then it
+/// becomes `real`.
+fn prober(targets: &[PathBuf], real: &Path) -> String {
+    let script = r#"#!/usr/bin/python3 -I
+import errno, json, os, socket, sys
+T = json.loads(r'''__TARGETS__''')
+args = sys.argv[1:]
+own = args[args.index('--dir') + 1]
+out = {}
+for path in T:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(2)
+        s.connect(path)
+        s.sendall(b'*3\r\n$3\r\nSET\r\n$5\r\npwned\r\n$' + str(len(own)).encode() + b'\r\n' + own.encode() + b'\r\n')
+        s.recv(64)
+        s.close()
+        out[path] = 'ok'
+    except OSError as e:
+        out[path] = errno.errorcode.get(e.errno, str(e.errno))
+with open(os.path.join(own, 'escape.json'), 'w') as f:
+    json.dump(out, f)
+os.execv('__REAL__', ['__REAL__'] + args)
+"#;
+    script.replace("__TARGETS__", &json!(targets).to_string()).replace("__REAL__", real.to_str().unwrap())
+}
+
+/// The child `pid` in `dir` was jailed: every connect the prober tried was
+/// refused, and the kernel shows its seccomp filter and `no_new_privs`.
+fn assert_jailed(pid: u32, dir: &Path, targets: usize, path: &str) {
+    let report = std::fs::read_to_string(dir.join("escape.json")).unwrap_or_else(|e| panic!("{path}: the prober ran and wrote its report ({e})"));
+    let outcomes: BTreeMap<String, String> = serde_json::from_str(&report).unwrap();
+    assert_eq!(outcomes.len(), targets, "{path}: every connect was tried: {outcomes:?}");
+    assert!(outcomes.values().all(|o| o.starts_with('E')), "{path}: a child connected to another's socket: {outcomes:?}");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default();
+    assert_eq!((field("Seccomp:"), field("NoNewPrivs:")), ("2".to_string(), "1".to_string()), "{path}: the kernel's account of child {pid}");
+}
+
+/// A child started from a thread of its own (not the supervisor's, and
+/// with no jail set anywhere but the start's argument) is jailed: the jail
+/// goes with each start, never with the thread that starts it.
+#[test]
+fn a_child_started_from_any_thread_is_jailed() {
+    use pipelab::sandbox::child::Process;
+    use pipelab::sandbox::Jail;
+    let real = system_redis_server();
+    let t = tempfile::tempdir().unwrap();
+    let victim = std::os::unix::net::UnixListener::bind(t.path().join("victim.sock")).unwrap();
+    victim.set_nonblocking(true).unwrap();
+    let bin = t.path().join("prober");
+    std::fs::write(&bin, prober(&[t.path().join("victim.sock")], &real)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let jail = Arc::new(Jail::probe(bin.to_str().unwrap()).expect("this test needs Landlock or seccomp in the kernel"));
+    assert!(jail.seccomp, "this test needs seccomp: {}", jail.describe());
+    let root = tempfile::tempdir().unwrap();
+    let started = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let p = Process::start(bin.to_str().unwrap(), root.path(), 16 << 20, &jail).await.expect("a child");
+            assert_jailed(p.pid, p.dir(), 1, "a start on a thread of its own");
+            p.stop("shutdown");
+            p.ended().await;
+        });
+    });
+    started.join().expect("the child was jailed");
+    assert!(victim.accept().is_err(), "something connected to the victim's socket");
+}
+
+/// Every way the sandbox starts a child gives a jailed one: the first
+/// child, warm spares, children started on demand for a burst of new
+/// visitors, the readiness probe's spare, a returning hibernated visitor's,
+/// and the one that replaces a child killed under its visitor. Each is a
+/// prober that tries to connect to another sandbox's child (a visitor's
+/// real redis-server) and to a socket of the test's; none gets in, and the
+/// other visitor's keyspace holds their key only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_child_is_jailed_whichever_path_started_it() {
+    use std::time::Duration;
+    let real = system_redis_server();
+    let t = tempfile::tempdir().unwrap();
+    // The victim: a visitor of another sandbox in this process (same user).
+    let other = App::sandboxed(Settings { spares: 0, ..Settings::default() }, &["--batch-timeout-ms", "5000"]);
+    let mut v = Visitor::at("10.9.0.1");
+    let (s, r) = v.batch(&other, "SET mine 1").await;
+    assert_eq!((s, replies(&r)), (200, vec![json!("OK")]), "{r}");
+    let victim = v.child(&other).process.socket.clone();
+    let listener = std::os::unix::net::UnixListener::bind(t.path().join("outside.sock")).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let targets = [victim, t.path().join("outside.sock")];
+    let bin = t.path().join("prober");
+    std::fs::write(&bin, prober(&targets, &real)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let settings = Settings { redis_server: bin.to_str().unwrap().into(), spares: 2, hibernate_after: Duration::from_secs(3600), ..Settings::default() };
+    let app = App::sandboxed(settings, &["--batch-timeout-ms", "5000"]);
+    let sup = sandbox(&app).clone();
+    assert!(sup.jail().seccomp, "this test needs seccomp in the kernel: the jail here is {}", sup.jail().describe());
+    let mut checked = std::collections::BTreeSet::new();
+    let mut check = |child: &pipelab::sandbox::Child, path: &str| {
+        assert_jailed(child.process.pid, child.process.dir(), targets.len(), path);
+        checked.insert(child.process.pid);
+    };
+    assert!(sandbox_client::until(Duration::from_secs(30), || sup.spares() >= 2).await, "two warm spares");
+    // The first child and a warm spare, taken by new visitors.
+    let mut a = Visitor::at("10.9.1.1");
+    let (s, r) = a.batch(&app, "SET k a").await;
+    assert_eq!(s, 200, "{r}");
+    check(&a.child(&app), "a warm spare");
+    let mut b = Visitor::at("10.9.1.2");
+    let (s, r) = b.batch(&app, "SET k b").await;
+    assert_eq!(s, 200, "{r}");
+    check(&b.child(&app), "the first child");
+    // A burst of new visitors: past the spares, children started on demand.
+    let burst = (0..6).map(|i| {
+        let app = &app;
+        async move {
+            let mut c = Visitor::at(&format!("10.9.2.{}", i + 1));
+            let (s, r) = c.batch(app, "PING").await;
+            assert_eq!(s, 200, "{r}");
+            c
+        }
+    });
+    for c in futures_util::future::join_all(burst).await {
+        check(&c.child(&app), "a burst's child");
+    }
+    // The readiness probe's spare (started at once when none is left).
+    let spare = sup.spare().await.expect("a spare");
+    check(&spare, "the readiness probe's spare");
+    drop(spare);
+    // A returning hibernated visitor: a child started on their saved keys.
+    assert!(sup.hibernate_now(&a.id()).await, "A hibernates");
+    let (s, r) = a.batch(&app, "GET k").await;
+    assert_eq!((s, replies(&r)), (200, vec![json!("a")]), "A's keys came back: {r}");
+    check(&a.child(&app), "a returning hibernated visitor's");
+    // A child killed under its visitor: the one that replaces it.
+    let dead = b.child(&app).process.pid;
+    // SAFETY: kill(2) on a child of this test's process.
+    unsafe { libc::kill(dead as i32, libc::SIGKILL) };
+    assert!(sandbox_client::until(Duration::from_secs(10), || !b.child(&app).is_alive()).await, "the killed child ended");
+    let mut served = false;
+    for _ in 0..3 {
+        let (s, r) = b.batch(&app, "PING").await;
+        if s == 200 && replies(&r) == vec![json!("PONG")] {
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "B is served again after their Redis was killed");
+    let restarted = b.child(&app);
+    assert_ne!(restarted.process.pid, dead);
+    check(&restarted, "a restart after a crash");
+    assert!(checked.len() >= 11, "children checked: {checked:?}");
+    // Nothing reached the victims.
+    assert!(listener.accept().is_err(), "something connected to the test's socket");
+    let (s, r) = v.batch(&other, "DBSIZE\nEXISTS pwned").await;
+    assert_eq!((s, replies(&r)), (200, vec![json!(1), json!(0)]), "the other visitor's keyspace: {r}");
+    eprintln!("{} children checked, each jailed: {}", checked.len(), sup.jail().describe());
+}
+
 /// A measurement, not a check (hence ignored): how long a child takes from
 /// its start to its first PONG with the jail and without, alternated so
 /// that both meet the same machine load. docs/sandbox.md has the figures:
@@ -292,7 +454,7 @@ async fn a_jailed_redis_server_saves_and_loads_in_its_own_directory() {
 #[ignore]
 async fn start_cost() {
     use pipelab::sandbox::child::Process;
-    use pipelab::sandbox::{jail, Jail};
+    use pipelab::sandbox::Jail;
     let root = tempfile::tempdir().unwrap();
     let jailed = Arc::new(Jail::probe("redis-server").expect("a jail on this machine"));
     let none = Arc::new(Jail::none());
@@ -300,9 +462,8 @@ async fn start_cost() {
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for i in 0..2 * rounds {
         let on = i % 2 == 0;
-        jail::set_for_thread(if on { jailed.clone() } else { none.clone() });
         let started = std::time::Instant::now();
-        let p = Process::start("redis-server", root.path(), 16 << 20).await.expect("a child");
+        let p = Process::start("redis-server", root.path(), 16 << 20, if on { &jailed } else { &none }).await.expect("a child");
         let took = started.elapsed().as_secs_f64() * 1000.0;
         p.stop("shutdown");
         p.ended().await;

@@ -24,10 +24,12 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
+
+use super::jail::Jail;
 
 /// Most clients one child accepts: the pool, a session or two, the side
 /// connections that read `INFO` or kill a script.
@@ -173,18 +175,19 @@ pub struct Process {
 }
 
 impl Process {
-    /// Starts `bin` in a new private directory under `root` and waits
-    /// until it answers PING. Must run on the thread that lives as long as
-    /// the children (the kernel kills a child when that thread ends).
-    pub async fn start(bin: &str, root: &Path, max_bytes: u64) -> Result<Process, StartError> {
-        Process::start_from(bin, root, max_bytes, None, None).await
+    /// Starts `bin` in a new private directory under `root`, confined by
+    /// `jail`, and waits until it answers PING. Must run on the thread that
+    /// lives as long as the children (the kernel kills a child when that
+    /// thread ends).
+    pub async fn start(bin: &str, root: &Path, max_bytes: u64, jail: &Arc<Jail>) -> Result<Process, StartError> {
+        Process::start_from(bin, root, max_bytes, None, None, jail).await
     }
 
     /// [`Process::start`] with pipelab's own user (`save_password`) and,
     /// if `rdb` is given, that file's keys: placed in the private directory
     /// as `dump.rdb` before redis-server starts, and loaded before it
     /// answers PING (`LOADING` until then).
-    pub async fn start_from(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>) -> Result<Process, StartError> {
+    pub async fn start_from(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>, jail: &Arc<Jail>) -> Result<Process, StartError> {
         let mut private = tempfile::Builder::new();
         private.prefix("v").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
         let dir = private.tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
@@ -200,7 +203,6 @@ impl Process {
         let parent = std::process::id();
         // Nothing of pipelab's environment (its tokens) for a child to read.
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| KEPT_ENV.iter().any(|kept| k == kept)));
-        let jail = super::jail::for_thread();
         let confinement = jail.prepare(dir.path()).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         let mut enter = confinement.entry();
         // SAFETY: only async-signal-safe calls (setrlimit, signal,
@@ -221,6 +223,12 @@ impl Process {
             _ => StartError::Spawn { bin: bin.into(), source },
         })?;
         let pid = child.id().unwrap_or_default();
+        // The confinement is entered in the child before its exec, which
+        // `spawn` waited for: the kernel's own account must show it now.
+        if let Err(source) = jail.check(pid) {
+            let _ = child.start_kill();
+            return Err(StartError::Jailed { bin: bin.into(), jail: jail.describe(), source });
+        }
         let (exit_tx, exit) = watch::channel(None);
         let (kill_tx, kill_rx) = oneshot::channel::<&'static str>();
         let log = dir.path().join("redis.log");

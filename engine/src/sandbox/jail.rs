@@ -18,6 +18,10 @@
 //!
 //! Everything is built before the fork (`Jail::prepare`): between fork and
 //! exec only raw system calls run (the process may have other threads).
+//! Every start of a child takes its jail as an argument (never a
+//! thread's or a global setting): a child started from any thread or task
+//! is confined the same, and after the fork pipelab checks in
+//! `/proc/<pid>/status` that the filter and `no_new_privs` are in force.
 //! Which mechanisms work is probed once ([`Jail::probe`]); without any,
 //! the sandbox does not start unless told to run its children unjailed.
 
@@ -115,6 +119,24 @@ impl Jail {
         parts.join(" + ")
     }
 
+    /// Whether process `pid` (a child just started in this jail, past its
+    /// exec) is under the filter and `no_new_privs`, as its
+    /// `/proc/<pid>/status` says. Landlock leaves no mark there.
+    pub(crate) fn check(&self, pid: u32) -> io::Result<()> {
+        if !self.is_jailed() {
+            return Ok(());
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim).unwrap_or("");
+        if self.seccomp && field("Seccomp") != "2" {
+            return Err(io::Error::other(format!("the child runs without its seccomp filter (Seccomp: {:?})", field("Seccomp"))));
+        }
+        if self.no_new_privs && field("NoNewPrivs") != "1" {
+            return Err(io::Error::other(format!("the child runs without no_new_privs (NoNewPrivs: {:?})", field("NoNewPrivs"))));
+        }
+        Ok(())
+    }
+
     /// Builds the confinement of a child whose private directory is `dir`,
     /// before the fork: the Landlock ruleset (a file descriptor with its
     /// rules) and the compiled filters. Drop the result after the spawn.
@@ -130,22 +152,6 @@ impl Jail {
             Ok(Confinement { ruleset: None, jail: self.clone() })
         }
     }
-}
-
-thread_local! {
-    /// The jail of the children started on this thread: the supervisor's
-    /// thread, which they live no longer than.
-    static CURRENT: std::cell::RefCell<Option<Arc<Jail>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Children started on this thread from now on run in `jail`.
-pub fn set_for_thread(jail: Arc<Jail>) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(jail));
-}
-
-/// The jail of children started on this thread: none if no supervisor set one.
-pub(crate) fn for_thread() -> Arc<Jail> {
-    CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| Arc::new(Jail::none()))
 }
 
 /// One child's confinement, ready to enter between fork and exec.

@@ -114,7 +114,7 @@ pub struct Supervisor {
     template: Arc<Pool>,
     /// The supervisor thread's runtime: children are started there.
     rt: tokio::runtime::Handle,
-    /// What confines every child (set on the supervisor's thread).
+    /// What confines every child: passed into each start.
     jail: Arc<super::Jail>,
     /// Dropped with the supervisor: its thread ends, and with it every child.
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -158,10 +158,9 @@ impl Supervisor {
                     Ok(rt) => rt,
                     Err(e) => return drop(ready_tx.send(Err(spawn_err(e)))),
                 };
-                super::jail::set_for_thread(thread_jail);
                 // Until the supervisor is dropped; the children die with this thread.
                 rt.block_on(async {
-                    let first = match Process::start_from(&bin, &path, max_bytes, Some(&password), None).await {
+                    let first = match Process::start_from(&bin, &path, max_bytes, Some(&password), None, &thread_jail).await {
                         Ok(first) => first,
                         Err(e) => return drop(ready_tx.send(Err(e))),
                     };
@@ -646,9 +645,10 @@ impl Supervisor {
     /// A new child on the keys of `rdb` if given, started on the supervisor's thread.
     async fn start_child_from(&self, rdb: Option<PathBuf>) -> Result<Arc<Child>, StartError> {
         let (bin, max_bytes, root, password) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf(), self.save_password.clone());
+        let jail = self.jail.clone();
         let process = self
             .rt
-            .spawn(async move { Process::start_from(&bin, &root, max_bytes, Some(&password), rdb.as_deref()).await })
+            .spawn(async move { Process::start_from(&bin, &root, max_bytes, Some(&password), rdb.as_deref(), &jail).await })
             .await
             .map_err(|e| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(e.to_string()) })??;
         Ok(self.child(process))
