@@ -12,7 +12,7 @@
 # end to end in headless Debian Chromium against `pipelab serve`.
 # Screenshots: artifacts/tutorial-*.png, artifacts/interactive-*.png.
 #
-# Installs what it needs when missing (idempotent): PyPI redis, npm packages of
+# Installs what it needs when missing (idempotent): PyPI redis and requests, npm packages of
 # web/ (ioredis is a devDependency); scripts/setup.sh installs Debian's
 # ruby-redis, golang-go and default-jdk-headless. The Rust redis crate comes
 # from crates.io on the first build of web/test/export-rs (not a workspace member).
@@ -43,6 +43,11 @@ done
 if ! python3 -c 'import redis' 2>/dev/null; then
   log "pip install redis"
   python3 -m pip install -q --disable-pip-version-check redis==8.1.0
+fi
+# The HTTP exports' Python program (web/test/tutorial-e2e/export-http.test.mjs).
+if ! python3 -c 'import requests' 2>/dev/null; then
+  log "pip install requests"
+  python3 -m pip install -q --disable-pip-version-check requests==2.32.3
 fi
 
 # The wasm module and the page (web/dist); npm ci when web/node_modules is stale.

@@ -44,3 +44,11 @@ export function argvToJson(argv: Argv): BulkJson {
     }),
   };
 }
+
+/** argv as the API's JSON arguments: strings, or `{"base64": ...}` for non-UTF-8 bytes (docs/reply-json.md#command-arguments). */
+export function argvForApi(argv: Argv): Array<string | { base64: string }> {
+  return argv.map((a) => {
+    const s = asUtf8(a);
+    return s !== null ? s : { base64: toBase64(a) };
+  });
+}

@@ -4,7 +4,6 @@
 import { decodeReplies, inlineToResp, replyToResp } from '../wasm.js';
 import type { ReplyJson } from '../replyJson.js';
 import { argvFromJson, argvToJson } from './argv.js';
-import { asUtf8 } from './bytes.js';
 import type { Argv } from './types.js';
 
 /** The commands of an inline text; throws `line L, column C: message` for the first bad line. */
@@ -22,13 +21,4 @@ export function commandsOf(text: string): Argv[] {
 /** One argv as RESP bytes (a multibulk), encoded by the wasm module. */
 export const encodeCommand = (argv: Argv): Uint8Array => replyToResp(argvToJson(argv) as ReplyJson);
 
-/** argv as the API's JSON arguments: strings, or `{"base64": ...}` for non-UTF-8 bytes (docs/reply-json.md#command-arguments). */
-export function argvForApi(argv: Argv): Array<string | { base64: string }> {
-  return argv.map((a) => {
-    const s = asUtf8(a);
-    if (s !== null) return s;
-    let bin = '';
-    for (const c of a) bin += String.fromCharCode(c);
-    return { base64: btoa(bin) };
-  });
-}
+export { argvForApi } from './argv.js';

@@ -1,8 +1,11 @@
-// "Export": the batch as a RESP file for redis-cli --pipe, or as a runnable
-// program for six client libraries, each in pipeline or MULTI/EXEC form.
-// Every program connects to $REDIS_URL (default redis://127.0.0.1:6379),
-// prints one line per reply (`N) reply` or `N) (error) message`) and exits 1
-// when any command failed, as `redis-cli --pipe` does.
+// "Export": the batch as a RESP file for redis-cli --pipe, as a runnable
+// program for six client libraries, or as one HTTP request to pipelab
+// (curl, fetch, Python requests: ./http.ts), each in pipeline or MULTI/EXEC
+// form. Every library program connects to $REDIS_URL (default
+// redis://127.0.0.1:6379), the HTTP ones to $PIPELAB_URL; each prints one
+// line per reply (`N) reply` or `N) (error) message`; curl the answer's
+// JSON) and exits 1 when any command failed, as `redis-cli --pipe` does.
+import { httpSnippet, type HttpEndpoint, type HttpTool } from './http.js';
 import { ioredisSnippet } from './ioredis.js';
 import { goSnippet } from './goredis.js';
 import { jedisSnippet } from './jedis.js';
@@ -29,15 +32,31 @@ export const TARGETS: TargetInfo[] = [
   { id: 'go-redis', label: 'Go (go-redis v9)', calls: { pipeline: 'Pipeline()', transaction: 'TxPipeline()' } },
   { id: 'jedis', label: 'Java (Jedis)', calls: { pipeline: 'pipelined()', transaction: 'multi()' } },
   { id: 'redis-rs', label: 'Rust (redis-rs)', calls: { pipeline: 'redis::pipe()', transaction: 'redis::pipe().atomic()' } },
+  { id: 'curl-api', label: 'curl → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
+  { id: 'fetch-api', label: 'fetch (Node) → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
+  { id: 'requests-api', label: 'Python requests → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
+  { id: 'curl-upstash', label: 'curl → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
+  { id: 'fetch-upstash', label: 'fetch (Node) → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
+  { id: 'requests-upstash', label: 'Python requests → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
 ];
 
 /**
  * Generates one export. `encode` turns an argv into RESP (needed for
  * `resp`); `redis`: the Redis the page runs on (/info's `redis.target`),
- * which the RESP file's redis-cli line names.
+ * which the RESP file's redis-cli line names; `base`: the pipelab the HTTP
+ * exports post to (the page's origin).
  */
-export function exportBatch(target: TargetId, commands: Argv[], mode: ExportMode, encode: EncodeCommand, redis?: string | null): Snippet {
+export function exportBatch(target: TargetId, commands: Argv[], mode: ExportMode, encode: EncodeCommand, redis?: string | null, base = 'http://127.0.0.1:8080'): Snippet {
   switch (target) {
+    case 'curl-api':
+    case 'curl-upstash':
+    case 'fetch-api':
+    case 'fetch-upstash':
+    case 'requests-api':
+    case 'requests-upstash': {
+      const [tool, endpoint] = target.split('-') as [HttpTool, HttpEndpoint];
+      return httpSnippet(tool, endpoint, commands, mode, base);
+    }
     case 'resp':
       return respSnippet(commands, mode, encode, redis);
     case 'redis-py':

@@ -90,7 +90,7 @@ export function shareBar(opts: { state: () => PageState; commands: () => number;
     const part = limit === undefined ? { text: s.text, whole: true } : firstLines(s.text, limit);
     const cmds = commandsOf(part.text);
     if (cmds.length === 0) throw new Error('nothing to export: the editor has no commands');
-    return { snippet: exportBatch(target.value as TargetId, cmds, chosenMode(), encodeCommand, opts.redis?.()), whole: part.whole };
+    return { snippet: exportBatch(target.value as TargetId, cmds, chosenMode(), encodeCommand, opts.redis?.(), location.origin), whole: part.whole };
   };
 
   const generate = () => {

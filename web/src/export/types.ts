@@ -5,7 +5,9 @@ export type Argv = Uint8Array[];
  * trip per batch). `transaction`: the same, wrapped in MULTI/EXEC. */
 export type ExportMode = 'pipeline' | 'transaction';
 
-export type TargetId = 'resp' | 'redis-py' | 'ioredis' | 'redis-rb' | 'go-redis' | 'jedis' | 'redis-rs';
+export type TargetId =
+  | 'resp' | 'redis-py' | 'ioredis' | 'redis-rb' | 'go-redis' | 'jedis' | 'redis-rs'
+  | 'curl-api' | 'curl-upstash' | 'fetch-api' | 'fetch-upstash' | 'requests-api' | 'requests-upstash';
 
 /** A generated file, ready to download or print. */
 export interface Snippet {

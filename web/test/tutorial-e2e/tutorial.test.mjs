@@ -581,11 +581,18 @@ test('export: every format from the page; RESP, Python and Node run for real', {
     'go-redis': { pipeline: 'rdb.Pipeline()', transaction: 'rdb.TxPipeline()' },
     jedis: { pipeline: 'jedis.pipelined()', transaction: 'jedis.multi()' },
     'redis-rs': { pipeline: 'redis::pipe()', transaction: 'atomic()' },
+    'curl-api': { pipeline: '/api/v1/batch', transaction: '"mode":"transaction"' },
+    'fetch-api': { pipeline: '/api/v1/batch', transaction: '"mode":"transaction"' },
+    'requests-api': { pipeline: '/api/v1/batch', transaction: '"mode":"transaction"' },
   };
+  // The HTTP exports post to the page's own origin unless PIPELAB_URL says otherwise.
+  const { PIPELAB_URL: _unset, ...noUrl } = process.env;
   const runners = {
     resp: (f) => run('redis-cli', ['-p', String(redis.port), '--pipe'], { input: readFileSync(f) }),
     'redis-py': (f) => run('python3', [f], { env: { ...process.env, REDIS_URL: redis.url } }),
     ioredis: (f) => run('node', [f], { env: { ...process.env, REDIS_URL: redis.url } }),
+    'fetch-api': (f) => run('node', [f], { env: noUrl }),
+    'requests-api': (f) => run('python3', [f], { env: noUrl }),
   };
   mkdirSync(tmpDir, { recursive: true });
   for (const [target, calls] of Object.entries(expectCalls)) {
@@ -609,10 +616,14 @@ test('export: every format from the page; RESP, Python and Node run for real', {
         const lines = out.stdout.split('\n').filter((l) => /^\d+\) /.test(l));
         assert.equal(lines.length, 5, out.stdout);
         assert.match(lines[2], /^3\) \(error\)/, out.stdout);
-        assert.match(lines[4], /a b|612062/, `GET returns the binary value: ${lines[4]}`);
+        assert.match(lines[4], /a b|612062|YSBiAP8=/, `GET returns the binary value: ${lines[4]}`);
       }
     }
   }
+  // Upstash's JSON commands carry text only: the binary argument is named, nothing is shown.
+  await page.selectOption('#export-target', 'curl-upstash');
+  await page.click('#export');
+  await page.waitForFunction(() => /Export failed: command 1, argument 2: not UTF-8/.test(document.getElementById('share-status').textContent));
   await shot(page.locator('#share'), 'export-panel');
 });
 
