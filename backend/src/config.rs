@@ -31,9 +31,11 @@ pub struct ServeConfig {
     #[arg(long, env = "PIPELAB_REDIS_SERVER", default_value = "redis-server")]
     pub redis_server: String,
 
-    /// Directory with the web playground's built files (`npm run build` in web/).
-    #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
-    pub web_dir: PathBuf,
+    /// Serve the page's files from this directory (a built web/dist,
+    /// `scripts/build-web.sh`), read per request, instead of the page
+    /// built into the binary.
+    #[arg(long, env = "PIPELAB_WEB_DIR", value_name = "DIR")]
+    pub web_dir: Option<PathBuf>,
 
     /// Log format on stderr: `text` or `json` (one object per line). The
     /// level comes from PIPELAB_LOG, else RUST_LOG (default `info`).

@@ -39,7 +39,7 @@ async fn the_ui_api_shows_a_redis_py_loop_while_it_runs_and_after() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(doctor::serve(listener, target, Duration::from_secs(5), pipelab::delay::Link::default(), doc.clone()));
-    let router = ui::router(ui::UiState { doctor: doc.clone(), playground_url: "http://127.0.0.1:8080/".into(), web_dir: "/nonexistent".into() });
+    let router = ui::router(ui::UiState { doctor: doc.clone(), playground_url: "http://127.0.0.1:8080/".into(), page: std::path::PathBuf::from("/nonexistent").into() });
 
     // 200 sets, then the connection stays open until stdin closes.
     let script = "import sys, redis\nr = redis.Redis(port=int(sys.argv[1]))\nfor i in range(200): r.set(f'loop:{i}', 'x')\nprint('done', flush=True)\nsys.stdin.read()\nr.close()";

@@ -32,7 +32,6 @@ pub mod sweep;
 pub mod validate;
 pub mod web;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::Request;
@@ -55,7 +54,8 @@ pub struct AppState(Arc<Inner>);
 /// [`HttpState`]) and what the API's routes add to it.
 pub struct Inner {
     pub http: HttpState,
-    pub web_dir: PathBuf,
+    /// The page's files at `/` ([`web::Page`]: built in, or `--web-dir`).
+    pub page: web::Page,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: crate::commands::Allow,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -103,7 +103,7 @@ fn engine_limits(limits: &Limits) -> EngineLimits {
 pub struct AppStateBuilder {
     redis: Redis,
     limits: Limits,
-    web_dir: PathBuf,
+    page: web::Page,
     runtimes: Vec<tokio::runtime::Handle>,
     guard: guard::Policy,
     allow: crate::commands::Allow,
@@ -119,23 +119,23 @@ impl AppStateBuilder {
         target: RedisTarget,
         source: RedisSource,
         limits: Limits,
-        web_dir: PathBuf,
+        page: impl Into<web::Page>,
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
         let shared = Shared::new(target, source, &engine_limits(&limits));
-        Self::with_redis(Redis::Shared(shared), limits, web_dir, runtimes)
+        Self::with_redis(Redis::Shared(shared), limits, page.into(), runtimes)
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
-    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
-        Self::with_redis(Redis::Sandbox(supervisor), limits, web_dir, runtimes)
+    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, page: impl Into<web::Page>, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+        Self::with_redis(Redis::Sandbox(supervisor), limits, page.into(), runtimes)
     }
 
-    fn with_redis(redis: Redis, limits: Limits, web_dir: PathBuf, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+    fn with_redis(redis: Redis, limits: Limits, page: web::Page, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         AppStateBuilder {
             redis,
             limits,
-            web_dir,
+            page,
             runtimes,
             guard: guard::Policy::new(&guard::GuardConfig::default(), None),
             allow: Default::default(),
@@ -207,7 +207,7 @@ impl AppStateBuilder {
             rate: self.rate,
             upstash: self.upstash,
         });
-        AppState(Arc::new(Inner { http, web_dir: self.web_dir, allow: self.allow, live: Default::default(), docs: Default::default(), doctor: self.doctor }))
+        AppState(Arc::new(Inner { http, page: self.page, allow: self.allow, live: Default::default(), docs: Default::default(), doctor: self.doctor }))
     }
 }
 

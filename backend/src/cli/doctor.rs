@@ -52,17 +52,40 @@ pub struct Args {
     /// and its JSON API (`/api/doctor/…`) on this address, e.g. 127.0.0.1:8081.
     #[arg(long, value_name = "ADDR")]
     ui: Option<std::net::SocketAddr>,
-    /// The playground page that "open in playground" links to (a `pipelab serve`).
-    #[arg(long, default_value = "http://127.0.0.1:8080/")]
-    playground_url: String,
+    /// The playground that "open in playground" links to: a `pipelab
+    /// serve`'s address (`http://HOST:PORT/`). Default: where `pipelab
+    /// serve` listens by the same environment (`PIPELAB_LISTEN`, else
+    /// 127.0.0.1:8080).
+    #[arg(long, env = "PIPELAB_PLAYGROUND_URL", value_name = "URL", value_parser = playground_url)]
+    playground_url: Option<String>,
     /// Runtime threads (1: a current-thread runtime, relaying, decoding and
     /// the page on one thread). bench/doctor.sh measured no gain from 1 on
     /// a loaded 2-core machine (bench/README.md), hence 2, as the other subcommands.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
     threads: u64,
-    /// Directory of the built page (`doctor.html`, from scripts/build-web.sh), for `--ui`.
-    #[arg(long, env = "PIPELAB_WEB_DIR", default_value = "web/dist")]
-    web_dir: std::path::PathBuf,
+    /// For `--ui`: serve the page's files (`doctor.html` and its assets, a
+    /// built web/dist: scripts/build-web.sh) from this directory instead of
+    /// the page built into the binary.
+    #[arg(long, env = "PIPELAB_WEB_DIR", value_name = "DIR")]
+    web_dir: Option<std::path::PathBuf>,
+}
+
+/// `--playground-url`: an http(s) URL, or a path the page resolves
+/// against its own address (`./`, `/`).
+fn playground_url(s: &str) -> Result<String, String> {
+    let absolute = url::Url::parse(s).ok().is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    if absolute || s.starts_with('/') || s.starts_with("./") {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?} is not an http(s) URL such as http://127.0.0.1:8080/ (a pipelab serve's address) or a path such as ./"))
+    }
+}
+
+/// Where `pipelab serve` listens by this environment (`PIPELAB_LISTEN`,
+/// as `pipelab healthcheck` reads it), so that a doctor started beside it
+/// links to it; `http://127.0.0.1:8080/`, serve's default, otherwise.
+fn default_playground_url() -> String {
+    super::healthcheck::listen_url(std::env::var("PIPELAB_LISTEN").ok().as_deref(), "/").unwrap_or_else(|_| "http://127.0.0.1:8080/".into())
 }
 
 fn print_event(e: &Event) {
@@ -116,14 +139,18 @@ pub async fn main(args: Args) -> ExitCode {
     let ui = match args.ui {
         Some(addr) => match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => {
-                eprintln!("pipelab doctor: page on http://{}/", l.local_addr().map(|a| a.to_string()).unwrap_or(addr.to_string()));
+                let playground = args.playground_url.clone().unwrap_or_else(default_playground_url);
+                eprintln!(
+                    "pipelab doctor: page on http://{}/; its \"open in playground\" goes to {playground} (--playground-url)",
+                    l.local_addr().map(|a| a.to_string()).unwrap_or(addr.to_string())
+                );
                 if !addr.ip().is_loopback() {
                     eprintln!(
                         "pipelab doctor: warning: --ui {addr} is reachable from other machines, with no token: the page shows your \
                          application's key patterns, commands and timings; prefer --ui 127.0.0.1:PORT (and an SSH tunnel)"
                     );
                 }
-                let state = doctor::ui::UiState { doctor: doc.clone(), playground_url: args.playground_url.clone(), web_dir: args.web_dir.clone() };
+                let state = doctor::ui::UiState { doctor: doc.clone(), playground_url: playground, page: pipelab::api::web::Page::from_flag(args.web_dir.clone()) };
                 Some(tokio::spawn(async move { axum::serve(l, doctor::ui::router(state)).await }))
             }
             Err(e) => {

@@ -51,7 +51,7 @@ pub fn run(args: HealthcheckArgs) -> Exit {
 
 /// `http://ADDR/PATH` for the server listening on `listen` (`PIPELAB_LISTEN`,
 /// default `127.0.0.1:8080`): an unspecified address is reached on the loopback.
-fn listen_url(listen: Option<&str>, path: &str) -> Result<String, String> {
+pub(super) fn listen_url(listen: Option<&str>, path: &str) -> Result<String, String> {
     let listen = listen.filter(|l| !l.trim().is_empty()).unwrap_or("127.0.0.1:8080");
     let mut addr: std::net::SocketAddr = listen.trim().parse().map_err(|e| format!("{listen:?}: {e}"))?;
     if addr.ip().is_unspecified() {

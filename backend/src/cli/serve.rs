@@ -191,7 +191,7 @@ fn serve_on_threads(
         Backing::Shared(target, _) => target.to_string(),
         Backing::Sandbox(sup) => format!("a redis-server of their own for each visitor, jail: {}", sup.jail().describe()),
     };
-    tracing::info!(%addr, node = pipelab::node::id(), redis = %shown, web_dir = %cfg.web_dir.display(), threads, "pipelab serve listening");
+    tracing::info!(%addr, node = pipelab::node::id(), redis = %shown, page = %pipelab::api::web::Page::from_flag(cfg.web_dir.clone()).describe(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
     pipelab::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
 
@@ -204,7 +204,7 @@ fn serve_on_threads(
                 let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
                 let doctor = doctor.map(|l| start_doctor(cfg, first, l, batches.clone()));
                 let _rt = first.enter();
-                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), cfg.web_dir.clone(), handles);
+                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), pipelab::api::web::Page::from_flag(cfg.web_dir.clone()), handles);
                 let state = match doctor {
                     Some((info, routes)) => state.with_doctor(info, routes),
                     None => state,
@@ -218,7 +218,7 @@ fn serve_on_threads(
                 let _rt = first.enter();
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
-                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), cfg.web_dir.clone(), handles)
+                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), pipelab::api::web::Page::from_flag(cfg.web_dir.clone()), handles)
             }
         };
         state
@@ -313,7 +313,7 @@ fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: to
     pipelab::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
     first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab::delay::Link::default(), doc.clone()));
     // "open in playground" opens the page that asked, relative to it.
-    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), web_dir: cfg.web_dir.clone() };
+    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), page: pipelab::api::web::Page::from_flag(cfg.web_dir.clone()) };
     (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, doctor::ui::mounted("/api/v1/doctor", ui))
 }
 

@@ -12,14 +12,14 @@
 //!   recent) that started after `since` µs ([`ConnectionFlights`]); 400
 //!   naming the field for a bad query, 404 for a connection not known (any
 //!   more: closed connections stay for the 20 most recent);
-//! - anything else: the built page, `doctor.html` of `--web-dir` (Vite
-//!   builds it with the playground: `scripts/build-web.sh`), and its assets.
+//! - anything else: the page, `doctor.html` and its assets, built into the
+//!   binary or from `--web-dir` ([`crate::api::web::Page`]; Vite builds it
+//!   with the playground: `scripts/build-web.sh`).
 //!
 //! `pipelab serve --doctor-listen` mounts the same two routes under
 //! `/api/v1/doctor` ([`mounted`]), behind its own rules (tokens, guards).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::{Query, Request, State};
@@ -28,8 +28,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
-use tower::ServiceExt;
-use tower_http::services::{ServeDir, ServeFile};
 
 use super::report::{ConnectionFlights, MissedPipeline, Summary};
 use super::stats::Doctor;
@@ -38,7 +36,7 @@ use crate::http::error::{ApiCode, ApiError};
 /// Most commands in a missed pipeline's playground batch (the run's own
 /// count when smaller).
 pub const EXAMPLE_COMMANDS: u64 = 1000;
-/// The page's file in `--web-dir`.
+/// The page's file among the page's files.
 pub const PAGE: &str = "doctor.html";
 
 /// What the UI's handlers share.
@@ -47,8 +45,8 @@ pub struct UiState {
     pub doctor: Arc<Doctor>,
     /// The playground page "open in playground" links to (`--playground-url`).
     pub playground_url: String,
-    /// Where the built page is (`--web-dir`).
-    pub web_dir: PathBuf,
+    /// The page's files (built in, or `--web-dir`).
+    pub page: crate::api::web::Page,
 }
 
 /// A missed pipeline as the page lists it.
@@ -176,21 +174,9 @@ async fn not_found(prefix: &str) -> ApiError {
 }
 
 async fn page(State(s): State<UiState>, req: Request) -> Response {
-    let file = s.web_dir.join(PAGE);
-    if !file.is_file() {
-        let msg = format!("pipelab doctor: no {PAGE} in {}: build the page with scripts/build-web.sh, or point --web-dir at a built web/dist\n", s.web_dir.display());
-        return (StatusCode::NOT_FOUND, msg).into_response();
-    }
-    let path = req.uri().path();
-    if path == "/" || path == "/index.html" {
-        return match ServeFile::new(file).oneshot(req).await {
-            Ok(res) => res.into_response(),
-            Err(never) => match never {},
-        };
-    }
-    match ServeDir::new(&s.web_dir).fallback(ServeFile::new(file)).oneshot(req).await {
-        Ok(res) => res.into_response(),
-        Err(never) => match never {},
+    match s.page.respond(req, PAGE).await {
+        Ok(res) => res,
+        Err(crate::api::web::NotBuilt) => (StatusCode::NOT_FOUND, crate::api::web::doctor_not_built(&s.page)).into_response(),
     }
 }
 

@@ -131,7 +131,7 @@ async fn is_command_path(state: &AppState, path: String) -> bool {
     let path = path.trim_start_matches('/');
     let first = path.split('/').next().unwrap_or("");
     let name: Vec<u8> = percent_encoding::percent_decode_str(first).collect();
-    if name.is_empty() || state.web_dir.join(String::from_utf8_lossy(&name).as_ref()).exists() {
+    if name.is_empty() || state.page.has(&String::from_utf8_lossy(&name)) {
         return false;
     }
     state.engine.commands().await.get(&name).is_some()
