@@ -32,7 +32,7 @@ export function syscallTable(runs: ModeSummary[]): HTMLElement {
           cell('client_reads', s.read_syscalls),
           cell('server_reads', s.server?.reads),
           cell('server_writes', s.server?.writes),
-          s.server ? `${fmtInt(s.server.usec)} µs` : '—',
+          el('span', { 'data-mode': r.mode, 'data-syscall': 'server_usec', 'data-value': String(s.server?.usec ?? '') }, s.server ? `${fmtInt(s.server.usec)} µs` : '—'),
         ];
       }),
       { 'data-table': 'syscalls' },

@@ -105,7 +105,7 @@ test('tabs show the tutorial with its lessons in order', async () => {
   await page.click('#tab-tutorial');
   await page.screenshot({ path: join(artifacts, 'tutorial-overview.png') });
   assert.equal(await page.isVisible('#tutorial-view'), true);
-  assert.equal(await page.isVisible('main'), false);
+  assert.equal(await page.isVisible('#playground-view'), false);
   const titles = await page.$$eval('.lesson h3', (hs) => hs.map((h) => h.textContent));
   assert.equal(titles.length, LESSON_NUMBERS.length);
   for (const [i, t] of titles.entries()) assert.ok(t.startsWith(`${i + 1}. `), t);
@@ -155,7 +155,7 @@ test('lesson 1: sequential total >= N x RTT, one round trip per command', { time
 
 test('lesson 1 "Load example" puts the batch into the playground', async () => {
   await page.click('#lesson-1 button.load-example');
-  assert.equal(await page.isVisible('main'), true);
+  assert.equal(await page.isVisible('#playground-view'), true);
   const st = await page.evaluate(() => ({
     text: window.pipelab.editors.snapshot().inlineText,
     mode: document.querySelector('input[name="mode"]:checked').value,
@@ -443,7 +443,7 @@ test('every lesson\'s "Load example" fills the playground with a batch that runs
   for (const n of LESSON_NUMBERS) {
     await page.click('#tab-tutorial');
     await page.click(`#lesson-${n} button.load-example`);
-    assert.equal(await page.isVisible('main'), true, `lesson ${n}: the playground is shown`);
+    assert.equal(await page.isVisible('#playground-view'), true, `lesson ${n}: the playground is shown`);
     await page.waitForFunction(() => window.pipelab.editors.snapshot().commands > 0);
     const st = await page.evaluate(() => {
       const s = window.pipelab.editors.snapshot();
@@ -464,14 +464,43 @@ test('every lesson\'s "Load example" fills the playground with a batch that runs
   await page.click('#tab-tutorial');
 });
 
-test('compare view: four modes at 1 ms, bar charts, speedups, both sides\' syscalls', { timeout: 90_000 }, async () => {
+test('compare view: four modes at 1 ms, five runs each, medians and spreads, bar charts, speedups, both sides\' syscalls', { timeout: 240_000 }, async () => {
+  await page.click('#tab-tutorial');
   await page.click('#lesson-2 button.load-example');
   await page.click('#tab-compare');
   await page.fill('#compare-rtt', '1');
   await page.click('#compare-run');
-  await page.waitForSelector('#compare-out [data-table="compare"]', { timeout: 80_000 });
+  await page.waitForSelector('#compare-out [data-table="compare"]', { timeout: 200_000 });
   const sp = await page.$$eval('#compare-out [data-speedup]', (els) => Object.fromEntries(els.map((e) => [e.dataset.mode, Number(e.dataset.speedup)])));
   assert.equal(sp.sequential, 1);
+  // Every mode ran five times; its figure is the median, the speedup the medians' ratio.
+  const totals = await page.$$eval('#compare-out [data-totals]', (els) => Object.fromEntries(els.map((e) => [e.dataset.mode, e.dataset.totals.split(',').map(Number)])));
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  for (const mode of ['sequential', 'pipeline', 'transaction', 'auto']) {
+    assert.equal(totals[mode]?.length, 5, `${mode}: five runs ${JSON.stringify(totals)}`);
+    const spread = await page.getAttribute(`#compare-out [data-spread][data-mode="${mode}"]`, 'data-spread');
+    assert.equal(spread, `${Math.min(...totals[mode])},${Math.max(...totals[mode])}`, `${mode}: spread is fastest–slowest`);
+    assert.ok(Math.abs(sp[mode] - median(totals.sequential) / median(totals[mode])) < 1e-9, `${mode}: speedup ${sp[mode]} from the medians ${JSON.stringify(totals)}`);
+  }
+  // The verdict: "N× faster" only where the spreads are apart, from the medians; else it says they overlap.
+  const pairs = await page.$$eval('#compare-out [data-verdict="compare"] li', (ls) => ls.map((l) => ({ pair: l.dataset.pair, overlap: l.dataset.overlap === 'true', faster: l.dataset.faster, ratio: Number(l.dataset.ratio), text: l.textContent })));
+  assert.equal(pairs.length, 6, JSON.stringify(pairs));
+  for (const p of pairs) {
+    const [a, b] = p.pair.split('/');
+    const overlap = Math.min(...totals[a]) <= Math.max(...totals[b]) && Math.min(...totals[b]) <= Math.max(...totals[a]);
+    assert.equal(p.overlap, overlap, `${p.pair}: ${p.text}`);
+    if (overlap) {
+      assert.match(p.text, /spreads overlap.*do not tell them apart/, p.text);
+      assert.doesNotMatch(p.text, /× faster/, p.text);
+    } else {
+      const [fast, slow] = median(totals[a]) <= median(totals[b]) ? [a, b] : [b, a];
+      assert.equal(p.faster, fast, p.text);
+      assert.ok(Math.abs(p.ratio - median(totals[slow]) / median(totals[fast])) < 1e-9, p.text);
+    }
+  }
+  const seqPipe = pairs.find((p) => p.pair === 'sequential/pipeline');
+  assert.equal(seqPipe.faster, 'pipeline', `1,000 round trips against one: ${seqPipe.text}`);
+  assert.equal(await page.getAttribute('#compare-out .compare-ran', 'data-repeats'), '5');
   assert.ok(sp.pipeline >= 10, `pipeline ${sp.pipeline}`);
   assert.ok(sp.transaction >= 10, `transaction ${sp.transaction}`);
   assert.ok(sp.auto > 2, `auto with 10 clients ${sp.auto}`);
@@ -486,9 +515,12 @@ test('compare view: four modes at 1 ms, bar charts, speedups, both sides\' sysca
   assert.ok(calls['sequential.server_reads'] >= 1000, JSON.stringify(calls));
   assert.ok(calls['pipeline.client_writes'] < 100 && calls['pipeline.server_reads'] < 200, JSON.stringify(calls));
   assert.ok(calls['auto.client_writes'] < calls['sequential.client_writes'], 'auto coalesces writes');
+  // EXEC's time holds the commands it ran: counted once, a transaction's Redis time is near a pipeline's.
+  assert.ok(calls['pipeline.server_usec'] > 0 && calls['transaction.server_usec'] > 0, JSON.stringify(calls));
+  assert.ok(calls['transaction.server_usec'] <= 4 * calls['pipeline.server_usec'] + 300, `transaction ${calls['transaction.server_usec']} µs against pipeline ${calls['pipeline.server_usec']} µs`);
   // It says how many commands it ran: lesson 2's 1,000 SETs, in each mode.
   assert.equal(await page.getAttribute('#compare-out [data-metric="commands"]', 'data-value'), '1000');
-  assert.match(await page.innerText('#compare-out .compare-ran'), /^Ran the playground's 1,000 commands in each of the 4 modes \(4,000 in all\) at 1 ms RTT, pipeline batch size 1,000, 10 auto clients/);
+  assert.match(await page.innerText('#compare-out .compare-ran'), /^Ran the playground's 1,000 commands in each of the 4 modes, 5 times each, the modes taking turns \(20,000 in all\) at 1 ms RTT, pipeline batch size 1,000, 10 auto clients/);
   await page.waitForTimeout(150);
   await shot(page.locator('#compare-view'), 'compare');
   // 1,000 commands × 80 ms is over the batch timeout for the sequential run: the API's message, and advice that fits.
@@ -551,7 +583,7 @@ test('permalink: opening it restores the editor, mode, options and view', { time
     batchSize: document.getElementById('batch-size').value,
     resp3: document.getElementById('resp3').checked,
     compareShown: !document.getElementById('compare-view').hidden,
-    playgroundShown: !document.querySelector('main').hidden,
+    playgroundShown: !document.getElementById('playground-view').hidden,
   }));
   assert.deepEqual(st, { text, mode: 'transaction', rtt: '12.5', onError: 'stop', batchSize: '7', resp3: true, compareShown: true, playgroundShown: false });
   // A damaged link says so and keeps the default batch.
