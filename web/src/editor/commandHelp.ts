@@ -63,8 +63,12 @@ function head(text: string): { from: number; to: number; word: string } | null {
   return m ? { from: m[1]!.length, to: m[1]!.length + m[2]!.length, word: m[2]! } : null;
 }
 
-/** Completion, hover and nothing else: the arity check runs with the page's other pre-Run checks. */
-export function commandHelp(book: CommandBook): Extension[] {
+/**
+ * Completion, hover and nothing else: the arity check runs with the page's
+ * other pre-Run checks. `defaultKeymap: false` leaves the completion list's
+ * keys to the caller (the console, where Enter sends the line).
+ */
+export function commandHelp(book: CommandBook, opts: { defaultKeymap?: boolean } = {}): Extension[] {
   const source = (ctx: CompletionContext): CompletionResult | null => {
     if (book.size === 0) return null;
     const line = ctx.state.doc.lineAt(ctx.pos);
@@ -113,5 +117,5 @@ export function commandHelp(book: CommandBook): Extension[] {
       },
     };
   });
-  return [autocompletion({ override: [source], activateOnTyping: true }), hover];
+  return [autocompletion({ override: [source], activateOnTyping: true, defaultKeymap: opts.defaultKeymap ?? true }), hover];
 }

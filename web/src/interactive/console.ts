@@ -4,7 +4,14 @@
 // `WATCH` holds until `EXEC`. While it is on, the batch editors, batch-only
 // controls and batch results are hidden (CSS: main.interactive-on); the RTT
 // and RESP3 controls set the connection a new session opens. Turning it off,
-// or leaving the page, closes the session.
+// or leaving the page, closes the session. The command line is a one-line
+// CodeMirror editor with the inline editor's help: names completed and
+// hovered from the server's COMMAND DOCS (../editor/commandHelp.ts).
+import { acceptCompletion, closeCompletion, completionStatus, moveCompletionSelection } from '@codemirror/autocomplete';
+import { EditorState, Prec } from '@codemirror/state';
+import { EditorView, keymap, placeholder } from '@codemirror/view';
+import { commandDocs } from '../api/client.js';
+import { CommandBook, commandHelp, helpText } from '../editor/commandHelp.js';
 import { commandsOf } from '../export/fromText.js';
 import { formatReply, inlineToResp } from '../wasm.js';
 import { el } from '../dom.js';
@@ -29,10 +36,12 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
   const status = el('p', { id: 'session-status', class: 'session-status' }, 'No session yet: the first command opens one.');
   const log = el('div', { id: 'console-log', class: 'console-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Commands and replies' });
   const prompt = el('span', { class: 'prompt', id: 'console-prompt' }, 'redis> ');
-  const input = el('input', { id: 'console-input', type: 'text', autocomplete: 'off', spellcheck: 'false', 'aria-labelledby': 'console-prompt', placeholder: 'SET k 1, MULTI, INCR k, EXEC…' });
+  const inputBox = el('div', { class: 'console-input' });
   const send = el('button', { type: 'submit', class: 'run', id: 'console-send' }, 'Send');
   const close = el('button', { type: 'button', id: 'session-close' }, 'Close session');
-  const line = el('form', { class: 'console-line', id: 'console-form' }, prompt, input, send, close);
+  const line = el('form', { class: 'console-line', id: 'console-form' }, prompt, inputBox, send, close);
+  // The command being typed, as the server's docs describe it (what hovering its name shows).
+  const help = el('p', { id: 'console-help', class: 'console-help', 'aria-live': 'polite' });
   const practiceStart = el('button', { type: 'button', id: 'practice-start' }, 'Guided practice');
   const practiceBox = el('div', { id: 'practice', class: 'practice', role: 'status', 'aria-live': 'polite' });
   practiceBox.hidden = true;
@@ -45,9 +54,57 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
     practiceBox,
     log,
     line,
+    help,
   );
   panel.hidden = true;
   form.after(panel);
+
+  const book = new CommandBook();
+  let loading: Promise<void> | null = null;
+  /** The server's commands, once (again on a later toggle if they could not be had). */
+  const loadBook = () => {
+    if (book.size > 0 || loading) return;
+    loading = commandDocs()
+      .then((d) => book.load(d.commands))
+      .catch(() => {
+        /* no docs: no completion; Redis still answers */
+      })
+      .finally(() => (loading = null));
+  };
+  const showHelp = (text: string) => {
+    const argv = text.trim().split(/\s+/).filter(Boolean);
+    const doc = argv.length ? book.lookup(argv) : undefined;
+    help.textContent = doc ? helpText(doc).replace(/\n/g, ' — ') : '';
+    help.dataset.command = doc?.name ?? '';
+  };
+  const input = new EditorView({
+    parent: inputBox,
+    state: EditorState.create({
+      extensions: [
+        // Enter sends the line as typed (as redis-cli), Tab takes the completion
+        // offered; the arrows move in an open completion list, else walk the history.
+        Prec.highest(
+          keymap.of([
+            { key: 'Enter', run: (v) => (closeCompletion(v), line.requestSubmit(), true) },
+            { key: 'Tab', run: acceptCompletion },
+            { key: 'Escape', run: closeCompletion },
+            { key: 'ArrowUp', run: (v) => (completionStatus(v.state) === 'active' ? moveCompletionSelection(false)(v) : (walk(1), true)) },
+            { key: 'ArrowDown', run: (v) => (completionStatus(v.state) === 'active' ? moveCompletionSelection(true)(v) : (walk(-1), true)) },
+          ]),
+        ),
+        commandHelp(book, { defaultKeymap: false }),
+        placeholder('SET k 1, MULTI, INCR k, EXEC…'),
+        // One line: a pasted line break becomes a space.
+        EditorState.transactionFilter.of((tr) => (tr.newDoc.lines > 1 ? [tr, { changes: { from: 0, to: tr.newDoc.length, insert: tr.newDoc.toString().replace(/\r?\n/g, ' ') }, sequential: true }] : tr)),
+        EditorView.contentAttributes.of({ id: 'console-input', 'aria-labelledby': 'console-prompt', 'aria-multiline': 'false', 'aria-describedby': 'console-help', spellcheck: 'false', autocapitalize: 'off', autocorrect: 'off' }),
+        EditorView.updateListener.of((u) => {
+          if (u.docChanged) showHelp(u.state.doc.toString());
+        }),
+      ],
+    }),
+  });
+  const value = () => input.state.doc.toString();
+  const setValue = (text: string) => input.dispatch({ changes: { from: 0, to: input.state.doc.length, insert: text }, selection: { anchor: text.length } });
 
   const link = new SessionLink();
   let inTx = false;
@@ -157,17 +214,15 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
 
   line.addEventListener('submit', (e) => {
     e.preventDefault();
-    const v = input.value;
-    input.value = '';
+    const v = value();
+    setValue('');
     void submit(v);
   });
-  input.addEventListener('keydown', (e) => {
-    if (e.key === 'ArrowUp' || e.key === 'ArrowDown') {
-      e.preventDefault();
-      back = Math.max(0, Math.min(history.length, back + (e.key === 'ArrowUp' ? 1 : -1)));
-      input.value = back === 0 ? '' : history[history.length - back]!;
-    }
-  });
+  /** One step back (1) or forward (-1) in the commands sent. */
+  function walk(step: number) {
+    back = Math.max(0, Math.min(history.length, back + step));
+    setValue(back === 0 ? '' : history[history.length - back]!);
+  }
   const end = async (why: string) => {
     const had = link.info;
     await link.close();
@@ -180,7 +235,10 @@ export function mountInteractive(opts: { settings: () => { simulated_rtt_ms: num
   toggle.addEventListener('change', () => {
     main.classList.toggle('interactive-on', toggle.checked);
     panel.hidden = !toggle.checked;
-    if (toggle.checked) input.focus();
+    if (toggle.checked) {
+      loadBook();
+      input.focus();
+    }
     else void end('Interactive off: the session was closed.');
   });
   // Leaving the page closes the session (a keepalive DELETE outlives the page).

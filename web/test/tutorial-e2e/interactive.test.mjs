@@ -4,7 +4,8 @@
 // replies), a WATCH that holds across commands and a write from another
 // client that makes EXEC return null, the session closed when the toggle
 // goes off, an idle session expired, and a session whose connection was
-// killed answering session_lost plainly. Screenshots: artifacts/interactive-*.png.
+// killed answering session_lost plainly, command names completed and hovered
+// from the server's COMMAND DOCS. Screenshots: artifacts/interactive-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -48,6 +49,9 @@ async function send(cmd) {
   }));
 }
 
+/** The command line's text (a one-line CodeMirror editor; its placeholder is no text). */
+const consoleText = () => page.$eval('#console-input', (e) => [...e.querySelectorAll('.cm-line')].map((l) => [...l.childNodes].filter((n) => !n.classList?.contains('cm-placeholder')).map((n) => n.textContent).join('')).join('\n'));
+
 /** The console's last notice: { kind: 'info' | 'error', text }. */
 const lastNotice = () => page.$eval('#console-log .console-notice:last-of-type', (e) => ({ kind: e.dataset.kind, text: e.textContent }));
 
@@ -59,6 +63,51 @@ test('the toggle swaps the batch editors for a console', async () => {
   assert.equal(await page.isVisible('#run'), false, 'the batch Run is hidden');
   assert.equal(await page.isVisible('#rtt'), true, 'the RTT still applies');
   assert.match(await page.innerText('#session-status'), /No session yet/);
+});
+
+test('the console completes command names and shows their docs, from the server\'s COMMAND DOCS', { timeout: 60_000 }, async () => {
+  const docs = await (await fetch(`${serve.base}api/v1/commands`)).json();
+  const incr = docs.commands.find((c) => c.name === 'INCR');
+  assert.ok(incr.summary.length > 0);
+  await page.click('#console-input');
+  await page.keyboard.type('INC');
+  await page.waitForSelector('.cm-tooltip-autocomplete li', { timeout: 10_000 });
+  const options = await page.$$eval('.cm-tooltip-autocomplete li .cm-completionLabel', (ls) => ls.map((l) => l.textContent));
+  assert.ok(options.includes('INCR') && options.includes('INCRBY'), options.join(', '));
+  await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-completion.png') });
+  await page.keyboard.press('Escape');
+  await page.keyboard.type('R tut:i:help');
+  // The line under the prompt: the typed command's syntax and summary.
+  await page.waitForFunction(() => document.getElementById('console-help').dataset.command === 'INCR');
+  const line = await page.textContent('#console-help');
+  assert.ok(line.includes('INCR key') && line.includes(incr.summary), line);
+  // Hover on the name: the inline editor's card (syntax, summary, arity).
+  const box = await page.locator('#console-input .cm-line').boundingBox();
+  await page.mouse.move(box.x + 8, box.y + box.height / 2);
+  await page.waitForSelector('.command-help[data-command="INCR"]', { timeout: 10_000 });
+  const card = await page.textContent('.command-help');
+  assert.ok(card.includes('INCR key') && card.includes(incr.summary) && card.includes('exactly 2 words'), card);
+  await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-hover.png') });
+  await page.mouse.move(0, 0);
+  // Enter sends the line as typed, even with a completion list open on it.
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#console-log .entry[data-status="ok"]', { timeout: 20_000 });
+  assert.equal(await page.textContent('#console-log .entry:last-of-type pre.reply'), '(integer) 1');
+  await page.click('#console-input');
+  await page.keyboard.type('PING');
+  await page.waitForSelector('.cm-tooltip-autocomplete li', { timeout: 10_000 });
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#console-log .entry:last-of-type pre.reply')?.textContent === 'PONG', null, { timeout: 20_000 });
+  assert.equal(await consoleText(), '', 'the line is empty again');
+  // Tab takes the completion offered.
+  await page.keyboard.type('HGETA');
+  await page.waitForSelector('.cm-tooltip-autocomplete li', { timeout: 10_000 });
+  // CodeMirror takes no key in a list open for less than its interaction delay (75 ms): a person's pace.
+  await page.waitForTimeout(300);
+  await page.keyboard.press('Tab');
+  assert.equal(await consoleText(), 'HGETALL');
+  await page.fill('#console-input', '');
+  assert.equal(await cli('GET', 'tut:i:help'), '1');
 });
 
 test('MULTI … EXEC typed step by step: QUEUED, then the replies; the prompt shows (TX)', { timeout: 60_000 }, async () => {
@@ -91,7 +140,7 @@ test('a WATCH holds across commands; another client\'s write makes EXEC return n
   assert.equal(await cli('GET', 'tut:i:k'), '13');
   // History: ArrowUp brings back the last command.
   await page.press('#console-input', 'ArrowUp');
-  assert.equal(await page.inputValue('#console-input'), 'EXEC');
+  assert.equal(await consoleText(), 'EXEC');
   await page.fill('#console-input', '');
   await page.locator('#interactive-panel').screenshot({ path: join(artifacts, 'interactive-watch.png') });
 });
