@@ -843,3 +843,86 @@ async fn a_body_that_stops_arriving_times_out() {
     assert_eq!(json["error"]["field"], "request body");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
+
+/// POST `body` to `/api/v1/batch`, its length declared (`Content-Length`)
+/// or not: a big body with a declared length has its commands checked and
+/// encoded as they arrive (`api::validate::Checker`), one without is read
+/// whole first.
+async fn post_batch(api: &App, body: &[u8], declared: bool) -> (u16, Json) {
+    use axum::body::Body;
+    use axum::http::{header, Method, Request};
+    let mut req = Request::builder().method(Method::POST).uri(B).header(header::CONTENT_TYPE, "application/json");
+    if declared {
+        req = req.header(header::CONTENT_LENGTH, body.len());
+    }
+    let (status, _, out) = api.send(req.body(Body::from(body.to_vec())).unwrap()).await;
+    (status, serde_json::from_slice(&out).unwrap_or(Json::Null))
+}
+
+/// A big batch whose commands are checked as they arrive answers a bad
+/// command at its last index as the batch read whole does, naming it, and
+/// sends nothing; `mode` after `commands` is checked against what was
+/// recorded (a command refused in one mode only). Good big batches run
+/// alike both ways, in every mode, the same bytes written.
+#[tokio::test]
+async fn big_batches_checked_as_they_arrive_answer_as_when_read_whole() {
+    let redis = RedisServer::start();
+    let api = App::start(&redis.url, &["--max-arg-bytes", "100", "--max-watch-keys", "3"]);
+    // Commands are checked as they arrive once the command table is known:
+    // the first batch reads it.
+    assert_eq!(api.post(B, &json!({"commands": [["PING"]]})).await.0, 200);
+    let n = 3000;
+    let sets = |last: Json| {
+        let mut c: Vec<Json> = (0..n - 1).map(|i| json!(["SET", format!("key:{i:06}"), format!("value:{i:06}")])).collect();
+        c.push(last);
+        c
+    };
+    let bad: Vec<(Json, &str, &str)> = vec![
+        (json!([]), "pipeline", "empty_argv"),
+        (json!(["SET", "k", "x".repeat(101)]), "pipeline", "argument_too_large"),
+        (json!(["SUBSCRIBE", "c"]), "pipeline", "refused_command"),
+        (json!(["MULTI"]), "transaction", "refused_command"),
+        (json!(["WATCH", "a", "b", "c", "d"]), "pipeline", "too_many_watch_keys"),
+        (json!(["BLPOP", "k", "0"]), "sequential", "refused_command"),
+        (json!(["CONFIG", "SET", "maxmemory", "1"]), "auto", "refused_command"),
+    ];
+    let field = format!("commands[{}]", n - 1);
+    for (last, mode, code) in bad {
+        // `mode` after `commands`, and before.
+        for body in [json!({"commands": sets(last.clone()), "mode": mode}), json!({"mode": mode, "commands": sets(last.clone())})] {
+            let body = serde_json::to_vec(&body).unwrap();
+            assert!(body.len() >= 64 * 1024, "big enough to be checked as it arrives");
+            let (whole_status, whole) = post_batch(&api, &body, false).await;
+            let (status, arriving) = post_batch(&api, &body, true).await;
+            assert!((400..500).contains(&status) && status == whole_status, "{last} in {mode}: {status} {arriving} / {whole_status} {whole}");
+            assert_eq!(arriving["error"]["code"], code, "{last} in {mode}: {arriving}");
+            assert!(arriving["error"]["message"].as_str().unwrap().contains(&field), "{arriving}");
+            assert_eq!(arriving, whole, "{last} in {mode}");
+        }
+    }
+    assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(0), "a refused batch sends nothing");
+
+    // MULTI is refused in transaction mode only: with `"mode": "pipeline"`
+    // after the commands, the same record lets it run.
+    let body = serde_json::to_vec(&json!({"commands": sets(json!(["MULTI"])), "mode": "pipeline", "results": "errors"})).unwrap();
+    let (status, report) = post_batch(&api, &body, true).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["summary"]["ok"], n);
+    assert_eq!(redis.cmd_str(&["DBSIZE"]), resp::Value::Integer(n as i64 - 1));
+
+    for extra in [json!({"mode": "pipeline"}), json!({"mode": "pipeline", "batch_size": 7}), json!({"mode": "sequential"}), json!({"mode": "transaction"}), json!({"mode": "auto", "clients": 4})] {
+        let mut sent = Vec::new();
+        for declared in [false, true] {
+            redis.cmd_str(&["FLUSHALL"]);
+            let mut body = extra.clone();
+            body["commands"] = json!(sets(json!(["GET", "key:000007"])));
+            body["results"] = json!("errors");
+            let (status, report) = post_batch(&api, &serde_json::to_vec(&body).unwrap(), declared).await;
+            assert_eq!(status, 200, "{extra}: {report}");
+            assert_eq!(report["summary"]["ok"], n, "{extra}: {report}");
+            assert_eq!(redis.cmd_str(&["GET", &format!("key:{:06}", n - 2)]), resp::Value::Bulk(format!("value:{:06}", n - 2).into_bytes()));
+            sent.push(report["summary"]["bytes_sent"].clone());
+        }
+        assert_eq!(sent[0], sent[1], "{extra}: the same bytes written");
+    }
+}

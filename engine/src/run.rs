@@ -109,7 +109,8 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
     let probe = exec::server::Probe::pooled(probe_pool, plan, &settings).await;
-    let ran = exec::runner::run_on(lease.conn, fallback, plan, &mut source, sink, false, table).await;
+    let pre = batch.checked_for(&table);
+    let ran = exec::runner::run_on_checked(lease.conn, fallback, plan, &mut source, sink, false, table.clone(), pre).await;
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {
@@ -145,7 +146,8 @@ pub async fn execute_on_into<K: ResultSink>(
     c.prepare_reuse(&settings);
     let probe = exec::server::Probe::pooled(pool, &batch.plan, &settings).await;
     let mut source = BatchSource::new(&batch.commands);
-    let ran = exec::runner::run_on(c, None, &batch.plan, &mut source, sink, false, table).await;
+    let pre = batch.checked_for(&table);
+    let ran = exec::runner::run_on_checked(c, None, &batch.plan, &mut source, sink, false, table.clone(), pre).await;
     *conn = ran.reusable.or(ran.kept);
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, pool, &mut out.summary).await;

@@ -131,7 +131,7 @@ pub async fn on_session(State(state): State<AppState>, Path(id): Path<String>, r
         return Err(ApiError::field(ApiCode::ConflictingFields, "session", "names another session than the path's; leave it out"));
     }
     body.session = Some(id);
-    let prepared = prepare(&state, caller, body).await?;
+    let prepared = prepare(&state, caller, body, None).await?;
     batch(State(state), prepared).await
 }
 
@@ -157,12 +157,17 @@ impl FromRequest<AppState> for PreparedBatch {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let (caller, CommandsJson(req)) = Caller::with_body(req, state).await?;
-        prepare(state, caller, req).await
+        let (mut parts, body) = req.into_parts();
+        let Ok(caller) = <Caller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, state).await;
+        let req = Request::from_parts(parts, body);
+        // A big batch's commands are checked and encoded as they arrive.
+        let checker = validate::Checker::early(state, &caller, super::extract::declared_length(&req, state)?).await;
+        let (req, checked) = super::extract::read_commands::<BatchRequest>(req, state, checker).await?;
+        prepare(state, caller, req, checked).await
     }
 }
 
-async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Result<PreparedBatch, ApiError> {
+async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest, checked: Option<validate::Checked>) -> Result<PreparedBatch, ApiError> {
     let mode = match &req.mode {
         Some(m) => validate::mode("mode", m)?,
         None => validate::DEFAULT_MODE,
@@ -185,7 +190,7 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest) -> Res
     };
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
     let rules = super::refuse::Rules::of(state, &backend).await;
-    let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
+    let mut prepared = BatchFields::from(req).prepare_checked(&state.limits, checked)?;
     super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);

@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::{ApiCode, ApiError};
 use super::incremental::{HasCommands, IncrementalBody, RESERVE_MAX};
+use super::validate::{Checked, Checker};
 use super::AppState;
 
 /// A JSON body of type `T`; rejections are [`ApiError`]s (400 or 413).
@@ -54,41 +55,47 @@ impl<T: HasCommands> FromRequest<AppState> for CommandsJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let expected = declared_length(&req, state)?;
-        let body = if expected >= PARSE_ELSEWHERE {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
-            // Ends when `tx` is dropped: after the body, or with this request.
-            let parser = state.engine.other_runtime().spawn(async move {
-                let mut body = IncrementalBody::new(expected);
-                while let Some(data) = rx.recv().await {
-                    body.feed(&data);
-                }
-                body
-            });
-            read_body(req, state, |data| {
-                let _ = tx.send(data);
-            })
-            .await?;
-            drop(tx);
-            // Only a shutdown past its grace period cancels the parse.
-            parser.await.map_err(|_| {
-                ApiError::new(ApiCode::ShuttingDown, "the server is shutting down; nothing was run")
-            })?
-        } else {
-            let mut body = IncrementalBody::new(expected);
-            read_body(req, state, |data| body.feed(&data)).await?;
+        read_commands(req, state, None).await.map(|(value, _)| CommandsJson(value))
+    }
+}
+
+/// [`CommandsJson`]'s body, each command parsed handed to `checker` (if
+/// any), with what it recorded (if the fast path took the body).
+pub async fn read_commands<T: HasCommands>(req: Request, state: &AppState, checker: Option<Checker>) -> Result<(T, Option<Checked>), ApiError> {
+    let expected = declared_length(&req, state)?;
+    let body = if expected >= PARSE_ELSEWHERE {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        // Ends when `tx` is dropped: after the body, or with this request.
+        let parser = state.engine.other_runtime().spawn(async move {
+            let mut body = IncrementalBody::new(expected).with_checker(checker);
+            while let Some(data) = rx.recv().await {
+                body.feed(&data);
+            }
             body
-        };
-        match body.finish::<T>() {
-            Ok(value) => Ok(CommandsJson(value)),
-            Err(bytes) => parse_json(&bytes).map(CommandsJson),
-        }
+        });
+        read_body(req, state, |data| {
+            let _ = tx.send(data);
+        })
+        .await?;
+        drop(tx);
+        // Only a shutdown past its grace period cancels the parse.
+        parser.await.map_err(|_| {
+            ApiError::new(ApiCode::ShuttingDown, "the server is shutting down; nothing was run")
+        })?
+    } else {
+        let mut body = IncrementalBody::new(expected).with_checker(checker);
+        read_body(req, state, |data| body.feed(&data)).await?;
+        body
+    };
+    match body.finish_checked::<T>() {
+        Ok(done) => Ok(done),
+        Err(bytes) => parse_json(&bytes).map(|value| (value, None)),
     }
 }
 
 /// The body's declared length (0 if not declared). One over the limit is
 /// refused before reading.
-fn declared_length(req: &Request, state: &AppState) -> Result<usize, ApiError> {
+pub(super) fn declared_length(req: &Request, state: &AppState) -> Result<usize, ApiError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -20,6 +20,7 @@ use base64::Engine as _;
 use serde::de::DeserializeOwned;
 
 use super::arg::{JsonCommands, BASE64};
+use super::validate::{Checked, Checker};
 use crate::exec::Commands;
 
 /// A request type with a `commands` member (`Option<JsonCommands>`).
@@ -71,6 +72,8 @@ pub struct IncrementalBody {
     buf: Vec<u8>,
     commands: Commands,
     phase: Phase,
+    /// Checks and encodes each command as it is parsed.
+    checker: Option<Checker>,
 }
 
 impl IncrementalBody {
@@ -82,7 +85,13 @@ impl IncrementalBody {
         // argument (`"x", `) or a command of SET's size every 8 or 32 bytes.
         let expected = expected.min(RESERVE_MAX);
         let commands = Commands::with_capacity(expected, expected / 8, expected / 32);
-        IncrementalBody { buf: Vec::with_capacity(expected), commands, phase: Phase::Prefix }
+        IncrementalBody { buf: Vec::with_capacity(expected), commands, phase: Phase::Prefix, checker: None }
+    }
+
+    /// Each command parsed is handed to `checker` as soon as it is whole.
+    pub fn with_checker(mut self, checker: Option<Checker>) -> Self {
+        self.checker = checker;
+        self
     }
 
     /// Takes the next piece of the body and parses as far as it goes.
@@ -93,7 +102,13 @@ impl IncrementalBody {
 
     /// The whole body arrived: the request, or `Err(body)` if the fast path
     /// declined (then parse `body` the ordinary way).
-    pub fn finish<T: HasCommands>(mut self) -> Result<T, Vec<u8>> {
+    pub fn finish<T: HasCommands>(self) -> Result<T, Vec<u8>> {
+        self.finish_checked().map(|(req, _)| req)
+    }
+
+    /// [`IncrementalBody::finish`], with what the checker recorded of the
+    /// request's `commands` (if it was given one).
+    pub fn finish_checked<T: HasCommands>(mut self) -> Result<(T, Option<Checked>), Vec<u8>> {
         let Phase::Done { open, end } = self.phase else { return Err(self.buf) };
         // A body of `commands` alone (the usual one) leaves nothing else to
         // read: the other members are parsed from an empty object.
@@ -111,7 +126,7 @@ impl IncrementalBody {
         match super::extract::parse_json::<T>(&rest) {
             Ok(mut req) => {
                 req.set_commands(JsonCommands(std::mem::take(&mut self.commands)));
-                Ok(req)
+                Ok((req, self.checker.take().map(Checker::finish)))
             }
             Err(_) => Err(self.buf),
         }
@@ -133,6 +148,7 @@ impl IncrementalBody {
                     }
                     Err(_) => {
                         self.commands = Commands::new(); // freed now, not after the ordinary parse
+                        self.checker = None;
                         self.phase = Phase::Declined;
                     }
                 },
@@ -156,6 +172,9 @@ impl IncrementalBody {
             }
             match argv(b, i, &mut self.commands) {
                 Ok(next) => {
+                    if let Some(checker) = &mut self.checker {
+                        checker.command(self.commands.get(self.commands.len() - 1));
+                    }
                     at = next;
                     first = false;
                 }
@@ -636,7 +655,85 @@ mod tests {
         )
     }
 
+    /// Limits small enough for the generated commands to break them.
+    fn small_limits() -> crate::config::Limits {
+        <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
+            &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
+                .get_matches_from(["x", "--max-arg-bytes", "8", "--max-watch-keys", "2"]),
+        )
+        .unwrap()
+    }
+
+    /// A `commands` array of argvs the checks concern: refused in some
+    /// modes or all, empty, with an argument over the limit, WATCH with
+    /// too many keys, blocking or running a script.
+    fn checked_commands() -> impl Strategy<Value = String> {
+        let name = proptest::sample::select(vec![
+            "SET", "get", "PING", "SUBSCRIBE", "MULTI", "exec", "WATCH", "BLPOP", "CONFIG", "EVAL", "SELECT", "CLIENT", "NOSUCH",
+        ]);
+        let arg = prop_oneof![Just("0".to_string()), Just("k".to_string()), Just("reply".to_string()), Just("off".to_string()), "[a-z]{0,12}"];
+        let argv = prop_oneof![
+            1 => Just(Vec::new()),
+            12 => (name, proptest::collection::vec(arg, 0..5)).prop_map(|(n, mut a)| {
+                a.insert(0, n.to_string());
+                a
+            }),
+        ];
+        proptest::collection::vec(argv, 1..12).prop_map(|c| serde_json::to_string(&c).unwrap())
+    }
+
+    /// The batch for `mode` from `body`'s `commands`, as the API makes it
+    /// (`prepare`, `into_batch`), with what the checker recorded or without.
+    fn batch_of(body: &[u8], checked: Option<Checked>, mode: crate::exec::Mode) -> Result<crate::exec::Batch, (String, String)> {
+        let rules = super::super::refuse::Rules { table: crate::commands::fallback::table(), access: Default::default(), allow: Default::default() };
+        let limits = small_limits();
+        let req = parse_json::<BatchRequest>(body).unwrap();
+        let fields = super::super::validate::BatchFields::from(req);
+        let prepared = fields.prepare_checked(&limits, checked).map_err(|e| (format!("{:?}", e.code()), e.body.message.clone()))?;
+        prepared.into_batch(mode, &limits, &rules).map_err(|e| (format!("{:?}", e.code()), e.body.message.clone()))
+    }
+
     proptest! {
+        /// Commands checked as they are parsed, in pieces of any size, get
+        /// the answers of the checks made after the body, in every mode
+        /// (the mode given after them); the executor's checks and traits
+        /// agree; their RESP is their encoding.
+        #[test]
+        fn commands_checked_while_parsed_answer_as_checked_after(commands in checked_commands(), step in 1usize..64) {
+            use crate::exec::Mode;
+            let body = format!(r#"{{"commands": {commands}, "mode": "transaction"}}"#).into_bytes();
+            let table = crate::commands::fallback::table();
+            let rules = super::super::refuse::Rules { table: table.clone(), access: Default::default(), allow: Default::default() };
+            let mut inc = IncrementalBody::new(0).with_checker(Some(super::super::validate::Checker::new(rules, &small_limits(), 0)));
+            for piece in body.chunks(step) {
+                inc.feed(piece);
+            }
+            let (_, checked) = inc.finish_checked::<BatchRequest>().unwrap_or_else(|_| panic!("declined"));
+            let checked = checked.expect("a record");
+            for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto] {
+                let after = batch_of(&body, None, mode);
+                let during = batch_of(&body, Some(checked.clone()), mode);
+                match (&after, &during) {
+                    (Err(a), Err(d)) => prop_assert_eq!(a, d, "{:?}", mode),
+                    (Ok(a), Ok(d)) => {
+                        prop_assert!(a.checked.is_none());
+                        let pre = d.checked_for(&table).expect("the record holds");
+                        let mut encoded = Vec::new();
+                        for argv in d.commands.iter() {
+                            resp::encode_command(argv, &mut encoded);
+                        }
+                        prop_assert_eq!(pre.resp(0..pre.resp_len()), encoded.as_slice());
+                        prop_assert_eq!(crate::exec::validate(a, &table), crate::exec::validate(d, &table), "{:?}", mode);
+                        let (ta, td) = (crate::engine::kill::Traits::of(a, &table), crate::engine::kill::Traits::of(d, &table));
+                        prop_assert_eq!((ta.blocks, ta.scripts), (td.blocks, td.scripts));
+                        let state = d.commands.iter().position(|argv| table.changes_connection_state(argv));
+                        prop_assert_eq!(pre.first_state_change(), state);
+                    }
+                    _ => prop_assert!(false, "{:?}: after {:?}, during {:?}", mode, after.as_ref().err(), during.as_ref().err()),
+                }
+            }
+        }
+
         #[test]
         fn plain_runs_end_where_a_byte_loop_says(b in proptest::collection::vec(prop_oneof![0x20u8..0x80, any::<u8>()], 0..40)) {
             for j in 0..=b.len() {

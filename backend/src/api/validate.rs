@@ -12,7 +12,7 @@ use super::arg::{ArgBytes, JsonCommands};
 use super::error::{ApiCode, ApiError};
 use super::refuse::Rules;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{Batch, Commands, Mode, OnError, Plan};
+use crate::exec::{ArgvRef, Batch, Commands, Mode, OnError, Plan, Prechecked};
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
@@ -117,6 +117,116 @@ pub struct Prepared {
     origins: Origins,
     /// Everything but the mode, which [`Prepared::batch`] sets.
     pub plan: Plan,
+    /// The commands' checks made as they were parsed, if they were.
+    checked: Option<Checked>,
+}
+
+/// Bodies from this size on have their commands checked and encoded as
+/// they are parsed ([`Checker`]); a smaller batch's passes after its last
+/// byte cost less than setting that up.
+pub const CHECK_WHILE_PARSING: usize = 64 * 1024;
+
+/// Most RESP bytes a [`Checker`] encodes ahead (the rest of a larger
+/// batch is checked and encoded after its last byte, as a small one).
+const ENCODE_AHEAD_MAX: usize = 256 * 1024 * 1024;
+
+/// Every mode, in the order of [`mode_index`].
+const MODES: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
+
+fn mode_index(mode: Mode) -> usize {
+    match mode {
+        Mode::Sequential => 0,
+        Mode::Pipeline => 1,
+        Mode::Transaction => 2,
+        Mode::Auto => 3,
+    }
+}
+
+/// A batch's commands checked one by one while its body is parsed
+/// (`super::incremental`), with the rules of the Redis it will run on, so
+/// that after the body's last byte each per-command check is a look-up:
+/// it records the first command each check of [`BatchFields::prepare`]
+/// and [`Prepared::into_batch`] refuses (per mode, as `mode` may come
+/// after `commands`), and the executor's checks and every command's RESP
+/// ([`Prechecked`]). Nothing is sent before the body is whole and checked.
+pub struct Checker {
+    rules: Rules,
+    max_arg_bytes: usize,
+    max_watch_keys: usize,
+    seen: usize,
+    first_shape: Option<usize>,
+    refused: [Option<usize>; 4],
+    engine: Prechecked,
+}
+
+/// What a [`Checker`] recorded: the first command each check refuses.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Commands checked (the record holds for a batch of that many).
+    commands: usize,
+    /// The table the commands were checked with.
+    table: std::sync::Arc<crate::commands::Table>,
+    /// The first command `json_commands` refuses (empty, or an argument over the limit).
+    first_shape: Option<usize>,
+    /// Per mode ([`mode_index`]), the first command `into_batch` refuses.
+    refused: [Option<usize>; 4],
+    engine: std::sync::Arc<Prechecked>,
+}
+
+impl Checker {
+    /// A checker for a `/batch` body of `expected` bytes from `caller`, if
+    /// it is worth one (at least [`CHECK_WHILE_PARSING`] bytes) and its
+    /// rules are known before the body is read: a shared Redis whose
+    /// command table was read already. In the sandbox a visitor's Redis is
+    /// given only once the body is found valid, so it is not asked for here.
+    pub async fn early(state: &super::AppState, caller: &super::caller::Caller, expected: usize) -> Option<Checker> {
+        if expected < CHECK_WHILE_PARSING || state.engine.sandbox().is_some() {
+            return None;
+        }
+        let backend = state.backend(caller).await.ok()?;
+        let table = backend.probe().commands_if_checked()?;
+        let rules = Rules { table, access: backend.access, allow: state.allow };
+        Some(Checker::new(rules, &state.limits, expected))
+    }
+
+    /// A checker with `rules` and `limits`, for a body of about `expected` bytes.
+    pub fn new(rules: Rules, limits: &Limits, expected: usize) -> Checker {
+        // RESP takes about a third more than JSON argv arrays of short strings.
+        let engine = Prechecked::new(rules.table.clone(), expected.saturating_add(expected / 2), ENCODE_AHEAD_MAX);
+        Checker { rules, max_arg_bytes: limits.max_arg_bytes, max_watch_keys: limits.max_watch_keys, seen: 0, first_shape: None, refused: [None; 4], engine }
+    }
+
+    /// Checks the next command parsed.
+    pub fn command(&mut self, argv: ArgvRef<'_>) {
+        let i = self.seen;
+        self.seen += 1;
+        if self.first_shape.is_none() && (argv.is_empty() || argv.iter().any(|a| a.len() > self.max_arg_bytes)) {
+            self.first_shape = Some(i);
+        }
+        let watch_over = too_many_watched(argv, self.max_watch_keys);
+        for (k, mode) in MODES.into_iter().enumerate() {
+            if self.refused[k].is_none() && (watch_over || self.rules.refusal(argv, mode).is_some()) {
+                self.refused[k] = Some(i);
+            }
+        }
+        self.engine.command(argv);
+    }
+
+    /// What was recorded.
+    pub fn finish(self) -> Checked {
+        Checked {
+            commands: self.seen,
+            table: self.rules.table,
+            first_shape: self.first_shape,
+            refused: self.refused,
+            engine: std::sync::Arc::new(self.engine),
+        }
+    }
+}
+
+/// WATCH with more keys than `--max-watch-keys`.
+fn too_many_watched(argv: ArgvRef<'_>, max_watch_keys: usize) -> bool {
+    argv.len() > max_watch_keys + 1 && argv.name().is_some_and(|n| n.eq_ignore_ascii_case(b"watch"))
 }
 
 impl Prepared {
@@ -129,6 +239,13 @@ impl Prepared {
 impl BatchFields {
     /// Check everything that does not depend on the mode.
     pub fn prepare(self, limits: &Limits) -> Result<Prepared, ApiError> {
+        self.prepare_checked(limits, None)
+    }
+
+    /// [`BatchFields::prepare`] of `commands` checked as they were parsed
+    /// (`checked`, if they were): the same answers, without a pass over them.
+    pub fn prepare_checked(self, limits: &Limits, checked: Option<Checked>) -> Result<Prepared, ApiError> {
+        let checked = checked.filter(|c| self.commands.as_ref().is_some_and(|cmds| cmds.0.len() == c.commands));
         let (commands, origins) =
             match (self.commands, self.text) {
                 (Some(_), Some(_)) => {
@@ -143,7 +260,7 @@ impl BatchFields {
                     "commands",
                     "missing: give \"commands\" (argv arrays) or \"text\" (inline lines or RESP)",
                 )),
-                (Some(cmds), None) => json_commands(cmds.0, limits)?,
+                (Some(cmds), None) => json_commands(cmds.0, limits, checked.as_ref().map(|c| c.first_shape))?,
                 (None, Some(text)) => text_commands(&text, limits)?,
             };
         let plan = Plan {
@@ -155,7 +272,7 @@ impl BatchFields {
             watch: watch_keys(self.watch.unwrap_or_default(), limits)?,
             ..Plan::new(DEFAULT_MODE)
         };
-        Ok(Prepared { commands, origins, plan })
+        Ok(Prepared { commands, origins, plan, checked })
     }
 }
 
@@ -195,13 +312,16 @@ impl Prepared {
 
     /// [`Prepared::batch`] without copying the commands.
     pub fn into_batch(self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
-        for (i, argv) in self.commands.iter().enumerate() {
+        // Checked as they were parsed, with these rules: from the first refused on.
+        let checked = self.checked.filter(|c| c.commands == self.commands.len() && std::sync::Arc::ptr_eq(&c.table, &rules.table));
+        let from = checked.as_ref().map_or(0, |c| c.refused[mode_index(mode)].unwrap_or(self.commands.len()));
+        for (i, argv) in self.commands.iter().enumerate().skip(from) {
             if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
             // Redis 7.0 checks each WATCHed key against the connection's
             // list: 100,000 keys stall it for minutes.
-            if argv.len() > limits.max_watch_keys + 1 && argv.name().is_some_and(|n| n.eq_ignore_ascii_case(b"watch")) {
+            if too_many_watched(argv, limits.max_watch_keys) {
                 return Err(ApiError::field(
                     ApiCode::TooManyWatchKeys,
                     self.origins.field(i),
@@ -219,7 +339,7 @@ impl Prepared {
         // The executor checks its own rules again (one reply per command,
         // ...) before sending anything; every command they forbid is
         // refused above with a reason (a test in `refuse` keeps it so).
-        let batch = Batch::new(self.commands, Plan { mode, ..self.plan });
+        let batch = Batch::new(self.commands, Plan { mode, ..self.plan }).with_checked(checked.map(|c| c.engine));
         check_rtt_budget(&batch, limits)?;
         Ok(batch)
     }
@@ -360,7 +480,9 @@ pub fn bandwidth(value: Option<f64>) -> Result<Option<f64>, ApiError> {
     crate::delay::check_bandwidth(value).map_err(|m| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", m))
 }
 
-fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins), ApiError> {
+/// `first_bad`: the commands were checked as they were parsed, and the
+/// first one the loop below refuses is this one (`None`: none is).
+fn json_commands(cmds: Commands, limits: &Limits, first_bad: Option<Option<usize>>) -> Result<(Commands, Origins), ApiError> {
     if cmds.is_empty() {
         return Err(ApiError::field(
             ApiCode::EmptyBatch,
@@ -369,7 +491,8 @@ fn json_commands(cmds: Commands, limits: &Limits) -> Result<(Commands, Origins),
         ));
     }
     check_count(cmds.len(), "commands", limits)?;
-    for (i, cmd) in cmds.iter().enumerate() {
+    let from = first_bad.map_or(0, |first| first.unwrap_or(cmds.len()));
+    for (i, cmd) in cmds.iter().enumerate().skip(from) {
         if cmd.is_empty() {
             return Err(ApiError::field(
                 ApiCode::EmptyArgv,

@@ -45,6 +45,9 @@ pub struct Traits {
 impl Traits {
     pub fn of(batch: &Batch, table: &Table) -> Traits {
         let may_block = batch.plan.mode != crate::exec::Mode::Transaction;
+        if let Some(pre) = batch.checked_for(table) {
+            return Traits { blocks: may_block && pre.may_block(), scripts: pre.runs_script() };
+        }
         let mut t = Traits::default();
         for argv in batch.commands.iter() {
             t.blocks |= may_block && table.may_block(argv);

@@ -15,6 +15,7 @@ use crate::conn::ConnectError;
 
 
 pub mod auto;
+pub mod checked;
 mod pipeline;
 #[cfg(feature = "openapi")]
 pub mod reply_schema;
@@ -28,6 +29,7 @@ mod transaction;
 mod validate;
 
 pub use crate::argv::{Args, Argv, ArgvRef, Commands};
+pub use checked::Prechecked;
 pub use crate::mode::Mode;
 pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
@@ -54,6 +56,10 @@ pub enum OnError {
 pub struct Batch {
     pub commands: Commands,
     pub plan: Plan,
+    /// The commands checked and encoded as they were parsed, if they were
+    /// ([`checked`]): used only while it holds for `commands` and the
+    /// table the batch is checked with ([`Batch::checked_for`]).
+    pub checked: Option<std::sync::Arc<Prechecked>>,
 }
 
 /// Outcome of one command (docs/api.md#results).
@@ -444,7 +450,19 @@ impl Default for Plan {
 impl Batch {
     /// `commands`, sent as `plan` says.
     pub fn new(commands: impl Into<Commands>, plan: Plan) -> Batch {
-        Batch { commands: commands.into(), plan }
+        Batch { commands: commands.into(), plan, checked: None }
+    }
+
+    /// This batch with the record of its commands made as they were parsed.
+    pub fn with_checked(mut self, checked: Option<std::sync::Arc<Prechecked>>) -> Batch {
+        self.checked = checked;
+        self
+    }
+
+    /// The record of its commands ([`Batch::checked`]) if it holds for
+    /// them and `table`.
+    pub fn checked_for(&self, table: &crate::commands::Table) -> Option<&Prechecked> {
+        self.checked.as_deref().filter(|c| c.holds_for(&self.commands, table))
     }
 
     /// `commands` in `mode` with the defaults of [`Plan::new`].

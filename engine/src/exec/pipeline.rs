@@ -31,22 +31,34 @@ const SEGMENT: usize = 64 * 1024;
 
 /// Commands of one segment, encoded back to back.
 #[derive(Default)]
-struct Segment {
+struct Segment<'s> {
     bytes: Vec<u8>,
+    /// Their RESP as it was encoded while the batch was parsed, instead of `bytes`.
+    encoded: Option<&'s [u8]>,
     count: usize,
 }
 
-impl Segment {
+impl<'s> Segment<'s> {
     /// Pulls and encodes up to `max` commands, stopping once [`SEGMENT`]
     /// bytes are reached (a single command may exceed it).
-    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Runner<'_, S, K>, max: usize) {
+    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Runner<'s, S, K>, max: usize) {
         self.bytes.clear();
         self.count = 0;
+        self.encoded = None;
+        if let Some((encoded, count)) = r.pull_encoded(max, SEGMENT) {
+            (self.encoded, self.count) = (Some(encoded), count);
+            return;
+        }
         while self.count < max && self.bytes.len() < SEGMENT {
             let Some(argv) = r.pull() else { break };
             resp::encode_command(argv, &mut self.bytes);
             self.count += 1;
         }
+    }
+
+    /// The segment's RESP.
+    fn resp(&self) -> &[u8] {
+        self.encoded.unwrap_or(&self.bytes)
     }
 }
 
@@ -55,8 +67,8 @@ impl Segment {
 /// `sent_us`).
 type InFlight = VecDeque<(usize, u64)>;
 
-pub(super) async fn run<S: CommandSource, K: ResultSink>(
-    r: &mut Runner<'_, S, K>,
+pub(super) async fn run<'s, S: CommandSource, K: ResultSink>(
+    r: &mut Runner<'s, S, K>,
     size: usize,
     on_error: OnError,
     prefetch: bool,
@@ -75,7 +87,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(
         // Write the chunk, reading between segments what has already arrived.
         loop {
             let issued = Instant::now();
-            match r.write(&seg.bytes, in_chunk > 0).await {
+            match r.write(seg.resp(), in_chunk > 0).await {
                 Ok(sent_at) => {
                     r.note_io(Instant::now());
                     written += seg.count;

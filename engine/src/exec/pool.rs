@@ -248,6 +248,12 @@ impl Pool {
         self.commands.table()
     }
 
+    /// [`Pool::commands`] if a server answered for it already
+    /// ([`Pool::commands_loaded`] would not wait), else `None`.
+    pub fn commands_if_checked(&self) -> Option<std::sync::Arc<Table>> {
+        self.commands.was_checked().then(|| self.commands())
+    }
+
     /// [`Pool::commands`], read from the server first if no connection
     /// checked it yet: on a connection of its own (within `wait` for
     /// connecting and each reply), closed after, so that no idle

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
-use super::{auto, check_command, pipeline, ArgvRef, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
+use super::{auto, check_command, pipeline, ArgvRef, Prechecked, sequential, transaction, CommandResult, ExecError, ExecOptions, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::commands::Table;
 use crate::conn::{Conn, ConnectError, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
 
@@ -24,6 +24,9 @@ pub(super) struct Runner<'s, S: CommandSource, K: ResultSink> {
     state_changed: bool,
     /// The rules each pulled command is checked with.
     table: std::sync::Arc<Table>,
+    /// The source's commands checked and encoded already, when it holds
+    /// for them: pipeline mode writes their RESP as it is ([`Runner::pull_encoded`]).
+    pre: Option<&'s Prechecked>,
     /// For a connection reused from a pool, until the first write went
     /// through: where to open a fresh one if that write fails with nothing sent.
     fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
@@ -110,6 +113,23 @@ pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
     check: bool,
     table: std::sync::Arc<Table>,
 ) -> RunOutcome<S::Error> {
+    run_on_checked(conn, fallback, plan, source, sink, check, table, None).await
+}
+
+/// [`run_on`] for a source whose commands `pre` is the record of
+/// ([`crate::exec::Batch::checked_for`]), checked as a whole already
+/// (`check` false): their RESP is written as it was encoded.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_on_checked<'s, S: CommandSource, K: ResultSink>(
+    conn: Conn,
+    fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
+    plan: &Plan,
+    source: &'s mut S,
+    sink: &'s mut K,
+    check: bool,
+    table: std::sync::Arc<Table>,
+    pre: Option<&'s Prechecked>,
+) -> RunOutcome<S::Error> {
     let t0 = Instant::now();
     let mut r = Runner {
         conn: Some(conn),
@@ -119,6 +139,7 @@ pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
         check,
         state_changed: false,
         table,
+        pre: pre.filter(|_| !check),
         fallback,
         reconnect_failed: None,
         t0,
@@ -154,7 +175,7 @@ pub(crate) async fn run_on<'s, S: CommandSource, K: ResultSink>(
     r.finish()
 }
 
-impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
+impl<'s, S: CommandSource, K: ResultSink> Runner<'s, S, K> {
     /// Notes an I/O event at `t` (a write completed, a reply arrived).
     pub fn note_io(&mut self, t: Instant) {
         self.last_io = self.last_io.max(t);
@@ -192,6 +213,25 @@ impl<S: CommandSource, K: ResultSink> Runner<'_, S, K> {
         self.source_done = true;
         self.input_error = Some(InputError { index: self.pulled, sent: 0, kind });
         None
+    }
+
+    /// [`Runner::pull`] of up to `max` commands at once from their record
+    /// ([`Prechecked::span`]: while fewer than `limit` bytes are taken):
+    /// their RESP and count, 0 at the end of input. `None` without a record.
+    pub fn pull_encoded(&mut self, max: usize, limit: usize) -> Option<(&'s [u8], usize)> {
+        let pre = self.pre?;
+        let from = self.pulled;
+        let (range, n) = pre.span(from, max, limit);
+        if n == 0 {
+            self.source_done = true;
+            return Some((&[], 0));
+        }
+        self.source.skip(n);
+        self.pulled += n;
+        if pre.first_state_change().is_some_and(|i| i < from + n) {
+            self.state_changed = true;
+        }
+        Some((pre.resp(range), n))
     }
 
     /// Records that commands up to index `upto` (exclusive) have been written.

@@ -15,6 +15,14 @@ pub trait CommandSource {
     /// The next command, borrowed from the source until the next call (the
     /// executor only checks and encodes it); `Ok(None)` at the end of input.
     fn next_command(&mut self) -> Result<Option<ArgvRef<'_>>, Self::Error>;
+
+    /// Passes over the next `n` commands, known to be there and checked
+    /// (the executor wrote them from their record, [`super::Prechecked`]).
+    fn skip(&mut self, n: usize) {
+        for _ in 0..n {
+            let _ = self.next_command();
+        }
+    }
 }
 
 /// Receives each command's result, in index order, exactly once.
@@ -63,6 +71,10 @@ impl CommandSource for BatchSource<'_> {
         }
         self.next += 1;
         Ok(Some(self.commands.get(self.next - 1)))
+    }
+
+    fn skip(&mut self, n: usize) {
+        self.next = (self.next + n).min(self.commands.len());
     }
 }
 

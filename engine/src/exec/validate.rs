@@ -50,6 +50,18 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), BatchError> {
 /// command, by `table`'s rules.
 pub fn validate(batch: &Batch, table: &Table) -> Result<(), BatchError> {
     check_plan(&batch.plan)?;
+    let mode = batch.plan.mode;
+    // Checked as the commands were parsed: only the first refused, if any, is looked at again.
+    if let Some(pre) = batch.checked_for(table) {
+        match pre.reply_refused(mode) {
+            None => return Ok(()),
+            Some(i) => {
+                if let Err(message) = check_command(table, batch.commands.get(i), mode) {
+                    return Err(BatchError { field: format!("commands[{i}]"), message });
+                }
+            }
+        }
+    }
     for (i, argv) in batch.commands.iter().enumerate() {
         check_command(table, argv, batch.plan.mode).map_err(|message| BatchError { field: format!("commands[{i}]"), message })?;
     }
