@@ -373,7 +373,20 @@ async fn accept(
             _ = &mut stop => break,
         }
     }
-    drop(listener);
+    // Connections the kernel has already completed are served, not reset by
+    // the close: a balancer cannot resend a request that met a reset (it
+    // may have run), so it would answer 502.
+    if let Ok(listener) = listener.into_std() {
+        while let Ok((tcp, peer)) = listener.accept() {
+            let Ok(permit) = cap.admit(peer.ip()) else { continue };
+            if tcp.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = tcp.set_nodelay(true);
+            let _ = queues[next].send((tcp, peer, permit));
+            next = (next + 1) % queues.len();
+        }
+    }
     let _ = stop_tx.send(true);
 }
 
@@ -412,6 +425,16 @@ async fn serve_connections(
             }
             _ = stopped.wait_for(|stopped| *stopped) => break,
         }
+    }
+    // Dealt before the stop (the acceptor's last ones): served too.
+    while let Some((io, peer, permit)) = listener.try_accept() {
+        let app = tower::Layer::layer(&axum::Extension(axum::extract::ConnectInfo(peer)), app.clone());
+        let service = hyper_util::service::TowerToHyperService::new(app);
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(WriteTimeout::new(io, write_timeout)), service));
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
     }
     tokio::select! {
         () = graceful.shutdown() => {}
@@ -463,6 +486,17 @@ struct DealtConnections {
 }
 
 impl DealtConnections {
+    /// A connection already dealt, without waiting.
+    fn try_accept(&mut self) -> Option<(tokio::net::TcpStream, SocketAddr, Permit)> {
+        while let Ok((tcp, peer, permit)) = self.rx.try_recv() {
+            match tokio::net::TcpStream::from_std(tcp) {
+                Ok(tcp) => return Some((tcp, peer, permit)),
+                Err(e) => tracing::error!("cannot register an accepted connection: {e}"),
+            }
+        }
+        None
+    }
+
     /// The next connection, registered with this thread's runtime, its
     /// peer, and its place under the caps (freed when dropped).
     async fn accept(&mut self) -> (tokio::net::TcpStream, SocketAddr, Permit) {
