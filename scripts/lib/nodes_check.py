@@ -14,16 +14,22 @@ slow batch (BLPOP with a timeout): its /readyz answers 503 at once, a new
 session there 503 with Retry-After, the batch finishes ok, the node exits 0
 within its grace period, and requests through HAProxy meet no error.
 
-Part 2, the sandbox: three `--sandbox` nodes. Visitors, each from an address
-of its own (127.0.x.y), keep their keys across their requests through
-HAProxy (one across 50) and through nginx, spread over all three nodes. A
-rolling restart under load (each node in turn: SIGTERM, started again with
-the same id and state directory): no visitor meets an error or loses a key
-unawares, each node exits 0 within its grace period; a visitor whose request came
-while their node was down is told their Redis is new. kill -9 of one node under load:
-its visitors' next request gets a new Redis on another node with the notice
-naming their node, counted in /metrics; the others meet no error, their p99
-within 2x (+50 ms) of before.
+Part 2, the sandbox: three `--sandbox` nodes. 300 visitors
+(PIPELAB_NODES_VISITORS), each from an address of its own (127.0.x.y), keep
+their keys across their requests through HAProxy (one across 50), spread
+over all three nodes, and through nginx. nginx while a node restarts: a
+visitor who sends a request then is moved (told their Redis is new), one
+who waits it out keeps their keys. A rolling restart under load (each node
+in turn: SIGTERM while one of its visitors runs a slow batch, started again
+with the same id and state directory): HAProxy holds the requests that
+meet the closed port until the node listens again, so 0 visitors meet an
+error, a notice or a lost key; each batch finishes ok, each node exits 0
+within its grace period; the time each port was closed is measured. kill -9
+of one node under load: its visitors' next request gets a new Redis on
+another node with the notice naming their node, counted in /metrics,
+within HAProxy's time to mark it DOWN (+ a margin for a loaded machine;
+measured); the others meet no error, their p99 once the visitors have
+moved within 2x (+50 ms) of before (also printed: while they moved).
 
 Figures (times, counts) are printed as `nodes: ...` lines.
 """
@@ -157,11 +163,28 @@ def haproxy(nodes):
     cfg = os.path.join(ROOT, "deploy/haproxy/haproxy.cfg")
     out = subprocess.run(["haproxy", "-c", "-f", cfg], env=env, capture_output=True, text=True)
     check(out.returncode == 0, f"haproxy -c: {out.stdout}{out.stderr}")
+    # Run with every request logged (timers, retries, the server): what a failure report shows.
+    with open(cfg) as f:
+        text = f.read()
+    check(" local0 notice" in text, "haproxy.cfg's log line")
+    cfg = os.path.join(TMP, "haproxy.cfg")
+    with open(cfg, "w") as f:
+        f.write(text.replace(" local0 notice", " local0 info"))
     log = open(os.path.join(TMP, "haproxy.log"), "a")
     proc = subprocess.Popen(["haproxy", "-db", "-f", cfg], env=env, stdout=log, stderr=log)
     PROCS.append(proc)
     wait_until("haproxy listening", lambda: ready(port))
     return proc, port
+
+
+def haproxy_checks():
+    """The shipped configuration's check interval (s) and `fall`."""
+    with open(os.path.join(ROOT, "deploy/haproxy/haproxy.cfg")) as f:
+        line = next(line for line in f if line.strip().startswith("default-server"))
+    words = line.split()
+    inter = words[words.index("inter") + 1]
+    inter = float(inter[:-2]) / 1000 if inter.endswith("ms") else float(inter.rstrip("s"))
+    return inter, int(words[words.index("fall") + 1])
 
 
 def nginx(nodes):
@@ -296,7 +319,9 @@ def drain(team, port):
         try:
             readyz = request(node.port, "GET", "/readyz", timeout=2)[0]
         except OSError:
-            # Closed once the batch was done: only then.
+            # Closed once the batch was done (its answer may still be on
+            # its way to the client): only then.
+            t.join(timeout=5)
             readyz = None if out else "refused"
         check(readyz in (503, None), f"/readyz answered {readyz} while the batch ran")
     t.join()
@@ -361,6 +386,12 @@ class Visitor:
         self.cookie = cookie_of(headers)
         self.count = 0
 
+    def begin_again(self, port=None):
+        """After a notice: their new Redis has none of their keys."""
+        status, _, rep = batch(port or self.port, f"SET mine v{self.i}\nSET count 0", cookie=self.cookie, src=self.src)
+        check(status == 200 and rep["summary"]["ok"] == 2, f"visitor {self.i}: keys again {status} {rep}")
+        self.count = 0
+
     @property
     def node(self):
         return self.cookie.split(".")[0]
@@ -380,17 +411,53 @@ class Visitor:
         return status, notice
 
 
+def gap_probe(port):
+    """Watches `port` from now on: (when it stopped accepting connections,
+    when it accepted one again), as a dict filled by a thread of its own;
+    `stop` ends it."""
+    import threading
+
+    out = {"stop": False}
+
+    def run():
+        while not out["stop"]:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                if "closed" in out:
+                    out["open"] = time.monotonic()
+                    return
+            except OSError:
+                out.setdefault("closed", time.monotonic())
+            time.sleep(0.005)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    out["thread"] = t
+    return out
+
+
+def visitors_through(port, n):
+    """`n` new visitors through the balancer, each from an address of its own,
+    a few at a time (each one's first batch starts a redis-server)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(6) as pool:
+        return list(pool.map(lambda i: Visitor(i, port), range(n)))
+
+
 def sandbox_part():
     state = {n: os.path.join(TMP, f"state-{n}") for n in NODES}
-    nodes = [Node(n, ["--sandbox", "--sandbox-state-dir", state[n]]) for n in NODES]
+    nodes = [Node(n, ["--sandbox", "--sandbox-state-dir", state[n], "--sandbox-spares", os.environ.get("PIPELAB_NODES_SPARES", "50")]) for n in NODES]
     hap, hport = haproxy(nodes)
     time.sleep(2.5)  # every node up in HAProxy's checks
-    visitors = [Visitor(i, hport) for i in range(int(os.environ.get("PIPELAB_NODES_VISITORS", "30")))]
+    t0 = time.monotonic()
+    visitors = visitors_through(hport, int(os.environ.get("PIPELAB_NODES_VISITORS", "300")))
     by_node = {n: [v for v in visitors if v.node == n] for n in NODES}
-    check(all(by_node.values()), f"visitors by node: { {n: len(v) for n, v in by_node.items()} }")
+    check(all(len(v) >= len(visitors) // 6 for v in by_node.values()), f"visitors by node: { {n: len(v) for n, v in by_node.items()} }")
+    figure(f"haproxy: {len(visitors)} new visitors from {len(visitors)} addresses in {time.monotonic() - t0:.1f} s, by node { {n: len(v) for n, v in by_node.items()} }")
     t0 = time.monotonic()
     requests = 0
-    for _ in range(4):
+    for _ in range(2):
         for v in visitors:
             status, notice = v.again()
             check(status == 200 and notice is None, f"visitor {v.i}: {status} {notice}")
@@ -399,7 +466,7 @@ def sandbox_part():
         status, notice = visitors[0].again()
         check(status == 200 and notice is None, f"visitor 0: {status} {notice}")
         requests += 1
-    figure(f"haproxy: {len(visitors)} visitors ({ {n: len(v) for n, v in by_node.items()} }), {requests} requests ({requests / (time.monotonic() - t0):.0f}/s), one visitor 51: 0 lost, 0 foreign")
+    figure(f"haproxy: {len(visitors)} visitors, {requests} requests ({requests / (time.monotonic() - t0):.0f}/s, one at a time), one visitor 51: 0 lost, 0 foreign")
 
     ngx, nport = nginx(nodes)
     for v in visitors[:9]:
@@ -412,33 +479,54 @@ def sandbox_part():
         for _ in range(5):
             check(v.again(nport) == (200, None), f"visitor {v.i} through nginx")
     figure(f"nginx: 9 visitors' keys found through it, 6 new ones spread over {sorted({v.node for v in fresh})}")
+    nginx_restart(nodes[0], nport, [v for v in visitors if v.node == nodes[0].node][:2])
     end(ngx)
 
     # A rolling restart under load: each node in turn stopped (SIGTERM) and
     # started again with the same id and state directory, while every
-    # visitor keeps sending requests: none meets an error or loses a key
-    # unawares. HAProxy sends a request that its node refuses (the moment
-    # between its drain and its start again) to another node: that visitor
-    # is told their Redis is new.
+    # visitor keeps sending requests and one of the node's visitors runs a
+    # slow batch: HAProxy holds the requests that meet the closed port
+    # (its retries, a second apart) until the node listens again, so no
+    # visitor meets an error, a notice or a lost key.
+    import threading
+
     homes = {v.i: v.node for v in visitors}
-    load = Load(visitors, may_move=True)
+    load = Load(visitors)
     for n in nodes:
-        t0 = time.monotonic()
+        time.sleep(1.5)
+        mine = next(v for v in visitors if v.node == n.node)
+        slow = {}
+        runner = threading.Thread(target=lambda: slow.setdefault("answer", batch(hport, "BLPOP nodes:none 2", cookie=mine.cookie, src=mine.src)))
+        runner.start()
+        time.sleep(0.3)
+        probe = gap_probe(n.port)
         rc, took = n.stop()
-        check(rc == 0 and took < GRACE_MS / 1000, f"{n.node} exited {rc} {took:.2f} s after SIGTERM")
         saved = len([f for f in os.listdir(state[n.node]) if f.endswith(".rdb")])
         n.start()
-        down = time.monotonic() - t0
-        time.sleep(2.5)  # up again in HAProxy's checks (rise 2)
-        figure(f"rolling restart: {n.node} exited 0 {took:.2f} s after SIGTERM ({saved} visitors saved), serving again {down:.2f} s after it")
+        probe["thread"].join(timeout=10)
+        probe["stop"] = True
+        runner.join(timeout=30)
+        status, _, rep = slow.get("answer", (None, None, None))
+        check(status == 200 and rep["summary"]["ok"] == 1, f"the batch running on {n.node} at SIGTERM: {status} {rep}")
+        check(rc == 0 and took < GRACE_MS / 1000, f"{n.node} exited {rc} {took:.2f} s after SIGTERM (grace {GRACE_MS} ms)")
+        check("closed" in probe and "open" in probe, f"{n.node}'s port was never seen closed and open again: {probe}")
+        gap = probe["open"] - probe["closed"]
+        load.gaps.append((n.node, probe["closed"], probe["open"]))
+        figure(f"rolling restart: {n.node}: its BLPOP batch finished ok; exited 0 {took:.2f} s after SIGTERM (grace {GRACE_MS / 1000:.0f} s; {saved} visitors saved); "
+               f"its port closed for {1000 * gap:.0f} ms")
+    time.sleep(1.5)
     done = load.stop()
-    check(not load.failures, f"during the rolling restart: {load.failures[:5]}")
-    kept = [v for v in visitors if v not in load.moved]
-    check(all(v.node == homes[v.i] for v in kept), "a visitor changed node without being told")
-    for v in kept:
+    inter, fall = haproxy_checks()
+    gaps = ", ".join(f"{n} {1000 * (b - a):.0f} ms" for n, a, b in load.gaps)
+    check(not load.failures, f"during the rolling restart: {len(load.failures)} failures, {load.failures[:5]}; ports closed: {gaps} "
+          f"(HAProxy holds a node's requests while it is not DOWN: {(fall - 1) * inter:.1f} to {fall * inter:.1f} s)")
+    moved = [v.i for v in visitors if v.node != homes[v.i]]
+    check(not moved, f"visitors {moved[:10]} changed node during the rolling restart")
+    held = load.held()
+    for v in visitors:
         check(v.again() == (200, None), f"visitor {v.i} after the rolling restart")
-    figure(f"rolling restart: {done} requests of {len(visitors)} visitors meanwhile, 0 errors; {len(kept)} kept their keys on their node, "
-           f"{len(load.moved)} sent a request while their node was down and were told their Redis is new ({len(load.told)} notices)")
+    figure(f"rolling restart: {done} requests of {len(visitors)} visitors meanwhile, 0 errors, 0 notices, 0 lost keys; every visitor still on their node with their keys; "
+           f"{len(held)} requests met a closed port and were held by HAProxy until their node listened again (the longest {max(held, default=0):.2f} s)")
 
     # kill -9 of one node under load: its visitors get a new Redis on
     # another node with the notice; the others meet no error.
@@ -451,13 +539,16 @@ def sandbox_part():
 
     counted_before = moved_counted()
     load = Load(visitors, until_moved=by_node_now(visitors)[nodes[1].node])
-    time.sleep(2)
+    time.sleep(4)
     before = load.latencies()
     killed = time.monotonic()
     nodes[1].proc.kill()
     nodes[1].proc.wait()
-    moved = load.wait_moved(timeout=15)
-    after = load.latencies(since=killed)
+    moved = load.wait_moved(timeout=30)
+    settled_at = time.monotonic()
+    time.sleep(4)
+    during = load.latencies(since=killed, until=settled_at)
+    after = load.latencies(since=settled_at)
     done = load.stop()
     # A request the killed node had already taken is answered 502 (its
     # outcome is unknown: never resent elsewhere); at most one per visitor
@@ -465,21 +556,54 @@ def sandbox_part():
     lost = [(i, status) for i, status in load.failures if status == 502 and any(v.i == i for v in moved)]
     others = [f for f in load.failures if f not in lost]
     check(not others and len(lost) == len({i for i, _ in lost}), f"after kill -9 of {nodes[1].node}: {load.failures[:5]}")
-    for v, (notice, at) in moved.items():
+    for v, (notice, _, _) in moved.items():
         check(nodes[1].node in notice and "new" in notice, f"moved visitor {v.i}: notice {notice!r}")
         check(v.node != nodes[1].node, f"moved visitor {v.i} still on {v.node}")
-    slowest = max(at for _, at in moved.values()) - killed
+    # How long a request waited for its new Redis: from when it was sent
+    # (or the kill, if it was sent before) until the answer.
+    waits = [t1 - max(t0, killed) for _, t0, t1 in moved.values()]
     counted = moved_counted() - counted_before
     check(counted == len(moved), f"/metrics counted {counted} moved visitors, {len(moved)} moved")
+    # HAProxy knows the node is DOWN after `fall` failed checks `inter`
+    # apart; a request held meanwhile is sent elsewhere at its next retry
+    # (a second apart), and its new Redis is made (a spare, or a new one:
+    # slow on a loaded machine, when a third of the visitors arrive at once).
+    inter, fall = haproxy_checks()
+    down = inter * fall
+    check(max(waits) <= down + 4, f"a moved visitor waited {max(waits):.2f} s for their new Redis, HAProxy's checks take {down:.1f} s")
     p99 = lambda xs: sorted(xs)[int(0.99 * (len(xs) - 1))] * 1000
+    figure(f"kill -9: the other visitors' p99 {p99(before):.1f} ms before, {p99(during):.1f} ms while the visitors moved, {p99(after):.1f} ms after; max during {max(during) * 1000:.0f} ms")
     check(p99(after) <= 2 * p99(before) + 50, f"the other visitors' p99 {p99(before):.1f} ms before, {p99(after):.1f} ms after")
-    figure(f"kill -9: {nodes[1].node}'s {len(moved)} visitors all on a new Redis elsewhere with the notice {slowest:.2f} s after the kill (HAProxy checks every 1 s); "
+    figure(f"kill -9: {nodes[1].node}'s {len(moved)} visitors all on a new Redis elsewhere with the notice, the last {max(moved_at for _, _, moved_at in moved.values()) - killed:.2f} s after the kill; "
+           f"a request waited at most {max(waits):.2f} s (median {sorted(waits)[len(waits) // 2]:.2f} s) for it (HAProxy: a check every {inter:.1f} s, DOWN after {fall} failed, {down:.1f} s); "
            f"the others' p99 {p99(before):.1f} ms before, {p99(after):.1f} ms after; {done} requests, {len(lost)} in flight on the killed node answered 502, no other error; /metrics counted {counted:.0f}")
     end(hap)
     for n in nodes:
         if n.proc.poll() is None:
             rc, _ = n.stop()
             check(rc == 0, f"{n.node} exited {rc}")
+
+
+def nginx_restart(node, port, mine):
+    """nginx OSS has no active checks and no delay between tries: a request
+    that meets its node's closed port goes at once to the next (`backup`)
+    node, whose new visitor is told their Redis is new; a visitor who sent
+    nothing meanwhile finds their keys on their node once it is back."""
+    waiting, asking = mine
+    rc, took = node.stop()
+    check(rc == 0, f"{node.node} exited {rc}")
+    status, notice = asking.again(port)
+    check(status == 200 and notice and node.node in notice, f"through nginx while {node.node} was down: {status} {notice}")
+    check(asking.node != node.node, f"visitor {asking.i} still on {node.node}")
+    asking.begin_again(port)
+    node.start()
+    # nginx passes over a node that failed for fail_timeout (2 s, on a
+    # clock of whole seconds: up to 3 s).
+    time.sleep(3.5)
+    answer = waiting.again(port)
+    check(answer == (200, None), f"visitor {waiting.i} through nginx after {node.node} restarted: {answer}")
+    check(waiting.node == node.node, f"visitor {waiting.i} moved to {waiting.node}")
+    figure(f"nginx: while {node.node} restarted, its visitor who sent a request got a new Redis on {asking.node}, with the notice; one who waited kept their keys on {node.node}")
 
 
 def by_node_now(visitors):
@@ -490,23 +614,29 @@ def by_node_now(visitors):
 
 
 class Load:
-    """Every visitor sending requests in turn on a thread of its own, until
-    stopped: failures (an error, a foreign or lost key, a notice where none
-    is due), latencies, and for `until_moved` visitors the notice they got."""
+    """Every visitor sending requests in turn on a thread of its own, one
+    every `every` seconds, until stopped: failures (an error, a foreign or
+    lost key, a notice where none is due), latencies, and for `until_moved`
+    visitors the notice they got (with when it was asked and answered)."""
 
-    def __init__(self, visitors, until_moved=(), may_move=False):
+    def __init__(self, visitors, until_moved=(), every=None):
+        import random
         import threading
 
+        # 300 visitors at one request every 1.5 s: 200 requests a second,
+        # what three debug-build nodes and this client serve on 2 loaded cores.
+        self.every = every or float(os.environ.get("PIPELAB_NODES_EVERY", "1.5"))
         self.failures, self.samples, self.moved, self.count = [], [], {}, 0
-        self.may_move, self.told = may_move, []
+        self.gaps, self.all = [], []
         self.expect_moved = set(id(v) for v in until_moved)
         self.running = True
         self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self.run, args=(v,), daemon=True) for v in visitors]
+        self.threads = [threading.Thread(target=self.run, args=(v, random.random() * self.every), daemon=True) for v in visitors]
         for t in self.threads:
             t.start()
 
-    def run(self, v):
+    def run(self, v, offset):
+        time.sleep(offset)
         while self.running:
             t0 = time.monotonic()
             try:
@@ -518,25 +648,33 @@ class Load:
             t1 = time.monotonic()
             with self.lock:
                 self.count += 1
+                self.all.append((v.node, t0, t1))
                 if status != 200:
                     self.failures.append((v.i, status))
                 elif notice is not None:
-                    if id(v) in self.expect_moved and v not in self.moved or self.may_move:
-                        self.moved.setdefault(v, (notice, t1))
-                        self.told.append((v.i, notice))
-                        v.count = 0
-                        # Their new Redis has none of their keys: they start again.
-                        batch(v.port, f"SET mine v{v.i}\nSET count 0", cookie=v.cookie, src=v.src)
+                    if id(v) in self.expect_moved and v not in self.moved:
+                        self.moved[v] = (notice, t0, t1)
                     else:
                         self.failures.append((v.i, notice))
                 elif id(v) not in self.expect_moved:
                     self.samples.append((t0, t1 - t0))
-            # 10 requests a second: under the sandbox's rate limit per address (20/s).
-            time.sleep(0.1)
+            if notice is not None and status == 200:
+                try:
+                    v.begin_again()
+                except (Failed, OSError) as e:
+                    with self.lock:
+                        self.failures.append((v.i, str(e)))
+            time.sleep(max(0.0, self.every - (time.monotonic() - t0)))
 
-    def latencies(self, since=0):
+    def latencies(self, since=0, until=float("inf")):
         with self.lock:
-            return [d for t, d in self.samples if t >= since]
+            return [d for t, d in self.samples if since <= t < until]
+
+    def held(self):
+        """How long each request that was sent while its node's port was
+        closed waited for its answer."""
+        with self.lock:
+            return [t1 - t0 for node, t0, t1 in self.all for n, closed, opened in self.gaps if node == n and closed <= t0 <= opened]
 
     def wait_moved(self, timeout):
         wait_until("every visitor of the killed node moved", lambda: len(self.moved) == len(self.expect_moved), timeout=timeout)
