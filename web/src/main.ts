@@ -23,6 +23,9 @@ import { runner } from './playground/run.js';
 import { fmtDuration } from './playground/duration.js';
 import { mountInteractive } from './interactive/console.js';
 import { mountTokenField } from './playground/tokenField.js';
+import { chartOf } from './charts/charts.js';
+import { keyboardScrolling } from './dom.js';
+import { floatRun } from './playground/floatingRun.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -55,7 +58,7 @@ async function main() {
   });
   run = () => (interactive.active() ? Promise.resolve(true) : batchRun());
   // Expose for tests and the console.
-  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration, timeline };
+  (window as unknown as { pipelab: unknown }).pipelab = { editors, run, wasm, respText, fmtDuration, timeline, chartOf };
 
   // The commands this server refuses whatever their arguments (/info's `refused`).
   let refusedList: RefusedList = [];
@@ -74,6 +77,8 @@ async function main() {
     }
   });
   wireControls(() => void run(), warn);
+  keyboardScrolling();
+  floatRun($('run'), () => [$('controls'), $('summary'), document.getElementById('tabs')]);
   // The menu shows the sample loaded until the batch is edited, then "choose…" again.
   const sampleMenu = $<HTMLSelectElement>('sample');
   let loaded: string | null = null;

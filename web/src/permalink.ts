@@ -1,6 +1,7 @@
-// Permalinks: the page state (editor text, mode, options, open view, and
-// the compare and sweep views' own settings) in the URL fragment, so a link
-// restores exactly what its author ran. The fragment never reaches the
+// Permalinks: the page state (editor text, mode, options, open view, the
+// compare and sweep views' own settings, every lesson's controls and the
+// place in the page) in the URL fragment, so a link restores exactly what
+// its author saw. The fragment never reaches the
 // server, and never holds the API token (kept in the tab's sessionStorage).
 //
 // Format: `#s=` + base64url(deflate-raw(UTF-8 JSON)) — JSON so fields can be
@@ -22,13 +23,25 @@ export interface PageState {
   /** RESP3 (`HELLO 3` before the batch). Absent in links made before it was
    * added; those open with RESP3 off, the page's default. */
   resp3?: boolean;
+  /** Auto mode's concurrent callers (the Clients field); absent: the field's default. */
+  clients?: number;
   /** The open tab: `playground`, `compare`, `sweep` or `lesson-N`. */
   view?: string;
   /** The Compare view's settings; absent fields keep the view's defaults. */
   compare?: CompareSettings;
   /** The sweep view's settings; absent fields keep the view's defaults. */
   sweep?: SweepSettings;
+  /** Other controls by element id (each lesson's sliders and checkboxes, the
+   * export menus): a number, a string or a checkbox's state. */
+  inputs?: Record<string, InputValue>;
+  /** The id of the part of the open view the reader had scrolled to (`lesson-3`, `summary`). */
+  place?: string;
 }
+
+export type InputValue = string | number | boolean;
+
+/** An element id a permalink may name (`l1-rtt`, `lesson-3`): no selectors, no spaces. */
+const ID = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 /** Compare's inputs: RTT (ms), the pipeline's batch size, auto mode's clients. */
 export interface CompareSettings {
@@ -141,6 +154,17 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
     state.simulated_bandwidth_mbps = field(r, 'simulated_bandwidth_mbps', (v) => typeof v === 'number' && Number.isFinite(v) && v > 0, 'a number of Mbit/s > 0');
   }
   if (r.resp3 !== undefined) state.resp3 = field(r, 'resp3', (v) => typeof v === 'boolean', 'true or false');
+  if (r.clients !== undefined) state.clients = field(r, 'clients', isInt1, 'an integer >= 1');
+  if (r.place !== undefined) state.place = field(r, 'place', (v) => typeof v === 'string' && ID.test(v), 'an element id');
+  if (r.inputs !== undefined) {
+    const o = field<Record<string, unknown>>(r, 'inputs', (v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'an object');
+    const inputs: Record<string, InputValue> = {};
+    for (const [k, v] of Object.entries(o)) {
+      if (!ID.test(k)) throw new Error(`field \`inputs\` names ${JSON.stringify(k)}, which is not an element id`);
+      inputs[k] = field(o, k, (x) => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x)), 'a string, a number or true/false', `inputs.${k}`);
+    }
+    state.inputs = inputs;
+  }
   if (r.view !== undefined) state.view = field(r, 'view', (v) => typeof v === 'string' && /^[a-z0-9-]{1,32}$/.test(v), 'a view name');
   const compare = settings<CompareSettings>(r, 'compare', {
     simulated_rtt_ms: [isMs, 'a number of ms >= 0'],
@@ -156,4 +180,56 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
   });
   if (sweep) state.sweep = sweep;
   return state;
+}
+
+const SKIPPED_TYPES = ['button', 'submit', 'reset', 'file', 'password', 'hidden'];
+
+/** The values of the form controls that have an id, in or at each of `roots` (a lesson's sliders, a menu). */
+export function inputsOf(roots: Array<Element | null>): Record<string, InputValue> {
+  const out: Record<string, InputValue> = {};
+  for (const root of roots) {
+    if (!root) continue;
+    const found = root.matches('input[id], select[id]') ? [root] : [...root.querySelectorAll('input[id], select[id]')];
+    for (const e of found) {
+      if (!ID.test(e.id)) continue;
+      if (e instanceof HTMLInputElement) {
+        if (SKIPPED_TYPES.includes(e.type)) continue;
+        if (e.type === 'checkbox' || e.type === 'radio') out[e.id] = e.checked;
+        else if ((e.type === 'range' || e.type === 'number') && e.value !== '' && Number.isFinite(Number(e.value))) out[e.id] = Number(e.value);
+        else out[e.id] = e.value;
+      } else if (e instanceof HTMLSelectElement) out[e.id] = e.value;
+    }
+  }
+  return out;
+}
+
+/** Sets each control named that the page has, firing `input` and `change` as a person's edit does (its output and listeners follow). */
+export function applyInputs(inputs: Record<string, InputValue>): void {
+  for (const [id, v] of Object.entries(inputs)) {
+    const e = document.getElementById(id);
+    if (e instanceof HTMLInputElement && (e.type === 'checkbox' || e.type === 'radio')) {
+      if (typeof v !== 'boolean' || e.checked === v) continue;
+      e.checked = v;
+    } else if ((e instanceof HTMLInputElement && !SKIPPED_TYPES.includes(e.type)) || e instanceof HTMLSelectElement) {
+      if (typeof v === 'boolean' || e.value === String(v)) continue;
+      e.value = String(v);
+    } else continue;
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+    e.dispatchEvent(new Event('change', { bubbles: true }));
+  }
+}
+
+/**
+ * The place in `panel` the reader has scrolled to: the id of the last of its
+ * parts with an id (its children, and each lesson) whose top is at or above
+ * `top` (the bottom of the tab bar pinned above it, px); none at the top of the page.
+ */
+export function placeIn(panel: HTMLElement, top = 0): string | undefined {
+  if (window.scrollY < 40) return undefined;
+  let place: string | undefined;
+  for (const part of panel.querySelectorAll<HTMLElement>(':scope > [id], article.lesson[id]')) {
+    if (!ID.test(part.id) || part.offsetParent === null) continue;
+    if (part.getBoundingClientRect().top <= top + 60) place = part.id;
+  }
+  return place;
 }

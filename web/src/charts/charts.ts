@@ -29,10 +29,86 @@ export const MODE_COLORS: Record<string, string> = {
 
 export const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: n < 10 ? 2 : 0 });
 
+/** The chart drawn on `canvas`, if any (the page's tests read its scales). */
+export const chartOf = (canvas: HTMLCanvasElement): Chart | undefined => Chart.getChart(canvas);
+
+/** The 1, 2, 5 steps of a decade. */
+const STEPS = [1, 2, 5];
+const nice = (v: number) => Number(v.toPrecision(6));
+
+/** The 1-2-5 value at or below `v` (`up`: at or above): where a log axis starts or ends. */
+export function niceBound(v: number, up: boolean): number {
+  const e = Math.floor(Math.log10(v));
+  const cands = [...STEPS.map((m) => m * 10 ** (e - 1)), ...STEPS.map((m) => m * 10 ** e), 10 ** (e + 1)].map(nice);
+  return up ? cands.find((c) => c >= v * (1 - 1e-9))! : [...cands].reverse().find((c) => c <= v * (1 + 1e-9))!;
+}
+
+/** Ticks at 1, 2 and 5 times each power of ten from `min` to `max`: a log axis with a label every step a reader can use. */
+export function logTicks(min: number, max: number): number[] {
+  if (!(min > 0) || !(max >= min)) return [];
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+    for (const m of STEPS) {
+      const v = nice(m * 10 ** e);
+      if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) out.push(v);
+    }
+  }
+  return out;
+}
+
+/** A tick's number, short: 0.05, 2, 500, 2k, 10k, 1M. */
+export function shortNumber(v: number): string {
+  if (v >= 1e6) return `${nice(v / 1e6).toLocaleString('en-US')}M`;
+  if (v >= 1e4) return `${nice(v / 1e3).toLocaleString('en-US')}k`;
+  return nice(v).toLocaleString('en-US', { maximumSignificantDigits: 6 });
+}
+
+/**
+ * A logarithmic axis people can read: it starts and ends on a 1-2-5 value
+ * around the data and has a tick at each 1, 2 and 5 between (Chart.js's own
+ * log ticks left one label, "1", on an axis of 0.3 to 4 ms), each with `unit`.
+ */
+export function readableLogAxis(unit = '') {
+  return {
+    type: 'logarithmic' as const,
+    afterDataLimits: (axis: { min: number; max: number }) => {
+      if (axis.min > 0 && axis.max > 0) {
+        axis.min = niceBound(axis.min, false);
+        axis.max = niceBound(axis.max, true);
+      }
+    },
+    afterBuildTicks: (axis: { min: number; max: number; ticks: Array<{ value: number }> }) => {
+      axis.ticks = logTicks(axis.min, axis.max).map((value) => ({ value }));
+    },
+    ticks: { callback: (v: string | number) => `${shortNumber(Number(v))}${unit}` },
+  };
+}
+
+/** The plot's least height, px: a phone's narrow legend (a row per line) must not squeeze it flat, nor cut its axis titles. */
+export const MIN_PLOT_PX = 220;
+/** A chart's box never grows past this, px. */
+const MAX_BOX_PX = 1000;
+
+/**
+ * Grows the chart's box (its canvas's parent, which sets the chart's size)
+ * until the plot is MIN_PLOT_PX tall whatever the legend takes: Chart.js
+ * then redraws at the new size by itself.
+ */
+const roomy = {
+  id: 'roomy',
+  afterLayout(chart: Chart) {
+    const box = chart.canvas.parentElement;
+    const area = chart.chartArea;
+    if (!box || !area || box.clientHeight === 0) return;
+    const lack = MIN_PLOT_PX - (area.bottom - area.top);
+    if (lack > 1 && box.clientHeight < MAX_BOX_PX) box.style.height = `${Math.min(MAX_BOX_PX, box.getBoundingClientRect().height + lack)}px`;
+  },
+};
+
 /** Replaces the chart on `canvas` (a canvas holds one chart at a time). */
 export function draw(canvas: HTMLCanvasElement, config: ChartConfiguration): Chart {
   Chart.getChart(canvas)?.destroy();
-  return new Chart(canvas, config);
+  return new Chart(canvas, { ...config, plugins: [...(config.plugins ?? []), roomy] });
 }
 
 export interface ModeBar {

@@ -5,7 +5,7 @@
 // and p99 on a second axis (ms): throughput and what each reply waits for it.
 import type { ChartDataset } from 'chart.js';
 import { modelRate, type SweepModel, type SweepPoint } from '../api/figures.js';
-import { draw, fmt } from './charts.js';
+import { draw, fmt, readableLogAxis } from './charts.js';
 
 export interface ModelSeries {
   label: string;
@@ -98,7 +98,9 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
       }
     }
   });
-  const logTicks = (v: string | number) => (Math.log10(Number(v)) % 1 === 0 ? fmt(Number(v)) : '');
+  // On a phone the x axis is narrower than its title on one line: two lines.
+  const width = canvas.parentElement?.clientWidth ?? 0;
+  const narrow = width > 0 && width < 560;
   return draw(canvas, {
     type: 'line',
     data: { datasets },
@@ -111,9 +113,9 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
         tooltip: { callbacks: { label: (c) => (c.dataset.yAxisID === 'latency' ? `${c.dataset.label}: ${fmt(c.parsed.y ?? 0)} ms at batch ${fmt(c.parsed.x ?? 0)}` : `${c.dataset.label}: batch ${fmt(c.parsed.x ?? 0)}: ${fmt(c.parsed.y ?? 0)} commands/s`) } },
       },
       scales: {
-        x: { type: 'logarithmic', title: { display: true, text: 'batch size (commands per round trip, log scale)' }, ticks: { maxRotation: 0, callback: logTicks } },
-        y: { type: 'logarithmic', position: 'left', title: { display: true, text: 'commands/s (log scale)' }, ticks: { callback: logTicks } },
-        latency: { type: 'logarithmic', position: 'right', title: { display: true, text: 'reply latency, ms (log scale)' }, grid: { drawOnChartArea: false }, ticks: { callback: logTicks } },
+        x: { ...readableLogAxis(), title: { display: true, text: narrow ? ['batch size, log scale', '(commands per round trip)'] : 'batch size (commands per round trip, log scale)' }, ticks: { ...readableLogAxis().ticks, maxRotation: 0 } },
+        y: { ...readableLogAxis('/s'), position: 'left', title: { display: true, text: 'commands/s (log scale)' } },
+        latency: { ...readableLogAxis(' ms'), position: 'right', title: { display: true, text: 'reply latency, ms (log scale)' }, grid: { drawOnChartArea: false } },
       },
     },
   });

@@ -20,6 +20,7 @@ export class PlaygroundState {
       simulated_rtt_ms: Number(byId<HTMLInputElement>('rtt')?.value ?? 0) || 0,
       ...(byId<HTMLInputElement>('bandwidth')?.value ? { simulated_bandwidth_mbps: Number(byId<HTMLInputElement>('bandwidth')!.value) } : {}),
       resp3: byId<HTMLInputElement>('resp3')?.checked ?? false,
+      ...(Number(byId<HTMLInputElement>('clients')?.value) >= 1 ? { clients: Number(byId<HTMLInputElement>('clients')!.value) } : {}),
     };
   }
 
@@ -41,6 +42,7 @@ export class PlaygroundState {
     };
     setInput('batch-size', s.batch_size, 'input');
     setInput('on-error', s.on_error, 'change');
+    setInput('clients', s.clients, 'input');
     setInput('rtt', s.simulated_rtt_ms, 'input');
     // A state that names an RTT sets the whole link: no bandwidth named is unlimited.
     if (s.simulated_rtt_ms !== undefined || s.simulated_bandwidth_mbps !== undefined) setInput('bandwidth', s.simulated_bandwidth_mbps ?? '', 'input');

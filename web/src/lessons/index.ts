@@ -2,7 +2,7 @@
 // bar (permalink, export) around the playground, and restores a permalink.
 import type { Editors } from '../editor/views.js';
 import { permalinkButton, shareBar } from '../export/panel.js';
-import { decodePermalink } from '../permalink.js';
+import { applyInputs, decodePermalink, encodePermalink, inputsOf, placeIn, type PageState } from '../permalink.js';
 import { PlaygroundState } from './bridge.js';
 import { compareView } from './compareView.js';
 import { sweepView } from './sweepView.js';
@@ -14,7 +14,8 @@ import './tutorial.css';
 /** `redis`: the Redis the server runs batches on (/info's `redis.target`), for the exports. */
 export async function mountTutorial(opts: { editors: Editors; redis?: () => string | null }): Promise<void> {
   const state = new PlaygroundState(opts.editors);
-  const main = document.querySelector('main')!;
+  // The playground's panel sits inside <main> with the other views, so every view keeps the main landmark.
+  const main = document.getElementById('playground-view') ?? document.querySelector('main')!;
   main.id ||= 'playground-view';
   let tabs: Tabs | null = null;
   const tutorial = tutorialView({
@@ -27,13 +28,33 @@ export async function mountTutorial(opts: { editors: Editors; redis?: () => stri
   const compare = compareView(state);
   const sweep = sweepView();
   main.after(tutorial, compare.root, sweep.root);
-  tabs = new Tabs({ playground: main, tutorial, compare: compare.root, sweep: sweep.root });
+  const panels = { playground: main, tutorial, compare: compare.root, sweep: sweep.root };
+  tabs = new Tabs(panels);
   (document.querySelector('header') ?? main).after(tabs.nav);
 
-  const link = permalinkButton(() => ({ ...state.get(), view: tabs!.view, compare: compare.settings(), sweep: sweep.settings() }));
+  // Everything the reader set: the playground, each view's settings, every
+  // lesson's controls and the export menus, the open view and the place in it.
+  const pageState = (): PageState => {
+    const place = placeIn(panels[tabs!.view], tabs!.nav.getBoundingClientRect().bottom);
+    return {
+      ...state.get(),
+      view: tabs!.view,
+      compare: compare.settings(),
+      sweep: sweep.settings(),
+      inputs: inputsOf([tutorial, document.getElementById('export-target'), document.getElementById('export-mode')]),
+      ...(place ? { place } : {}),
+    };
+  };
+  const link = permalinkButton(pageState);
   tabs.nav.append(link.button);
   tabs.nav.after(link.status);
   tabs.onShow(link.clear);
+  // A permalink in the address bar follows the open view: a reload must not go back to the tab it was copied on.
+  let restoring = false;
+  tabs.onShow(() => {
+    if (restoring || !location.hash.startsWith('#s=')) return;
+    setTimeout(() => void encodePermalink(pageState()).then((f) => location.hash.startsWith('#s=') && history.replaceState(null, '', f)), 0);
+  });
   const share = shareBar({ state: () => state.get(), commands: () => opts.editors.snapshot().commands, onBatchChange: (l) => opts.editors.onChange(l), redis: opts.redis });
   (document.getElementById('controls') ?? main.firstElementChild ?? main).after(share);
 
@@ -43,21 +64,26 @@ export async function mountTutorial(opts: { editors: Editors; redis?: () => stri
   const notice = el('p', { class: 'message error', id: 'permalink-error', role: 'alert' });
   const restore = async (opening: boolean) => {
     notice.remove();
+    restoring = true;
     try {
       const s = await decodePermalink(location.hash);
       if (!s) return;
       state.set(s);
       if (s.compare) compare.apply(s.compare);
       if (s.sweep) sweep.apply(s.sweep);
+      if (s.inputs) applyInputs(s.inputs);
       if (s.view && VIEWS.some(([v]) => v === s.view)) tabs!.show(s.view as ViewName);
       else if (s.view && /^lesson-\d+$/.test(s.view) && document.getElementById(s.view)) {
         tabs!.show('tutorial');
         document.getElementById(s.view)?.scrollIntoView();
       }
+      if (s.place) document.getElementById(s.place)?.scrollIntoView({ block: 'start' });
     } catch (e) {
       const kept = opening ? 'The default batch was loaded instead.' : 'The page keeps the batch it had.';
       notice.textContent = `Could not open the permalink: ${(e as Error).message}. ${kept}`;
       tabs!.nav.after(notice);
+    } finally {
+      restoring = false;
     }
   };
   addEventListener('hashchange', () => void restore(false));

@@ -1,5 +1,5 @@
-// Tabs over the page's views: the playground (index.html's <main>), the
-// tutorial, compare and sweep. The open view is part of the permalink.
+// Tabs over the page's views, all inside <main>: the playground
+// (index.html's #playground-view), the tutorial, compare and sweep. The open view is part of the permalink.
 import { el } from './ui.js';
 
 export type ViewName = 'playground' | 'tutorial' | 'compare' | 'sweep';
@@ -26,7 +26,20 @@ export class Tabs {
       this.buttons.set(name, b);
       list.append(b);
       panels[name].setAttribute('role', 'tabpanel');
+      panels[name].setAttribute('aria-labelledby', b.id);
     }
+    // The WAI-ARIA tabs pattern: one tab stop (the selected tab); arrows,
+    // Home and End move between the tabs and show the one reached.
+    list.addEventListener('keydown', (e) => {
+      const names = VIEWS.map(([n]) => n);
+      const at = names.indexOf(this.current);
+      const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: names.length - 1 }[e.key];
+      if (to === undefined || e.altKey || e.ctrlKey || e.metaKey) return;
+      e.preventDefault();
+      const name = names[(to + names.length) % names.length]!;
+      this.show(name);
+      this.buttons.get(name)?.focus();
+    });
     this.show('playground');
   }
 
@@ -45,6 +58,7 @@ export class Tabs {
     for (const [n, panel] of Object.entries(this.panels) as Array<[ViewName, HTMLElement]>) {
       panel.hidden = n !== name;
       this.buttons.get(n)?.setAttribute('aria-selected', String(n === name));
+      this.buttons.get(n)?.setAttribute('tabindex', n === name ? '0' : '-1');
     }
   }
 }

@@ -100,13 +100,18 @@ export function slider(opts: { id: string; label: string; min: number; max: numb
 /** The simulated-RTT slider of a lesson (ms, from 0). */
 export const rttSlider = (id: string, range: { max: number; step: number; value: number }) => slider({ id, label: 'Simulated RTT', min: 0, unit: 'ms', ...range });
 
-/** A small table: header row and body rows of text cells. */
-export function table(head: string[], rows: Array<Array<string | Node>>, attrs: Record<string, string> = {}): HTMLTableElement {
+/** A small table: header row and body rows of text cells, in a box that
+ * scrolls sideways when the screen is narrower (dom.ts's keyboardScrolling). */
+export function table(head: string[], rows: Array<Array<string | Node>>, attrs: Record<string, string> = {}): HTMLDivElement {
   return el(
-    'table',
-    { class: 'lesson-table', ...attrs },
-    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
-    el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, c))))),
+    'div',
+    { class: 'scroll-box' },
+    el(
+      'table',
+      { class: 'lesson-table', ...attrs },
+      el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+      el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, c))))),
+    ),
   );
 }
 
