@@ -58,7 +58,20 @@ claims = {t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]}
 assert any(mounts.get(name) == state_dir for name in claims), "the state directory is the pod's own volume"
 port = next(p["containerPort"] for p in c["ports"] if p["name"] == "http")
 assert svc["spec"]["ports"][0]["port"] == port
-assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"]
+
+# Memory from the measured 2.37 MiB private per active visitor's redis-server
+# (docs/scale.md, bench/sandbox_node.py): the request holds the most active
+# visitors and the spares, and so does the sandbox's budget (half the limit).
+def gib(q):
+    units = {"Gi": 2**30, "Mi": 2**20}
+    return int(q[:-2]) * units[q[-2:]] / 2**30
+
+
+PER_VISITOR_GIB = 2.37 / 1024
+visitors = int(env["PIPELAB_SANDBOX_MAX_VISITORS"]["value"]) + int(env["PIPELAB_SANDBOX_SPARES"]["value"])
+need = visitors * PER_VISITOR_GIB + 0.05
+request, limit = gib(c["resources"]["requests"]["memory"]), gib(c["resources"]["limits"]["memory"])
+assert request >= need and limit / 2 >= need - 0.05, (need, request, limit)
 
 pdb = by[("PodDisruptionBudget", "pipelab")]
 assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items() and pdb["spec"]["maxUnavailable"] == 1
@@ -86,4 +99,5 @@ refused(broken, "a string for an integer")
 broken = copy.deepcopy(pdb)
 broken["spec"]["maxUnavailable"] = [1]
 refused(broken, "a list for an int-or-string")
-print(f"nodes: kubernetes: {len(docs)} objects valid against the schemas of Kubernetes {' and '.join(VERSIONS)} (kubernetes-validate {kubernetes_validate.version.__version__}, strict; a misspelt field and two wrong types refused); {len(names)} pods named as HAProxy's servers; grace {grace_ms} ms within {pod['terminationGracePeriodSeconds']} s")
+print(f"nodes: kubernetes: {len(docs)} objects valid against the schemas of Kubernetes {' and '.join(VERSIONS)} (kubernetes-validate {kubernetes_validate.version.__version__}, strict; a misspelt field and two wrong types refused); {len(names)} pods named as HAProxy's servers; grace {grace_ms} ms within {pod['terminationGracePeriodSeconds']} s; "
+      f"memory {request:g} GiB requested, {limit / 2:g} GiB the sandbox's budget, for {visitors} redis-servers of {PER_VISITOR_GIB * 1024:.2f} MiB ({need:.2f} GiB)")
