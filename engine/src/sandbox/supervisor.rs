@@ -492,10 +492,16 @@ impl Supervisor {
     }
 
     /// The memory budget: while the children (spares too) hold more than
-    /// `--sandbox-memory`, or more run than `--sandbox-max-visitors`, the
-    /// least recently active visitors hibernate.
+    /// `--sandbox-memory`, or more run than `--sandbox-max-visitors`, visitors
+    /// hibernate, the least recently active first. Past the memory budget
+    /// only those holding more than an even share of it are taken (a quiet
+    /// visitor with a few keys frees little, and did nothing): an offender
+    /// whose batch still runs is waited for, not replaced by a quiet
+    /// visitor. When every child holds more than its share (a crowd), that
+    /// is all of them; the others go only if they pass the budget by
+    /// themselves, or past the cap on visitors running.
     async fn keep_memory_budget(&self) {
-        let mut running: Vec<(Arc<Visitor>, Instant, u64)> = {
+        let running: Vec<(Arc<Visitor>, Instant, u64)> = {
             let visitors = self.visitors.lock().expect("visitors lock");
             visitors
                 .values()
@@ -509,12 +515,29 @@ impl Supervisor {
         let mut total = spares + running.iter().map(|r| r.2).sum::<u64>();
         let mut count = running.len();
         metrics::gauge!(MEMORY_GAUGE).set(total as f64);
-        if total <= self.settings.memory && count <= self.settings.max_visitors {
+        let (budget, max) = (self.settings.memory, self.settings.max_visitors);
+        if total <= budget && count <= max {
             return;
         }
-        running.sort_by_key(|r| r.1);
-        for (v, _, bytes) in running {
-            if total <= self.settings.memory && count <= self.settings.max_visitors {
+        let share = budget / (count + self.spares()).max(1) as u64;
+        let (mut offenders, others): (Vec<_>, Vec<_>) = running.into_iter().partition(|r| r.2 > share);
+        offenders.sort_by_key(|r| r.1);
+        for (v, _, bytes) in &offenders {
+            if total <= budget {
+                break;
+            }
+            if self.hibernate(v, "memory").await {
+                total = total.saturating_sub(*bytes);
+                count -= 1;
+            }
+        }
+        let crowd = spares + others.iter().map(|r| r.2).sum::<u64>();
+        // The rest of the overage is the offenders' whose batches run: theirs to end.
+        let mut by_recency = offenders.into_iter().filter(|(v, _, _)| self.child_of(&v.id).is_some()).chain(others).collect::<Vec<_>>();
+        by_recency.sort_by_key(|r| r.1);
+        for (v, _, bytes) in by_recency {
+            let over_memory = total > budget && crowd > budget;
+            if !over_memory && count <= max {
                 break;
             }
             if self.hibernate(&v, "memory").await {
