@@ -7,7 +7,10 @@
 # its fields checked. What the nodes must do through them (sessions,
 # live batches, a drain, a rolling restart and a kill -9 under load):
 # scripts/lib/nodes_check.py. PIPELAB_BIN: the binary to run (default: a
-# debug build); PIPELAB_NODES_VISITORS: sandbox visitors (default 30).
+# debug build); PIPELAB_NODES_VISITORS: sandbox visitors (default 300),
+# PIPELAB_NODES_EVERY: seconds between a visitor's requests under load
+# (1.5), PIPELAB_NODES_SPARES: each node's --sandbox-spares (50: room for
+# a lost node's visitors); PIPELAB_NODES_KEEP=1 keeps the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}; [[ $target = /* ]] || target=$PWD/$target
