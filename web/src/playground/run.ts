@@ -9,7 +9,7 @@ import type { Timeline } from '../timeline/timeline.js';
 import { showBanner, refreshHealth } from './banner.js';
 import { controlError, refusalShown, request, showControlError, type ServerLimits } from './controls.js';
 import { showProgress } from './progress.js';
-import { apiHint, renderSummary, summaryMessage } from './summary.js';
+import { apiHint, clearSummaryMessage, renderSummary, summaryMessage } from './summary.js';
 
 /** Least time between two redraws of a running batch's table and timeline, ms. */
 const LIVE_REDRAW_MS = 200;
@@ -34,9 +34,12 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
   };
   const refuse = (message: string) => {
     clearResults();
-    summaryMessage(message);
+    summaryMessage(message, 'error', 'refused');
     return true;
   };
+  // A refusal is about the batch it refused: once that changes, its reason
+  // leaves the summary (the warning above Run speaks of the batch as it is now).
+  editors.onChange(() => clearSummaryMessage('refused'));
 
   let running = false;
   return async () => {
@@ -101,7 +104,8 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
       progress.stop();
       stopDrawing();
       clearResults();
-      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', 'api', apiHint(err, req.mode ?? 'pipeline'));
+      const refused = err.status >= 400 && err.status < 500;
+      summaryMessage(`Run failed: ${err.message}${err.code ? ` (${err.code})` : ''}`, 'error', refused ? 'refused' : 'api', apiHint(err, req.mode ?? 'pipeline'));
       if (err.status === 0) showBanner('api_down');
       else if (err.status === 503) showBanner('redis_down', err.message);
       else void refreshHealth();
