@@ -10,8 +10,10 @@ pipelined), then the children's private memory (/proc/PID/smaps_rollup)
 per visitor is read. Then every visitor runs small batches (GET, INCR:
 what a person pressing Run sends) back to back from 4 client processes
 for SECONDS: requests/s, and the CPU the node spent on them (pipelab and
-its redis-servers, from /proc/PID/stat): requests per CPU-second. Prints
-one JSON object.
+its redis-servers, from /proc/PID/stat): requests per CPU-second. Then a
+restart (SIGTERM, which saves every visitor, and a node started again on
+the same state directory): how long its port is closed. Prints one JSON
+object.
 """
 
 import http.client
@@ -144,12 +146,40 @@ def main():
             "requests_per_s": round(done / took),
             "node_cpu_s": round(cpu, 1),
             "requests_per_cpu_s": round(done / cpu) if cpu else None,
+        })
+        # A restart: SIGTERM (every visitor saved), then a node on the same
+        # state directory: how long the port is closed.
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        closed = None
+        while proc.poll() is None:
+            if closed is None:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                except OSError:
+                    closed = time.monotonic()
+            time.sleep(0.002)
+        exited = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.002)
+        listening = time.monotonic()
+        closed = closed or exited
+        out.update({
+            "restart_exit_s": round(exited - t0, 2),
+            "restart_saving_s": round(exited - closed, 2),
+            "restart_port_closed_s": round(listening - closed, 2),
+            "restart_start_to_listen_s": round(listening - exited, 2),
             "load_average": os.getloadavg()[0],
         })
         print(json.dumps(out))
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        proc.wait(timeout=120)
 
 
 if __name__ == "__main__":
