@@ -124,6 +124,9 @@ async function main() {
   mountTokenField($('banner'), loadInfo);
   void loadInfo();
   await mounted;
+  // The pinned tab bar's height (it wraps on a phone), for what is placed under it (style.css).
+  const nav = document.getElementById('tabs');
+  if (nav) new ResizeObserver(() => document.documentElement.style.setProperty('--tabs-height', `${nav.offsetHeight}px`)).observe(nav);
 
   await refreshHealth();
   setInterval(() => {

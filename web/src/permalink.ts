@@ -233,3 +233,9 @@ export function placeIn(panel: HTMLElement, top = 0): string | undefined {
   }
   return place;
 }
+
+/** Scrolls the page so that the element `id` starts right under `bar` (the pinned tab bar), as it was when the link was copied. */
+export function scrollToPlace(id: string, bar: HTMLElement): void {
+  const e = document.getElementById(id);
+  if (e) window.scrollTo({ top: e.getBoundingClientRect().top + window.scrollY - bar.offsetHeight - 8 });
+}

@@ -2,7 +2,7 @@
 // bar (permalink, export) around the playground, and restores a permalink.
 import type { Editors } from '../editor/views.js';
 import { permalinkButton, shareBar } from '../export/panel.js';
-import { applyInputs, decodePermalink, encodePermalink, inputsOf, placeIn, type PageState } from '../permalink.js';
+import { applyInputs, decodePermalink, encodePermalink, inputsOf, placeIn, scrollToPlace, type PageState } from '../permalink.js';
 import { PlaygroundState } from './bridge.js';
 import { compareView } from './compareView.js';
 import { sweepView } from './sweepView.js';
@@ -77,7 +77,7 @@ export async function mountTutorial(opts: { editors: Editors; redis?: () => stri
         tabs!.show('tutorial');
         document.getElementById(s.view)?.scrollIntoView();
       }
-      if (s.place) document.getElementById(s.place)?.scrollIntoView({ block: 'start' });
+      if (s.place) scrollToPlace(s.place, tabs!.nav);
     } catch (e) {
       const kept = opening ? 'The default batch was loaded instead.' : 'The page keeps the batch it had.';
       notice.textContent = `Could not open the permalink: ${(e as Error).message}. ${kept}`;

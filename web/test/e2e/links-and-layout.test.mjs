@@ -75,6 +75,7 @@ const readControls = (page) =>
     };
   });
 
+const innerHeight = (vp) => vp.height;
 const boxesApart = (a, b) => a.right <= b.left + 0.5 || b.right <= a.left + 0.5 || a.bottom <= b.top + 0.5 || b.bottom <= a.top + 0.5;
 
 for (const vp of VIEWPORTS) {
@@ -133,6 +134,8 @@ for (const vp of VIEWPORTS) {
         await page.click('#permalink');
         await page.waitForSelector('#permalink-status:not([hidden])');
         assert.ok(Math.abs((await lesson5Top()) - top) <= 2, 'copying the link did not move the page');
+        const said = await page.evaluate(() => ({ status: document.getElementById('permalink-status').getBoundingClientRect().toJSON(), tabs: document.getElementById('tabs').getBoundingClientRect().toJSON() }));
+        assert.ok(said.status.top >= said.tabs.bottom - 1 && said.status.bottom <= innerHeight(vp), `what Copy did is said on screen, under the tab bar: ${JSON.stringify(said)}`);
         const url = await page.evaluate(() => location.href);
         assert.match(url, /#s=/);
 
