@@ -28,10 +28,12 @@ export const lesson3: Lesson = {
   claim: 'Commands/s grows with the batch size until the round trip is amortised, then flattens: past a knee, which this run measures on your deployment, there is little left to gain.',
   text: `
     <p>A pipeline does not have to be one write: pipelab cuts it into <b>batches</b> of
-    <i>batch size</i> commands and pays one round trip per batch. This sends ${fmtInt(TOTAL)}
+    <i>batch size</i> commands and pays one round trip per batch. Run sends ${fmtInt(TOTAL)}
     <code>SET</code>s at batch sizes ${SIZES.map(fmtInt).join(', ')} (<code>/api/v1/sweep</code>,
-    which deletes its keys afterwards) and plots commands per second on logarithmic axes.
-    The short runs (under a second) are swept ${REPEATS} times and the fastest of each kept:
+    which deletes its keys afterwards) and plots commands per second on logarithmic axes; how to
+    read what it measured (the knee, the cost model, the latency) is beside the result.</p>`,
+  details: `
+    <p>The short runs (under a second) are swept ${REPEATS} times and the fastest of each kept:
     on a busy machine one run of the same batch can take three times another; when the repeats
     differ by more than half and the claim did not hold, the verdict says the machine was too
     noisy to tell.</p>

@@ -41,6 +41,10 @@ function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
     }
   });
   const id = `lesson-${n}`;
+  // A long explanation goes beside the result: run first, read while it runs and after.
+  const result = lesson.details
+    ? el('div', { class: 'lesson-body' }, out, el('aside', { class: 'lesson-explain', 'aria-label': `Reading lesson ${n}'s result` }, el('h4', {}, 'Reading the result'), prose(lesson.details)))
+    : out;
   return el(
     'article',
     { class: 'lesson', id, 'data-lesson': String(n), 'aria-labelledby': `${id}-title` },
@@ -50,7 +54,7 @@ function card(lesson: Lesson, n: number, bridge: Bridge): HTMLElement {
     ...(parts.controls ? [el('div', { class: 'lesson-controls' }, parts.controls)] : []),
     ...(parts.panel ? [parts.panel] : []),
     el('div', { class: 'lesson-actions' }, load, ' ', run),
-    out,
+    result,
   );
 }
 

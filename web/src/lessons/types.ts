@@ -25,5 +25,11 @@ export interface Lesson {
   claim: string;
   /** The explanation: HTML, constant prose written for pipelab (never user or Redis data). */
   text: string;
+  /**
+   * How to read the result, when it is long: HTML as `text`, shown beside the
+   * result (under it on a narrow screen), so that `text` stays short and Run
+   * comes first.
+   */
+  details?: string;
   build(): LessonParts;
 }

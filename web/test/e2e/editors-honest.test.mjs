@@ -1,10 +1,12 @@
 // What a newcomer meets in the editors and the summary, at a desktop's size
 // and a phone's: malformed RESP keeps the last good inline view, its command
 // count and the batch size, and marks the RESP error; after a refused Run,
-// fixing the line takes the old reason out of the summary.
+// fixing the line takes the old reason out of the summary; lesson 3 lets the
+// learner run first and read the explanation beside the result.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openPlayground, shot, VIEWPORTS } from './harness.mjs';
+import { join } from 'node:path';
+import { artifacts, boxOf, openPlayground, shot, VIEWPORTS } from './harness.mjs';
 
 for (const vp of VIEWPORTS) {
   describe(`editors at ${vp.name} size`, () => {
@@ -78,6 +80,40 @@ for (const vp of VIEWPORTS) {
       await page.waitForFunction((b) => document.getElementById('summary').innerHTML !== b && !document.querySelector('#summary .progress'), before, { timeout: 30_000 });
       await page.waitForSelector('#summary [data-key="commands"]', { timeout: 30_000 });
       assert.doesNotMatch(await page.textContent('#summary'), /Run failed/);
+    });
+
+    test('lesson 3: Run comes after a short text, the explanation beside the result (under it on a phone)', { timeout: 150_000 }, async () => {
+      await page.click('#tab-tutorial');
+      const card = page.locator('#lesson-3');
+      await card.scrollIntoViewIfNeeded();
+      // The words a learner reads before reaching Run: title, claim, text, controls.
+      const before = await page.$eval('#lesson-3', (c) => {
+        const run = c.querySelector('button.run-lesson');
+        const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+        let text = '';
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          if (run.compareDocumentPosition(n) & Node.DOCUMENT_POSITION_PRECEDING) text += ` ${n.textContent}`;
+        }
+        return text.split(/\s+/).filter(Boolean).length;
+      });
+      assert.ok(before <= 150, `${before} words before Run`);
+      const explain = await page.innerText('#lesson-3 .lesson-explain');
+      assert.match(explain, /cost model.*T\(b\) = ⌈N\/b⌉·RTT \+ N·t_cmd/s, 'the cost model is explained');
+      assert.match(explain, /knee/);
+      await card.locator('button.run-lesson').click();
+      await page.waitForSelector('#lesson-3 .lesson-result:is([data-state="done"], [data-state="failed"])', { timeout: 140_000 });
+      assert.equal(await page.getAttribute('#lesson-3 .lesson-result', 'data-state'), 'done', await page.innerText('#lesson-3 .lesson-result'));
+      const result = await boxOf(page, '#lesson-3 .lesson-result');
+      const aside = await boxOf(page, '#lesson-3 .lesson-explain');
+      const runBox = await boxOf(page, '#lesson-3 button.run-lesson');
+      assert.ok(aside.top >= runBox.bottom - 1 && result.top >= runBox.bottom - 1, 'both after Run');
+      if (vp.name === 'desktop') {
+        assert.ok(aside.left >= result.right - 1 && aside.top < result.bottom, `beside the result: ${JSON.stringify({ result, aside })}`);
+      } else {
+        assert.ok(aside.top >= result.bottom - 1, 'under the result on a phone');
+      }
+      assert.ok(aside.right <= vp.width + 1 && result.right <= vp.width + 1, 'inside the screen');
+      await card.screenshot({ path: join(artifacts, `editors-${vp.name}-lesson-3.png`) });
     });
   });
 }

@@ -237,7 +237,7 @@ test('lesson 3: commands/s climbs with batch size and flattens', { timeout: 120_
     assert.equal(v.noise, noise);
     if (v.state === 'noisy') assert.match(v.text, /too noisy to tell/);
     else if (noise > 0.5) assert.match(v.text, /The machine was noisy: two runs of the same batch differed by \d+%/);
-    assert.match(await page.innerText('#lesson-3 .prose'), /short runs \(under a second\) are swept 3 times and the fastest of each kept/);
+    assert.match(await page.innerText('#lesson-3 .lesson-explain'), /short runs \(under a second\) are swept 3 times and the fastest of each kept/);
   }
   assert.deepEqual(pts.map(([b]) => b), [1, 10, 100, 1000, 10000]);
   const cps = Object.fromEntries(pts);
