@@ -279,6 +279,13 @@ function checkLogTicks(scale, unit, what) {
 }
 
 function checkChart(chart, vp) {
+  checkPlot(chart, vp);
+  checkLogTicks(chart.scales.latency, ' ms', 'reply latency');
+  checkLogTicks(chart.scales.y, '', 'commands/s');
+}
+
+/** The plot at least 200 px tall, under its legend, each axis title within its axis and the canvas. */
+function checkPlot(chart, vp) {
   const plotH = chart.area.bottom - chart.area.top;
   assert.ok(plotH >= 200, `the plot is ${plotH} px tall at ${vp.name} (${JSON.stringify(chart)})`);
   if (chart.legend) assert.ok(chart.legend.bottom <= chart.area.top + 1, `the legend ends above the plot: ${JSON.stringify(chart.legend)} ${JSON.stringify(chart.area)}`);
@@ -288,8 +295,6 @@ function checkChart(chart, vp) {
     assert.ok(s.titleWidth <= room, `${id}'s title "${s.title}" (${Math.round(s.titleWidth)} px) fits its axis (${Math.round(room)} px)`);
     assert.ok(s.top >= (chart.legend?.bottom ?? 0) - 1 && s.bottom <= chart.canvas.height + 1, `${id} is below the legend and inside the canvas`);
   }
-  checkLogTicks(chart.scales.latency, ' ms', 'reply latency');
-  checkLogTicks(chart.scales.y, '', 'commands/s');
 }
 
 
@@ -356,6 +361,7 @@ describe("at a phone's width (390×844)", () => {
     await page.click('#compare-run');
     await page.waitForSelector('#compare-out [data-table="compare"]', { timeout: 200_000 });
     await page.waitForTimeout(300);
+    for (const canvas of ['#compare-time-chart', '#compare-rt-chart']) checkPlot(await chartFacts(page, canvas), vp);
     await page.click('#tab-tutorial');
     await page.waitForTimeout(300);
     const scan = () =>
@@ -403,7 +409,10 @@ describe("at a phone's width (390×844)", () => {
     assert.ok(target, 'a wide table in the tutorial');
     await page.focus(target);
     for (let i = 0; i < 5; i++) await page.keyboard.press('ArrowRight');
-    assert.ok((await page.$eval(target, (b) => b.scrollLeft)) > 0, 'ArrowRight scrolled it');
+    // Keyboard scrolling is animated: give it time on a loaded machine.
+    await page.waitForFunction((t) => document.querySelector(t).scrollLeft > 0, target, { timeout: 10_000 }).catch(() => {});
+    const after = await page.$eval(target, (b) => ({ scrollLeft: b.scrollLeft, scrollWidth: b.scrollWidth, clientWidth: b.clientWidth, focused: document.activeElement === b, table: b.querySelector('table')?.dataset.table }));
+    assert.ok(after.scrollLeft > 0, `ArrowRight scrolled it: ${JSON.stringify(after)}`);
     await page.$eval(target, (b) => b.scrollIntoView({ block: 'center' }));
     await page.screenshot({ path: join(artifacts, 'layout-table-phone.png') });
     // Headings (table headers, titles) break between words only.
