@@ -117,7 +117,7 @@ api_run() { # → appends the client's figures, then "redis_usec redis_reads red
   echo "$(( b[0] - a[0] )) $(( b[1] - a[1] - 1 )) $(( b[2] - a[2] - 1 ))" >>"$work/api"
 }
 
-echo "[bench] $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds" >&2
+echo "[bench] $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds, $PIPELAB" >&2
 : >"$work/cli"; : >"$work/api"
 for r in $(seq "$ROUNDS"); do
   redis-cli -p "$RPORT" FLUSHALL >/dev/null
@@ -142,12 +142,14 @@ print(f"| whole (redis-cli: wall less its empty run; API: connect to the answer'
 print(f"| ratio (redis-cli's time ÷ the API's), median of the rounds' (range) | | {st.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f}) |")
 print(f"| sending the request: connect to the body's last byte taken by the kernel ({body / 2**20:.1f} MiB) | | {m(api, 0) / 1000:.1f} ms |")
 print(f"| the body's last byte to the answer's first | | {st.median(a[1] - a[0] for a in api) / 1000:.1f} ms |")
+print(f"| of which before the first write to Redis (the last byte → answer less `summary.total_us`: the rest of the body parsed and checked, the batch made and handed over, a pooled connection) | | {st.median(a[1] - a[0] - a[3] for a in api) / 1000:.2f} ms |")
 print(f"| of which the executor (`summary.total_us`: first write to last reply) | | {m(api, 3) / 1000:.1f} ms |")
 print(f"| the answer's first byte to its last ({m(api, 7):.0f} bytes) | | {st.median(a[2] - a[1] for a in api) / 1000:.2f} ms |")
 print(f"| Redis running the commands (`INFO commandstats` usec) | {m(cli, 2) / 1000:.1f} ms | {m(api, 8) / 1000:.1f} ms |")
 print(f"| Redis's reads / writes on client sockets | {m(cli, 3):.0f} / {m(cli, 4):.0f} | {m(api, 9):.0f} / {m(api, 10):.0f} |")
 print(f"| client's writes of RESP ({resp_bytes / 2**20:.1f} MiB) / reads of replies | | {m(api, 4):.0f} / {m(api, 5):.0f} |")
 PY
+echo "[bench] load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 [ "${PROFILE:-}" = 1 ] || exit 0
 ensure_pkg perf linux-perf

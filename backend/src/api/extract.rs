@@ -70,6 +70,11 @@ pub async fn read_commands<T: HasCommands>(req: Request, state: &AppState, check
             let mut body = IncrementalBody::new(expected).with_checker(checker);
             while let Some(data) = rx.recv().await {
                 body.feed(&data);
+                // Encoding ahead is worth it only while the parse keeps up
+                // with the body: behind, it would delay the first write.
+                if !rx.is_empty() {
+                    body.behind();
+                }
             }
             body
         });

@@ -94,6 +94,14 @@ impl IncrementalBody {
         self
     }
 
+    /// More of the body is waiting than was parsed: commands from here on
+    /// are checked but not encoded ahead ([`crate::exec::Prechecked::stop_encoding`]).
+    pub fn behind(&mut self) {
+        if let Some(checker) = &mut self.checker {
+            checker.stop_encoding();
+        }
+    }
+
     /// Takes the next piece of the body and parses as far as it goes.
     pub fn feed(&mut self, data: &[u8]) {
         self.buf.extend_from_slice(data);
@@ -684,8 +692,8 @@ mod tests {
 
     /// The batch for `mode` from `body`'s `commands`, as the API makes it
     /// (`prepare`, `into_batch`), with what the checker recorded or without.
-    fn batch_of(body: &[u8], checked: Option<Checked>, mode: crate::exec::Mode) -> Result<crate::exec::Batch, (String, String)> {
-        let rules = super::super::refuse::Rules { table: crate::commands::fallback::table(), access: Default::default(), allow: Default::default() };
+    fn batch_of(body: &[u8], checked: Option<Checked>, mode: crate::exec::Mode, access: crate::commands::Access) -> Result<crate::exec::Batch, (String, String)> {
+        let rules = super::super::refuse::Rules { table: crate::commands::fallback::table(), access, allow: Default::default() };
         let limits = small_limits();
         let req = parse_json::<BatchRequest>(body).unwrap();
         let fields = super::super::validate::BatchFields::from(req);
@@ -699,11 +707,15 @@ mod tests {
         /// (the mode given after them); the executor's checks and traits
         /// agree; their RESP is their encoding.
         #[test]
-        fn commands_checked_while_parsed_answer_as_checked_after(commands in checked_commands(), step in 1usize..64) {
+        fn commands_checked_while_parsed_answer_as_checked_after(
+            commands in checked_commands(),
+            step in 1usize..64,
+            access in proptest::sample::select(vec![crate::commands::Access::Full, crate::commands::Access::ReadOnly, crate::commands::Access::Operator, crate::commands::Access::Visitor]),
+        ) {
             use crate::exec::Mode;
             let body = format!(r#"{{"commands": {commands}, "mode": "transaction"}}"#).into_bytes();
             let table = crate::commands::fallback::table();
-            let rules = super::super::refuse::Rules { table: table.clone(), access: Default::default(), allow: Default::default() };
+            let rules = super::super::refuse::Rules { table: table.clone(), access, allow: Default::default() };
             let mut inc = IncrementalBody::new(0).with_checker(Some(super::super::validate::Checker::new(rules, &small_limits(), 0)));
             for piece in body.chunks(step) {
                 inc.feed(piece);
@@ -711,8 +723,8 @@ mod tests {
             let (_, checked) = inc.finish_checked::<BatchRequest>().unwrap_or_else(|_| panic!("declined"));
             let checked = checked.expect("a record");
             for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto] {
-                let after = batch_of(&body, None, mode);
-                let during = batch_of(&body, Some(checked.clone()), mode);
+                let after = batch_of(&body, None, mode, access);
+                let during = batch_of(&body, Some(checked.clone()), mode, access);
                 match (&after, &during) {
                     (Err(a), Err(d)) => prop_assert_eq!(a, d, "{:?}", mode),
                     (Ok(a), Ok(d)) => {

@@ -200,16 +200,26 @@ impl Checker {
     pub fn command(&mut self, argv: ArgvRef<'_>) {
         let i = self.seen;
         self.seen += 1;
-        if self.first_shape.is_none() && (argv.is_empty() || argv.iter().any(|a| a.len() > self.max_arg_bytes)) {
+        let (quiet, longest) = self.engine.command(argv);
+        if self.first_shape.is_none() && (argv.is_empty() || longest > self.max_arg_bytes) {
             self.first_shape = Some(i);
         }
+        // A command no rule concerns is refused in no mode (but to a read-only caller).
+        let quiet = quiet && self.rules.access != crate::commands::Access::ReadOnly;
         let watch_over = too_many_watched(argv, self.max_watch_keys);
+        if quiet && !watch_over {
+            return;
+        }
         for (k, mode) in MODES.into_iter().enumerate() {
             if self.refused[k].is_none() && (watch_over || self.rules.refusal(argv, mode).is_some()) {
                 self.refused[k] = Some(i);
             }
         }
-        self.engine.command(argv);
+    }
+
+    /// Encodes no more commands ahead ([`Prechecked::stop_encoding`]).
+    pub fn stop_encoding(&mut self) {
+        self.engine.stop_encoding();
     }
 
     /// What was recorded.

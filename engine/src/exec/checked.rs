@@ -39,8 +39,13 @@ pub struct Prechecked {
     table: Arc<Table>,
     /// Every command's RESP, back to back.
     resp: Vec<u8>,
-    /// `ends[i]`: where command `i`'s RESP ends in `resp`.
+    /// `ends[i]`: where command `i`'s RESP ends in `resp`: the commands
+    /// encoded, a prefix of those checked once [`Prechecked::stop_encoding`].
     ends: Vec<usize>,
+    /// Commands checked.
+    commands: usize,
+    /// Still encoding each command as it comes.
+    encoding: bool,
     /// The commands' argument bytes in all: with their count, what tells
     /// the commands recorded from others.
     arg_bytes: usize,
@@ -59,7 +64,7 @@ pub struct Prechecked {
 
 impl std::fmt::Debug for Prechecked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prechecked").field("commands", &self.ends.len()).field("resp_bytes", &self.resp.len()).field("given_up", &self.given_up).finish()
+        f.debug_struct("Prechecked").field("commands", &self.commands).field("encoded", &self.ends.len()).field("resp_bytes", &self.resp.len()).field("given_up", &self.given_up).finish()
     }
 }
 
@@ -71,6 +76,8 @@ impl Prechecked {
             table,
             resp: Vec::with_capacity(expected.min(max_resp)),
             ends: Vec::new(),
+            commands: 0,
+            encoding: true,
             arg_bytes: 0,
             reply: [None; 4],
             may_block: false,
@@ -86,22 +93,40 @@ impl Prechecked {
         &self.table
     }
 
-    /// Records the next command: its checks and its RESP.
-    pub fn command(&mut self, argv: ArgvRef<'_>) {
-        if self.given_up {
-            return;
-        }
-        let i = self.ends.len();
+    /// Records the next command: its checks and its RESP. Returns whether
+    /// no rule of the table concerns it (no rule's pre-filter matches its
+    /// name: [`crate::commands::Table::refusal`] then refuses it for no
+    /// caller but a read-only one), as most commands of a batch, and the
+    /// length of its longest argument.
+    pub fn command(&mut self, argv: ArgvRef<'_>) -> (bool, usize) {
         let table = &*self.table;
-        for (k, mode) in MODES.into_iter().enumerate() {
-            if self.reply[k].is_none() && table.reply_rule(argv, mode).is_err() {
-                self.reply[k] = Some(i);
+        // One look at the pre-filters instead of one per rule and mode: a
+        // rule whose filter does not match answers as if it were not asked.
+        let quiet = argv.name().is_some_and(|name| !table.filters.iter().any(|f| f.may_match(name)));
+        if self.given_up {
+            return (quiet, argv.iter().map(<[u8]>::len).max().unwrap_or(0));
+        }
+        let i = self.commands;
+        self.commands += 1;
+        if !quiet {
+            for (k, mode) in MODES.into_iter().enumerate() {
+                if self.reply[k].is_none() && table.reply_rule(argv, mode).is_err() {
+                    self.reply[k] = Some(i);
+                }
+            }
+            self.may_block |= table.may_block(argv);
+            self.scripts |= table.runs_script(argv);
+            if self.first_state_change.is_none() && table.changes_connection_state(argv) {
+                self.first_state_change = Some(i);
             }
         }
-        self.may_block |= table.may_block(argv);
-        self.scripts |= table.runs_script(argv);
-        if self.first_state_change.is_none() && table.changes_connection_state(argv) {
-            self.first_state_change = Some(i);
+        let mut longest = 0;
+        if !self.encoding {
+            for a in argv {
+                self.arg_bytes += a.len();
+                longest = longest.max(a.len());
+            }
+            return (quiet, longest);
         }
         header(&mut self.resp, b'*', argv.len());
         for a in argv {
@@ -109,6 +134,7 @@ impl Prechecked {
             self.resp.extend_from_slice(a);
             self.resp.extend_from_slice(b"\r\n");
             self.arg_bytes += a.len();
+            longest = longest.max(a.len());
         }
         self.ends.push(self.resp.len());
         if self.resp.len() > self.max_resp {
@@ -116,11 +142,25 @@ impl Prechecked {
             self.resp = Vec::new();
             self.ends = Vec::new();
         }
+        (quiet, longest)
+    }
+
+    /// Encodes no more commands (those after are only checked; the
+    /// executor encodes them as it sends them): the parser falls behind
+    /// the body's arrival, and encoding ahead would delay the first write
+    /// instead of saving the executor's time beside Redis's.
+    pub fn stop_encoding(&mut self) {
+        self.encoding = false;
+    }
+
+    /// Commands encoded (the first ones).
+    pub fn encoded(&self) -> usize {
+        self.ends.len()
     }
 
     /// True if this is the record of `commands` made with `table`.
     pub fn holds_for(&self, commands: &Commands, table: &Table) -> bool {
-        !self.given_up && std::ptr::eq(Arc::as_ptr(&self.table), table) && self.ends.len() == commands.len() && self.arg_bytes == commands.arg_bytes()
+        !self.given_up && std::ptr::eq(Arc::as_ptr(&self.table), table) && self.commands == commands.len() && self.arg_bytes == commands.arg_bytes()
     }
 
     /// The first command [`Table::reply_rule`] refuses in `mode`.
@@ -150,8 +190,12 @@ impl Prechecked {
 
     /// Commands from `from` on, as a segment of the pipeline takes them:
     /// at most `max`, adding one while fewer than `limit` bytes are taken
-    /// (a single command may pass it). Their RESP's range and count.
+    /// (a single command may pass it), of those encoded. Their RESP's
+    /// range and count (0 past the last encoded).
     pub fn span(&self, from: usize, max: usize, limit: usize) -> (Range<usize>, usize) {
+        if from >= self.ends.len() {
+            return (0..0, 0);
+        }
         let start = if from == 0 { 0 } else { self.ends[from - 1] };
         let (mut end, mut next) = (start, from);
         while next < self.ends.len() && next - from < max && end - start < limit {
@@ -169,7 +213,7 @@ impl Prechecked {
 
 /// `t`, `n` in decimal and CRLF: a RESP header, as [`resp::encode_command`]
 /// writes it (a test compares), with the usual short lengths written at once.
-#[inline]
+#[inline(always)]
 fn header(out: &mut Vec<u8>, t: u8, n: usize) {
     if n < 10 {
         out.extend_from_slice(&[t, b'0' + n as u8, b'\r', b'\n']);
@@ -248,6 +292,22 @@ mod tests {
         let other = Arc::new((*crate::commands::fallback::table()).clone());
         assert!(!p.holds_for(&commands, &other));
         assert!(!p.holds_for(&Commands::from_iter([vec!["SET", "k", "v"]]), &p.table().clone()));
+    }
+
+    #[test]
+    fn encodes_a_prefix_once_stopped() {
+        let commands = Commands::from_iter((0..6).map(|i| vec!["SET".to_string(), format!("k{i}"), "v".into()]));
+        let mut p = Prechecked::new(crate::commands::fallback::table(), 0, usize::MAX);
+        for (i, argv) in commands.iter().enumerate() {
+            if i == 2 {
+                p.stop_encoding();
+            }
+            p.command(argv);
+        }
+        assert!(p.holds_for(&commands, &p.table().clone()));
+        assert_eq!(p.encoded(), 2);
+        assert_eq!(p.span(0, 100, usize::MAX).1, 2);
+        assert_eq!(p.span(2, 100, usize::MAX).1, 0);
     }
 
     #[test]

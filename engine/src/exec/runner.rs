@@ -217,14 +217,14 @@ impl<'s, S: CommandSource, K: ResultSink> Runner<'s, S, K> {
 
     /// [`Runner::pull`] of up to `max` commands at once from their record
     /// ([`Prechecked::span`]: while fewer than `limit` bytes are taken):
-    /// their RESP and count, 0 at the end of input. `None` without a record.
+    /// their RESP and count. `None` without a record, or past the commands
+    /// it encoded (then [`Runner::pull`] the rest).
     pub fn pull_encoded(&mut self, max: usize, limit: usize) -> Option<(&'s [u8], usize)> {
         let pre = self.pre?;
         let from = self.pulled;
         let (range, n) = pre.span(from, max, limit);
         if n == 0 {
-            self.source_done = true;
-            return Some((&[], 0));
+            return None;
         }
         self.source.skip(n);
         self.pulled += n;
@@ -490,6 +490,44 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("a connection with a message waiting still looks idle");
+    }
+
+    /// Commands encoded ahead only in part (the parser fell behind): the
+    /// executor writes the encoded ones as they are and encodes the rest,
+    /// in every mode, each command once and in order.
+    #[tokio::test]
+    async fn a_record_encoded_in_part_sends_every_command_once() {
+        let (_server, target) = start();
+        let commands = Commands::from_iter((0..10).map(|i| vec!["RPUSH".to_string(), "list".into(), i.to_string()]));
+        let mut encoded = Vec::new();
+        for argv in commands.iter() {
+            resp::encode_command(argv, &mut encoded);
+        }
+        let table = crate::commands::fallback::table();
+        for (mode, batch_size) in [(Mode::Pipeline, 3), (Mode::Pipeline, 100), (Mode::Sequential, 1), (Mode::Transaction, 1), (Mode::Auto, 1)] {
+            let mut pre = Prechecked::new(table.clone(), 0, usize::MAX);
+            for (i, argv) in commands.iter().enumerate() {
+                if i == 4 {
+                    pre.stop_encoding();
+                }
+                pre.command(argv);
+            }
+            let plan = Plan { mode, batch_size, ..plan() };
+            let settings = settings(&plan, &ExecOptions::default());
+            let mut conn = Conn::connect(&target, &settings).await.unwrap();
+            one(&mut conn, &["DEL", "list"]).await;
+            conn.prepare_reuse(&settings);
+            let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
+            let ran = run_on_checked(conn, None, &plan, &mut source, &mut results, false, table.clone(), Some(&pre)).await;
+            assert!(ran.report.connection_error.is_none(), "{mode:?}: {:?}", ran.report.connection_error);
+            assert_eq!(results.iter().filter(|r| r.status == Status::Ok).count(), 10, "{mode:?}");
+            if mode != Mode::Transaction {
+                assert_eq!(ran.report.summary.bytes_sent, encoded.len() as u64, "{mode:?}");
+            }
+            let mut check = Conn::connect(&target, &settings).await.unwrap();
+            let want: Vec<resp::Value> = (0..10).map(|i| resp::Value::Bulk(i.to_string().into_bytes())).collect();
+            assert_eq!(one(&mut check, &["LRANGE", "list", "0", "-1"]).await, resp::Value::Array(want), "{mode:?}");
+        }
     }
 
     #[tokio::test]
