@@ -2,6 +2,7 @@
 // bar (permalink, export) around the playground, and restores a permalink.
 import type { Editors } from '../editor/views.js';
 import { permalinkButton, shareBar } from '../export/panel.js';
+import { runHistory } from '../results/history.js';
 import { keyBrowser } from '../results/keys.js';
 import { applyInputs, decodePermalink, encodePermalink, inputsOf, placeIn, scrollToPlace, type PageState } from '../permalink.js';
 import { PlaygroundState } from './bridge.js';
@@ -56,8 +57,8 @@ export async function mountTutorial(opts: { editors: Editors; redis?: () => stri
     if (restoring || !location.hash.startsWith('#s=')) return;
     setTimeout(() => void encodePermalink(pageState()).then((f) => location.hash.startsWith('#s=') && history.replaceState(null, '', f)), 0);
   });
-  // The key browser closes the playground: what its batches left behind.
-  main.append(keyBrowser());
+  // The key browser and the run history close the playground: what its batches left behind, and how they went.
+  main.append(keyBrowser(), runHistory());
   const share = shareBar({ state: () => state.get(), commands: () => opts.editors.snapshot().commands, onBatchChange: (l) => opts.editors.onChange(l), redis: opts.redis });
   (document.getElementById('controls') ?? main.firstElementChild ?? main).after(share);
 

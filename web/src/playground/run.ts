@@ -10,6 +10,7 @@ import { showBanner, refreshHealth } from './banner.js';
 import { controlError, refusalShown, request, showControlError, type ServerLimits } from './controls.js';
 import { showProgress } from './progress.js';
 import { apiHint, clearSummaryMessage, renderSummary, summaryMessage } from './summary.js';
+import { RUN_DONE } from '../results/history.js';
 
 /** Least time between two redraws of a running batch's table and timeline, ms. */
 const LIVE_REDRAW_MS = 200;
@@ -96,6 +97,8 @@ export function runner({ editors, timeline, table, runButton, limits }: RunParts
       progress.stop();
       stopDrawing();
       renderSummary(res, req.mode ?? 'pipeline', req.on_error ?? 'continue');
+      // The run's history (../results/history.ts) keeps it for a later side-by-side.
+      window.dispatchEvent(new CustomEvent(RUN_DONE, { detail: { request: req, summary: res.summary, first: label(0) } }));
       timeline.set({ results: res.results, totalUs: res.summary.total_us, label });
       table.set(res, label);
       showBanner('ok');
