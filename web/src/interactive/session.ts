@@ -46,8 +46,9 @@ export function refusalOf(e: unknown, idleMs: number): Refusal {
     case 'session_busy':
       return { code: err.code, ended: false, message: 'The session is still running an earlier command (session_busy); this one was not run.' };
     default: {
-      // The console sends one command as `text`: "text, line 1: " would name a field the console has not.
-      const message = (err.message ?? String(e)).replace(/^text, line \d+: /, '');
+      // The console sends one command as `text`: "text, line 1: " (a refusal) or "text: line 1, "
+      // (a parse error, then its column) would name a field and a line the console has not.
+      const message = (err.message ?? String(e)).replace(/^text, line \d+: /, '').replace(/^text: line \d+, /, '');
       return { code: err.code ?? 'error', ended: false, message: `${message}${err.code ? ` (${err.code})` : ''}` };
     }
   }
