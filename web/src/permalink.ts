@@ -184,10 +184,13 @@ export async function decodePermalink(fragment: string): Promise<PageState | nul
 
 const SKIPPED_TYPES = ['button', 'submit', 'reset', 'file', 'password', 'hidden'];
 
-/** The values of the form controls that have an id, in or at each of `roots` (a lesson's sliders, a menu). */
+/** Controls of the playground outside its run controls that a link keeps too: the key browser's pattern. */
+const ALSO_KEPT = ['keys-pattern'];
+
+/** The values of the form controls that have an id, in or at each of `roots` (a lesson's sliders, a menu), and ALSO_KEPT's. */
 export function inputsOf(roots: Array<Element | null>): Record<string, InputValue> {
   const out: Record<string, InputValue> = {};
-  for (const root of roots) {
+  for (const root of [...roots, ...ALSO_KEPT.map((id) => document.getElementById(id))]) {
     if (!root) continue;
     const found = root.matches('input[id], select[id]') ? [root] : [...root.querySelectorAll('input[id], select[id]')];
     for (const e of found) {

@@ -66,7 +66,7 @@ const readControls = (page) =>
     return {
       text: window.pipelab.editors.snapshot().inlineText,
       mode: document.querySelector('input[name="mode"]:checked').value,
-      playground: Object.fromEntries(['clients', 'batch-size', 'rtt', 'bandwidth', 'on-error', 'resp3', 'export-target', 'export-mode'].map((id) => [id, v(id)])),
+      playground: Object.fromEntries(['clients', 'batch-size', 'rtt', 'bandwidth', 'on-error', 'resp3', 'export-target', 'export-mode', 'keys-pattern'].map((id) => [id, v(id)])),
       compare: Object.fromEntries(['compare-rtt', 'compare-batch-size', 'compare-clients'].map((id) => [id, v(id)])),
       sweep: Object.fromEntries(['sweep-command', 'sweep-total', 'sweep-sizes', 'sweep-rtt'].map((id) => [id, v(id)])),
       lessons,
@@ -95,6 +95,7 @@ for (const vp of VIEWPORTS) {
         await page.check('#resp3');
         await page.selectOption('#export-target', 'ioredis');
         await page.selectOption('#export-mode', 'transaction');
+        await setValue(page, '#keys-pattern', 'pl:*');
         // Compare's and the sweep's settings.
         await page.click('#tab-compare');
         await page.fill('#compare-rtt', '2.5');
