@@ -134,7 +134,7 @@ export function compareView(state: PlaygroundState): SettingsView<CompareSetting
         el('p', { class: 'note' }, `${reps[0]!.note} Repeated ${count(REPEATS, 'time')}: they happened ${REPEATS} times per mode. The system calls above are each mode's median run's.`),
         ...batchSizeNote(runs, Number(size.value)),
       );
-      modeBarChart(timeCanvas, stats.map((m) => ({ mode: m.mode, value: m.median / 1000 })), { title: 'total time (median)', unit: 'ms', less: 'faster', more: 'slower' });
+      modeBarChart(timeCanvas, stats.map((m) => ({ mode: m.mode, value: m.median / 1000 })), { title: 'total time', unit: 'ms', less: 'faster', more: 'slower' });
       modeBarChart(rtCanvas, runs.map((r) => ({ mode: r.mode, value: r.summary.round_trips })), { title: 'round trips', unit: 'round trips', less: 'fewer', more: 'more' });
     } catch (e) {
       out.replaceChildren(errorBox(e));
