@@ -20,9 +20,7 @@ use error::CodeStatuses;
             friends, blocking commands with timeout 0) are refused. /compare runs the batch \
             once per mode, so its side effects repeat. With tokens configured (`--token`, \
             `--readonly-token`) every /api/v1 endpoint needs `Authorization: Bearer TOKEN` or \
-            `?_token=TOKEN` (else 401 `unauthorized`); a read-only token may GET, and POST \
-            /batch and /batches whose every command the server flags readonly (else 403 \
-            `readonly_token`, nothing sent); /compare and /sweep are 403 `forbidden` to it. With `--sandbox` each visitor (the `pipelab_sandbox` cookie) \
+            `?_token=TOKEN` (else 401 `unauthorized`). {READONLY_RULE} With `--sandbox` each visitor (the `pipelab_sandbox` cookie) \
             has a redis-server of their own: every request of theirs runs there, and \
             commands that administer a server answer 400 `refused_command`. The same server also speaks Upstash's REST protocol (`POST /`, \
             path-style `/cmd/arg`, `/pipeline`, `/multi-exec`, `/subscribe/<channel>`, or under \
@@ -38,7 +36,7 @@ use error::CodeStatuses;
         session::SessionRequest, session::SessionResponse,
         live::StartLine, live::CancelResponse,
     )),
-    modifiers(&CodeStatuses),
+    modifiers(&CodeStatuses, &ReadonlyRule),
     tags(
         (name = "batches", description = "Run commands against Redis"),
         (name = "sessions", description = "A Redis connection kept between batches (WATCH, MULTI state)"),
@@ -46,6 +44,18 @@ use error::CodeStatuses;
     )
 )]
 pub struct ApiDoc;
+
+/// Puts [`crate::http::auth::READONLY_RULE`] in the description, so that
+/// the document says what the code does in the words docs/api.md uses.
+struct ReadonlyRule;
+
+impl utoipa::Modify for ReadonlyRule {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        if let Some(d) = doc.info.description.as_mut() {
+            *d = d.replace("{READONLY_RULE}", crate::http::auth::READONLY_RULE);
+        }
+    }
+}
 
 /// This document.
 #[utoipa::path(

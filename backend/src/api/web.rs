@@ -104,9 +104,6 @@ impl Page {
     /// `index` (`index.html`, `doctor.html`) at `/`, at `/index.html` and
     /// for client-side routes; `Err` when `index` is not there.
     pub async fn respond(&self, req: Request, index: &str) -> Result<Response, NotBuilt> {
-        let Some(index_file) = self.get(index).await else {
-            return Err(NotBuilt);
-        };
         if !matches!(*req.method(), Method::GET | Method::HEAD) {
             let mut res = (StatusCode::METHOD_NOT_ALLOWED, "the page's files answer GET and HEAD only\n").into_response();
             res.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
@@ -116,16 +113,18 @@ impl Page {
         let Some(rel) = relative(path) else {
             return Ok(not_found(path));
         };
-        if rel.is_empty() || rel == "index.html" || rel == index {
-            return Ok(file(index, index_file, req.headers()));
+        if !(rel.is_empty() || rel == "index.html" || rel == index) {
+            if let Some(f) = self.get(&rel).await {
+                return Ok(file(&rel, f, req.headers()));
+            }
+            if api_ish(&rel) || rel.rsplit('/').next().is_some_and(|last| last.contains('.')) {
+                return Ok(not_found(path));
+            }
         }
-        if let Some(f) = self.get(&rel).await {
-            return Ok(file(&rel, f, req.headers()));
+        match self.get(index).await {
+            Some(f) => Ok(file(index, f, req.headers())),
+            None => Err(NotBuilt),
         }
-        if api_ish(&rel) || rel.rsplit('/').next().is_some_and(|last| last.contains('.')) {
-            return Ok(not_found(path));
-        }
-        Ok(file(index, index_file, req.headers()))
     }
 }
 
@@ -318,5 +317,13 @@ mod tests {
         }
         assert_eq!(content_type("assets/x.wasm"), "application/wasm");
         assert_eq!(content_type("assets/x.JS"), "text/javascript; charset=utf-8");
+    }
+
+    #[test]
+    fn a_binary_built_before_its_page_says_how_to_build_it() {
+        let page = missing_page(&Page::Embedded);
+        assert!(page.contains("Page not built: run scripts/build-web.sh") && page.contains("cargo install --path backend") && page.contains("--web-dir"), "{page}");
+        let dir = missing_page(&Page::Dir("/x/<dist>".into()));
+        assert!(dir.contains("/x/&lt;dist&gt;") && dir.contains("npm run build"), "{dir}");
     }
 }

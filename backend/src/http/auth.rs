@@ -335,6 +335,14 @@ pub fn admit(state: &HttpState, req: &mut Request) -> Result<(), Response> {
     }
 }
 
+/// What a read-only token may do, as [`admit`] and [`readonly_check`]
+/// decide it, in the words the OpenAPI document's description and
+/// docs/api.md both use (backend/tests/cli_newcomer.rs holds them to it).
+pub const READONLY_RULE: &str = "A read-only token may GET on `/api/v1`, open and close sessions, and POST \
+`/api/v1/batch`, `/api/v1/batches` and a session's `/batch` whose every command is one the server's command \
+table flags `readonly` (else 403 `readonly_token`, naming the first other command; nothing is sent), and \
+cancel its live batches; `/compare` and `/sweep` (they write keys of their own) answer it 403 `forbidden`.";
+
 /// The `/api/v1` paths a read-only token may POST (or DELETE) to: the
 /// batch endpoints that check each command ([`readonly_check`]), a live
 /// batch's cancel, and sessions.
