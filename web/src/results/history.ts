@@ -180,8 +180,12 @@ export function runHistory(): HTMLElement {
   });
   window.addEventListener(RUN_DONE, (ev) => {
     const { request, summary, first } = (ev as CustomEvent<{ request: BatchRequest; summary: Summary; first: string }>).detail;
-    save([...loadHistory(), entryOf(request, summary, first)]);
-    render();
+    const entry = entryOf(request, summary, first);
+    // A task of its own, after the run's results are drawn.
+    setTimeout(() => {
+      save([...loadHistory(), entry]);
+      render();
+    }, 0);
   });
   // Another tab's runs, as they are kept.
   window.addEventListener('storage', (ev) => ev.key === HISTORY_KEY && render());
