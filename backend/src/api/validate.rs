@@ -325,7 +325,9 @@ impl Prepared {
         // Checked as they were parsed, with these rules: from the first refused on.
         let checked = self.checked.filter(|c| c.commands == self.commands.len() && std::sync::Arc::ptr_eq(&c.table, &rules.table));
         let from = checked.as_ref().map_or(0, |c| c.refused[mode_index(mode)].unwrap_or(self.commands.len()));
-        for (i, argv) in self.commands.iter().enumerate().skip(from) {
+        // By index: skipping an iterator's items would still make each one.
+        for i in from..self.commands.len() {
+            let argv = self.commands.get(i);
             if let Some(reason) = rules.refusal(argv, mode) {
                 return Err(ApiError::field(ApiCode::RefusedCommand, self.origins.field(i), reason));
             }
@@ -502,7 +504,9 @@ fn json_commands(cmds: Commands, limits: &Limits, first_bad: Option<Option<usize
     }
     check_count(cmds.len(), "commands", limits)?;
     let from = first_bad.map_or(0, |first| first.unwrap_or(cmds.len()));
-    for (i, cmd) in cmds.iter().enumerate().skip(from) {
+    // By index: skipping an iterator's items would still make each one.
+    for i in from..cmds.len() {
+        let cmd = cmds.get(i);
         if cmd.is_empty() {
             return Err(ApiError::field(
                 ApiCode::EmptyArgv,
