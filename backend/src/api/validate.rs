@@ -191,8 +191,11 @@ impl Checker {
 
     /// A checker with `rules` and `limits`, for a body of about `expected` bytes.
     pub fn new(rules: Rules, limits: &Limits, expected: usize) -> Checker {
-        // RESP takes about a third more than JSON argv arrays of short strings.
-        let engine = Prechecked::new(rules.table.clone(), expected.saturating_add(expected / 2), ENCODE_AHEAD_MAX);
+        // RESP takes about a third more than JSON argv arrays of short
+        // strings; reserved within the body's own cap (a declared length
+        // is only a claim).
+        let expected = expected.min(super::incremental::RESERVE_MAX);
+        let engine = Prechecked::new(rules.table.clone(), expected + expected / 2, ENCODE_AHEAD_MAX);
         Checker { rules, max_arg_bytes: limits.max_arg_bytes, max_watch_keys: limits.max_watch_keys, seen: 0, first_shape: None, refused: [None; 4], engine }
     }
 
