@@ -26,6 +26,8 @@ apt_missing=()
 if [ "${PIPELAB_SKIP_REDIS:-0}" != 1 ]; then
   command -v redis-server >/dev/null || apt_missing+=(redis-server)
   command -v redis-cli >/dev/null || apt_missing+=(redis-tools)
+  # The sandbox's hoarding test gives `lo` IPv6 addresses of many /64s.
+  command -v ip >/dev/null || apt_missing+=(iproute2)
 fi
 if [ "${PIPELAB_SKIP_BROWSER:-0}" != 1 ]; then
   [ -x /usr/bin/chromium ] || apt_missing+=(chromium)
