@@ -11,7 +11,11 @@
 # - that binary, started as a user starts it (no --redis: its own
 #   redis-server), serves the bundle, a batch, /healthz, /readyz and /metrics,
 #   its sweep's cost model within 3x of Redis's usec_per_call, and on SIGTERM
-#   exits 0 with its redis-server and socket gone.
+#   exits 0 with its redis-server and socket gone;
+# - a copy of that binary in another directory, started from there with no
+#   --web-dir (as after `cargo install --path backend`), serves its page
+#   built in: /, a hashed script and the wasm module with their media types
+#   and caching, and `pipelab doctor --ui` its doctor.html.
 set -euo pipefail
 # shellcheck source=scripts/lib/wait-ready.sh
 source "$(dirname "$0")/lib/wait-ready.sh"
@@ -112,4 +116,57 @@ socket=$(sed -n 's/.*(Redis: unix:\/\/\([^)]*\)).*/\1/p' "$log" | head -1)
 kill -TERM "$pid"
 wait "$pid" || { echo "deploy: pipelab serve exited with $? on SIGTERM" >&2; exit 1; }
 [ ! -e "$socket" ] || { echo "deploy: $socket still there after exit" >&2; exit 1; }
+
+# The binary carries its page: a copy elsewhere, run from there, no --web-dir.
+away=$(mktemp -d)
+cp "$bin" "$away/pipelab"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ui=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+( cd "$away" && exec env -u PIPELAB_WEB_DIR ./pipelab serve --listen "127.0.0.1:$port" >"$log" 2>&1 ) &
+pid=$!
+( cd "$away" && exec env -u PIPELAB_WEB_DIR PIPELAB_LISTEN="127.0.0.1:$port" ./pipelab doctor --listen 127.0.0.1:0 --upstream redis://127.0.0.1:1 \
+    --connect-timeout-ms 200 --ui "127.0.0.1:$ui" --json >/dev/null 2>"$away/doctor.log" ) &
+doctor=$!
+trap 'kill "$pid" "$doctor" 2>/dev/null || true; rm -rf "$log" "$away"' EXIT
+wait_ready "$away/pipelab" "$port"
+python3 - "$port" "$ui" <<'PY'
+import re, sys, time, urllib.error, urllib.request
+base, ui = f"http://127.0.0.1:{sys.argv[1]}", f"http://127.0.0.1:{sys.argv[2]}"
+def get(url, **headers):
+    try:
+        r = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30)
+        return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+status, h, page = get(base + "/")
+assert status == 200 and b"<html" in page.lower(), (status, page[:300])
+assert h["content-type"].startswith("text/html") and h["cache-control"] == "no-cache" and h["etag"], dict(h)
+assert get(base + "/", **{"If-None-Match": h["etag"]})[0] == 304
+script = re.search(rb'src="\./(assets/[^"]+\.js)"', page).group(1).decode()
+status, h, body = get(f"{base}/{script}")
+assert status == 200 and len(body) > 1000, (script, status)
+assert h["content-type"].startswith("text/javascript"), dict(h)
+assert "immutable" in h["cache-control"] and "max-age=31536000" in h["cache-control"], dict(h)
+wasm = re.search(rb'assets/pipelab_wasm_bg-[A-Za-z0-9_-]+\.wasm', body) or re.search(rb'pipelab_wasm_bg-[A-Za-z0-9_-]+\.wasm', body)
+assert wasm, "the script names no wasm module"
+name = wasm.group(0).decode()
+name = name if name.startswith("assets/") else "assets/" + name
+status, h, module = get(f"{base}/{name}")
+assert status == 200 and module[:4] == b"\0asm" and h["content-type"] == "application/wasm", (name, status, dict(h))
+assert "immutable" in h["cache-control"], dict(h)
+# No file and API-ish: a 404 in JSON, not the page.
+status, h, body = get(base + "/api/openapi.json")
+assert status == 404 and h["content-type"].startswith("application/json"), (status, body[:200])
+for _ in range(300):
+    try:
+        status, h, doc = get(ui + "/")
+        break
+    except OSError:
+        time.sleep(0.1)
+assert status == 200 and b"<html" in doc.lower() and doc != page, (status, doc[:200])
+print(f"deploy: a copy of the binary elsewhere serves its page: /, {script}, {name} ({len(module)} bytes, application/wasm); doctor --ui its doctor.html")
+PY
+kill -TERM "$pid" "$doctor"
+wait "$pid" || { echo "deploy: the copied pipelab serve exited with $? on SIGTERM" >&2; exit 1; }
+wait "$doctor" || true
 echo "deploy tests passed"
