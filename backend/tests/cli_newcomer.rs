@@ -181,3 +181,21 @@ fn serve_takes_its_log_level_from_rust_log_after_pipelab_log() {
     assert!(!serve(&[("RUST_LOG", "warn")]).contains("pipelab serve listening"), "RUST_LOG=warn: no info lines");
     assert!(serve(&[("RUST_LOG", "warn"), ("PIPELAB_LOG", "info")]).contains("pipelab serve listening"), "PIPELAB_LOG first");
 }
+
+/// What a read-only token may do is written once, in the code
+/// (`READONLY_RULE`, next to the check that applies it): the OpenAPI
+/// document `pipelab openapi` prints and docs/api.md both say it in those
+/// words (line breaks aside), so neither can tell a reader less or more.
+#[test]
+fn the_openapi_document_and_the_docs_say_what_a_read_only_token_may_do_as_the_code_does() {
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let rule = words(pipelab::http::auth::READONLY_RULE);
+    assert!(rule.contains("POST `/api/v1/batch`") && rule.contains("403 `forbidden`"), "{rule}");
+    let out = run(&["openapi"], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let description = words(doc["info"]["description"].as_str().unwrap());
+    assert!(description.contains(&rule) && !description.contains("{READONLY_RULE}"), "the OpenAPI description: {description}");
+    let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md")).unwrap();
+    assert!(words(&md).contains(&rule), "docs/api.md does not say, in these words: {rule}");
+}

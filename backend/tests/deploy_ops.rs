@@ -1,7 +1,8 @@
 //! What an operator relies on: metrics that move with batches, a
 //! log line per batch that never shows values, SIGTERM that lets a running
-//! batch finish, and bad settings refused at start-up by name. Readiness
-//! flipping with Redis is in api_resilience.rs.
+//! batch finish, bad settings refused at start-up by name, and the page
+//! served from the binary wherever it is started. Readiness flipping with
+//! Redis is in api_resilience.rs.
 
 mod api_harness;
 mod common;
@@ -178,4 +179,62 @@ async fn shutdown_is_refused_and_a_dead_embedded_redis_comes_back() {
         assert!(Instant::now() < deadline, "{}", api.stderr());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The page as `pipelab serve` answers it when started outside the
+/// repository with no `--web-dir`: the files built into the binary (the
+/// web/dist this test binary was compiled with), or, for a binary compiled
+/// before the page was built (cargo test before scripts/build-web.sh), a
+/// page that says how to build it. scripts/test-deploy.sh runs a copy of the
+/// release binary elsewhere too.
+#[tokio::test]
+async fn the_page_comes_from_the_binary_wherever_it_starts() {
+    let redis = RedisServer::start();
+    let away = tempfile::tempdir().unwrap();
+    let (mut cmd, port) = serve_command(&["--redis", &redis.url]);
+    cmd.current_dir(away.path());
+    let api = Pipelab::spawn(cmd, port);
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let get = |path: &str, etag: Option<&str>| {
+        let mut req = client.get(format!("{}{path}", api.base));
+        if let Some(e) = etag {
+            req = req.header("if-none-match", e);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let h = |name: &str| res.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            let (status, ctype, cache, etag) = (res.status().as_u16(), h("content-type"), h("cache-control"), h("etag"));
+            (status, ctype, cache, etag, res.bytes().await.unwrap().to_vec())
+        }
+    };
+    // An API-ish path with no file is a JSON 404 either way, never the page.
+    for path in ["/api/openapi.json", "/swagger.json", "/api/v2/batch"] {
+        let (status, ctype, _, _, body) = get(path, None).await;
+        assert_eq!((status, ctype.as_str()), (404, "application/json"), "{path}: {}", String::from_utf8_lossy(&body));
+        let err: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(err["error"]["message"].as_str().unwrap().contains("/api/v1/openapi.json"), "{err}");
+    }
+    let (status, ctype, cache, etag, page) = get("/", None).await;
+    let page = String::from_utf8(page).unwrap();
+    if status == 404 {
+        assert!(ctype.starts_with("text/html") && page.contains("Page not built: run scripts/build-web.sh") && page.contains("--web-dir"), "{page}");
+        return;
+    }
+    assert_eq!(status, 200, "{page}");
+    assert!(ctype.starts_with("text/html") && page.contains("<html"), "{ctype}: {page}");
+    assert_eq!(cache, "no-cache");
+    assert_eq!(get("/", Some(&etag)).await.0, 304, "If-None-Match {etag}");
+    let script = page.split("src=\"./").nth(1).and_then(|s| s.split('"').next()).expect("a script in index.html");
+    let (status, ctype, cache, _, body) = get(&format!("/{script}"), None).await;
+    assert_eq!((status, ctype.as_str()), (200, "text/javascript; charset=utf-8"), "{script}");
+    assert!(cache.contains("immutable") && cache.contains("max-age=31536000"), "{script}: {cache}");
+    let body = String::from_utf8_lossy(&body);
+    let at = body.find("pipelab_wasm_bg-").expect("the script names its wasm module");
+    let name: String = body[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || "_-.".contains(*c)).collect();
+    let (status, ctype, cache, _, module) = get(&format!("/assets/{name}"), None).await;
+    assert_eq!((status, ctype.as_str(), &module[..4]), (200, "application/wasm", &b"\0asm"[..]), "{name}");
+    assert!(cache.contains("immutable"), "{cache}");
+    // A client-side route is the page; a missing file is not.
+    assert_eq!(get("/lessons/3", None).await.4, page.as_bytes());
+    assert_eq!(get("/assets/main-00000000.js", None).await.0, 404);
 }
