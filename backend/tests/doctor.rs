@@ -227,6 +227,31 @@ fn ioredis_auto_pipelining_sends_deep_flights() {
     assert!(missed(&lines).iter().all(|m| !m["pattern"].as_str().unwrap().starts_with("SET auto:")), "{lines:?}");
 }
 
+/// ioredis's own ready check (INFO as it connects) and its QUIT are not the
+/// application's loop: an awaited loop of 50 GETs is one missed pipeline of
+/// exactly those 50 commands.
+#[test]
+fn ioredis_ready_check_and_quit_are_not_in_its_missed_pipeline() {
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/node_modules");
+    assert!(web.join("ioredis").exists(), "ioredis is missing from web/node_modules: run scripts/setup.sh (npm ci in web/)");
+    let redis = RedisServer::start();
+    let doctor = Doctor::start(&redis.url, &[]);
+    let script = "const Redis = require('ioredis');
+        (async () => {
+          const r = new Redis({ port: Number(process.argv[1]) });
+          for (let i = 0; i < 50; i++) await r.get(`seq:${i}`);
+          await r.quit();
+        })().catch((e) => { console.error(e); process.exit(1); });";
+    let out = Command::new("node").arg("-e").arg(script).arg(doctor.port().to_string()).env("NODE_PATH", &web).output().expect("node");
+    assert!(out.status.success(), "node failed: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = doctor.stop();
+    let m = missed(&lines);
+    assert_eq!(m.len(), 1, "{lines:?}");
+    assert_eq!(m[0]["commands"], 50, "{}", m[0]);
+    let patterns: Vec<&str> = m[0]["patterns"].as_array().unwrap().iter().map(|p| p["pattern"].as_str().unwrap()).collect();
+    assert_eq!(patterns, ["GET seq:*"], "{}", m[0]);
+}
+
 /// Sends one command and reads its reply (a client that waits each time).
 fn call(s: &mut TcpStream, argv: &[&str]) -> resp::Value {
     let mut out = Vec::new();
