@@ -117,3 +117,52 @@ async fn the_ui_api_shows_a_redis_py_loop_while_it_runs_and_after() {
     assert_eq!((status, &f["open"]), (StatusCode::OK, &Json::Bool(false)));
     assert_eq!(f["recent_flights"].as_array().unwrap().len(), 64);
 }
+
+/// `pipelab doctor --ui`'s "open in playground" goes where `pipelab serve`
+/// listens in the same environment (`PIPELAB_LISTEN`), `--playground-url`
+/// overrides it, and a value that is no URL is refused by name (exit 2).
+#[test]
+fn the_playground_link_follows_where_serve_listens() {
+    let redis = common::RedisServer::start();
+    let summary = |env_listen: Option<&str>, flag: Option<&str>| -> Json {
+        let ui = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"));
+        cmd.args(["doctor", "--listen", "127.0.0.1:0", "--upstream", &redis.url, "--json", "--ui", &ui.to_string()]);
+        cmd.env_remove("PIPELAB_LISTEN").env_remove("PIPELAB_PLAYGROUND_URL").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        if let Some(l) = env_listen {
+            cmd.env("PIPELAB_LISTEN", l);
+        }
+        if let Some(f) = flag {
+            cmd.args(["--playground-url", f]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let body = loop {
+            let got = std::net::TcpStream::connect(ui).ok().and_then(|mut s| {
+                use std::io::{Read, Write};
+                s.write_all(b"GET /api/doctor/summary HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+                let mut out = String::new();
+                s.read_to_string(&mut out).ok()?;
+                Some(out.split_once("\r\n\r\n")?.1.to_string())
+            });
+            match got {
+                Some(b) => break b,
+                None if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+                None => panic!("the doctor's page did not answer within 30 s"),
+            }
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        serde_json::from_str(&body).unwrap()
+    };
+    assert_eq!(summary(None, None)["playground_url"], "http://127.0.0.1:8080/");
+    assert_eq!(summary(Some("0.0.0.0:9123"), None)["playground_url"], "http://127.0.0.1:9123/");
+    assert_eq!(summary(Some("0.0.0.0:9123"), Some("http://10.0.0.5:7000/"))["playground_url"], "http://10.0.0.5:7000/");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pipelab"))
+        .args(["doctor", "--listen", "127.0.0.1:0", "--upstream", &redis.url, "--playground-url", "localhost:8080"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--playground-url") && err.contains("http://127.0.0.1:8080/"), "{err}");
+}
