@@ -170,7 +170,7 @@ fn serve_on_threads(
         }
     }
     let first = &runtimes[0];
-    let listener = match first.block_on(tokio::net::TcpListener::bind(cfg.listen)) {
+    let listener = match first.block_on(async { listen(cfg.listen) }) {
         Ok(l) => l,
         Err(e) => {
             refuse!(cfg, "pipelab serve: cannot listen on {}: {e} (choose another with --listen / PIPELAB_LISTEN)", cfg.listen);
@@ -531,4 +531,18 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down");
+}
+
+/// Connections the kernel may complete before they are accepted: a crowd
+/// arriving at once (a lesson linked from a popular page) meets resets
+/// past tokio's default of 1,024. The kernel caps it at `net.core.somaxconn`.
+const BACKLOG: u32 = 4096;
+
+/// A listener on `addr` as `TcpListener::bind` makes one (address reuse
+/// for a quick restart), with room for a crowd's connections.
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
