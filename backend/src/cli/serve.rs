@@ -3,9 +3,10 @@
 //! Without --redis / REDIS_URL it starts its own redis-server (see
 //! [`pipelab::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
 //! Shutdown first drains (`pipelab::http::drain`: `/readyz` 503, nothing
-//! new taken) until running batches and open sessions are done, then stops
-//! accepting connections and lets running requests finish, all within
-//! `--shutdown-grace-ms`, then exits.
+//! new taken; sandbox visitors saved) until running batches and open
+//! sessions are done, then stops accepting connections and lets running
+//! requests finish, all within `--shutdown-grace-ms`, saves the sandbox
+//! visitors active meanwhile, then exits.
 
 use std::io;
 use std::net::SocketAddr;
@@ -326,6 +327,13 @@ const DOCTOR_CONNECTIONS: usize = 256;
 async fn drained(http: pipelab::http::HttpState, grace: Duration) {
     shutdown_signal().await;
     http.drain.start();
+    // Sandbox visitors saved while the port is still open: once it closes,
+    // only those active meanwhile are left to save (a balancer holds their
+    // requests that long). Those with a session open keep it until the end.
+    if let Some(sandbox) = http.engine.sandbox() {
+        let keep = http.engine.sessions.visitors();
+        let _ = tokio::time::timeout_at(http.drain.deadline(grace).into(), sandbox.hibernate_all_but(&keep)).await;
+    }
     pipelab::http::drain::settled(&http, grace).await;
 }
 

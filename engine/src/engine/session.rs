@@ -90,6 +90,11 @@ impl Sessions {
         self.len() == 0
     }
 
+    /// The sandbox visitors with a session open now.
+    pub fn visitors(&self) -> std::collections::HashSet<VisitorId> {
+        self.open.lock().expect("sessions lock").values().filter_map(|s| s.visitor.clone()).collect()
+    }
+
     /// Why `client` may not open another session now, if it may not: the
     /// server's cap or the client's share (the open ones counted in `open`).
     fn refusal(&self, open: &HashMap<String, Arc<Session>>, client: Option<ClientKey>) -> Option<EngineError> {

@@ -462,8 +462,15 @@ impl Supervisor {
     /// Every visitor with a running child hibernated (a node that stops:
     /// started again on the same state directory, it serves them again).
     pub async fn hibernate_all(&self) {
+        self.hibernate_all_but(&Default::default()).await;
+    }
+
+    /// [`Supervisor::hibernate_all`] but for the visitors in `keep` (those
+    /// with a session open, which a save would end).
+    pub async fn hibernate_all_but(&self, keep: &std::collections::HashSet<VisitorId>) {
         use futures_util::StreamExt;
-        let running: Vec<Arc<Visitor>> = self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).cloned().collect();
+        let running: Vec<Arc<Visitor>> =
+            self.visitors.lock().expect("visitors lock").iter().filter(|(id, v)| !keep.contains(*id) && v.child.lock().expect("visitor lock").is_some()).map(|(_, v)| v.clone()).collect();
         // Each SAVE runs in its own redis-server: a few at once end the
         // stop sooner, more would only queue on the disk and the cores.
         futures_util::stream::iter(running)
