@@ -32,12 +32,13 @@ export const TARGETS: TargetInfo[] = [
   { id: 'go-redis', label: 'Go (go-redis v9)', calls: { pipeline: 'Pipeline()', transaction: 'TxPipeline()' } },
   { id: 'jedis', label: 'Java (Jedis)', calls: { pipeline: 'pipelined()', transaction: 'multi()' } },
   { id: 'redis-rs', label: 'Rust (redis-rs)', calls: { pipeline: 'redis::pipe()', transaction: 'redis::pipe().atomic()' } },
-  { id: 'curl-api', label: 'curl → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
-  { id: 'fetch-api', label: 'fetch (Node) → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
-  { id: 'requests-api', label: 'Python requests → /api/v1/batch', calls: { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' } },
-  { id: 'curl-upstash', label: 'curl → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
-  { id: 'fetch-upstash', label: 'fetch (Node) → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
-  { id: 'requests-upstash', label: 'Python requests → Upstash /pipeline', calls: { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' } },
+  // The HTTP exports: each endpoint once per tool, in the menu's order (every tool for /api/v1/batch, then for Upstash).
+  ...([
+    ['api', '/api/v1/batch', { pipeline: 'POST /api/v1/batch, mode pipeline', transaction: 'POST /api/v1/batch, mode transaction' }],
+    ['upstash', 'Upstash /pipeline', { pipeline: 'POST /pipeline (Upstash REST)', transaction: 'POST /multi-exec (Upstash REST)' }],
+  ] as Array<[HttpEndpoint, string, Record<ExportMode, string>]>).flatMap(([endpoint, where, calls]) =>
+    ([['curl', 'curl'], ['fetch', 'fetch (Node)'], ['requests', 'Python requests']] as Array<[HttpTool, string]>).map(([tool, name]) => ({ id: `${tool}-${endpoint}` as TargetId, label: `${name} → ${where}`, calls })),
+  ),
 ];
 
 /**
