@@ -86,17 +86,8 @@ pub fn batches_running() -> usize {
     RUNNING.load(Ordering::Acquire)
 }
 
-/// How many modes there are (`mode_index` is below it).
-const MODES: usize = 4;
-
-fn mode_index(mode: Mode) -> usize {
-    match mode {
-        Mode::Sequential => 0,
-        Mode::Pipeline => 1,
-        Mode::Transaction => 2,
-        Mode::Auto => 3,
-    }
-}
+/// How many modes there are ([`Mode::index`] is below it).
+const MODES: usize = Mode::ALL.len();
 
 /// Every `outcome` label of `pipelab_batches_total`.
 const OUTCOMES: [&str; 10] =
@@ -134,7 +125,7 @@ fn batches_counter(mode: Mode, outcome: &'static str) -> Counter {
     let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) else {
         return metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => outcome);
     };
-    HANDLES.batches[mode_index(mode)][i]
+    HANDLES.batches[mode.index()][i]
         .get_or_init(|| metrics::counter!("pipelab_batches_total", "mode" => mode.name(), "outcome" => OUTCOMES[i]))
         .clone()
 }
@@ -163,7 +154,7 @@ impl BatchSpan {
         let mode = self.mode;
         for (i, n) in [s.ok, s.errors, s.not_sent, s.unknown].into_iter().enumerate() {
             if n > 0 {
-                HANDLES.commands[mode_index(mode)][i]
+                HANDLES.commands[mode.index()][i]
                     .get_or_init(|| {
                         metrics::counter!("pipelab_commands_total", "mode" => mode.name(), "status" => STATUSES[i])
                     })
@@ -196,7 +187,7 @@ impl BatchSpan {
         in_flight().decrement(1.0);
         RUNNING.fetch_sub(1, Ordering::AcqRel);
         batches_counter(self.mode, outcome).increment(1);
-        HANDLES.duration[mode_index(self.mode)]
+        HANDLES.duration[self.mode.index()]
             .get_or_init(|| metrics::histogram!("pipelab_batch_duration_seconds", "mode" => mode))
             .record(elapsed.as_secs_f64());
         let (round_trips, errors, unknown) = summary.map_or((0, 0, 0), |s| (s.round_trips, s.errors, s.unknown));

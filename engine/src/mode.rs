@@ -26,6 +26,14 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, each at its [`Mode::index`].
+    pub const ALL: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
+
+    /// The mode's place in [`Mode::ALL`]: an index for tables kept per mode.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The mode's name (`sequential`, `pipeline`, `transaction`), the same
     /// in JSON, on the command line and in metric labels: serde and clap
     /// derive theirs from the variants (`snake_case`), and a test checks

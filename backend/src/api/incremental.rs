@@ -722,7 +722,7 @@ mod tests {
             }
             let (_, checked) = inc.finish_checked::<BatchRequest>().unwrap_or_else(|_| panic!("declined"));
             let checked = checked.expect("a record");
-            for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto] {
+            for mode in Mode::ALL {
                 let after = batch_of(&body, None, mode, access);
                 let during = batch_of(&body, Some(checked.clone()), mode, access);
                 match (&after, &during) {

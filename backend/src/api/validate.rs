@@ -130,17 +130,6 @@ pub const CHECK_WHILE_PARSING: usize = 64 * 1024;
 /// batch is checked and encoded after its last byte, as a small one).
 const ENCODE_AHEAD_MAX: usize = 256 * 1024 * 1024;
 
-/// Every mode, in the order of [`mode_index`].
-const MODES: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
-
-fn mode_index(mode: Mode) -> usize {
-    match mode {
-        Mode::Sequential => 0,
-        Mode::Pipeline => 1,
-        Mode::Transaction => 2,
-        Mode::Auto => 3,
-    }
-}
 
 /// A batch's commands checked one by one while its body is parsed
 /// (`super::incremental`), with the rules of the Redis it will run on, so
@@ -168,7 +157,7 @@ pub struct Checked {
     table: std::sync::Arc<crate::commands::Table>,
     /// The first command `json_commands` refuses (empty, or an argument over the limit).
     first_shape: Option<usize>,
-    /// Per mode ([`mode_index`]), the first command `into_batch` refuses.
+    /// Per mode ([`Mode::index`]), the first command `into_batch` refuses.
     refused: [Option<usize>; 4],
     engine: std::sync::Arc<Prechecked>,
 }
@@ -213,7 +202,7 @@ impl Checker {
         if quiet && !watch_over {
             return;
         }
-        for (k, mode) in MODES.into_iter().enumerate() {
+        for (k, mode) in Mode::ALL.into_iter().enumerate() {
             if self.refused[k].is_none() && (watch_over || self.rules.refusal(argv, mode).is_some()) {
                 self.refused[k] = Some(i);
             }
@@ -327,7 +316,7 @@ impl Prepared {
     pub fn into_batch(self, mode: Mode, limits: &Limits, rules: &Rules) -> Result<Batch, ApiError> {
         // Checked as they were parsed, with these rules: from the first refused on.
         let checked = self.checked.filter(|c| c.commands == self.commands.len() && std::sync::Arc::ptr_eq(&c.table, &rules.table));
-        let from = checked.as_ref().map_or(0, |c| c.refused[mode_index(mode)].unwrap_or(self.commands.len()));
+        let from = checked.as_ref().map_or(0, |c| c.refused[mode.index()].unwrap_or(self.commands.len()));
         // By index: skipping an iterator's items would still make each one.
         for i in from..self.commands.len() {
             let argv = self.commands.get(i);

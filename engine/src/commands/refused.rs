@@ -37,9 +37,6 @@ pub struct RefusedCommand {
     pub message: String,
 }
 
-/// Every mode a batch can run in, in the API's order.
-const MODES: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
-
 impl Table {
     /// The commands and subcommands [`Table::refusal`] refuses for a caller
     /// with `access` whatever their arguments, sorted by name. Cost: one
@@ -48,7 +45,7 @@ impl Table {
         let mut out = Vec::new();
         self.each_bare_name(|argv, cmd| {
             let mut entry: Option<RefusedCommand> = None;
-            for mode in MODES {
+            for mode in Mode::ALL {
                 let Some(r) = self.refusal(argv, mode, access, allow) else { continue };
                 match &mut entry {
                     Some(e) => e.modes.push(mode),
@@ -94,7 +91,7 @@ mod tests {
         for r in &list {
             let words: Vec<&str> = r.command.split(' ').collect();
             let argv = Commands::from_iter([words]);
-            for mode in MODES {
+            for mode in Mode::ALL {
                 let refusal = table.refusal(argv.get(0), mode, Access::Full, Allow::default());
                 assert_eq!(refusal.is_some(), r.modes.contains(&mode), "{} in {mode:?}", r.command);
                 if let Some(refusal) = refusal {
@@ -109,7 +106,7 @@ mod tests {
         let list = refused(Access::Full);
         let select = find(&list, "SELECT").expect("SELECT listed");
         assert_eq!(select.reason, Reason::Connection);
-        assert_eq!(select.modes, MODES.to_vec());
+        assert_eq!(select.modes, Mode::ALL.to_vec());
         assert!(select.message.contains("redis://host:port/DB"), "{}", select.message);
         let multi = find(&list, "MULTI").expect("MULTI listed");
         assert_eq!(multi.modes, vec![Mode::Transaction]);

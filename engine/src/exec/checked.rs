@@ -22,17 +22,6 @@ use std::sync::Arc;
 use super::{ArgvRef, Commands, Mode};
 use crate::commands::Table;
 
-/// Every mode, in the order of [`mode_index`].
-const MODES: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
-
-fn mode_index(mode: Mode) -> usize {
-    match mode {
-        Mode::Sequential => 0,
-        Mode::Pipeline => 1,
-        Mode::Transaction => 2,
-        Mode::Auto => 3,
-    }
-}
 
 /// What the executor's checks need of each command, and its RESP.
 pub struct Prechecked {
@@ -49,7 +38,7 @@ pub struct Prechecked {
     /// The commands' argument bytes in all: with their count, what tells
     /// the commands recorded from others.
     arg_bytes: usize,
-    /// Per mode ([`mode_index`]), the first command [`Table::reply_rule`] refuses.
+    /// Per mode ([`Mode::index`]), the first command [`Table::reply_rule`] refuses.
     reply: [Option<usize>; 4],
     may_block: bool,
     scripts: bool,
@@ -109,7 +98,7 @@ impl Prechecked {
         let i = self.commands;
         self.commands += 1;
         if !quiet {
-            for (k, mode) in MODES.into_iter().enumerate() {
+            for (k, mode) in Mode::ALL.into_iter().enumerate() {
                 if self.reply[k].is_none() && table.reply_rule(argv, mode).is_err() {
                     self.reply[k] = Some(i);
                 }
@@ -165,7 +154,7 @@ impl Prechecked {
 
     /// The first command [`Table::reply_rule`] refuses in `mode`.
     pub fn reply_refused(&self, mode: Mode) -> Option<usize> {
-        self.reply[mode_index(mode)]
+        self.reply[mode.index()]
     }
 
     /// True if a command may block its connection (whatever the mode).
