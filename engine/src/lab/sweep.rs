@@ -260,9 +260,14 @@ impl CostModel {
             (true, _) => Some("no complete run (every run had errors or was cut): t_cmd not fitted".to_string()),
             (false, true) => Some(format!(
                 "every run spent more than half its time in round trips at the model's RTT ({rtt_ms:.3} ms){}: \
-                 t_cmd cannot be told apart from the RTT's own error, so it is not fitted (add a larger batch size, \
-                 e.g. {total})",
-                if wire_us > 0.0 { " and on the wire" } else { "" }
+                 t_cmd cannot be told apart from the RTT's own error, so it is not fitted ({})",
+                if wire_us > 0.0 { " and on the wire" } else { "" },
+                // One round trip for the whole batch was measured already: only more commands (or less RTT) help.
+                if complete.iter().any(|p| p.batch_size >= total) {
+                    "even one round trip for all of them is most of the run: more commands, or a smaller RTT".to_string()
+                } else {
+                    format!("add a larger batch size, e.g. {total}")
+                }
             )),
             _ => None,
         };
@@ -576,6 +581,11 @@ mod tests {
         let m = CostModel::fit(&points, 2000, 0.2, 4.0, None);
         assert_eq!((m.t_cmd_us, m.fitted_on.len()), (0.0, 0), "{m:?}");
         assert!(m.note.as_deref().is_some_and(|n| n.contains("more than half its time in round trips")), "{m:?}");
+        // Batch 2,000 (one round trip) was measured: the advice is not to add it.
+        assert!(m.note.as_deref().is_some_and(|n| n.contains("more commands") && !n.contains("add a larger batch size")), "{m:?}");
+        let m = CostModel::fit(&points[..3], 2000, 0.2, 4.0, None);
+        assert!(m.note.as_deref().is_some_and(|n| n.contains("add a larger batch size, e.g. 2000")), "{m:?}");
+        let m = CostModel::fit(&points, 2000, 0.2, 4.0, None);
         assert_eq!(m.server_us_per_cmd, Some(1.0), "from the complete run with the fewest round trips");
         // At 0.05 ms: 100 and 2,000 are fitted, and 1 (that run took 1.35 ms
         // per round trip: the machine's stalls, not the RTT), with little weight.
