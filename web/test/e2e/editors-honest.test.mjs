@@ -3,32 +3,22 @@
 // count and the batch size, and marks the RESP error; after a refused Run,
 // fixing the line takes the old reason out of the summary; lesson 3 lets the
 // learner run first and read the explanation beside the result.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, boxOf, openPlayground, shot, VIEWPORTS } from './harness.mjs';
+import { artifacts, boxOf, setBatch, shot, usePlayground, VIEWPORTS } from './harness.mjs';
 
 for (const vp of VIEWPORTS) {
   describe(`editors at ${vp.name} size`, () => {
-    let lab, page;
-    before(async () => {
-      lab = await openPlayground({ width: vp.width, height: vp.height });
-      page = lab.page;
-    });
-    after(async () => {
-      assert.deepEqual(lab?.pageErrors ?? [], [], 'page errors');
-      await lab?.close();
-    });
+    const lab = usePlayground(vp);
+    let page;
+    before(() => ({ page } = lab));
 
-    const setBatch = async (text) => {
-      await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
-      await page.waitForFunction((t) => window.pipelab.editors.snapshot().inlineText === t, text);
-    };
     const inlineDoc = () => page.evaluate(() => window.pipelab.editors.inline.state.doc.toString());
 
     test('malformed RESP keeps the last good inline view, its count and the batch size; the RESP error is marked', async () => {
       const batch = ['SET hon:a 1', 'INCR hon:a', 'GET hon:a', 'DEL hon:a', 'PING'].join('\n');
-      await setBatch(batch);
+      await setBatch(page, batch);
       const sizeBefore = { value: await page.inputValue('#batch-size'), placeholder: await page.getAttribute('#batch-size', 'placeholder') };
       assert.match(await page.textContent('#inline-status'), /^5 commands/);
       // Break the third command's bulk length in the RESP view, as a person typing would.
@@ -64,16 +54,16 @@ for (const vp of VIEWPORTS) {
 
     test('after a refused Run, fixing the line takes the old reason out of the summary', async () => {
       // The server refuses BLPOP with timeout 0 by its arguments: the page cannot tell before Run.
-      await setBatch('SET hon:b 1\nBLPOP hon:list 0');
+      await setBatch(page, 'SET hon:b 1\nBLPOP hon:list 0');
       await page.click('#run');
       await page.waitForSelector('#summary .message.error');
       assert.match(await page.textContent('#summary'), /BLPOP with timeout 0 is refused.*\(refused_command\)/);
       // Another refusal: the warning above Run names it, and the summary no longer names the old one.
-      await setBatch('SET hon:b 1\nSELECT 1');
+      await setBatch(page, 'SET hon:b 1\nSELECT 1');
       await page.waitForFunction(() => /SELECT is refused/.test(document.getElementById('run-warning')?.textContent ?? ''));
       assert.doesNotMatch(await page.textContent('#summary'), /BLPOP/, 'the old reason is gone');
       // Fixed: the summary is clear until the next Run, which runs it.
-      await setBatch('SET hon:b 1\nBLPOP hon:list 0.1');
+      await setBatch(page, 'SET hon:b 1\nBLPOP hon:list 0.1');
       assert.doesNotMatch(await page.textContent('#summary'), /refused|Run failed/);
       const before = await page.evaluate(() => document.getElementById('summary').innerHTML);
       await page.click('#run');

@@ -2,7 +2,10 @@
 // serve` in front of it serving web/dist, and headless Debian Chromium
 // driven by playwright-core (no browser download).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
 import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
@@ -209,6 +212,97 @@ export async function openPlayground(viewport) {
     await redis?.stop();
   };
   return { redis, serve, browser, page, pageErrors, close };
+}
+
+/**
+ * Registers before/after hooks (in the file or the calling describe) that
+ * start a redis-server, `pipelab serve` in front of it and headless Chromium,
+ * and stop all three. Returns the object the before hook fills in:
+ * `{ redis, serve, browser }`.
+ */
+export function useServedBrowser() {
+  const parts = {};
+  before(async () => {
+    parts.redis = await startRedis();
+    parts.serve = await startServe(parts.redis.url);
+    parts.browser = await launchBrowser();
+  });
+  after(async () => {
+    await parts.browser?.close();
+    await parts.serve?.stop();
+    await parts.redis?.stop();
+  });
+  return parts;
+}
+
+/**
+ * A new browser context (no state shared with any other) at `viewport` on
+ * `url`, its editors, tabs and `window.pipelab.editors` ready; `errors`
+ * collects its uncaught errors; `close()` closes the context.
+ */
+export async function openPage(browser, url, viewport) {
+  const context = await browser.newContext({ viewport: { width: viewport.width, height: viewport.height } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  await page.waitForSelector('#inline-editor .cm-content', { state: 'attached' });
+  await page.waitForSelector('#tabs');
+  await page.waitForFunction(() => window.pipelab?.editors);
+  return { page, errors, close: () => context.close() };
+}
+
+/**
+ * Registers before/after hooks in the calling describe: a page (openPage) on
+ * `parts.serve` (useServedBrowser) at `viewport`, closed after, which must
+ * have had no uncaught errors. Returns the object the before hook fills in.
+ */
+export function usePage(parts, viewport) {
+  const tab = {};
+  before(async () => Object.assign(tab, await openPage(parts.browser, parts.serve.base, viewport)));
+  after(async () => {
+    await tab.close?.();
+    assert.deepEqual(tab.errors ?? [], []);
+  });
+  return tab;
+}
+
+/**
+ * Registers before/after hooks in the calling describe: the playground at
+ * `viewport` (openPlayground), closed after, which must have had no uncaught
+ * errors. Returns the object the before hook fills with openPlayground's parts.
+ */
+export function usePlayground(viewport) {
+  const lab = {};
+  before(async () => Object.assign(lab, await openPlayground({ width: viewport.width, height: viewport.height })));
+  after(async () => {
+    try {
+      assert.deepEqual(lab.pageErrors ?? [], [], 'page errors');
+    } finally {
+      await lab.close?.();
+    }
+  });
+  return lab;
+}
+
+/** Sets the playground's batch (the inline editor) and waits until the editors hold it. */
+export async function setBatch(page, text) {
+  await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
+  await page.waitForFunction((t) => window.pipelab.editors.snapshot().inlineText === t, text);
+}
+
+/** Fills each field (`selector: value`), in order, as page.fill does. */
+export async function fillFields(page, fields) {
+  for (const [selector, value] of Object.entries(fields)) await page.fill(selector, value);
+}
+
+let axeSource;
+/** axe-core's serious and critical violations under `selector`, and any scrollable region keyboard users cannot reach, as `id: help`. */
+export async function seriousAxeViolations(page, selector) {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate((s) => window.axe.run(s, { resultTypes: ['violations'] }).then((r) => r.violations), selector);
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical' || v.id === 'scrollable-region-focusable').map((v) => `${v.id}: ${v.help}`);
 }
 
 /** The two screens every page test runs at: a desktop and a phone (iPhone 12–15, CSS pixels). */

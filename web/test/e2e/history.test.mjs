@@ -2,30 +2,19 @@
 // desktop's size and a phone's, against `pipelab serve` and a real
 // redis-server: each Run kept in localStorage, still there after a reload,
 // two runs side by side (a change of batch size), Clear.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { artifacts, boxOf, openPlayground, VIEWPORTS } from './harness.mjs';
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+import { artifacts, boxOf, seriousAxeViolations, setBatch, usePlayground, VIEWPORTS } from './harness.mjs';
 
 for (const vp of VIEWPORTS) {
   describe(`run history at ${vp.name} size`, () => {
-    let lab, page;
-    before(async () => {
-      lab = await openPlayground({ width: vp.width, height: vp.height });
-      page = lab.page;
-    });
-    after(async () => {
-      assert.deepEqual(lab?.pageErrors ?? [], [], 'page errors');
-      await lab?.close();
-    });
+    const lab = usePlayground(vp);
+    let page;
+    before(() => ({ page } = lab));
 
     async function runBatch(text, batchSize) {
-      await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
-      await page.waitForFunction((t) => window.pipelab.editors.snapshot().inlineText === t, text);
+      await setBatch(page, text);
       await page.fill('#batch-size', String(batchSize));
       const before = await page.locator('#history-table tbody tr').count();
       await page.click('#run');
@@ -63,9 +52,7 @@ for (const vp of VIEWPORTS) {
       const box = await boxOf(page, '#history');
       assert.ok(box.right <= vp.width + 1, 'inside the screen');
       await page.locator('#history').screenshot({ path: join(artifacts, `history-${vp.name}.png`) });
-      await page.evaluate(axeSource);
-      const violations = await page.evaluate(() => window.axe.run('#history', { resultTypes: ['violations'] }).then((r) => r.violations));
-      assert.deepEqual(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical' || v.id === 'scrollable-region-focusable').map((v) => `${v.id}: ${v.help}`), []);
+      assert.deepEqual(await seriousAxeViolations(page, '#history'), []);
       await page.click('#history-clear');
       assert.match(await page.textContent('#history-status'), /No runs yet/);
       assert.equal(await page.evaluate(() => localStorage.getItem('pipelab.history.v1')), '[]');

@@ -3,33 +3,22 @@
 // redis-server: the keys a batch left behind with their type, memory and TTL
 // as Redis itself reports them, a binary key shown byte for byte, a pattern,
 // and "Scan more" going on until SCAN's cursor comes back to 0.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { artifacts, boxOf, openPlayground, VIEWPORTS } from './harness.mjs';
+import { artifacts, boxOf, seriousAxeViolations, setBatch, usePlayground, VIEWPORTS } from './harness.mjs';
 import { run } from '../tutorial/helpers.mjs';
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 for (const vp of VIEWPORTS) {
   describe(`key browser at ${vp.name} size`, () => {
-    let lab, page;
-    before(async () => {
-      lab = await openPlayground({ width: vp.width, height: vp.height });
-      page = lab.page;
-    });
-    after(async () => {
-      assert.deepEqual(lab?.pageErrors ?? [], [], 'page errors');
-      await lab?.close();
-    });
+    const lab = usePlayground(vp);
+    let page;
+    before(() => ({ page } = lab));
     const cli = async (...args) => (await run('redis-cli', ['-p', String(lab.redis.port), ...args])).stdout.replace(/\n$/, '');
 
     /** Runs `text` as the playground's batch and waits for its summary. */
     async function runBatch(text) {
-      await page.evaluate((t) => window.pipelab.editors.setInline(t), text);
-      await page.waitForFunction((t) => window.pipelab.editors.snapshot().inlineText === t, text);
+      await setBatch(page, text);
       const before = await page.evaluate(() => document.getElementById('summary').innerHTML);
       await page.click('#run');
       await page.waitForFunction((b) => document.getElementById('summary').innerHTML !== b && document.querySelector('#summary [data-key="commands"]'), before, { timeout: 60_000 });
@@ -86,10 +75,7 @@ for (const vp of VIEWPORTS) {
       assert.ok(got.every((r) => r.key.startsWith('"kb:many:')), 'the pattern holds');
       assert.match(await page.textContent('#keys-status'), /matching "kb:many:\*", the whole keyspace scanned/);
       // A long table scrolls in its box: reachable by keyboard, and nothing serious for axe in the panel.
-      await page.evaluate(axeSource);
-      const violations = await page.evaluate(() => window.axe.run('#keys', { resultTypes: ['violations'] }).then((r) => r.violations));
-      const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical' || v.id === 'scrollable-region-focusable');
-      assert.deepEqual(serious.map((v) => `${v.id}: ${v.help}`), []);
+      assert.deepEqual(await seriousAxeViolations(page, '#keys'), []);
     });
   });
 }
