@@ -6,52 +6,23 @@
 // inside a phone's screen, and the smaller things (the sample menu, on_error
 // stop, the long-link warning, the lesson count, the RESP export's
 // redis-cli line). Screenshots: artifacts/first-use-*.png.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { VIEWPORTS, artifacts, boxOf, inside, launchBrowser, pixelsOf, startRedis, startServe } from './harness.mjs';
+import { VIEWPORTS, artifacts, boxOf, fillFields, inside, openPage, pixelsOf, usePage, useServedBrowser } from './harness.mjs';
 
-let redis, serve, browser;
-
-before(async () => {
-  redis = await startRedis();
-  serve = await startServe(redis.url);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await serve?.stop();
-  await redis?.stop();
-});
-
-/** A new tab at `vp` on `url`, its editors ready; `errors` collects its uncaught errors. */
-async function openPage(vp, url = serve.base) {
-  const context = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await page.waitForSelector('#inline-editor .cm-content', { state: 'attached' });
-  await page.waitForSelector('#tabs');
-  return { page, errors, close: () => context.close() };
-}
+const lab = useServedBrowser();
+/** A new tab at `vp` on `url` (harness openPage); `errors` collects its uncaught errors. */
+const openTab = (vp, url = lab.serve.base) => openPage(lab.browser, url, vp);
 
 const setBatch = (page, text) => page.evaluate((t) => window.pipelab.editors.setInline(t), text);
 const shot = (page, name) => page.screenshot({ path: join(artifacts, `first-use-${name}.png`) });
 
 for (const vp of VIEWPORTS) {
   describe(`at ${vp.width}×${vp.height}`, () => {
-    let tab;
+    const tab = usePage(lab, vp);
     let page;
-    before(async () => {
-      tab = await openPage(vp);
-      page = tab.page;
-    });
-    after(async () => {
-      await tab?.close();
-      assert.deepEqual(tab?.errors ?? [], []);
-    });
+    before(() => ({ page } = tab));
 
     test("each lesson's Run sits in its own card, and tapping lesson 2's runs lesson 2", { timeout: 90_000 }, async () => {
       await page.click('#tab-tutorial');
@@ -149,19 +120,14 @@ for (const vp of VIEWPORTS) {
 
     test('a permalink keeps Compare\'s and the sweep\'s settings; one that cannot be read says so', { timeout: 60_000 }, async () => {
       await page.click('#tab-compare');
-      await page.fill('#compare-rtt', '5');
-      await page.fill('#compare-batch-size', '2');
-      await page.fill('#compare-clients', '3');
+      await fillFields(page, { '#compare-rtt': '5', '#compare-batch-size': '2', '#compare-clients': '3' });
       await page.click('#tab-sweep');
-      await page.fill('#sweep-command', 'INCR sw:{i}');
-      await page.fill('#sweep-total', '500');
-      await page.fill('#sweep-sizes', '1, 50');
-      await page.fill('#sweep-rtt', '0.7');
+      await fillFields(page, { '#sweep-command': 'INCR sw:{i}', '#sweep-total': '500', '#sweep-sizes': '1, 50', '#sweep-rtt': '0.7' });
       await page.click('#permalink');
       await page.waitForFunction(() => location.hash.startsWith('#s='));
       const url = await page.evaluate(() => location.href);
 
-      const other = await openPage(vp, url);
+      const other = await openTab(vp, url);
       await other.page.waitForFunction(() => !document.getElementById('sweep-view').hidden);
       const got = await other.page.evaluate(() => Object.fromEntries(['compare-rtt', 'compare-batch-size', 'compare-clients', 'sweep-command', 'sweep-total', 'sweep-sizes', 'sweep-rtt'].map((id) => [id, document.getElementById(id).value])));
       assert.deepEqual(got, { 'compare-rtt': '5', 'compare-batch-size': '2', 'compare-clients': '3', 'sweep-command': 'INCR sw:{i}', 'sweep-total': '500', 'sweep-sizes': '1, 50', 'sweep-rtt': '0.7' });
@@ -175,7 +141,7 @@ for (const vp of VIEWPORTS) {
       await other.close();
       assert.deepEqual(other.errors, []);
 
-      const fresh = await openPage(vp, `${serve.base}#s=garbage!!`);
+      const fresh = await openTab(vp, `${lab.serve.base}#s=garbage!!`);
       await fresh.page.waitForSelector('#permalink-error');
       assert.match(await fresh.page.innerText('#permalink-error'), /^Could not open the permalink: the link is damaged.*The default batch was loaded instead\.$/);
       await fresh.page.screenshot({ path: join(artifacts, `first-use-${vp.name}-damaged-link.png`) });
@@ -228,7 +194,7 @@ for (const vp of VIEWPORTS) {
       await page.selectOption('#export-target', 'resp');
       await page.click('#export');
       await page.waitForSelector('#export-preview[data-target="resp"]');
-      assert.match(await page.innerText('#export-calls'), new RegExp(`run: redis-cli -u redis://127\\.0\\.0\\.1:${redis.port} --pipe < pipelab-batch\\.resp`));
+      assert.match(await page.innerText('#export-calls'), new RegExp(`run: redis-cli -u redis://127\\.0\\.0\\.1:${lab.redis.port} --pipe < pipelab-batch\\.resp`));
     });
   });
 }

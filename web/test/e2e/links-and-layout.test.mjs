@@ -9,37 +9,14 @@
 // reachable by keyboard, headings that never break inside a word; log axes
 // whose ticks can be read (1, 2, 5, … with units).
 // Screenshots: artifacts/layout-*.png.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { VIEWPORTS, artifacts, launchBrowser, startRedis, startServe } from './harness.mjs';
+import { VIEWPORTS, artifacts, fillFields, openPage, usePage, useServedBrowser } from './harness.mjs';
 
-let redis, serve, browser;
-
-before(async () => {
-  redis = await startRedis();
-  serve = await startServe(redis.url);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await serve?.stop();
-  await redis?.stop();
-});
-
-/** A new browser context (no state shared with any other) at `vp` on `url`, its editors and tabs ready. */
-async function openPage(vp, url = serve.base) {
-  const context = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await page.waitForSelector('#inline-editor .cm-content', { state: 'attached' });
-  await page.waitForSelector('#tabs');
-  await page.waitForFunction(() => window.pipelab?.editors);
-  return { page, errors, close: () => context.close() };
-}
+const lab = useServedBrowser();
+/** A new browser context (harness openPage) at `vp` on `url`. */
+const openTab = (vp, url = lab.serve.base) => openPage(lab.browser, url, vp);
 
 /** Sets an input's value as a person's edit does (`input` and `change` fire). */
 const setValue = (page, selector, value) =>
@@ -81,16 +58,14 @@ const boxesApart = (a, b) => a.right <= b.left + 0.5 || b.right <= a.left + 0.5 
 for (const vp of VIEWPORTS) {
   describe(`at ${vp.width}×${vp.height}`, () => {
     test('a permalink keeps every control of every view, the open tab and the place in the page', { timeout: 120_000 }, async () => {
-      const a = await openPage(vp);
+      const a = await openTab(vp);
       const b = { close: async () => {} };
       try {
         const { page } = a;
         await page.evaluate(() => window.pipelab.editors.setInline('SET pl:a 1\nINCR pl:n\nGET pl:a'));
         // The playground: mode auto with 25 clients, and every other control off its default.
         await page.check('input[name="mode"][value="auto"]');
-        await page.fill('#clients', '25');
-        await page.fill('#rtt', '0.2');
-        await page.fill('#bandwidth', '100');
+        await fillFields(page, { '#clients': '25', '#rtt': '0.2', '#bandwidth': '100' });
         await page.selectOption('#on-error', 'stop');
         await page.check('#resp3');
         await page.selectOption('#export-target', 'ioredis');
@@ -98,14 +73,9 @@ for (const vp of VIEWPORTS) {
         await setValue(page, '#keys-pattern', 'pl:*');
         // Compare's and the sweep's settings.
         await page.click('#tab-compare');
-        await page.fill('#compare-rtt', '2.5');
-        await page.fill('#compare-batch-size', '50');
-        await page.fill('#compare-clients', '7');
+        await fillFields(page, { '#compare-rtt': '2.5', '#compare-batch-size': '50', '#compare-clients': '7' });
         await page.click('#tab-sweep');
-        await page.fill('#sweep-command', 'INCR pl:{i}');
-        await page.fill('#sweep-total', '3000');
-        await page.fill('#sweep-sizes', '1, 5, 50');
-        await page.fill('#sweep-rtt', '0.4');
+        await fillFields(page, { '#sweep-command': 'INCR pl:{i}', '#sweep-total': '3000', '#sweep-sizes': '1, 5, 50', '#sweep-rtt': '0.4' });
         // Every lesson's controls: lesson 1's RTT at 3 ms, each other slider one step off its default, each checkbox flipped.
         await page.click('#tab-tutorial');
         const inputs = await page.$$eval('#tutorial-view input[id], #tutorial-view select[id]', (es) => es.map((e) => ({ id: e.id, type: e.type, value: e.value, min: e.min, max: e.max, step: e.step, checked: e.checked })));
@@ -141,7 +111,7 @@ for (const vp of VIEWPORTS) {
         assert.match(url, /#s=/);
 
         // A fresh context (nothing shared) opens the link: every value comes back.
-        const fresh = await openPage(vp, url);
+        const fresh = await openTab(vp, url);
         Object.assign(b, fresh);
         await fresh.page.waitForFunction(() => window.pipelab.editors.snapshot().inlineText.includes('pl:n'));
         await fresh.page.waitForTimeout(300);
@@ -171,7 +141,7 @@ for (const vp of VIEWPORTS) {
     });
 
     test('the view tabs follow the WAI-ARIA tabs pattern, all inside one main landmark', { timeout: 60_000 }, async () => {
-      const { page, errors, close } = await openPage(vp);
+      const { page, errors, close } = await openTab(vp);
       try {
         const state = () =>
           page.evaluate(() => ({
@@ -184,23 +154,16 @@ for (const vp of VIEWPORTS) {
         assert.equal(await page.$$eval('[role="tabpanel"]', (ps) => ps.filter((p) => p.tagName === 'MAIN' || !p.closest('main')).length), 0, 'every tab panel is inside <main>, none is <main>');
         assert.equal(await page.$$eval('[role="tabpanel"]', (ps) => ps.every((p) => document.getElementById(p.getAttribute('aria-labelledby'))?.getAttribute('role') === 'tab')), true, 'each panel is labelled by its tab');
         await page.focus('#tab-playground');
-        const expect = async (id, panel) => {
+        // Tab `id` focused, selected, the only tab stop, and its panel (`id-view`) the only one shown.
+        const expect = async (id) => {
           const s = await state();
-          assert.deepEqual(s, { focused: `tab-${id}`, selected: [`tab-${id}`], tabStops: [`tab-${id}`], shown: [panel], mainShown: true });
+          assert.deepEqual(s, { focused: `tab-${id}`, selected: [`tab-${id}`], tabStops: [`tab-${id}`], shown: [`${id}-view`], mainShown: true });
         };
-        await expect('playground', 'playground-view');
-        await page.keyboard.press('ArrowRight');
-        await expect('tutorial', 'tutorial-view');
-        await page.keyboard.press('ArrowRight');
-        await expect('compare', 'compare-view');
-        await page.keyboard.press('End');
-        await expect('sweep', 'sweep-view');
-        await page.keyboard.press('ArrowRight');
-        await expect('playground', 'playground-view');
-        await page.keyboard.press('ArrowLeft');
-        await expect('sweep', 'sweep-view');
-        await page.keyboard.press('Home');
-        await expect('playground', 'playground-view');
+        await expect('playground');
+        for (const [key, id] of [['ArrowRight', 'tutorial'], ['ArrowRight', 'compare'], ['End', 'sweep'], ['ArrowRight', 'playground'], ['ArrowLeft', 'sweep'], ['Home', 'playground']]) {
+          await page.keyboard.press(key);
+          await expect(id);
+        }
         // Tab leaves the tab list: the next stop is not another tab.
         await page.keyboard.press('Tab');
         assert.notEqual(await page.evaluate(() => document.activeElement?.getAttribute('role')), 'tab');
@@ -211,7 +174,7 @@ for (const vp of VIEWPORTS) {
     });
 
     test('the sweep chart: log axes with 1-2-5 ticks and units, a plot tall enough for its legend and axis titles', { timeout: 120_000 }, async () => {
-      const { page, errors, close } = await openPage(vp);
+      const { page, errors, close } = await openTab(vp);
       try {
         await page.click('#tab-sweep');
         await page.fill('#sweep-total', '2000');
@@ -301,17 +264,10 @@ function checkPlot(chart, vp) {
 
 describe("at a phone's width (390×844)", () => {
   const vp = VIEWPORTS.find((v) => v.name === 'phone');
-  let lab;
-  before(async () => {
-    lab = await openPage(vp);
-  });
-  after(async () => {
-    await lab?.close();
-    assert.deepEqual(lab?.errors ?? [], []);
-  });
+  const tab = usePage(lab, vp);
 
   test('the floating Run covers neither the run controls (Mode, Clients) nor the summary, wherever the page is scrolled', { timeout: 60_000 }, async () => {
-    const { page } = lab;
+    const { page } = tab;
     await page.check('input[name="mode"][value="auto"]');
     await page.fill('#clients', '25');
     await page.click('#run');
@@ -347,7 +303,7 @@ describe("at a phone's width (390×844)", () => {
   });
 
   test("lessons 3 and 11: log axes with readable ticks, plots tall enough; tables that scroll say so and are reachable by keyboard; no heading breaks inside a word", { timeout: 240_000 }, async () => {
-    const { page } = lab;
+    const { page } = tab;
     await page.click('#tab-tutorial');
     for (const [n, canvas] of [[3, '#l3-chart'], [11, '#bw-chart']]) {
       await page.click(`#lesson-${n} button.run-lesson`);
