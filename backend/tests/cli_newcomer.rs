@@ -132,6 +132,38 @@ fn no_command_at_all_is_bad_input_as_for_the_api() {
     }
 }
 
+/// Input that does not parse before its first command ran nothing: the
+/// error on stderr alone, no summary (or JSON) of zeros on stdout that reads as a run.
+#[test]
+fn input_bad_from_its_first_command_prints_no_summary() {
+    let s = RedisServer::start();
+    let cases: [(&[u8], &str); 2] = [
+        (b"SET k \"a b\n", "pipelab run: line 1, column 7: unbalanced double quote"),
+        (b"*2\r\n$3\r\nGET\r\n$x\r\n", "pipelab run: byte 13"),
+    ];
+    for (input, error) in cases {
+        for mode in ["pipeline", "sequential", "transaction", "auto"] {
+            for json in [false, true] {
+                let mut args = vec!["run", "-", "--mode", mode, "--redis", &s.url];
+                if json {
+                    args.push("--json");
+                }
+                let out = run(&args, input);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{mode} json {json}: {stderr}");
+                assert!(stderr.starts_with(error), "{mode} json {json}: {stderr}");
+                assert!(stderr.contains("no command before it was sent"), "{stderr}");
+                assert!(out.stdout.is_empty(), "{mode} json {json}: no summary: {:?}", String::from_utf8_lossy(&out.stdout));
+            }
+        }
+    }
+    assert_eq!(s.cmd_str(&["DBSIZE"]), resp::Value::Integer(0), "nothing was sent");
+    // A bad line after a good one: what ran is summed up as before.
+    let out = run(&["run", "-", "--redis", &s.url], b"SET a 1\nSET k \"a b\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).trim_end().ends_with("errors: 0, replies: 1"), "{:?}", String::from_utf8_lossy(&out.stdout));
+}
+
 #[test]
 fn messages_name_the_subcommand_and_the_clis_options() {
     let s = RedisServer::start();

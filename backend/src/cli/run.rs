@@ -148,7 +148,10 @@ impl CliSink {
             };
             (e, line, column, offset)
         });
-        if let Some(out) = &mut self.json {
+        if s.commands == 0 {
+            // Input that failed before its first command ran nothing: a summary
+            // (or JSON document) of zeros would read as a run; the error alone says it.
+        } else if let Some(out) = &mut self.json {
             self.report.tail(&mut self.scratch, s, report.transaction.as_ref(), report.connection_error.as_deref());
             let _ = out.write_all(&self.scratch);
             self.scratch.clear();
