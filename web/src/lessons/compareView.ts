@@ -11,6 +11,7 @@ import { repeat } from './noise.js';
 import type { CompareResponse } from '../api/client.js';
 import type { CompareSettings } from '../permalink.js';
 import { controls, count, el, errorBox, fmtInt, fmtMs, fmtX, setInputs, table, view, type SettingsView } from './ui.js';
+import { followPlaygroundRtt } from './playgroundRtt.js';
 
 /** Comparisons run per click: each mode's figure is the median of this many runs. */
 export const REPEATS = 5;
@@ -147,20 +148,14 @@ export function compareView(state: PlaygroundState): SettingsView<CompareSetting
       run.disabled = false;
     }
   });
-  // The RTT follows the playground's once that is set, until it is set here
-  // (by hand or by a permalink): a comparison at the link being looked at.
-  let ownRtt = false;
-  rtt.addEventListener('input', () => (ownRtt = true));
-  const playgroundRtt = document.getElementById('rtt') as HTMLInputElement | null;
-  playgroundRtt?.addEventListener('input', () => {
-    if (!ownRtt && playgroundRtt.value !== '') rtt.value = playgroundRtt.value;
-  });
+  // A comparison at the link being looked at: the playground's RTT until one is set here.
+  const follow = followPlaygroundRtt(rtt);
   const inputs = { simulated_rtt_ms: rtt, batch_size: size, clients };
   return {
     root,
     settings: () => ({ simulated_rtt_ms: Number(rtt.value), batch_size: Number(size.value), clients: Number(clients.value) }),
     apply: (s) => {
-      if (s.simulated_rtt_ms !== undefined) ownRtt = true;
+      if (s.simulated_rtt_ms !== undefined) follow.own();
       setInputs(inputs, s);
     },
   };

@@ -3,6 +3,7 @@
 // cost model, knee and reply latency (charts/sweepModel.ts).
 import { sweepModelChart, type ModelSeries } from '../charts/sweepModel.js';
 import { modelFacts } from './modelFacts.js';
+import { followPlaygroundRtt } from './playgroundRtt.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
 import { sweep } from '../api/client.js';
 import type { SweepSettings } from '../permalink.js';
@@ -76,10 +77,15 @@ export function sweepView(): SettingsView<SweepSettings> {
       run.disabled = false;
     }
   });
+  // As Compare's: the playground's RTT until one is set here (by hand or a permalink).
+  const follow = followPlaygroundRtt(rtt);
   const inputs = { command, total, batch_sizes: sizes, simulated_rtt_ms: rtt };
   return {
     root,
     settings: () => ({ command: command.value, total: Number(total.value), batch_sizes: sizes.value, simulated_rtt_ms: Number(rtt.value) }),
-    apply: (s) => setInputs(inputs, s),
+    apply: (s) => {
+      if (s.simulated_rtt_ms !== undefined) follow.own();
+      setInputs(inputs, s);
+    },
   };
 }
