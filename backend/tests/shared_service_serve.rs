@@ -232,7 +232,7 @@ fn the_doctor_ui_checks_the_host_and_sends_the_security_headers() {
         match lines.recv_timeout(Duration::from_secs(10)) {
             Ok(line) => {
                 if let Some(addr) = line.strip_prefix("pipelab doctor: page on http://") {
-                    ui_port = addr.trim_end_matches('/').rsplit(':').next().unwrap().parse().unwrap();
+                    ui_port = addr.split('/').next().unwrap().rsplit(':').next().unwrap().parse().unwrap();
                 }
                 seen.push_str(&line);
             }
