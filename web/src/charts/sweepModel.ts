@@ -14,6 +14,8 @@ export interface ModelSeries {
   points: SweepPoint[];
   /** The sweep's fitted model; none drawn when absent. */
   model?: SweepModel | null;
+  /** The knee to mark, when the page measured its own (lessons/modelFacts.ts shownKnee); null: the curve shown has not flattened, none marked. By default the model's. */
+  knee?: number | null;
 }
 
 const PALETTE = ['#2f7ed8', '#d9363e', '#7b4fc9', '#2e9e5b', '#e8a317'];
@@ -27,10 +29,10 @@ function logSpaced(lo: number, hi: number, per = 12): number[] {
 }
 
 /** The model's line, in words, for captions and the chart's aria-label. */
-export function modelText(m: SweepModel, total: number): string {
+export function modelText(m: SweepModel, total: number, knee: number | null = m.knee_batch_size): string {
   const fit = m.fitted_on.length ? `t_cmd fitted by least squares on batch ${m.fitted_on.map(fmt).join(', ')}` : 't_cmd not fitted';
   const wire = m.wire_us_per_cmd ? ` + ${fmt(total)} × ${m.wire_us_per_cmd.toFixed(2)} µs on the wire (${fmt(Math.round(m.bytes_per_cmd ?? 0))} bytes at ${m.bandwidth_mbps} Mbit/s; bandwidth-delay product ${fmt(m.bdp_batch_size ?? 0)} commands)` : '';
-  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs${wire} (${fit}), knee at batch ${fmt(m.knee_batch_size)}`;
+  return `model T(b) = ⌈${fmt(total)}/b⌉ × ${fmt(m.rtt_ms)} ms + ${fmt(total)} × ${m.t_cmd_us.toFixed(2)} µs${wire} (${fit}), ${knee === null ? 'no knee: still rising at the largest batch size' : `knee at batch ${fmt(knee)}`}`;
 }
 
 /**
@@ -52,7 +54,7 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
         .map(
           (s) =>
             `${s.label}: ${s.points.map((p) => `batch ${fmt(p.batch_size)} → ${fmt(p.commands_per_sec)}/s` + (p.latency_us ? ` (p50 ${fmt(p.latency_us.p50 / 1000)} ms, p99 ${fmt(p.latency_us.p99 / 1000)} ms)` : '')).join(', ')}` +
-            (s.model ? `; ${modelText(s.model, s.total)}` : ''),
+            (s.model ? `; ${modelText(s.model, s.total, s.knee === undefined ? s.model.knee_batch_size : s.knee)}` : ''),
         )
         .join('; '),
   );
@@ -75,9 +77,10 @@ export function sweepModelChart(canvas: HTMLCanvasElement, series: ModelSeries[]
         pointRadius: 0,
         yAxisID: 'y',
       });
-      const knee = s.points.find((p) => p.batch_size === m.knee_batch_size);
+      const kneeAt = s.knee === undefined ? m.knee_batch_size : s.knee;
+      const knee = s.points.find((p) => p.batch_size === kneeAt);
       if (knee) {
-        datasets.push({ label: `${s.label}: knee (batch ${fmt(m.knee_batch_size)})`, data: [{ x: knee.batch_size, y: knee.commands_per_sec }], borderColor: '#111', backgroundColor: '#ffd54a', pointStyle: 'triangle', pointRadius: 10, showLine: false, yAxisID: 'y' });
+        datasets.push({ label: `${s.label}: knee (batch ${fmt(knee.batch_size)})`, data: [{ x: knee.batch_size, y: knee.commands_per_sec }], borderColor: '#111', backgroundColor: '#ffd54a', pointStyle: 'triangle', pointRadius: 10, showLine: false, yAxisID: 'y' });
       }
     }
     const lat = s.points.filter((p) => p.latency_us);

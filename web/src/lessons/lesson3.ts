@@ -4,7 +4,7 @@
 import { sweepModelChart } from '../charts/sweepModel.js';
 import { batch, sweep } from '../api/client.js';
 import { departures } from '../api/figures.js';
-import { modelFacts } from './modelFacts.js';
+import { modelFacts, shownKnee } from './modelFacts.js';
 import { fastestOf, repeat, timedVerdict } from './noise.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, fmtMs, fmtX, lines, metrics, rttSlider, table } from './ui.js';
@@ -56,7 +56,8 @@ export const lesson3: Lesson = {
     round trips take most of a run, its per-command share is lost in the RTT's own error. Beside it,
     what each side measured of its own work per command: Redis's <code>INFO commandstats</code> and
     pipelab's CPU time. The knee (▲) is the
-    smallest batch size within 10% of the plateau: past it, bigger batches buy little.
+    smallest batch size within 10% of the plateau: past it, bigger batches buy little. While the
+    best is the largest size measured there is none: the curve has not flattened yet.
     The measurement leaves the model where something else starts to cost: at large batches the
     replies no longer fit the socket buffers, so Redis's output buffer grows and the client's
     reads and Redis's writes wait on each other (flow control) instead of overlapping; at small
@@ -94,17 +95,12 @@ export const lesson3: Lesson = {
         const lastGain = cps(10000) / Math.max(1, cps(1000));
         const p50 = (b: number) => pts.find((p) => p.batch_size === b)?.latency_us?.p50 ?? 0;
         const off = res.model ? departures(pts, res.model, TOTAL) : [];
-        // The knee of the points shown (the best runs), as the server computes its own: the
-        // smallest batch size within 10% of the highest commands/s.
-        const plateau = Math.max(...pts.map((p) => p.commands_per_sec));
-        const knee = Math.min(...pts.filter((p) => p.commands_per_sec >= 0.9 * plateau).map((p) => p.batch_size));
-        // Only a size below the largest measured can show the curve flat: at
-        // the largest, the next size up might still pay.
-        const largest = Math.max(...pts.map((p) => p.batch_size));
-        const flattened = knee < largest;
+        // The knee of the points shown (the best runs), as the server computes its own, and none
+        // at the largest size measured: the one knee the cards, the chart and the verdict name.
+        const { knee, largest, best: plateau } = shownKnee(pts);
         out.replaceChildren(
           el('div', { class: 'chart-box' }, canvas),
-          ...modelFacts(res),
+          ...modelFacts(res, pts),
           table(
             ['batch size', 'round trips', 'total', 'commands/s', 'reply p50', 'reply p99'],
             pts.map((p) => [fmtInt(p.batch_size), fmtInt(p.round_trips), fmtMs(p.total_us), fmtInt(p.commands_per_sec), p.latency_us ? fmtMs(p.latency_us.p50) : '—', p.latency_us ? fmtMs(p.latency_us.p99) : '—']),
@@ -118,14 +114,13 @@ export const lesson3: Lesson = {
           metrics([
             { key: 'repeated', label: `short runs, best of ${REPEATS}`, value: short.length, text: short.length ? `batch ${short.map(fmtInt).join(', ')}` : 'none' },
             { key: 'noise', label: 'repeat spread', value: noise, text: `${Math.round(noise * 100)}%` },
-            { key: 'knee', label: 'knee (within 10% of the best)', value: knee, text: flattened ? `batch ${fmtInt(knee)}` : `not reached by batch ${fmtInt(largest)}` },
           ]),
           el('div', { class: 'metrics-hidden', 'data-metric': 'points', 'data-value': JSON.stringify(pts.map((p) => [p.batch_size, p.commands_per_sec])) }),
           timedVerdict(
             firstGain > lastGain && cps(1000) > cps(1) * 5,
             noise,
             `From batch 1 to 10 throughput rose ${fmtX(firstGain)}; from 1,000 to 10,000 only ${fmtX(lastGain)} (RTT ${ms} ms). ` +
-              (flattened
+              (knee !== null
                 ? `The curve flattens at batch size ${fmtInt(knee)}, the smallest within 10% of the best (${fmtInt(plateau)} commands/s): that is where more batching stopped paying here. `
                 : `The curve has not flattened by batch size ${fmtInt(largest)}: the best (${fmtInt(plateau)} commands/s) is the largest size measured, and no smaller size came within 10% of it, so larger batches may still pay here. `) +
               `Meanwhile the median reply waited ${fmtMs(p50(1))} at batch 1 and ${fmtMs(p50(10000))} at batch 10,000. ` +
@@ -138,7 +133,7 @@ export const lesson3: Lesson = {
                 : ''),
           ),
         );
-        sweepModelChart(canvas, [{ label: `RTT ${ms} ms`, total: TOTAL, points: pts, model: res.model }]);
+        sweepModelChart(canvas, [{ label: `RTT ${ms} ms`, total: TOTAL, points: pts, model: res.model, knee }]);
       },
     };
   },

@@ -5,7 +5,7 @@
 // only the round trips that are left, a small share of the time.
 import { sweepModelChart } from '../charts/sweepModel.js';
 import { sweep, type SweepResponse } from '../api/client.js';
-import { modelFacts } from './modelFacts.js';
+import { modelFacts, shownKnee } from './modelFacts.js';
 import type { Lesson } from './types.js';
 import { el, fmtInt, fmtMs, fmtX, metrics, slider, table, verdict } from './ui.js';
 
@@ -90,8 +90,8 @@ export const lessonBandwidth: Lesson = {
           ),
         );
         sweepModelChart(canvas, [
-          { label: `${bw} Mbit/s, RTT ${ms} ms`, total: TOTAL, points: limited.points, model: limited.model },
-          { label: `unlimited, RTT ${ms} ms`, total: TOTAL, points: open.points, model: open.model },
+          { label: `${bw} Mbit/s, RTT ${ms} ms`, total: TOTAL, points: limited.points, model: limited.model, knee: shownKnee(limited.points).knee },
+          { label: `unlimited, RTT ${ms} ms`, total: TOTAL, points: open.points, model: open.model, knee: shownKnee(open.points).knee },
         ]);
       },
     };

@@ -2,7 +2,7 @@
 // at any RTT; each run adds a line, so RTTs compare on one chart, with its
 // cost model, knee and reply latency (charts/sweepModel.ts).
 import { sweepModelChart, type ModelSeries } from '../charts/sweepModel.js';
-import { modelFacts } from './modelFacts.js';
+import { modelFacts, shownKnee } from './modelFacts.js';
 import { followPlaygroundRtt } from './playgroundRtt.js';
 import { argvForApi, commandsOf } from '../export/fromText.js';
 import { sweep } from '../api/client.js';
@@ -60,7 +60,7 @@ export function sweepView(): SettingsView<SweepSettings> {
       if (cmds.length !== 1) throw new Error('command: type exactly one command, e.g. SET sweep:{i} x');
       const argv = argvForApi(cmds[0]!);
       const res = await sweep({ command: argv, total: Number(total.value), batch_sizes: parseSizes(sizes.value), simulated_rtt_ms: Number(rtt.value) });
-      series.push({ label: `${String(argv[0])} · RTT ${res.simulated_rtt_ms} ms`, total: res.total, points: res.points, model: res.model });
+      series.push({ label: `${String(argv[0])} · RTT ${res.simulated_rtt_ms} ms`, total: res.total, points: res.points, model: res.model, knee: shownKnee(res.points).knee });
       sweepModelChart(canvas, series);
       out.replaceChildren(
         ...modelFacts(res),
