@@ -25,4 +25,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KILLS=${KILLS:-100}
-cargo test --release -q -p pipelab --test cluster_failover -- --ignored --exact campaign --nocapture 2>&1 | tee /dev/stderr | grep '^CAMPAIGN'
+cargo test --release -q -p pipelab-server --test cluster_failover -- --ignored --exact campaign --nocapture 2>&1 | tee /dev/stderr | grep '^CAMPAIGN'

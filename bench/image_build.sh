@@ -29,8 +29,8 @@ build() {
 first=$(build)
 cached=$(build)
 # One line of the server's Rust: the binary compiles again, nothing else.
-echo '// a one-line change' >> "$work/backend/src/main.rs"
+echo '// a one-line change' >> "$work/cli/src/main.rs"
 changed=$(build)
 size=$(podman image inspect --format '{{.Size}}' localhost/pipelab-bench:latest)
-printf '| build | seconds |\n|---|---|\n| first here (layers from earlier runs kept) | %s |\n| cached, nothing changed | %s |\n| one line of backend/src/main.rs changed | %s |\n' "$first" "$cached" "$changed"
+printf '| build | seconds |\n|---|---|\n| first here (layers from earlier runs kept) | %s |\n| cached, nothing changed | %s |\n| one line of cli/src/main.rs changed | %s |\n' "$first" "$cached" "$changed"
 printf 'image: %d MB uncompressed; build context: %s\n' $((size / 1000000)) "$context"

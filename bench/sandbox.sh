@@ -32,7 +32,7 @@
 #     memory, the visitors hibernated, the state directory's size.
 #
 # `bench/sandbox.sh hoard [SECONDS (default 60)]`: the hoarding test
-# (backend/tests/sandbox_hoard.rs) for a minute on a release build; RATE=N
+# (cli/tests/sandbox_hoard.rs) for a minute on a release build; RATE=N
 # new visitors a minute per address (default 1).
 #
 # Usage: bench/sandbox.sh crowd [VISITORS (default 10000)] [RETURNING (default 1000)]
@@ -99,7 +99,7 @@ PY
 }
 
 if [ "${1:-}" = hoard ]; then
-  # backend/tests/sandbox_hoard.rs at full length on a release build: 1,000
+  # cli/tests/sandbox_hoard.rs at full length on a release build: 1,000
   # IPv4 loopback addresses and 64 IPv6 /64s (added to lo: root) sending
   # cookie-less new visitors as fast as their rate allows, a newcomer every
   # 250 ms, then every served visitor's key checked. CI runs it for 30 s (newcomers

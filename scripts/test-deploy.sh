@@ -13,7 +13,7 @@
 #   its sweep's cost model within 3x of Redis's usec_per_call, and on SIGTERM
 #   exits 0 with its redis-server and socket gone;
 # - a copy of that binary in another directory, started from there with no
-#   --web-dir (as after `cargo install --path backend`), serves its page
+#   --web-dir (as after `cargo install --path cli`), serves its page
 #   built in: /, a hashed script and the wasm module with their media types
 #   and caching, and `pipelab doctor --ui` its doctor.html.
 set -euo pipefail

@@ -136,7 +136,7 @@ pub struct ServeConfig {
     pub rate: RateConfig,
 }
 
-/// `pipelab serve --sandbox` and its limits (`crate::sandbox`).
+/// `pipelab serve --sandbox` and its limits (`pipelab_engine::sandbox`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct SandboxConfig {
     /// A public playground: each visitor (a cookie) gets a redis-server of
@@ -194,7 +194,7 @@ pub struct SandboxConfig {
 
     /// Most visitors with a running redis-server at once; past it the
     /// least recently active hibernate (nobody is refused).
-    #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", value_parser = at_least_one::<usize>(), default_value_t = crate::sandbox::MAX_RUNNING)]
+    #[arg(long, env = "PIPELAB_SANDBOX_MAX_VISITORS", value_parser = at_least_one::<usize>(), default_value_t = pipelab_engine::sandbox::MAX_RUNNING)]
     pub sandbox_max_visitors: usize,
 
     /// New visitors one client address (an IPv6 /64) may start a minute
@@ -214,7 +214,7 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        let s = crate::sandbox::Settings::default();
+        let s = pipelab_engine::sandbox::Settings::default();
         SandboxConfig {
             sandbox: false,
             sandbox_unjailed: false,
@@ -235,16 +235,16 @@ impl Default for SandboxConfig {
 
 impl SandboxConfig {
     /// The supervisor's settings, its children started from `redis_server`.
-    pub fn settings(&self, redis_server: &str) -> crate::sandbox::Settings {
-        crate::sandbox::Settings {
+    pub fn settings(&self, redis_server: &str) -> pipelab_engine::sandbox::Settings {
+        pipelab_engine::sandbox::Settings {
             redis_server: redis_server.to_string(),
             unjailed: self.sandbox_unjailed,
             max_bytes: self.sandbox_max_bytes,
             idle: self.sandbox_idle,
             hibernate_after: self.sandbox_hibernate_after,
-            state_dir: Some(self.sandbox_state_dir.clone().unwrap_or_else(crate::sandbox::default_state_dir)),
+            state_dir: Some(self.sandbox_state_dir.clone().unwrap_or_else(pipelab_engine::sandbox::default_state_dir)),
             memory: match self.sandbox_memory {
-                0 => crate::sandbox::default_memory(),
+                0 => pipelab_engine::sandbox::default_memory(),
                 n => n,
             },
             disk: self.sandbox_disk,
@@ -286,13 +286,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 impl ServeConfig {
     /// `--node-id`, else the host name, lowercased and checked
-    /// (`crate::node::check`). Errors: the message names the flag.
+    /// (`pipelab_engine::node::check`). Errors: the message names the flag.
     pub fn node_id(&self) -> Result<String, String> {
         match &self.node_id {
-            Some(id) => crate::node::check(id).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: {e}")),
+            Some(id) => pipelab_engine::node::check(id).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: {e}")),
             None => {
                 let host = host_name().ok_or("--node-id / PIPELAB_NODE_ID: the host name cannot be read; give the node an id")?;
-                crate::node::check(&host).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: not given, and the host name {e}: give the node an id"))
+                pipelab_engine::node::check(&host).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: not given, and the host name {e}: give the node an id"))
             }
         }
     }

@@ -49,7 +49,7 @@ pub struct EmbeddedConfig {
     pub embedded_busy_reply_threshold_ms: u64,
 
     /// redis-server arguments that make ACL users at start (`--user name
-    /// rule…`: `pipelab serve` generates them, `crate::acl`; passwords
+    /// rule…`: `pipelab serve` generates them, `pipelab_engine::acl`; passwords
     /// only as hashes).
     #[arg(skip)]
     pub acl_args: Vec<String>,
@@ -324,7 +324,7 @@ fn ping(socket: &Path) -> bool {
     s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
-/// Completes the users' rules with what `crate::acl::grants` finds in this
+/// Completes the users' rules with what `pipelab_engine::acl::grants` finds in this
 /// server's own `COMMAND` (the rules of its command line cannot name
 /// commands a server may lack).
 fn grant(socket: &Path) -> Result<(), String> {
@@ -347,12 +347,12 @@ fn grant(socket: &Path) -> Result<(), String> {
             }
         }
     };
-    let table = crate::commands::Table::from_reply(&ask(&[b"COMMAND"])?, None)?;
-    for argv in crate::acl::grants(&table) {
+    let table = pipelab_engine::commands::Table::from_reply(&ask(&[b"COMMAND"])?, None)?;
+    for argv in pipelab_engine::acl::grants(&table) {
         let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
         let reply = ask(&argv)?;
         if reply.is_error() {
-            return Err(crate::conn::reply_text(&reply));
+            return Err(pipelab_engine::conn::reply_text(&reply));
         }
     }
     Ok(())

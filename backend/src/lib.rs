@@ -1,10 +1,8 @@
 //! pipelab as a library: the REST API (`server::router`, driven in-process by
 //! the tests) and the Upstash-compatible surface over the engine
-//! (`pipelab_engine`, re-exported here by module), its configuration and
-//! telemetry, the doctor, and the embedded redis-server; shared by the
-//! `pipelab` binary (the CLI) and the integration tests.
-
-pub use pipelab_engine::{acl, cluster, commands, conn, delay, engine, exec, lab, node, report_json, run, sandbox};
+//! (`pipelab_engine`), its configuration and telemetry, the doctor, and the
+//! embedded redis-server; shared by the `pipelab` binary (the CLI) and the
+//! integration tests.
 
 pub mod api;
 pub mod config;

@@ -12,8 +12,8 @@
 //! | `pipelab_batch_duration_seconds` | histogram | `mode` | wall time of each batch run, connection included |
 //! | `pipelab_redis_connection_failures_total` | counter | | batches that could not connect or finish the handshake |
 //! | `pipelab_batches_in_flight` | gauge | | batches running now |
-//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `crate::exec::pool`) |
-//! | `pipelab_cluster_slot_map_reloads_total` | counter | `cause` | Redis Cluster slot maps read again (set by `crate::cluster::reload`), by what made them stale: `moved`, `tryagain`, `clusterdown`, `replica` (a node answered READONLY), `connection` (a master's connection failed or timed out) |
+//! | `pipelab_redis_pool_idle` | gauge | | idle Redis connections kept for the next batches (set by `pipelab_engine::exec::pool`) |
+//! | `pipelab_cluster_slot_map_reloads_total` | counter | `cause` | Redis Cluster slot maps read again (set by `pipelab_engine::cluster::reload`), by what made them stale: `moved`, `tryagain`, `clusterdown`, `replica` (a node answered READONLY), `connection` (a master's connection failed or timed out) |
 //! | `pipelab_node_info` | gauge | `node` | 1, labelled with this node's id (`--node-id`) |
 //! | `pipelab_node_draining` | gauge | | 1 once the node drains (after SIGTERM: `/readyz` answers 503) |
 //! | `pipelab_sandbox_visitors_moved_total` | counter | | sandbox visitors who came with another node's cookie (the balancer moved them: their node is down or draining) and got a new Redis here |
@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use crate::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
+use pipelab_engine::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
@@ -74,7 +74,7 @@ pub fn install_metrics() -> &'static PrometheusHandle {
 pub fn render_metrics() -> String {
     let handle = install_metrics();
     // Set here rather than at install: the node id is set after the recorder is installed.
-    metrics::gauge!("pipelab_node_info", "node" => crate::node::id()).set(1.0);
+    metrics::gauge!("pipelab_node_info", "node" => pipelab_engine::node::id()).set(1.0);
     handle.render()
 }
 
@@ -92,7 +92,7 @@ const MODES: usize = Mode::ALL.len();
 /// Every `outcome` label of `pipelab_batches_total`.
 const OUTCOMES: [&str; 10] =
     ["ok", "error_replies", "unknown", "aborted", "watch_conflict", "redis_unavailable", "timeout", "busy", "invalid", "cancelled"];
-/// Every `status` label of `pipelab_commands_total`, in the order of `crate::exec::Status`.
+/// Every `status` label of `pipelab_commands_total`, in the order of `pipelab_engine::exec::Status`.
 const STATUSES: [&str; 4] = ["ok", "error", "not_sent", "unknown"];
 
 /// The metric handles a batch updates, each registered the first time it

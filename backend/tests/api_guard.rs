@@ -1,5 +1,5 @@
 //! Defects found by probing the API as an attacker would, each
-//! checked in-process (`api_inproc`: `pipelab::server::router` + `oneshot`) against
+//! checked in-process (`api_inproc`: `pipelab_server::server::router` + `oneshot`) against
 //! a real redis-server: cross-site requests and DNS rebinding (1), an
 //! unbounded `watch` (3), a reply whose JSON is six times its size (4),
 //! HTTP-layer errors in the API's error shape (11), security headers (12).
@@ -13,7 +13,7 @@ use serde_json::{json, Value as Json};
 
 use api_inproc::App;
 use common::RedisServer;
-use pipelab::http::guard::GuardConfig;
+use pipelab_server::http::guard::GuardConfig;
 
 /// The app for `redis`, listening (as far as the guards know) on 127.0.0.1:8080.
 fn app(redis: &RedisServer, limit_args: &[&str], guard: GuardConfig) -> App {

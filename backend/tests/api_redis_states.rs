@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use api_inproc::{App, RedisServer};
 use common::ledger::{Ledger, Tally};
-use pipelab::exec::Status;
+use pipelab_engine::exec::Status;
 use serde_json::{json, Value as Json};
 
 const MODES: [&str; 3] = ["sequential", "pipeline", "transaction"];

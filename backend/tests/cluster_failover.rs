@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{slot_keys, watch_promotion, TestCluster};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab::run::{execute_pooled, execute_pooled_into};
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab_engine::run::{execute_pooled, execute_pooled_into};
 use resp::Value;
 
 const NODE_TIMEOUT_MS: u64 = 1000;
@@ -86,12 +86,12 @@ async fn a_master_killed_mid_pipeline_true_statuses_then_its_replica_serves() {
     let mut c = TestCluster::start_with_replicas(NODE_TIMEOUT_MS);
     let pool = pool(&c).await;
     // The seed itself: batches must not need it once the map is known.
-    let victim = c.owner_of_slot(pipelab::cluster::slot::slot(b"{seed}"));
+    let victim = c.owner_of_slot(pipelab_engine::cluster::slot::slot(b"{seed}"));
     let replica = c.replica_of(victim).expect("every master has a replica");
     let (victim_addr, replica_addr) = (c.address(victim), c.address(replica));
     let owners = c.slot_owners();
     let keys: Vec<String> = (0..9000).map(|i| format!("fo:{i}")).collect();
-    let on_victim: Vec<bool> = keys.iter().map(|k| owners[pipelab::cluster::slot::slot(k.as_bytes()) as usize] == victim).collect();
+    let on_victim: Vec<bool> = keys.iter().map(|k| owners[pipelab_engine::cluster::slot::slot(k.as_bytes()) as usize] == victim).collect();
     // 20 per master per window, 25 ms of RTT on every link: ~160 windows,
     // each a round trip, so the kill lands early and the promotion before the end.
     let plan = Plan { batch_size: 20, simulated_rtt_ms: 25.0, ..Plan::new(Mode::Pipeline) };
@@ -302,7 +302,7 @@ async fn campaign() {
         let owners = c.slot_owners();
         let victim_addr = c.address(victim);
         let keys: Vec<String> = (0..6000).map(|i| format!("camp:{round}:{i}")).collect();
-        let on_victim: Vec<bool> = keys.iter().map(|k| owners[pipelab::cluster::slot::slot(k.as_bytes()) as usize] == victim).collect();
+        let on_victim: Vec<bool> = keys.iter().map(|k| owners[pipelab_engine::cluster::slot::slot(k.as_bytes()) as usize] == victim).collect();
         // ~110 windows of 30 ms: in some rounds the promotion lands before the end.
         let plan = Plan { batch_size: 20, simulated_rtt_ms: 30.0, ..Plan::new(Mode::Pipeline) };
         let batch = Batch::new(incrs(&keys), plan);

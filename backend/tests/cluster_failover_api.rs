@@ -17,7 +17,7 @@ use serde_json::{json, Value as Json};
 
 /// `n` keys served by `node` in `owners` (`TestCluster::slot_owners`).
 fn keys_on(owners: &[usize], node: usize, prefix: &str, n: usize) -> Vec<String> {
-    (0..).map(|i| format!("{prefix}{i}")).filter(|k| owners[pipelab::cluster::slot::slot(k.as_bytes()) as usize] == node).take(n).collect()
+    (0..).map(|i| format!("{prefix}{i}")).filter(|k| owners[pipelab_engine::cluster::slot::slot(k.as_bytes()) as usize] == node).take(n).collect()
 }
 
 fn text(keys: &[String]) -> String {
@@ -27,7 +27,7 @@ fn text(keys: &[String]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_through_a_failover() {
     // As `pipelab serve` does first: the slot map's counters are listed from its first reading.
-    pipelab::telemetry::install_metrics();
+    pipelab_server::telemetry::install_metrics();
     let mut c = TestCluster::start_with_replicas(1000);
     let api = App::start(&c.url, &[]);
     let (status, body) = api.get("/readyz").await;

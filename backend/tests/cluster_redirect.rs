@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use common::cluster::TestCluster;
 use common::batch;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab::run::{execute_pooled, execute_stream};
-use pipelab::lab::Direct;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab_engine::run::{execute_pooled, execute_stream};
+use pipelab_engine::lab::Direct;
 use resp::Value;
 
 fn s(c: &TestCluster, i: usize, argv: &[&str]) -> Value {
@@ -76,7 +76,7 @@ async fn moved_then_ask_followed_without_double_execution() {
     // A transaction follows MOVED too (nothing ran: EXECABORT), on the new master.
     move_slot(&c, slot, b, a, &["{m}k", "{m}j"], true);
     let r = execute_pooled(&pool, &batch(Mode::Transaction, &["INCR {m}k", "INCR {m}j"]), &opts).await.unwrap();
-    assert_eq!(r.transaction.as_ref().unwrap().status, pipelab::exec::TransactionStatus::Committed, "{:?}", r.transaction);
+    assert_eq!(r.transaction.as_ref().unwrap().status, pipelab_engine::exec::TransactionStatus::Committed, "{:?}", r.transaction);
     assert_eq!((int(&r.results[0].reply), int(&r.results[1].reply)), (4, 3));
     assert_eq!(r.summary.redirections, 1);
 
@@ -126,7 +126,7 @@ async fn reshard_during_a_run_follows_moved_and_runs_each_command_once() {
     let d = Direct { target: RedisTarget::parse(&c.url).unwrap(), opts: ExecOptions::default() }.with_commands().await;
     // Keys in the first 200 slots of node 0, which the reshard moves to node 1 first.
     let first = (0..16384u16).find(|&sl| c.owner_of_slot(sl) == 0).unwrap();
-    let keys: Vec<String> = (0..).map(|i| format!("led:{i}")).filter(|k| (first..first + 200).contains(&pipelab::cluster::slot::slot(k.as_bytes()))).take(1500).collect();
+    let keys: Vec<String> = (0..).map(|i| format!("led:{i}")).filter(|k| (first..first + 200).contains(&pipelab_engine::cluster::slot::slot(k.as_bytes()))).take(1500).collect();
     let commands = Commands::from_iter(keys.iter().map(|k| vec!["INCR".to_string(), k.clone()]));
     let plan = Plan { simulated_rtt_ms: 1.0, ..Plan::new(Mode::Sequential) };
 
@@ -231,7 +231,7 @@ async fn a_master_killed_with_windows_in_flight_leaves_true_statuses() {
     let mut c = TestCluster::start_with_timeout(15000);
     let d = Direct { target: RedisTarget::parse(&c.url).unwrap(), opts: ExecOptions::default() }.with_commands().await;
     // 20 per master per window: 16 windows in flight, about 960 commands; 2400 outlast them.
-    let depth = pipelab::cluster::in_flight_windows(20);
+    let depth = pipelab_engine::cluster::in_flight_windows(20);
     let keys: Vec<String> = (0..2400).map(|i| format!("kill2:{i}")).collect();
     let owners: Vec<usize> = keys.iter().map(|k| c.owner(k)).collect();
     let victim = 1;
@@ -301,7 +301,7 @@ async fn moved_under_windows_in_flight_runs_each_command_once() {
     let mut b1 = batch(Mode::Pipeline, &refs);
     b1.plan.batch_size = 5;
     let r = execute_pooled(&pool, &b1, &opts).await.unwrap();
-    assert!(pipelab::cluster::in_flight_windows(5) > 2, "test premise: windows written ahead");
+    assert!(pipelab_engine::cluster::in_flight_windows(5) > 2, "test premise: windows written ahead");
     assert_eq!(r.summary.ok, 240, "{:?}", r.connection_error);
     for i in 0..120 {
         let want = if i == 0 { 2 } else { 1 };
@@ -311,6 +311,6 @@ async fn moved_under_windows_in_flight_runs_each_command_once() {
         assert_eq!(c.nodes[b].cmd_str(&["GET", &format!("{{w}}k{i}")]), Value::Bulk(want.to_string().into_bytes()));
     }
     // 24 windows (5 moved-slot commands each): those written before the first MOVED was read all got MOVED.
-    let ahead = pipelab::cluster::in_flight_windows(5).min(24) as u64;
+    let ahead = pipelab_engine::cluster::in_flight_windows(5).min(24) as u64;
     assert!((5 * ahead..=120).contains(&r.summary.redirections), "MOVED only for moved-slot commands, each once: {}", r.summary.redirections);
 }

@@ -1,4 +1,4 @@
-//! The command table (`pipelab::commands`) read from a real redis-server:
+//! The command table (`pipelab_engine::commands`) read from a real redis-server:
 //! well-known entries pinned (SET writes key 1, MGET reads keys 1..n, EVAL's
 //! keys come from numkeys, SORT with BY reaches other keys, MSET's keys
 //! step 2, XREAD's keys follow STREAMS), subcommands, tips, key positions
@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{batch, RedisServer};
-use pipelab::commands::{self, KeyFlags, Table};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
-use pipelab::run::execute_pooled;
+use pipelab_engine::commands::{self, KeyFlags, Table};
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
+use pipelab_engine::run::execute_pooled;
 
 async fn table_of(server: &RedisServer) -> (Arc<Pool>, Arc<Table>) {
     let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::{batch, RedisServer};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{ExecOptions, Mode};
-use pipelab::lab::compare::{batches, compare};
-use pipelab::lab::Direct;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{ExecOptions, Mode};
+use pipelab_engine::lab::compare::{batches, compare};
+use pipelab_engine::lab::Direct;
 use resp::Value;
 
 /// `INFO commandstats` as name → usec, read outside the code under test.

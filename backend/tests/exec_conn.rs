@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{free_port, RedisServer};
-use pipelab::conn::{ConnectError, RedisTarget};
-use pipelab::exec::{Batch, ExecError, ExecOptions, Mode, Report, Status};
-use pipelab::run::execute;
+use pipelab_engine::conn::{ConnectError, RedisTarget};
+use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab_engine::run::execute;
 use resp::Value;
 
 fn batch(lines: &[&str]) -> Batch {

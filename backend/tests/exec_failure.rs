@@ -7,9 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisServer;
-use pipelab::conn::{ConnectError, RedisTarget};
-use pipelab::exec::{Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
-use pipelab::run::execute;
+use pipelab_engine::conn::{ConnectError, RedisTarget};
+use pipelab_engine::exec::{Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab_engine::run::execute;
 use resp::Value;
 
 fn batch(mode: Mode, commands: Vec<Argv>) -> Batch {
@@ -144,7 +144,7 @@ async fn transaction_lost_is_unknown() {
         Err(ExecError::Connect(_)) => {}
         Ok(r) => {
             assert!(r.results.iter().all(|c| c.status == Status::Unknown));
-            assert_eq!(r.transaction.unwrap().status, pipelab::exec::TransactionStatus::Unknown);
+            assert_eq!(r.transaction.unwrap().status, pipelab_engine::exec::TransactionStatus::Unknown);
         }
         Err(e) => panic!("{e}"),
     }

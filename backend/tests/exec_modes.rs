@@ -4,9 +4,9 @@
 mod common;
 
 use common::{batch, RedisServer};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
-use pipelab::run::execute;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
+use pipelab_engine::run::execute;
 use resp::Value;
 
 async fn run(server: &RedisServer, b: &Batch) -> Report {
@@ -274,7 +274,7 @@ async fn invalid_batches_are_refused() {
     ] {
         let b = batch(mode, &["PING", line]);
         match execute(&target, &b, &ExecOptions::default()).await {
-            Err(pipelab::exec::ExecError::Invalid(e)) => assert_eq!(e.field, field),
+            Err(pipelab_engine::exec::ExecError::Invalid(e)) => assert_eq!(e.field, field),
             other => panic!("{line}: {other:?}"),
         }
     }

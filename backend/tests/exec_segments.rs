@@ -16,9 +16,9 @@ mod common;
 use std::time::Duration;
 
 use common::RedisServer;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status};
-use pipelab::run::{execute, execute_stream};
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status};
+use pipelab_engine::run::{execute, execute_stream};
 use resp::Value;
 
 /// The executor's segment size (`SEGMENT` in `exec/pipeline.rs`): the most

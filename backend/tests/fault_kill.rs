@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use common::ledger::{runs, Ledger, Rng, Tally, DURABLE};
 use common::RedisServer;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Batch, ExecOptions, Mode, Plan};
-use pipelab::run::execute;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan};
+use pipelab_engine::run::execute;
 
 /// The batch timeout given to each batch (the API's default is 30 s).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);

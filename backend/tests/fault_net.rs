@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use common::faults::{Fault, FaultProxy};
 use common::ledger::{runs, Ledger, Rng, Tally};
 use common::RedisServer;
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report};
-use pipelab::run::execute;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report};
+use pipelab_engine::run::execute;
 use resp::Value;
 
 const MODES: [Mode; 3] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction];

@@ -1,4 +1,4 @@
-//! The rooms of the `pipelab` crate and what each may import
+//! The rooms of the `pipelab-server` crate and what each may import
 //! (docs/architecture.md): one crate, so the compiler cannot say it; this
 //! test reads the code (comments left out) and names each import that runs
 //! the wrong way. The engine below is a crate of its own, which the
@@ -31,10 +31,10 @@ fn rust_files(at: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `line` without its comment uses `crate::room` (or `pipelab::room`) as a path.
+/// `line` without its comment uses `crate::room` (or `pipelab_server::room`) as a path.
 fn imports(line: &str, room: &str) -> bool {
     let code = line.split("//").next().unwrap_or_default();
-    ["crate", "pipelab"].iter().any(|root| code.contains(&format!("{root}::{room}::")) || code.contains(&format!("{root}::{room};")))
+    ["crate", "pipelab_server"].iter().any(|root| code.contains(&format!("{root}::{room}::")) || code.contains(&format!("{root}::{room};")))
 }
 
 #[test]

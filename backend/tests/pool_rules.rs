@@ -1,4 +1,4 @@
-//! The connection pool's rules (`pipelab::exec::pool`), against a real
+//! The connection pool's rules (`pipelab_engine::exec::pool`), against a real
 //! redis-server: a connection is reused only after a batch that ended
 //! cleanly, never after a reply-size cut, a timeout or a cancelled batch;
 //! no state (MULTI, WATCH, client name, RESP3) leaks from one batch into
@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{batch, RedisServer};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::{ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
-use pipelab::run::execute_pooled;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::{ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab_engine::run::execute_pooled;
 use resp::Value;
 
 /// A pool whose every batch has a connection to itself: these are the

@@ -15,7 +15,7 @@ use api_inproc::App;
 use sandbox_client::{direct, replies};
 use axum::body::Body;
 use axum::http::{header, Method, Request};
-use pipelab::sandbox::{Child, Settings, VisitorId};
+use pipelab_engine::sandbox::{Child, Settings, VisitorId};
 use resp::Value;
 use serde_json::{json, Value as Json};
 

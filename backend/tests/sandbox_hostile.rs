@@ -15,7 +15,7 @@ use api_inproc::App;
 use sandbox_client::{replies, sandbox, Visitor};
 use axum::body::Body;
 use axum::http::{header, Method, Request};
-use pipelab::sandbox::Settings;
+use pipelab_engine::sandbox::Settings;
 use serde_json::json;
 
 /// The app in the sandbox with `settings` (2 spares unless given) and a
@@ -218,7 +218,7 @@ async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
     let pid = a.child(&app).process.pid;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let rss_kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
-    let budget = pipelab::sandbox::child::address_space(Settings::default().max_bytes);
+    let budget = pipelab_engine::sandbox::child::address_space(Settings::default().max_bytes);
     assert!(rss_kb * 1024 <= budget, "A's Redis holds {} MiB after its script ended; a visitor is budgeted {} MiB", rss_kb >> 10, budget >> 20);
     let counted = a.child(&app).process.private_bytes();
     assert!(counted >= 40 << 20, "the budget counts the heap left behind: {} MiB", counted >> 20);

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use api_inproc::App;
 use sandbox_client::{sandbox, Visitor};
-use pipelab::sandbox::Settings;
+use pipelab_engine::sandbox::Settings;
 use serde_json::{json, Value as Json};
 
 /// The replies' values, without their RESP types.
@@ -330,8 +330,8 @@ fn assert_jailed(pid: u32, dir: &Path, targets: usize, path: &str) {
 /// goes with each start, never with the thread that starts it.
 #[test]
 fn a_child_started_from_any_thread_is_jailed() {
-    use pipelab::sandbox::child::Process;
-    use pipelab::sandbox::Jail;
+    use pipelab_engine::sandbox::child::Process;
+    use pipelab_engine::sandbox::Jail;
     let real = system_redis_server();
     let t = tempfile::tempdir().unwrap();
     let victim = std::os::unix::net::UnixListener::bind(t.path().join("victim.sock")).unwrap();
@@ -385,7 +385,7 @@ async fn every_child_is_jailed_whichever_path_started_it() {
     let sup = sandbox(&app).clone();
     assert!(sup.jail().seccomp, "this test needs seccomp in the kernel: the jail here is {}", sup.jail().describe());
     let mut checked = std::collections::BTreeSet::new();
-    let mut check = |child: &pipelab::sandbox::Child, path: &str| {
+    let mut check = |child: &pipelab_engine::sandbox::Child, path: &str| {
         assert_jailed(child.process.pid, child.process.dir(), targets.len(), path);
         checked.insert(child.process.pid);
     };
@@ -449,12 +449,12 @@ async fn every_child_is_jailed_whichever_path_started_it() {
 /// A measurement, not a check (hence ignored): how long a child takes from
 /// its start to its first PONG with the jail and without, alternated so
 /// that both meet the same machine load. docs/sandbox.md has the figures:
-/// `cargo test --release -p pipelab --test sandbox_jail -- --ignored --nocapture start_cost`
+/// `cargo test --release -p pipelab-server --test sandbox_jail -- --ignored --nocapture start_cost`
 #[tokio::test]
 #[ignore]
 async fn start_cost() {
-    use pipelab::sandbox::child::Process;
-    use pipelab::sandbox::Jail;
+    use pipelab_engine::sandbox::child::Process;
+    use pipelab_engine::sandbox::Jail;
     let root = tempfile::tempdir().unwrap();
     let jailed = Arc::new(Jail::probe("redis-server").expect("a jail on this machine"));
     let none = Arc::new(Jail::none());

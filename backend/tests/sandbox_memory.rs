@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use api_inproc::App;
 use sandbox_client::{replies, sandbox, until, Visitor};
-use pipelab::sandbox::Settings;
+use pipelab_engine::sandbox::Settings;
 use serde_json::json;
 
 /// This process's redis-server children: their summed resident memory
@@ -134,7 +134,7 @@ async fn every_visitor_filling_all_they_may_hold_keeps_the_node_inside_its_budge
     }
     assert!(settled, "the children hold {} MB (PSS) 30 s after the attack, past the budget of {} MB", held() / MB, budget / MB);
     // Each offender can grow by at most its own wall (RLIMIT_AS) between two looks; what the budget must hold is the rest.
-    assert!(peak <= budget + offenders as u64 * pipelab::sandbox::child::address_space(16 * MB), "peak {} MB", peak / MB);
+    assert!(peak <= budget + offenders as u64 * pipelab_engine::sandbox::child::address_space(16 * MB), "peak {} MB", peak / MB);
 
     // The quiet visitor kept their Redis (neither hibernated nor restarted) and their keys.
     let qid = quiet.id();

@@ -1,4 +1,4 @@
-//! Shared connections (`pipelab::exec::shared`), against a real
+//! Shared connections (`pipelab_engine::exec::shared`), against a real
 //! redis-server: concurrent small batches go out in one write on one
 //! connection and each gets exactly its own replies; what could tell it
 //! shared a connection gets one of its own; a lost connection makes
@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{batch, pipelab_connections, RedisServer};
-use pipelab::conn::RedisTarget;
-use pipelab::exec::shared::shareable;
-use pipelab::exec::{Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
-use pipelab::run::execute_pooled;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::exec::shared::shareable;
+use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
+use pipelab_engine::run::execute_pooled;
 use resp::Value;
 
 fn pool_for(server: &RedisServer) -> Arc<Pool> {
@@ -26,8 +26,8 @@ async fn run(pool: &Pool, lines: &[&str], opts: &ExecOptions) -> Report {
     execute_pooled(pool, &batch(Mode::Pipeline, lines), opts).await.expect("batch runs")
 }
 
-fn settings() -> pipelab::conn::ConnSettings {
-    pipelab::conn::ConnSettings {
+fn settings() -> pipelab_engine::conn::ConnSettings {
+    pipelab_engine::conn::ConnSettings {
         connect_timeout: Duration::from_secs(5),
         read_timeout: Duration::from_secs(5),
         resp3: false,
@@ -157,7 +157,7 @@ async fn what_could_tell_gets_a_connection_of_its_own() {
     for b in [rtt, resp3, stats] {
         assert!(!yes(&b), "{:?}", b.plan);
     }
-    let cancellable = ExecOptions { cancel: Some(pipelab::conn::Cancel::new()), ..ExecOptions::default() };
+    let cancellable = ExecOptions { cancel: Some(pipelab_engine::conn::Cancel::new()), ..ExecOptions::default() };
     assert!(!shareable(&batch(Mode::Pipeline, &["GET a"]), &cancellable, &table));
 
     let own = run(&pool, &["MULTI", "SET a 1", "EXEC"], &opts).await;
@@ -206,7 +206,7 @@ async fn a_lost_connection_makes_the_written_unknown() {
         let url = server.url.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let mut c = pipelab::conn::Conn::connect(&RedisTarget::parse(&url).unwrap(), &settings()).await.unwrap();
+            let mut c = pipelab_engine::conn::Conn::connect(&RedisTarget::parse(&url).unwrap(), &settings()).await.unwrap();
             c.ask(&[b"CLIENT", b"KILL", b"TYPE", b"normal", b"SKIPME", b"yes"]).await.unwrap();
             c.ask(&[b"CLIENT", b"UNPAUSE"]).await.unwrap();
         })

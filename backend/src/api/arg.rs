@@ -16,8 +16,8 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::error::ApiCode;
-use crate::exec::Commands;
+use crate::http::error::ApiCode;
+use pipelab_engine::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.
 pub(super) const BASE64: GeneralPurpose = GeneralPurpose::new(

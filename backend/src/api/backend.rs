@@ -1,13 +1,13 @@
 //! Which Redis serves a request: the engine's choice
-//! ([`crate::engine::backend`]) for the request's caller, made once,
+//! ([`pipelab_engine::engine::backend`]) for the request's caller, made once,
 //! before its commands are checked (the table is that Redis's) and run.
 
-use super::caller::Caller;
-use super::error::ApiError;
+use crate::http::caller::Caller;
+use crate::http::error::ApiError;
 use super::AppState;
-use crate::engine::Who;
+use pipelab_engine::engine::Who;
 
-pub use crate::engine::Backend;
+pub use pipelab_engine::engine::Backend;
 
 impl Caller {
     /// Who the engine chooses a Redis for.

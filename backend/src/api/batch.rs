@@ -7,14 +7,14 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::caller::Caller;
-use super::error::{ApiCode, ApiError, BatchErrors};
+use crate::http::caller::Caller;
+use crate::http::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::schema;
 use super::stream::{self, Keep};
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use crate::exec::{Batch, Mode, OnError, Report};
+use pipelab_engine::exec::{Batch, Mode, OnError, Report};
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -96,8 +96,8 @@ batch_request!(BatchRequest);
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran; per-command results", body = Report),
-        (status = 404, description = "`session_not_found`: no open session with the given `session` id", body = super::error::ErrorBody),
-        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = super::error::ErrorBody),
+        (status = 404, description = "`session_not_found`: no open session with the given `session` id", body = crate::http::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = crate::http::error::ErrorBody),
         BatchErrors,
     )
 )]
@@ -119,9 +119,9 @@ pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, s
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran on the session; per-command results", body = Report),
-        (status = 404, description = "`session_not_found`: no open session with this id", body = super::error::ErrorBody),
-        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = super::error::ErrorBody),
-        (status = 421, description = "`other_node`: another node holds the session (the message names it)", body = super::error::ErrorBody),
+        (status = 404, description = "`session_not_found`: no open session with this id", body = crate::http::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = crate::http::error::ErrorBody),
+        (status = 421, description = "`other_node`: another node holds the session (the message names it)", body = crate::http::error::ErrorBody),
         BatchErrors,
     )
 )]
@@ -136,7 +136,7 @@ pub async fn on_session(State(state): State<AppState>, Path(id): Path<String>, r
 }
 
 /// The session a batch names (`"session"`), with its id.
-pub(super) type OnSession = Option<(String, std::sync::Arc<crate::engine::Session>)>;
+pub(super) type OnSession = Option<(String, std::sync::Arc<pipelab_engine::engine::Session>)>;
 
 /// A [`BatchRequest`] body checked and made a [`Batch`]: the one extractor
 /// of `POST /batch` and `POST /batches`, which take the same body from the
@@ -191,10 +191,10 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest, checke
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
     let rules = super::refuse::Rules::of(state, &backend).await;
     let mut prepared = BatchFields::from(req).prepare_checked(&state.limits, checked)?;
-    super::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
+    crate::http::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
-    super::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
+    crate::http::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     Ok(PreparedBatch { batch, keep, session, backend })
 }

@@ -1,5 +1,5 @@
 //! `GET /api/v1/commands`: every command of the server with its summary,
-//! arguments, syntax line and arity (`crate::commands::docs`), for the
+//! arguments, syntax line and arity (`pipelab_engine::commands::docs`), for the
 //! page's autocompletion, hover and arity check. Read from the server
 //! (`COMMAND DOCS`) once per server run (`run_id`), then served from memory.
 
@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::run::command;
 use super::AppState;
-use crate::commands::docs::{docs, CommandDoc};
+use pipelab_engine::commands::docs::{docs, CommandDoc};
 
 /// The server's commands, for people.
 #[derive(Debug, Serialize, ToSchema)]
@@ -44,7 +44,7 @@ pub struct DocsCache(Mutex<Option<(String, Arc<[u8]>)>>);
     tag = "server",
     responses((status = 200, description = "The server's commands", body = CommandsResponse))
 )]
-pub async fn commands(State(state): State<AppState>, caller: super::caller::Caller) -> Response {
+pub async fn commands(State(state): State<AppState>, caller: crate::http::caller::Caller) -> Response {
     let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
     // The caller's Redis (in the sandbox, a spare's if they have none yet: one binary, one table).
     let on = match state.backend_to_look(&caller).await {

@@ -1,6 +1,6 @@
 //! `POST /api/v1/compare`: the same batch once per mode, summaries side by
 //! side, speedups relative to sequential. The request is checked here; the
-//! runs and the report are [`crate::lab::compare`]'s (`pipelab compare`
+//! runs and the report are [`pipelab_engine::lab::compare`]'s (`pipelab compare`
 //! runs the same).
 
 use axum::extract::State;
@@ -11,16 +11,16 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::budget::{Charge, Held};
-use super::error::{ApiError, BatchErrors};
+use crate::http::budget::{Charge, Held};
+use crate::http::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::run::{OnBackend, WithResults};
 use super::schema;
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use crate::exec::{Mode, OnError};
-use crate::lab;
-use crate::lab::compare::CompareReport;
+use pipelab_engine::exec::{Mode, OnError};
+use pipelab_engine::lab;
+use pipelab_engine::lab::compare::CompareReport;
 
 /// A batch to run in several modes.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -74,7 +74,7 @@ batch_request!(CompareRequest);
 ))]
 pub async fn compare(
     State(state): State<AppState>,
-    caller: super::caller::Caller,
+    caller: crate::http::caller::Caller,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Response, ApiError> {
     let requested = req
@@ -98,7 +98,7 @@ pub async fn compare(
     prepared.plan.server_stats = true;
     let watch = BatchFields {
         watch,
-        commands: Some(JsonCommands(crate::exec::Commands::from_iter([vec!["PING"]]))),
+        commands: Some(JsonCommands(pipelab_engine::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
     .prepare(&state.limits)?
@@ -108,7 +108,7 @@ pub async fn compare(
     let on = state.backend(&caller).await?;
     let rules = super::refuse::Rules::of(&state, &on).await;
     // Each mode runs the batch once.
-    super::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
+    crate::http::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let runner = OnBackend { state, on };
@@ -119,7 +119,7 @@ pub async fn compare(
     let report = lab::compare::compare(&with, &batches, true).await?;
     // The replies' JSON is charged already: the answer is written in a
     // buffer of about that size (not grown by doubling, twice as large),
-    // and stays charged until its client has it (`super::budget`).
+    // and stays charged until its client has it (`crate::http::budget`).
     let charge = with.charge.lock().map(|mut c| c.take()).ok();
     let mut body = Vec::with_capacity(charge.as_ref().map_or(0, Charge::bytes) as usize + 64 * 1024);
     if serde_json::to_writer(&mut body, &report).is_err() {

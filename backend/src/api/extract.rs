@@ -17,7 +17,7 @@ use axum::http::header;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
-use super::error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
 use super::incremental::{HasCommands, IncrementalBody, RESERVE_MAX};
 use super::validate::{Checked, Checker};
 use super::AppState;
@@ -277,14 +277,14 @@ mod timing {
             let prepare = t.elapsed();
             let t = std::time::Instant::now();
             let rules = super::super::refuse::Rules {
-                table: crate::commands::fallback::table(),
+                table: pipelab_engine::commands::fallback::table(),
                 access: Default::default(),
                 allow: Default::default(),
             };
-            let batch = prepared.into_batch(crate::exec::Mode::Pipeline, &limits, &rules).unwrap();
+            let batch = prepared.into_batch(pipelab_engine::exec::Mode::Pipeline, &limits, &rules).unwrap();
             let into_batch = t.elapsed();
             let t = std::time::Instant::now();
-            crate::exec::validate(&batch, &rules.table).unwrap();
+            pipelab_engine::exec::validate(&batch, &rules.table).unwrap();
             eprintln!(
                 "serde_json {serde:?}, incremental {fast:?}; prepare {prepare:?}, into_batch {into_batch:?}, \
                  executor's validate {:?} ({} commands)",

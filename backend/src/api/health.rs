@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::json;
 
-use super::error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
 use super::run::command;
 use super::AppState;
 
@@ -38,12 +38,12 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 /// error shape; 503 `shutting_down` once the node drains (SIGTERM). In the sandbox: if a visitor's Redis can be had (a spare
 /// is ready, or a new one starts). On a Redis Cluster, 200 only if every
 /// hash slot can be served: each master reachable and saying
-/// `cluster_state:ok` (`crate::cluster::Cluster::readiness`).
+/// `cluster_state:ok` (`pipelab_engine::cluster::Cluster::readiness`).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     const WAIT: Duration = Duration::from_secs(1);
     // The balancer takes a draining node out at its next check (`crate::http::drain`).
     if state.drain.is_draining() {
-        return ApiError::new(ApiCode::ShuttingDown, format!("node {} is shutting down: send requests to another node", crate::node::id())).into_response();
+        return ApiError::new(ApiCode::ShuttingDown, format!("node {} is shutting down: send requests to another node", pipelab_engine::node::id())).into_response();
     }
     let pool = match &state.engine.redis {
         super::Redis::Shared(shared) => shared.pool.clone(),
@@ -70,7 +70,7 @@ pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     }
 }
 
-async fn cluster_ready(cluster: &crate::cluster::Cluster, wait: Duration) -> axum::response::Response {
+async fn cluster_ready(cluster: &pipelab_engine::cluster::Cluster, wait: Duration) -> axum::response::Response {
     match cluster.readiness(wait).await {
         Ok(()) => Json(json!({"status": "ready"})).into_response(),
         Err(why) => ApiError::new(ApiCode::RedisUnavailable, why).into_response(),

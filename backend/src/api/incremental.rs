@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use super::arg::{JsonCommands, BASE64};
 use super::validate::{Checked, Checker};
-use crate::exec::Commands;
+use pipelab_engine::exec::Commands;
 
 /// A request type with a `commands` member (`Option<JsonCommands>`).
 pub trait HasCommands: DeserializeOwned {
@@ -95,7 +95,7 @@ impl IncrementalBody {
     }
 
     /// More of the body is waiting than was parsed: commands from here on
-    /// are checked but not encoded ahead ([`crate::exec::Prechecked::stop_encoding`]).
+    /// are checked but not encoded ahead ([`pipelab_engine::exec::Prechecked::stop_encoding`]).
     pub fn behind(&mut self) {
         if let Some(checker) = &mut self.checker {
             checker.stop_encoding();
@@ -692,8 +692,8 @@ mod tests {
 
     /// The batch for `mode` from `body`'s `commands`, as the API makes it
     /// (`prepare`, `into_batch`), with what the checker recorded or without.
-    fn batch_of(body: &[u8], checked: Option<Checked>, mode: crate::exec::Mode, access: crate::commands::Access) -> Result<crate::exec::Batch, (String, String)> {
-        let rules = super::super::refuse::Rules { table: crate::commands::fallback::table(), access, allow: Default::default() };
+    fn batch_of(body: &[u8], checked: Option<Checked>, mode: pipelab_engine::exec::Mode, access: pipelab_engine::commands::Access) -> Result<pipelab_engine::exec::Batch, (String, String)> {
+        let rules = super::super::refuse::Rules { table: pipelab_engine::commands::fallback::table(), access, allow: Default::default() };
         let limits = small_limits();
         let req = parse_json::<BatchRequest>(body).unwrap();
         let fields = super::super::validate::BatchFields::from(req);
@@ -710,11 +710,11 @@ mod tests {
         fn commands_checked_while_parsed_answer_as_checked_after(
             commands in checked_commands(),
             step in 1usize..64,
-            access in proptest::sample::select(vec![crate::commands::Access::Full, crate::commands::Access::ReadOnly, crate::commands::Access::Operator, crate::commands::Access::Visitor]),
+            access in proptest::sample::select(vec![pipelab_engine::commands::Access::Full, pipelab_engine::commands::Access::ReadOnly, pipelab_engine::commands::Access::Operator, pipelab_engine::commands::Access::Visitor]),
         ) {
-            use crate::exec::Mode;
+            use pipelab_engine::exec::Mode;
             let body = format!(r#"{{"commands": {commands}, "mode": "transaction"}}"#).into_bytes();
-            let table = crate::commands::fallback::table();
+            let table = pipelab_engine::commands::fallback::table();
             let rules = super::super::refuse::Rules { table: table.clone(), access, allow: Default::default() };
             let mut inc = IncrementalBody::new(0).with_checker(Some(super::super::validate::Checker::new(rules, &small_limits(), 0)));
             for piece in body.chunks(step) {
@@ -735,8 +735,8 @@ mod tests {
                             resp::encode_command(argv, &mut encoded);
                         }
                         prop_assert_eq!(pre.resp(0..pre.resp_len()), encoded.as_slice());
-                        prop_assert_eq!(crate::exec::validate(a, &table), crate::exec::validate(d, &table), "{:?}", mode);
-                        let (ta, td) = (crate::engine::kill::Traits::of(a, &table), crate::engine::kill::Traits::of(d, &table));
+                        prop_assert_eq!(pipelab_engine::exec::validate(a, &table), pipelab_engine::exec::validate(d, &table), "{:?}", mode);
+                        let (ta, td) = (pipelab_engine::engine::kill::Traits::of(a, &table), pipelab_engine::engine::kill::Traits::of(d, &table));
                         prop_assert_eq!((ta.blocks, ta.scripts), (td.blocks, td.scripts));
                         let state = d.commands.iter().position(|argv| table.changes_connection_state(argv));
                         prop_assert_eq!(pre.first_state_change(), state);

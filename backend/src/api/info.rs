@@ -8,13 +8,13 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::caller::Caller;
+use crate::http::caller::Caller;
 use super::run::command;
 use super::validate::{Defaults, DEFAULTS};
-use super::error::ApiError;
+use crate::http::error::ApiError;
 use super::{AppState, RedisSource};
-use crate::commands::server::{self, info_field};
-use crate::commands::RefusedCommand;
+use pipelab_engine::commands::server::{self, info_field};
+use pipelab_engine::commands::RefusedCommand;
 use crate::config::Limits;
 
 /// Server facts.
@@ -133,7 +133,7 @@ pub struct RedisInfo {
     /// Redis Cluster only (`mode: cluster`): the masters batches are split
     /// across, each with its hash-slot ranges; omitted for a single Redis.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<crate::cluster::NodeInfo>,
+    pub nodes: Vec<pipelab_engine::cluster::NodeInfo>,
 }
 
 /// Redis version and mode, the server's limits and defaults.
@@ -143,7 +143,7 @@ pub struct RedisInfo {
     tag = "server",
     responses(
         (status = 200, description = "Server facts", body = InfoResponse),
-        (status = 503, description = "In the sandbox: no Redis could be started for the visitor", body = super::error::ErrorBody),
+        (status = 503, description = "In the sandbox: no Redis could be started for the visitor", body = crate::http::error::ErrorBody),
     )
 )]
 pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {

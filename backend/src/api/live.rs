@@ -15,7 +15,7 @@
 //!   run after all (no free slot, Redis unreachable).
 //!
 //! A request the API refuses gets its usual 4xx before any line. A cancel
-//! cuts the batch as the batch timeout does ([`crate::conn::Cancel`]): the
+//! cuts the batch as the batch timeout does ([`pipelab_engine::conn::Cancel`]): the
 //! commands written but not answered are `unknown`, the rest `not_sent`,
 //! `connection_error` says it was cancelled, and the `end` line still
 //! comes. A client that closes the stream cancels its batch too (nobody is
@@ -41,15 +41,15 @@ use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
-use super::caller::Caller;
-use super::budget::{self, Charge};
-use super::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
+use crate::http::caller::Caller;
+use crate::http::budget::{self, Charge};
+use crate::http::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
 use super::run::run_batch_into;
 use super::stream::{KeptResults, GROUP};
 use super::AppState;
-use crate::conn::Cancel;
-use crate::exec::{CommandResult, ResultSink, StreamReport, Summary, TransactionOutcome};
-use crate::report_json::write_result;
+use pipelab_engine::conn::Cancel;
+use pipelab_engine::exec::{CommandResult, ResultSink, StreamReport, Summary, TransactionOutcome};
+use pipelab_engine::report_json::write_result;
 
 /// Longest a result waits in the batch's task before it is handed to the
 /// response (one arriving after a longer pause goes at once).
@@ -57,7 +57,7 @@ pub const FLUSH: Duration = Duration::from_millis(25);
 
 /// Who started a live batch: only the same caller may cancel it (as with
 /// sessions: the same access, the same sandbox visitor).
-type Owner = (crate::commands::Access, Option<crate::sandbox::VisitorId>);
+type Owner = (pipelab_engine::commands::Access, Option<pipelab_engine::sandbox::VisitorId>);
 
 /// The batches running under `POST /batches`, by id.
 #[derive(Default)]
@@ -81,9 +81,9 @@ impl Registry {
     }
 }
 
-/// The node's id and 128 random bits, as 32 hex digits (`crate::node`).
+/// The node's id and 128 random bits, as 32 hex digits (`pipelab_engine::node`).
 fn new_id() -> String {
-    crate::node::new_id().expect("the system's random source")
+    pipelab_engine::node::new_id().expect("the system's random source")
 }
 
 /// The first line of a `POST /batches` answer.
@@ -195,8 +195,8 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
     )
 )]
 pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<CancelResponse>, ApiError> {
-    if let Some(node) = crate::node::elsewhere(&id) {
-        return Err(ApiError::new(ApiCode::OtherNode, format!("batch {id} runs on node {node:?}, not this one ({})", crate::node::id())));
+    if let Some(node) = pipelab_engine::node::elsewhere(&id) {
+        return Err(ApiError::new(ApiCode::OtherNode, format!("batch {id} runs on node {node:?}, not this one ({})", pipelab_engine::node::id())));
     }
     match state.live.cancel(&id, &(caller.access.rules(), caller.visitor)) {
         Some(cancelled) => Ok(Json(CancelResponse { batch_id: id, cancelled })),
@@ -208,7 +208,7 @@ pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Pat
 }
 
 enum Msg {
-    /// Results with their charge (`super::budget`), held by the body until hyper has their lines.
+    /// Results with their charge (`crate::http::budget`), held by the body until hyper has their lines.
     Results(Vec<CommandResult>, Charge),
     End(Box<Result<StreamReport<Infallible>, ApiError>>),
 }

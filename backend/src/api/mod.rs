@@ -1,9 +1,8 @@
 //! The REST API (`/api/v1`), health probes and the web playground's files,
-//! on the HTTP layer both surfaces share (`crate::http`, whose rooms are
-//! named here too: `api::gate`, `api::error`, …).
+//! on the HTTP layer both surfaces share (`crate::http`).
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
-//! ([`validate`]), builds a [`crate::exec::Batch`], runs it through [`run`]
+//! ([`validate`]), builds a [`pipelab_engine::exec::Batch`], runs it through [`run`]
 //! (limits, timeout, Redis errors → HTTP) and serializes the executor's
 //! `Report` as it is, so the API and `pipelab run --json` cannot drift apart.
 //!
@@ -11,8 +10,6 @@
 //! a request.
 
 pub mod arg;
-// The HTTP layer, shared with Upstash; named here as the API's own rooms.
-pub use crate::http::{auth, budget, caller, error, gate, guard, headers, protected, rate, visitor};
 pub mod backend;
 pub mod batch;
 pub mod compare;
@@ -39,12 +36,13 @@ use axum::routing::{any, delete, get, post};
 use axum::Router;
 
 use crate::config::Limits;
-use crate::conn::RedisTarget;
-use crate::engine::{Engine, EngineLimits};
+use pipelab_engine::conn::RedisTarget;
+use pipelab_engine::engine::{Engine, EngineLimits};
 use crate::http::{HttpInner, HttpState};
-use error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
+use crate::http::{auth, budget, guard, rate};
 
-pub use crate::engine::{Redis, RedisSource, Shared};
+pub use pipelab_engine::engine::{Redis, RedisSource, Shared};
 
 /// Shared by every request; cheap to clone.
 #[derive(Clone)]
@@ -57,7 +55,7 @@ pub struct Inner {
     /// The page's files at `/` ([`web::Page`]: built in, or `--web-dir`).
     pub page: web::Page,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
-    pub allow: crate::commands::Allow,
+    pub allow: pipelab_engine::commands::Allow,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
     pub live: live::Registry,
     /// `GET /api/v1/commands`'s answer for the server's current run ([`commands`]).
@@ -106,7 +104,7 @@ pub struct AppStateBuilder {
     page: web::Page,
     runtimes: Vec<tokio::runtime::Handle>,
     guard: guard::Policy,
-    allow: crate::commands::Allow,
+    allow: pipelab_engine::commands::Allow,
     auth: auth::Auth,
     upstash: crate::config::UpstashSettings,
     rate: rate::Limiter,
@@ -127,7 +125,7 @@ impl AppStateBuilder {
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
-    pub fn sandboxed(supervisor: Arc<crate::sandbox::Supervisor>, limits: Limits, page: impl Into<web::Page>, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+    pub fn sandboxed(supervisor: Arc<pipelab_engine::sandbox::Supervisor>, limits: Limits, page: impl Into<web::Page>, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         Self::with_redis(Redis::Sandbox(supervisor), limits, page.into(), runtimes)
     }
 
@@ -161,7 +159,7 @@ impl AppStateBuilder {
     }
 
     /// The commands the operator allows beyond the defaults.
-    pub fn with_allow(mut self, allow: crate::commands::Allow) -> Self {
+    pub fn with_allow(mut self, allow: pipelab_engine::commands::Allow) -> Self {
         self.allow = allow;
         self
     }
@@ -183,11 +181,11 @@ impl AppStateBuilder {
         self
     }
 
-    /// The embedded Redis's ACL users (`crate::acl`; the state's target is
+    /// The embedded Redis's ACL users (`pipelab_engine::acl`; the state's target is
     /// the batch user's already): read-only tokens' batches run as the
     /// read-only user, operator tokens' as `admin` (the default user's
     /// target).
-    pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget) -> Self {
+    pub fn with_users(mut self, users: &pipelab_engine::acl::Users, admin: RedisTarget) -> Self {
         if let Redis::Shared(shared) = self.redis {
             self.redis = Redis::Shared(shared.with_users(users, admin, &engine_limits(&self.limits)));
         }

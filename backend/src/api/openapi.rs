@@ -4,8 +4,9 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, commands, compare, error, info, live, schema, session, stream, sweep};
-use crate::exec;
+use super::{batch, commands, compare, info, live, schema, session, stream, sweep};
+use crate::http::error;
+use pipelab_engine::exec;
 use error::CodeStatuses;
 
 #[derive(OpenApi)]

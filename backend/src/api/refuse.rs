@@ -1,5 +1,5 @@
 //! Commands the API refuses to run, asked of the target's command table
-//! (`crate::commands::rules` holds every rule and its source).
+//! (`pipelab_engine::commands::rules` holds every rule and its source).
 //!
 //! Each batch has its own Redis connection, only for the duration of the
 //! batch, and the executor counts one reply per command. Commands that change
@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use super::backend::Backend;
 use super::AppState;
-use crate::commands::{Access, Allow, Table};
-use crate::exec::{ArgvRef, Mode};
+use pipelab_engine::commands::{Access, Allow, Table};
+use pipelab_engine::exec::{ArgvRef, Mode};
 
 /// The rules one request is checked with: the table of the Redis it runs
 /// on, the caller's access and what the operator allows.
@@ -57,12 +57,12 @@ mod tests {
 
     /// The built-in table's rules: no server needed.
     fn rules() -> Rules {
-        Rules { table: crate::commands::fallback::table(), access: Access::Full, allow: Allow::default() }
+        Rules { table: pipelab_engine::commands::fallback::table(), access: Access::Full, allow: Allow::default() }
     }
 
     fn refusal(s: &str, mode: Mode) -> Option<String> {
         let argv: Vec<&str> = s.split(' ').collect();
-        rules().refusal(crate::exec::Commands::from_iter([argv]).get(0), mode)
+        rules().refusal(pipelab_engine::exec::Commands::from_iter([argv]).get(0), mode)
     }
 
     /// The API refuses, with its own reason, every command the executor
@@ -76,8 +76,8 @@ mod tests {
         for mode in [Mode::Sequential, Mode::Pipeline, Mode::Transaction] {
             for cmd in cases {
                 let argv: Vec<&str> = cmd.split(' ').collect();
-                let commands = crate::exec::Commands::from_iter([argv]);
-                if crate::exec::check_command(&rules().table, commands.get(0), mode).is_err() {
+                let commands = pipelab_engine::exec::Commands::from_iter([argv]);
+                if pipelab_engine::exec::check_command(&rules().table, commands.get(0), mode).is_err() {
                     assert!(rules().refusal(commands.get(0), mode).is_some(), "{cmd} in {mode:?}");
                 }
             }
@@ -190,14 +190,14 @@ mod tests {
             // Errors in Redis, not waits.
             "WAIT 1 00",
         ]);
-        let spaced = crate::exec::Commands::from_iter([vec!["BLPOP", "k", " 0"]]);
+        let spaced = pipelab_engine::exec::Commands::from_iter([vec!["BLPOP", "k", " 0"]]);
         assert!(rules().refusal(spaced.get(0), Mode::Pipeline).is_none());
     }
 
     /// MIGRATE makes Redis connect where the request says.
     #[test]
     fn migrate_needs_the_operator() {
-        let argv = crate::exec::Commands::from_iter([vec!["MIGRATE", "10.0.0.1", "6379", "k", "0", "1000"]]);
+        let argv = pipelab_engine::exec::Commands::from_iter([vec!["MIGRATE", "10.0.0.1", "6379", "k", "0", "1000"]]);
         let refused = rules().refusal(argv.get(0), Mode::Pipeline).expect("MIGRATE refused");
         assert!(refused.contains("another server") && refused.contains("--allow-migrate"), "{refused}");
         let allowed = Rules { allow: Allow { migrate: true }, ..rules() };
@@ -209,7 +209,7 @@ mod tests {
     fn secrets_need_an_operator_token() {
         for cmd in ["CONFIG GET requirepass", "config get *", "ACL LIST", "ACL GETUSER default", "ACL DRYRUN default GET k", "ACL USERS", "ACL LOG"] {
             let argv: Vec<&str> = cmd.split(' ').collect();
-            let argv = crate::exec::Commands::from_iter([argv]);
+            let argv = pipelab_engine::exec::Commands::from_iter([argv]);
             let refused = rules().refusal(argv.get(0), Mode::Pipeline).unwrap_or_else(|| panic!("{cmd} allowed"));
             assert!(refused.contains("operator token"), "{cmd}: {refused}");
             let operator = Rules { access: Access::Operator, ..rules() };

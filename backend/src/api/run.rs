@@ -1,5 +1,5 @@
 //! Running a batch on behalf of a request: the engine's run
-//! ([`crate::engine::Engine::run`]: the Redis the request was given, its
+//! ([`pipelab_engine::engine::Engine::run`]: the Redis the request was given, its
 //! limits, shares and timeout) within the budget for answers, with its
 //! log line and metrics, and its errors in the API's words; and the API as
 //! the experiments' runner.
@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::backend::Backend;
-use super::budget::Charge;
-use super::error::ApiError;
+use crate::http::budget::Charge;
+use crate::http::error::ApiError;
 use super::stream::{Keep, KeptResults};
 use super::AppState;
-use crate::engine::{Connection, EngineError, RunOptions};
-use crate::exec::{Batch, ExecError, Pool, Report, ResultSink, StreamReport};
+use pipelab_engine::engine::{Connection, EngineError, RunOptions};
+use pipelab_engine::exec::{Batch, ExecError, Pool, Report, ResultSink, StreamReport};
 use crate::telemetry::BatchSpan;
 
 /// Run `batch` on `on` within the server's limits and collect its report.
@@ -41,11 +41,11 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 /// `/batch` counts it (`stream::KeptResults`) and charged to the server's budget
 /// for answers, the charge added to `held`: for runs whose every result
 /// goes into the response. Past the reply limit the run is cut; past the
-/// budget the answer is refused (`super::budget::refused`).
+/// budget the answer is refused (`crate::http::budget::refused`).
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
     let mut kept = KeptResults::new(state, Keep::All, batch.commands.len());
     let out = run_batch_into(state, on, batch, &mut kept, None).await?;
-    if let Some(refused) = super::budget::refused(out.connection_error.as_deref()) {
+    if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
     if let Ok(mut held) = held.lock() {
@@ -56,7 +56,7 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
 
 /// [`run_batch`], handing each result to `sink` as it comes; `cancel`
 /// can cut it short (then as at the batch timeout, `connection_error`
-/// saying it was cancelled: `crate::conn::Cancel`). A dead pooled
+/// saying it was cancelled: `pipelab_engine::conn::Cancel`). A dead pooled
 /// connection that could not be replaced is not an error here (the sink
 /// has its `not_sent` results): see [`StreamReport::reconnect_failed`].
 pub async fn run_batch_into<K: ResultSink>(
@@ -64,7 +64,7 @@ pub async fn run_batch_into<K: ResultSink>(
     on: &Backend,
     batch: &Batch,
     sink: &mut K,
-    cancel: Option<crate::conn::Cancel>,
+    cancel: Option<pipelab_engine::conn::Cancel>,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     run_on(state, on, batch, sink, RunOptions { on: Connection::Pooled, cancel }).await
 }
@@ -77,7 +77,7 @@ pub async fn run_session_batch<K: ResultSink>(
     state: &AppState,
     on: &Backend,
     batch: &Batch,
-    conn: &mut Option<crate::conn::Conn>,
+    conn: &mut Option<pipelab_engine::conn::Conn>,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ApiError> {
     run_on(state, on, batch, sink, RunOptions { on: Connection::Session(conn), cancel: None }).await
@@ -85,7 +85,7 @@ pub async fn run_session_batch<K: ResultSink>(
 
 /// The engine's run, logged and counted. Not refused up front when the
 /// budget for answers is spent: a small answer takes none of it, and a
-/// large one is refused as its replies come (`super::budget`).
+/// large one is refused as its replies come (`crate::http::budget`).
 async fn run_on<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
     let result = state.engine.run(on, batch, sink, opts).await;
@@ -106,10 +106,10 @@ async fn run_on<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, si
 /// readiness, sweep bookkeeping). Returns the reply, which may be an error
 /// reply; 503 if Redis cannot be reached or did not answer.
 pub async fn command(pool: &Pool, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, ApiError> {
-    Ok(crate::engine::command(pool, argv, wait).await?)
+    Ok(pipelab_engine::engine::command(pool, argv, wait).await?)
 }
 
-/// The API as the experiments' runner (`crate::lab`): each batch runs as
+/// The API as the experiments' runner (`pipelab_engine::lab`): each batch runs as
 /// any request's does, on the Redis the request was given ([`Backend`]),
 /// [`run_batch`] within the server's limits and [`command`] with the
 /// connect timeout, checked with that Redis's table.
@@ -119,7 +119,7 @@ pub struct OnBackend {
     pub on: Backend,
 }
 
-impl crate::lab::Runner for OnBackend {
+impl pipelab_engine::lab::Runner for OnBackend {
     type Error = ApiError;
 
     async fn run(&self, batch: &Batch) -> Result<Report, ApiError> {
@@ -135,7 +135,7 @@ impl crate::lab::Runner for OnBackend {
     }
 
     /// The table the API's rules check with ([`super::refuse::Rules::of`]).
-    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+    async fn commands(&self) -> std::sync::Arc<pipelab_engine::commands::Table> {
         super::refuse::Rules::of(&self.state, &self.on).await.table
     }
 }
@@ -160,7 +160,7 @@ impl WithResults {
     }
 }
 
-impl crate::lab::Runner for WithResults {
+impl pipelab_engine::lab::Runner for WithResults {
     type Error = ApiError;
 
     async fn run(&self, batch: &Batch) -> Result<Report, ApiError> {
@@ -175,7 +175,7 @@ impl crate::lab::Runner for WithResults {
         self.runner.batch_timeout()
     }
 
-    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+    async fn commands(&self) -> std::sync::Arc<pipelab_engine::commands::Table> {
         self.runner.commands().await
     }
 }

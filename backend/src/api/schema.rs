@@ -1,7 +1,7 @@
 //! The OpenAPI schema of a command argument as the API reads it
 //! ([`super::arg::ArgBytes`], which deserializes by hand). It describes,
 //! never carries, data; the executor's types carry their own schemas, and
-//! reply JSON's (docs/reply-json.md) is in [`crate::exec::reply_schema`].
+//! reply JSON's (docs/reply-json.md) is in [`pipelab_engine::exec::reply_schema`].
 #![allow(dead_code)]
 
 use utoipa::ToSchema;

@@ -13,18 +13,18 @@
 //! closed it, a batch was cut) answers 409 `session_lost` and is never
 //! reopened behind the caller's back: its WATCH and MULTI state is gone.
 //!
-//! A session belongs to the access it was opened with (`api::auth`): a
+//! A session belongs to the access it was opened with (`http::auth`): a
 //! batch with another token's access does not find it (404), and each
 //! batch's commands are checked as any batch's; a read-only token's
 //! session runs as the read-only Redis user where pipelab has one.
 //!
-//! In the sandbox (`crate::sandbox`) a session belongs to the visitor too
+//! In the sandbox (`pipelab_engine::sandbox`) a session belongs to the visitor too
 //! (a batch with another cookie, or none, does not find it), its
 //! connection is to the visitor's own Redis, and a visitor keeps at most
 //! `--sandbox-visitor-sessions` open.
 //!
 //! The sessions themselves (the connection, the caps, expiry) are the
-//! engine's (`crate::engine::session`); here are their routes.
+//! engine's (`pipelab_engine::engine::session`); here are their routes.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -38,11 +38,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::backend::Backend;
-use super::error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
 use super::stream::{self, Keep, KeptResults};
 use super::AppState;
-use crate::engine::{Session, SessionSettings};
-use crate::exec::Batch;
+use pipelab_engine::engine::{Session, SessionSettings};
+use pipelab_engine::exec::Batch;
 
 /// `POST /api/v1/sessions`'s body (optional: an empty body takes the defaults).
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -85,12 +85,12 @@ fn unix_ms(at: SystemTime) -> u64 {
     request_body(content = Option<SessionRequest>, description = "Optional"),
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
-        (status = 400, description = "A bad field", body = super::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap) or `redis_unavailable`", body = super::error::ErrorBody),
+        (status = 400, description = "A bad field", body = crate::http::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap) or `redis_unavailable`", body = crate::http::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    caller: super::caller::Caller,
+    caller: crate::http::caller::Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: SessionRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -117,11 +117,11 @@ pub async fn create(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 204, description = "Closed"),
-        (status = 404, description = "`session_not_found`", body = super::error::ErrorBody),
+        (status = 404, description = "`session_not_found`", body = crate::http::error::ErrorBody),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    caller: super::caller::Caller,
+    caller: crate::http::caller::Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state.engine.sessions.close(&id, caller.access.rules(), caller.visitor.as_ref())?;
@@ -168,7 +168,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
     let out = super::run::run_session_batch(&state, on, &batch, &mut taken.conn, &mut kept).await;
     sessions.put_back(taken, &out);
     let out = out?;
-    if let Some(refused) = super::budget::refused(out.connection_error.as_deref()) {
+    if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
     Ok(stream::report_response(&mut kept, &out))

@@ -36,13 +36,13 @@ use http_body::Frame;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::error::{ApiCode, ApiError};
-use crate::report_json::{reply_json_len, ReportJson};
+use crate::http::error::{ApiCode, ApiError};
+use pipelab_engine::report_json::{reply_json_len, ReportJson};
 use super::backend::Backend;
 use super::run::run_batch_into;
-use super::budget::{self, Charge, Held, CHARGED_FROM};
+use crate::http::budget::{self, Charge, Held, CHARGED_FROM};
 use super::AppState;
-use crate::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
+use pipelab_engine::exec::{Batch, CommandResult, ResultSink, Status, StreamReport};
 
 /// Bytes of JSON gathered before they are sent: small batches fit in one
 /// chunk and get an ordinary response.
@@ -200,7 +200,7 @@ pub(super) struct KeptResults {
     charged: u64,
     max_json_bytes: u64,
     /// The kept replies' JSON, charged to the server's budget for answers
-    /// (`super::budget`); why it refused one, if it did.
+    /// (`crate::http::budget`); why it refused one, if it did.
     charge: Charge,
     refused: Option<String>,
 }

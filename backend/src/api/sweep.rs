@@ -4,7 +4,7 @@
 //!
 //! The request and the server's limits are checked here; the runs, the
 //! report and the clean-up of the keys the sweep created are
-//! [`crate::lab::sweep`]'s (`pipelab sweep` runs the same).
+//! [`pipelab_engine::lab::sweep`]'s (`pipelab sweep` runs the same).
 
 use axum::extract::{FromRequest, Request};
 use axum::Json;
@@ -12,16 +12,16 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::ArgBytes;
-use super::caller::Caller;
-use super::error::{ApiCode, ApiError, BatchErrors};
+use crate::http::caller::Caller;
+use crate::http::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
 use super::refuse::Rules;
 use super::run::OnBackend;
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use crate::exec::{Argv, Commands, Mode};
-use crate::lab::sweep::{SweepReport, SweepSpec};
+use pipelab_engine::exec::{Argv, Commands, Mode};
+use pipelab_engine::lab::sweep::{SweepReport, SweepSpec};
 
 /// A sweep: one command template, how many copies, which batch sizes.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -67,7 +67,7 @@ pub struct SweepRequest {
 pub async fn sweep(PreparedSweep { spec, runner }: PreparedSweep) -> Result<Json<SweepReport>, ApiError> {
     // If the client leaves mid-sweep, this handler is dropped with the
     // sweep in it, whose clean-up then deletes the keys in a task of its own.
-    Ok(Json(crate::lab::sweep::sweep(&runner, &spec).await?))
+    Ok(Json(pipelab_engine::lab::sweep::sweep(&runner, &spec).await?))
 }
 
 /// A [`SweepRequest`] checked against the server's limits and the
@@ -147,7 +147,7 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
     // Each batch size runs `total` commands once; its repeats are taken
     // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
-    super::rate::take_commands(state, caller.client.as_ref(), commands)?;
+    crate::http::rate::take_commands(state, caller.client.as_ref(), commands)?;
     Ok(PreparedSweep { spec, runner: Metered { on: OnBackend { state: state.clone(), on }, client: caller.client } })
 }
 
@@ -160,13 +160,13 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
 #[derive(Clone)]
 struct Metered {
     on: OnBackend,
-    client: Option<super::rate::Client>,
+    client: Option<crate::http::rate::Client>,
 }
 
-impl crate::lab::Runner for Metered {
+impl pipelab_engine::lab::Runner for Metered {
     type Error = ApiError;
 
-    fn run(&self, batch: &crate::exec::Batch) -> impl std::future::Future<Output = Result<crate::exec::Report, ApiError>> + Send {
+    fn run(&self, batch: &pipelab_engine::exec::Batch) -> impl std::future::Future<Output = Result<pipelab_engine::exec::Report, ApiError>> + Send {
         self.on.run(batch)
     }
 
@@ -178,11 +178,11 @@ impl crate::lab::Runner for Metered {
         self.on.batch_timeout()
     }
 
-    async fn commands(&self) -> std::sync::Arc<crate::commands::Table> {
+    async fn commands(&self) -> std::sync::Arc<pipelab_engine::commands::Table> {
         self.on.commands().await
     }
 
     fn may_repeat(&self, commands: u64) -> bool {
-        super::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
+        crate::http::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
     }
 }

@@ -9,13 +9,13 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use super::error::{ApiCode, ApiError};
+use crate::http::error::{ApiCode, ApiError};
 use super::refuse::Rules;
 use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
-use crate::exec::{ArgvRef, Batch, Commands, Mode, OnError, Plan, Prechecked};
+use pipelab_engine::exec::{ArgvRef, Batch, Commands, Mode, OnError, Plan, Prechecked};
 
 /// Default commands per pipeline chunk.
-pub const DEFAULT_BATCH_SIZE: usize = crate::exec::DEFAULT_BATCH_SIZE;
+pub const DEFAULT_BATCH_SIZE: usize = pipelab_engine::exec::DEFAULT_BATCH_SIZE;
 /// Default mode of /batch.
 pub const DEFAULT_MODE: Mode = Mode::Pipeline;
 
@@ -43,8 +43,8 @@ pub const DEFAULTS: Defaults = Defaults {
     simulated_rtt_ms: 0.0,
     resp3: false,
     max_simulated_rtt_ms: MAX_SIMULATED_RTT_MS,
-    min_simulated_bandwidth_mbps: crate::delay::MIN_BANDWIDTH_MBPS,
-    max_simulated_bandwidth_mbps: crate::delay::MAX_BANDWIDTH_MBPS,
+    min_simulated_bandwidth_mbps: pipelab_engine::delay::MIN_BANDWIDTH_MBPS,
+    max_simulated_bandwidth_mbps: pipelab_engine::delay::MAX_BANDWIDTH_MBPS,
 };
 
 /// The fields every batch-running request shares, as received.
@@ -154,7 +154,7 @@ pub struct Checked {
     /// Commands checked (the record holds for a batch of that many).
     commands: usize,
     /// The table the commands were checked with.
-    table: std::sync::Arc<crate::commands::Table>,
+    table: std::sync::Arc<pipelab_engine::commands::Table>,
     /// The first command `json_commands` refuses (empty, or an argument over the limit).
     first_shape: Option<usize>,
     /// Per mode ([`Mode::index`]), the first command `into_batch` refuses.
@@ -168,7 +168,7 @@ impl Checker {
     /// rules are known before the body is read: a shared Redis whose
     /// command table was read already. In the sandbox a visitor's Redis is
     /// given only once the body is found valid, so it is not asked for here.
-    pub async fn early(state: &super::AppState, caller: &super::caller::Caller, expected: usize) -> Option<Checker> {
+    pub async fn early(state: &super::AppState, caller: &crate::http::caller::Caller, expected: usize) -> Option<Checker> {
         if expected < CHECK_WHILE_PARSING || state.engine.sandbox().is_some() {
             return None;
         }
@@ -197,7 +197,7 @@ impl Checker {
             self.first_shape = Some(i);
         }
         // A command no rule concerns is refused in no mode (but to a read-only caller).
-        let quiet = quiet && self.rules.access != crate::commands::Access::ReadOnly;
+        let quiet = quiet && self.rules.access != pipelab_engine::commands::Access::ReadOnly;
         let watch_over = too_many_watched(argv, self.max_watch_keys);
         if quiet && !watch_over {
             return;
@@ -450,7 +450,7 @@ fn on_error(value: Option<&str>) -> Result<OnError, ApiError> {
 /// Auto mode's `clients` (1 to 1000, default 10) and `window_us` (0 to
 /// 1 000 000 µs, default 0), set on `plan`. 400 `invalid_field` naming the field.
 pub fn auto_fields(plan: &mut Plan, clients: Option<i64>, window_us: Option<i64>) -> Result<(), ApiError> {
-    use crate::exec::auto::{MAX_CLIENTS, MAX_WINDOW_US};
+    use pipelab_engine::exec::auto::{MAX_CLIENTS, MAX_WINDOW_US};
     if let Some(n) = clients {
         if !(1..=MAX_CLIENTS as i64).contains(&n) {
             return Err(ApiError::field(ApiCode::InvalidField, "clients", format!("must be 1 to {MAX_CLIENTS} (simulated callers), got {n}")));
@@ -481,7 +481,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
 
 /// `simulated_bandwidth_mbps`: absent (unlimited), or finite, 0.01 to 100000 Mbit/s.
 pub fn bandwidth(value: Option<f64>) -> Result<Option<f64>, ApiError> {
-    crate::delay::check_bandwidth(value).map_err(|m| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", m))
+    pipelab_engine::delay::check_bandwidth(value).map_err(|m| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", m))
 }
 
 /// `first_bad`: the commands were checked as they were parsed, and the

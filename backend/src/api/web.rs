@@ -248,7 +248,7 @@ fn missing_page(page: &Page) -> String {
             "This pipelab was compiled before its page was built, so it carries none.".to_string(),
             "<p>Build the page, then pipelab again, from the repository root:</p>\
 <pre>scripts/build-web.sh   # the wasm module, then npm ci &amp;&amp; npm run build in web/\n\
-scripts/build.sh       # or: cargo build --release -p pipelab, cargo install --path backend</pre>\
+scripts/build.sh       # or: cargo build --release -p pipelab, cargo install --path cli</pre>\
 <p>or point the server at a built copy with <code>--web-dir DIR</code> (or <code>PIPELAB_WEB_DIR</code>).</p>"
                 .to_string(),
         ),
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn a_binary_built_before_its_page_says_how_to_build_it() {
         let page = missing_page(&Page::Embedded);
-        assert!(page.contains("Page not built: run scripts/build-web.sh") && page.contains("cargo install --path backend") && page.contains("--web-dir"), "{page}");
+        assert!(page.contains("Page not built: run scripts/build-web.sh") && page.contains("cargo install --path cli") && page.contains("--web-dir"), "{page}");
         let dir = missing_page(&Page::Dir("/x/<dist>".into()));
         assert!(dir.contains("/x/&lt;dist&gt;") && dir.contains("npm run build"), "{dir}");
     }

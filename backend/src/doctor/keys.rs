@@ -1,5 +1,5 @@
 //! Where the keys are in a command's argv, as the server says: the command
-//! table of [`crate::commands`] (key specs from the server's `COMMAND`
+//! table of [`pipelab_engine::commands`] (key specs from the server's `COMMAND`
 //! reply, subcommands such as `OBJECT ENCODING` included). The doctor
 //! reduces only the argument at the first key position to a pattern
 //! ([`super::pattern`]); no other argument (values, AUTH passwords) is ever
@@ -11,8 +11,8 @@
 
 use resp::Value;
 
-use crate::commands::Table;
-use crate::exec::Commands;
+use pipelab_engine::commands::Table;
+use pipelab_engine::exec::Commands;
 
 /// The server's command table, or none.
 #[derive(Debug, Clone, Default)]
@@ -33,9 +33,9 @@ impl KeyTable {
 
     /// The table the tracker's rules ask (which commands end per-command
     /// replies, start a transaction, run a script, set up the connection):
-    /// the server's, else the built-in fallback of `crate::commands::fallback`.
+    /// the server's, else the built-in fallback of `pipelab_engine::commands::fallback`.
     pub fn rules(&self) -> &Table {
-        self.table.as_ref().unwrap_or_else(|| crate::commands::fallback::table_ref())
+        self.table.as_ref().unwrap_or_else(|| pipelab_engine::commands::fallback::table_ref())
     }
 
     /// The command's name as shown (`CLIENT KILL` for a subcommand the table

@@ -30,8 +30,8 @@ pub mod ui;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conn::{connect_stream, Conn, ConnSettings, RedisTarget};
-use crate::delay;
+use pipelab_engine::conn::{connect_stream, Conn, ConnSettings, RedisTarget};
+use pipelab_engine::delay;
 
 pub use keys::KeyTable;
 pub use missed::Rule;
@@ -79,7 +79,7 @@ pub async fn serve_logged_in(listener: tokio::net::TcpListener, upstream: RedisT
 
 /// AUTH (when `target` has a password) and SELECT (a database other than 0)
 /// on a fresh `server`, before anything of the client's: each reply is one line.
-async fn log_in(server: &mut Box<dyn crate::conn::Stream>, target: &RedisTarget) -> Result<(), String> {
+async fn log_in(server: &mut Box<dyn pipelab_engine::conn::Stream>, target: &RedisTarget) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut out = Vec::new();
     let mut steps = 0;

@@ -28,8 +28,8 @@ use resp::{Decoded, Decoder, RequestReader, Value};
 
 use super::depends::Replies;
 use super::keys::KeyTable;
-use crate::commands::{Table, TransactionStep};
-use crate::exec::Commands;
+use pipelab_engine::commands::{Table, TransactionStep};
+use pipelab_engine::exec::Commands;
 use super::missed::{Detector, FlightFacts, Rule, Run};
 use super::pattern::key_pattern;
 use super::report::{ConnectionReport, Flight, MissedPipeline, Undecoded};

@@ -17,11 +17,11 @@
 //! An operator token (`--operator-token` / `PIPELAB_OPERATOR_TOKENS`) has
 //! full access and may also run the commands refused to everyone else
 //! because they reveal secrets (CONFIG GET, ACL LIST/GETUSER/DRYRUN/USERS/
-//! LOG, SLOWLOG GET: [`crate::commands::Access::Operator`]).
+//! LOG, SLOWLOG GET: [`pipelab_engine::commands::Access::Operator`]).
 //!
 //! A read-only token may run only commands that cannot change data or the
 //! server: the command table read from the server decides
-//! ([`crate::commands::Table::allows_readonly`]: flagged `readonly`, no key
+//! ([`pipelab_engine::commands::Table::allows_readonly`]: flagged `readonly`, no key
 //! spec that writes), on `/api/v1/batch` per command (403 `readonly_token`
 //! naming the first other command, nothing sent) and on the Upstash routes
 //! (403 `NOPERM`).
@@ -95,12 +95,12 @@ impl Access {
         self == Access::ReadOnly
     }
 
-    /// The command table's access for these rights ([`crate::commands::Access`]).
-    pub fn rules(self) -> crate::commands::Access {
+    /// The command table's access for these rights ([`pipelab_engine::commands::Access`]).
+    pub fn rules(self) -> pipelab_engine::commands::Access {
         match self {
-            Access::ReadOnly => crate::commands::Access::ReadOnly,
-            Access::Open | Access::Full => crate::commands::Access::Full,
-            Access::Operator => crate::commands::Access::Operator,
+            Access::ReadOnly => pipelab_engine::commands::Access::ReadOnly,
+            Access::Open | Access::Full => pipelab_engine::commands::Access::Full,
+            Access::Operator => pipelab_engine::commands::Access::Operator,
         }
     }
 }
@@ -337,7 +337,7 @@ pub fn admit(state: &HttpState, req: &mut Request) -> Result<(), Response> {
 
 /// What a read-only token may do, as [`admit`] and [`readonly_check`]
 /// decide it, in the words the OpenAPI document's description and
-/// docs/api.md both use (backend/tests/cli_newcomer.rs holds them to it).
+/// docs/api.md both use (cli/tests/cli_newcomer.rs holds them to it).
 pub const READONLY_RULE: &str = "A read-only token may GET on `/api/v1`, open and close sessions, and POST \
 `/api/v1/batch`, `/api/v1/batches` and a session's `/batch` whose every command is one the server's command \
 table flags `readonly` (else 403 `readonly_token`, naming the first other command; nothing is sent), and \
@@ -353,13 +353,13 @@ fn readonly_may_post(path: &str) -> bool {
 
 /// The read-only rule on a batch: with [`Access::ReadOnly`], the first
 /// command `table` does not allow a read-only token
-/// ([`crate::commands::Table::allows_readonly`]) is a 403 `readonly_token`
+/// ([`pipelab_engine::commands::Table::allows_readonly`]) is a 403 `readonly_token`
 /// naming where it is (`field(i)`: `commands[i]`, or `text, line L`) and
 /// its name; nothing is sent.
 pub fn readonly_check(
     access: Access,
-    table: &crate::commands::Table,
-    commands: &crate::exec::Commands,
+    table: &pipelab_engine::commands::Table,
+    commands: &pipelab_engine::exec::Commands,
     field: impl Fn(usize) -> String,
 ) -> Result<(), ApiError> {
     if !access.read_only() {

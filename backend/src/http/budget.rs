@@ -7,7 +7,7 @@
 //! What is charged, each before it is made:
 //! - a large reply being read from Redis: its read buffer's growth, and
 //!   while it arrives the most its copy and JSON can cost
-//!   (`pipelab::conn::ReplyMemory`, taken before the bytes arrive; a reply
+//!   (`pipelab_engine::conn::ReplyMemory`, taken before the bytes arrive; a reply
 //!   whose answer has no room is refused before it is read);
 //! - each kept reply, by its JSON as it will be written plus the decoded
 //!   reply held until then (`api::stream::KeptResults`);
@@ -150,7 +150,7 @@ impl Budget {
 }
 
 /// Reads of large replies take their room from the same budget.
-impl crate::conn::ReplyMemory for Budget {
+impl pipelab_engine::conn::ReplyMemory for Budget {
     fn limit(&self) -> u64 {
         self.max
     }
@@ -170,7 +170,7 @@ impl crate::conn::ReplyMemory for Budget {
 /// alone is larger than the budget, else 503 `busy` with `Retry-After`.
 /// The batch ran until then: its commands may have changed data.
 pub fn refused(connection_error: Option<&str>) -> Option<ApiError> {
-    let why = connection_error.filter(|e| e.contains(crate::conn::MEMORY_REFUSED))?;
+    let why = connection_error.filter(|e| e.contains(pipelab_engine::conn::MEMORY_REFUSED))?;
     let message = format!("{why} (the batch ran until its answer was refused: its commands may have changed data)");
     Some(match why.contains(TOO_LARGE) {
         true => ApiError::new(ApiCode::AnswerTooLarge, message),

@@ -15,8 +15,8 @@ use super::auth::Access;
 use super::error::ApiError;
 use super::rate::Client;
 use super::{auth, rate, HttpState};
-use crate::engine::ClientKey;
-use crate::sandbox::VisitorId;
+use pipelab_engine::engine::ClientKey;
+use pipelab_engine::sandbox::VisitorId;
 
 /// The caller of a request: `access` is [`Access::Open`] when no token is
 /// configured; `visitor` is set only with `--sandbox`; `client` only when rate
@@ -60,7 +60,7 @@ impl Caller {
     }
 }
 
-/// The client a request counts against (`crate::engine::share`): the
+/// The client a request counts against (`pipelab_engine::engine::share`): the
 /// digest of the token it presents (tokens configured), else its address
 /// (as the rate limits see it: an IPv6 one by its /64); `None` for a
 /// request that came through no socket (a test's `Router::oneshot`).

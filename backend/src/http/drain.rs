@@ -31,7 +31,7 @@ impl Drain {
     pub fn start(&self) {
         if self.since.set(Instant::now()).is_ok() {
             metrics::gauge!("pipelab_node_draining").set(1.0);
-            tracing::info!(node = crate::node::id(), "draining: /readyz answers 503; running batches and open sessions may finish");
+            tracing::info!(node = pipelab_engine::node::id(), "draining: /readyz answers 503; running batches and open sessions may finish");
         }
     }
 
@@ -55,7 +55,7 @@ pub fn admit(state: &HttpState, req: &Request) -> Result<(), ApiError> {
     }
     let new = match state.engine.sandbox() {
         Some(_) => {
-            let token = || super::auth::presented(req.headers(), req.uri()).and_then(|t| crate::sandbox::VisitorId::parse(std::str::from_utf8(&t).ok()?));
+            let token = || super::auth::presented(req.headers(), req.uri()).and_then(|t| pipelab_engine::sandbox::VisitorId::parse(std::str::from_utf8(&t).ok()?));
             let named = super::visitor::from_headers(req.headers()).or_else(token);
             !matches!(named, Some(id) if id.elsewhere().is_none())
         }
@@ -65,7 +65,7 @@ pub fn admit(state: &HttpState, req: &Request) -> Result<(), ApiError> {
         false => Ok(()),
         true => Err(ApiError::new(
             ApiCode::ShuttingDown,
-            format!("node {} is shutting down and takes nothing new: retry, and the balancer sends you to another node", crate::node::id()),
+            format!("node {} is shutting down and takes nothing new: retry, and the balancer sends you to another node", pipelab_engine::node::id()),
         )
         .retry_after(RETRY_AFTER)),
     }

@@ -284,17 +284,17 @@ impl std::fmt::Display for ApiError {
 }
 
 /// 503 `redis_unavailable`: nothing was written.
-impl From<crate::conn::ConnectError> for ApiError {
-    fn from(e: crate::conn::ConnectError) -> Self {
+impl From<pipelab_engine::conn::ConnectError> for ApiError {
+    fn from(e: pipelab_engine::conn::ConnectError) -> Self {
         ApiError::unavailable(e.to_string())
     }
 }
 
 /// Why the executor ran nothing: 503 if it could not connect, else 400
 /// naming the field.
-impl From<crate::exec::ExecError> for ApiError {
-    fn from(e: crate::exec::ExecError) -> Self {
-        use crate::exec::ExecError;
+impl From<pipelab_engine::exec::ExecError> for ApiError {
+    fn from(e: pipelab_engine::exec::ExecError) -> Self {
+        use pipelab_engine::exec::ExecError;
         match e {
             ExecError::Connect(e) => e.into(),
             ExecError::Invalid(e) => ApiError::field(ApiCode::InvalidBatch, e.field, e.message),
@@ -305,10 +305,10 @@ impl From<crate::exec::ExecError> for ApiError {
 
 /// Why the engine ran nothing (or could not cut a batch in time), in the
 /// API's words: each cap named by its flag.
-impl From<crate::engine::EngineError> for ApiError {
-    fn from(e: crate::engine::EngineError) -> Self {
-        use crate::engine::{EngineError, SessionsFull, ShareFull};
-        use crate::sandbox::SandboxError;
+impl From<pipelab_engine::engine::EngineError> for ApiError {
+    fn from(e: pipelab_engine::engine::EngineError) -> Self {
+        use pipelab_engine::engine::{EngineError, SessionsFull, ShareFull};
+        use pipelab_engine::sandbox::SandboxError;
         let ms = |d: std::time::Duration| d.as_millis();
         match e {
             EngineError::Exec(e) => e.into(),
@@ -337,7 +337,7 @@ impl From<crate::engine::EngineError> for ApiError {
                         "your scripts would hold more than your Redis's {:.0} MB (they hold {:.1} MB now, a script about {} times its source); nothing was sent: SCRIPT FLUSH or FUNCTION FLUSH frees them",
                         mb(full.quota),
                         mb(full.held),
-                        crate::sandbox::scripts::HELD_PER_SOURCE_BYTE
+                        pipelab_engine::sandbox::scripts::HELD_PER_SOURCE_BYTE
                     ),
                 )
             }
@@ -387,9 +387,9 @@ impl From<crate::engine::EngineError> for ApiError {
 }
 
 /// The code of an experiment's input problem (the same word).
-impl From<crate::lab::Problem> for ApiCode {
-    fn from(p: crate::lab::Problem) -> Self {
-        use crate::lab::Problem;
+impl From<pipelab_engine::lab::Problem> for ApiCode {
+    fn from(p: pipelab_engine::lab::Problem) -> Self {
+        use pipelab_engine::lab::Problem;
         match p {
             Problem::EmptyArgv => ApiCode::EmptyArgv,
             Problem::InvalidField => ApiCode::InvalidField,
@@ -400,20 +400,20 @@ impl From<crate::lab::Problem> for ApiCode {
 }
 
 /// 400 naming the field, with the experiment's problem as the code.
-impl From<crate::lab::InputError> for ApiError {
-    fn from(e: crate::lab::InputError) -> Self {
+impl From<pipelab_engine::lab::InputError> for ApiError {
+    fn from(e: pipelab_engine::lab::InputError) -> Self {
         ApiError::field(e.problem.into(), e.field, e.message)
     }
 }
 
-impl From<crate::lab::LabError<ApiError>> for ApiError {
-    fn from(e: crate::lab::LabError<ApiError>) -> Self {
+impl From<pipelab_engine::lab::LabError<ApiError>> for ApiError {
+    fn from(e: pipelab_engine::lab::LabError<ApiError>) -> Self {
         match e {
-            crate::lab::LabError::Input(e) => e.into(),
-            crate::lab::LabError::Unavailable(m) => ApiError::unavailable(m),
-            crate::lab::LabError::Run(e) => e,
+            pipelab_engine::lab::LabError::Input(e) => e.into(),
+            pipelab_engine::lab::LabError::Unavailable(m) => ApiError::unavailable(m),
+            pipelab_engine::lab::LabError::Run(e) => e,
             // The API never stops an experiment but by dropping it.
-            crate::lab::LabError::Interrupted(_) => {
+            pipelab_engine::lab::LabError::Interrupted(_) => {
                 ApiError::new(ApiCode::ShuttingDown, "the experiment was stopped")
             }
         }

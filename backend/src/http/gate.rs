@@ -157,7 +157,7 @@ enum Refused {
 /// extensions), with its place under the rate limits and the sandbox's
 /// cookie to set; or the refusal. The request is borrowed: moving it
 /// through each rule copied it each time.
-fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option<(axum::http::HeaderValue, crate::sandbox::VisitorId)>), Refused> {
+fn admit(state: &HttpState, req: &mut Request) -> Result<(rate::Admitted, Option<(axum::http::HeaderValue, pipelab_engine::sandbox::VisitorId)>), Refused> {
     if let Err(refused) = state.guard.check(req.method(), req.uri(), req.headers()) {
         return Err(Refused::Guard(refused.into_response()));
     }

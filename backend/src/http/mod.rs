@@ -23,7 +23,7 @@ pub mod visitor;
 use std::sync::Arc;
 
 use crate::config::{Limits, UpstashSettings};
-use crate::engine::Engine;
+use pipelab_engine::engine::Engine;
 
 /// The engine and the HTTP policy in front of it; cheap to clone.
 #[derive(Clone)]

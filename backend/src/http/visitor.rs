@@ -1,4 +1,4 @@
-//! The sandbox visitor's cookie: their id (`crate::sandbox::VisitorId`) in
+//! The sandbox visitor's cookie: their id (`pipelab_engine::sandbox::VisitorId`) in
 //! an HttpOnly, SameSite=Strict cookie, set on the first request and sent
 //! again with every response (its `Max-Age` is `--sandbox-idle`, so it
 //! lapses with the visitor's Redis). API clients keep it like any cookie
@@ -9,7 +9,7 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue};
 
 use super::HttpState;
-use crate::sandbox::VisitorId;
+use pipelab_engine::sandbox::VisitorId;
 
 /// The cookie's name.
 pub const COOKIE: &str = "pipelab_sandbox";

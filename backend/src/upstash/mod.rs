@@ -153,7 +153,7 @@ impl crate::http::gate::Surface for Surface {
 /// Every Upstash response (not the playground's files served on the same
 /// paths): the sync token, a `Server-Timing` (`redis;dur=0` if no batch
 /// ran), and its count in `/metrics`.
-async fn finish(State(state): State<Upstash>, visitor: Option<axum::Extension<crate::sandbox::VisitorId>>, mut res: Response) -> Response {
+async fn finish(State(state): State<Upstash>, visitor: Option<axum::Extension<pipelab_engine::sandbox::VisitorId>>, mut res: Response) -> Response {
     let Some(family) = res.extensions().get::<Family>().copied() else { return res };
     crate::telemetry::upstash_request(family.name(), res.status().as_u16());
     const NOT_RUN: HeaderValue = HeaderValue::from_static("redis;dur=0;desc=\"not run\"");

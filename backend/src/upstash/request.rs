@@ -16,7 +16,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 use super::response::UpstashError;
-use crate::exec::Commands;
+use pipelab_engine::exec::Commands;
 
 /// One JSON command, appended to `out`.
 pub fn json_command(body: &[u8], out: &mut Commands) -> Result<(), UpstashError> {

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 
-use crate::exec::{CommandResult, Status};
+use pipelab_engine::exec::{CommandResult, Status};
 
 /// How results are written, from the request's headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -156,7 +156,7 @@ impl<'a> Outcome<'a> {
 pub fn error_text(v: &resp::Value) -> String {
     match v.error_message() {
         Some(m) => String::from_utf8_lossy(m).into_owned(),
-        None => crate::conn::reply_text(v),
+        None => pipelab_engine::conn::reply_text(v),
     }
 }
 

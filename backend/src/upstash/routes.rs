@@ -20,8 +20,8 @@ use crate::http::rate::{take_commands, Client};
 use crate::api::backend::Backend;
 use crate::http::caller::Caller;
 use crate::api::AppState;
-use crate::sandbox::VisitorId;
-use crate::exec::{Commands, Mode, Report, Status, TransactionStatus};
+use pipelab_engine::sandbox::VisitorId;
+use pipelab_engine::exec::{Commands, Mode, Report, Status, TransactionStatus};
 
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
 /// or `PUT` one JSON command.

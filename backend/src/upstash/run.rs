@@ -18,8 +18,8 @@ use crate::http::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
 use crate::api::backend::Backend;
-use crate::commands::Table;
-use crate::exec::{ArgvRef, Commands, Mode, Report};
+use pipelab_engine::commands::Table;
+use pipelab_engine::exec::{ArgvRef, Commands, Mode, Report};
 
 /// Runs `commands` in `mode` for a request with `access`.
 ///
@@ -107,7 +107,7 @@ mod tests {
     fn server_timing_in_ms_with_three_decimals() {
         for (us, trips, commands) in [(0, 0, 0), (7, 1, 1), (1000, 2, 10), (123_456_789, 1, 1), (999, 3, 1)] {
             let report = Report {
-                summary: crate::exec::Summary { total_us: us, round_trips: trips, commands, ..Default::default() },
+                summary: pipelab_engine::exec::Summary { total_us: us, round_trips: trips, commands, ..Default::default() },
                 results: Vec::new(),
                 transaction: None,
                 connection_error: None,

@@ -28,7 +28,7 @@ use super::response::UpstashError;
 use super::routes::{admit, answer, guard_command_get};
 use super::Family;
 use crate::api::stream::AbortOnDrop;
-use crate::conn::{Conn, ConnSettings};
+use pipelab_engine::conn::{Conn, ConnSettings};
 
 /// How long a subscription may wait for its next message before pipelab
 /// closes it (the client then subscribes again).

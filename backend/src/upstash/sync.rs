@@ -2,7 +2,7 @@
 //!
 //! Every Upstash response carries the token of the last write this server
 //! ran; it changes after every request that ran a command that may write
-//! (by the server's command table, [`crate::commands::Table::allows_readonly`]).
+//! (by the server's command table, [`pipelab_engine::commands::Table::allows_readonly`]).
 //! Upstash uses it where reads may be served by a replica that lags: a
 //! request that brings a token is answered only once that write is
 //! visible. pipelab runs every command on one Redis, where a write is

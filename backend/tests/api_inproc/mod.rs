@@ -1,4 +1,4 @@
-//! The HTTP app in-process for the API tests: `pipelab::server::router` over an
+//! The HTTP app in-process for the API tests: `pipelab_server::server::router` over an
 //! `AppState` pointing at a real redis-server (tests/common), each request
 //! driven through tower's `ServiceExt::oneshot`, as axum's own testing
 //! example does. No binary, no socket, no port: what these tests check is
@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use clap::{Args, FromArgMatches};
-use pipelab::http::guard::{GuardConfig, Policy};
-use pipelab::api::{AppState, AppStateBuilder, RedisSource};
-use pipelab::server::router;
-use pipelab::config::Limits;
-use pipelab::conn::RedisTarget;
+use pipelab_server::http::guard::{GuardConfig, Policy};
+use pipelab_server::api::{AppState, AppStateBuilder, RedisSource};
+use pipelab_server::server::router;
+use pipelab_server::config::Limits;
+use pipelab_engine::conn::RedisTarget;
 use serde_json::Value as Json;
 use tower::ServiceExt;
 
@@ -25,7 +25,7 @@ pub use crate::common::RedisServer;
 /// The app and its state (for the pool's idle count).
 pub struct App {
     pub state: AppState,
-    router: pipelab::server::App,
+    router: pipelab_server::server::App,
 }
 
 impl App {
@@ -65,8 +65,8 @@ impl App {
 
     /// The app in the sandbox: each visitor (a cookie) on a redis-server
     /// of their own, started by a supervisor with `settings`.
-    pub fn sandboxed(settings: pipelab::sandbox::Settings, limit_flags: &[&str]) -> App {
-        let supervisor = pipelab::sandbox::Supervisor::start(settings).expect("the sandbox's first redis-server");
+    pub fn sandboxed(settings: pipelab_engine::sandbox::Settings, limit_flags: &[&str]) -> App {
+        let supervisor = pipelab_engine::sandbox::Supervisor::start(settings).expect("the sandbox's first redis-server");
         App::from_state(AppStateBuilder::sandboxed(supervisor, limits(limit_flags), PathBuf::from("/nonexistent/pipelab-web-dist"), Vec::new()).build())
     }
 

@@ -151,7 +151,7 @@ impl TestCluster {
         let owner = self.slot_owners();
         let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
         for (i, k) in keys.iter().enumerate() {
-            let m = owner[pipelab::cluster::slot::slot(k.as_bytes()) as usize];
+            let m = owner[pipelab_engine::cluster::slot::slot(k.as_bytes()) as usize];
             assert_ne!(m, usize::MAX, "no master serves {k}");
             groups.entry(m).or_default().push(i);
         }
@@ -261,7 +261,7 @@ pub fn slot_keys(prefix: &str) -> Vec<String> {
     let mut left = keys.len();
     for n in 0.. {
         let k = format!("{prefix}{n}");
-        let s = pipelab::cluster::slot::slot(k.as_bytes()) as usize;
+        let s = pipelab_engine::cluster::slot::slot(k.as_bytes()) as usize;
         if keys[s].is_empty() {
             keys[s] = k;
             left -= 1;

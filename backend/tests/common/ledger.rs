@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use pipelab::exec::{Argv, ExecError, Mode, Report, Status};
+use pipelab_engine::exec::{Argv, ExecError, Mode, Report, Status};
 use resp::Value;
 
 use super::RedisServer;

@@ -213,10 +213,10 @@ impl Drop for RedisServer {
 /// A batch of inline `lines` (split as Redis splits them) in `mode`, with
 /// the executor's defaults: batch size 1000, `on_error: continue`, no
 /// simulated RTT, RESP2, nothing watched.
-pub fn batch(mode: pipelab::exec::Mode, lines: &[&str]) -> pipelab::exec::Batch {
-    let commands: pipelab::exec::Commands =
+pub fn batch(mode: pipelab_engine::exec::Mode, lines: &[&str]) -> pipelab_engine::exec::Batch {
+    let commands: pipelab_engine::exec::Commands =
         lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect();
-    pipelab::exec::Batch::with_mode(commands, mode)
+    pipelab_engine::exec::Batch::with_mode(commands, mode)
 }
 
 /// Connections named `pipelab` (the executor's CLIENT SETNAME) in CLIENT LIST.

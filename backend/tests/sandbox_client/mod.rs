@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderMap, Method, Request};
-use pipelab::sandbox::{Child, Supervisor, VisitorId};
+use pipelab_engine::sandbox::{Child, Supervisor, VisitorId};
 use resp::Value;
 use serde_json::{json, Value as Json};
 

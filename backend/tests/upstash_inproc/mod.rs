@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request};
-use pipelab::http::auth::Auth;
-pub use pipelab::upstash::{Settings, UpstashConfig};
+use pipelab_server::http::auth::Auth;
+pub use pipelab_server::upstash::{Settings, UpstashConfig};
 use serde_json::Value as Json;
 
 pub use crate::api_inproc::{App, RedisServer};
