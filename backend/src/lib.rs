@@ -1,8 +1,8 @@
-//! pipelab as a library: the REST API (`server::router`, driven in-process by
+//! pipelab's HTTP side: the REST API (`server::router`, driven in-process by
 //! the tests) and the Upstash-compatible surface over the engine
-//! (`pipelab_engine`), its configuration and telemetry, the doctor, and the
-//! embedded redis-server; shared by the `pipelab` binary (the CLI) and the
-//! integration tests.
+//! (`pipelab_engine`), the serve loop (`serve`), configuration and
+//! telemetry, the doctor, and the embedded redis-server; the `pipelab`
+//! binary wires it to its flags.
 
 pub mod api;
 pub mod config;
@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod embedded;
 pub mod http;
 pub mod net;
+pub mod serve;
 pub mod server;
 pub mod telemetry;
 pub mod upstash;

@@ -18,7 +18,6 @@ mod proxy;
 mod codec;
 mod run;
 mod run_source;
-mod serve;
 mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -94,7 +93,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => block_on(lab::exit(sweep::main(args))),
         Command::Proxy(args) => block_on(proxy::main(args)),
         Command::Doctor(args) => doctor::run(args),
-        Command::Serve(cfg) => serve::main(*cfg),
+        Command::Serve(cfg) => pipelab_server::serve::main(*cfg),
         Command::Resp(cmd) => codec::run(cmd).into(),
         Command::Openapi => openapi::run().into(),
         Command::Healthcheck(args) => healthcheck::run(args).into(),

@@ -1,8 +1,9 @@
-//! `pipelab serve`: the REST API and the web playground.
+//! The serve loop of `pipelab serve`: the REST API and the web playground
+//! on their listeners, one hyper connection per accepted socket.
 //!
 //! Without --redis / REDIS_URL it starts its own redis-server (see
-//! [`pipelab_server::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
-//! Shutdown first drains (`pipelab_server::http::drain`: `/readyz` 503, nothing
+//! [`crate::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
+//! Shutdown first drains (`crate::http::drain`: `/readyz` 503, nothing
 //! new taken; sandbox visitors saved) until running batches and open
 //! sessions are done, then stops accepting connections and lets running
 //! requests finish, all within `--shutdown-grace-ms`, saves the sandbox
@@ -13,34 +14,34 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use pipelab_server::http::guard::Policy;
-use pipelab_server::api::info::DoctorInfo;
-use pipelab_server::api::{AppStateBuilder, RedisSource};
-use pipelab_server::net::cap::{ConnCap, Permit};
-use pipelab_server::net::write_timeout::WriteTimeout;
-use pipelab_server::config::ServeConfig;
-use pipelab_server::embedded::Supervised;
+use crate::http::guard::Policy;
+use crate::api::info::DoctorInfo;
+use crate::api::{AppStateBuilder, RedisSource};
+use crate::net::cap::{ConnCap, Permit};
+use crate::net::write_timeout::WriteTimeout;
+use crate::config::ServeConfig;
+use crate::embedded::Supervised;
 use pipelab_engine::conn::RedisTarget;
 
 /// Why the server does not start, on stderr: one JSON object a line when
 /// JSON logs are asked for, as every other line.
 macro_rules! refuse {
     ($cfg:expr, $($arg:tt)*) => {
-        pipelab_server::telemetry::fatal($cfg.log_format, &format!($($arg)*))
+        crate::telemetry::fatal($cfg.log_format, &format!($($arg)*))
     };
 }
 
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
 /// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
 pub fn main(cfg: ServeConfig) -> ExitCode {
-    pipelab_server::telemetry::init_logging(cfg.log_format);
-    pipelab_server::telemetry::install_metrics();
+    crate::telemetry::init_logging(cfg.log_format);
+    crate::telemetry::install_metrics();
     // Before anything makes an id: every visitor, session and live batch id starts with it.
     if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id)) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    let shown = pipelab_server::http::auth::token_flags_in(std::env::args().skip(2));
+    let shown = crate::http::auth::token_flags_in(std::env::args().skip(2));
     if !shown.is_empty() {
         tracing::warn!(
             "{} given on the command line: every user of this machine sees the token in `ps`; give it in the environment \
@@ -49,20 +50,20 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         );
     }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
-    let preset = if cfg.sandbox.sandbox { pipelab_server::http::rate::RateLimits::sandbox() } else { pipelab_server::http::rate::RateLimits::off() };
-    let rate = pipelab_server::http::rate::RateLimits::from_config(&cfg.rate, preset);
-    let access = match (pipelab_server::http::auth::Auth::from_config(&cfg.auth), pipelab_server::upstash::Settings::from_config(&cfg.upstash), rate) {
+    let preset = if cfg.sandbox.sandbox { crate::http::rate::RateLimits::sandbox() } else { crate::http::rate::RateLimits::off() };
+    let rate = crate::http::rate::RateLimits::from_config(&cfg.rate, preset);
+    let access = match (crate::http::auth::Auth::from_config(&cfg.auth), crate::upstash::Settings::from_config(&cfg.upstash), rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             refuse!(cfg, "pipelab serve: {e}");
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = pipelab_server::http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
+    if let Err(e) = crate::http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab_server::http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
+    if let Some(Err(e)) = cfg.doctor_listen.map(|d| crate::http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
@@ -157,12 +158,12 @@ fn serve_on_threads(
     cfg: &ServeConfig,
     redis: Backing,
     threads: usize,
-    access: (pipelab_server::http::auth::Auth, pipelab_server::upstash::Settings, pipelab_server::http::rate::RateLimits),
+    access: (crate::http::auth::Auth, crate::upstash::Settings, crate::http::rate::RateLimits),
     users: Option<&pipelab_engine::acl::Users>,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
-        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab_server::http::budget::collect_if_due).enable_all().build() {
+        match tokio::runtime::Builder::new_current_thread().on_thread_park(crate::http::budget::collect_if_due).enable_all().build() {
             Ok(rt) => runtimes.push(rt),
             Err(e) => {
                 refuse!(cfg, "pipelab serve: cannot start the async runtime: {e}");
@@ -192,9 +193,9 @@ fn serve_on_threads(
         Backing::Shared(target, _) => target.to_string(),
         Backing::Sandbox(sup) => format!("a redis-server of their own for each visitor, jail: {}", sup.jail().describe()),
     };
-    tracing::info!(%addr, node = pipelab_engine::node::id(), redis = %shown, page = %pipelab_server::api::web::Page::from_flag(cfg.web_dir.clone()).describe(), threads, "pipelab serve listening");
+    tracing::info!(%addr, node = pipelab_engine::node::id(), redis = %shown, page = %crate::api::web::Page::from_flag(cfg.web_dir.clone()).describe(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
-    pipelab_server::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
+    crate::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
 
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
@@ -205,7 +206,7 @@ fn serve_on_threads(
                 let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
                 let doctor = doctor.map(|l| start_doctor(cfg, first, l, batches.clone()));
                 let _rt = first.enter();
-                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), pipelab_server::api::web::Page::from_flag(cfg.web_dir.clone()), handles);
+                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), crate::api::web::Page::from_flag(cfg.web_dir.clone()), handles);
                 let state = match doctor {
                     Some((info, routes)) => state.with_doctor(info, routes),
                     None => state,
@@ -219,7 +220,7 @@ fn serve_on_threads(
                 let _rt = first.enter();
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
-                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), pipelab_server::api::web::Page::from_flag(cfg.web_dir.clone()), handles)
+                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), crate::api::web::Page::from_flag(cfg.web_dir.clone()), handles)
             }
         };
         state
@@ -239,7 +240,7 @@ fn serve_on_threads(
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
     let sandbox = state.engine.sandbox().cloned();
     let http = state.http.clone();
-    let app = pipelab_server::server::router(state);
+    let app = crate::server::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = Duration::from_millis(cfg.shutdown_grace_ms);
     let header_timeout = Duration::from_millis(cfg.header_timeout_ms);
@@ -301,7 +302,7 @@ fn serve_on_threads(
 /// first runtime), each connection to `upstream` logged in as the batches'
 /// user, and what `/info` and `/api/v1/doctor` need of it.
 fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: tokio::net::TcpListener, upstream: RedisTarget) -> (DoctorInfo, axum::Router) {
-    use pipelab_server::doctor::{self, missed, Doctor, KeyTable, Rule};
+    use crate::doctor::{self, missed, Doctor, KeyTable, Rule};
     let wait = cfg.limits.connect_timeout();
     let keys = first.block_on(doctor::key_table(&upstream, wait)).unwrap_or_else(|e| {
         tracing::warn!("doctor: no key table from {upstream} (commands are grouped by name only): {e}");
@@ -311,10 +312,10 @@ fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: to
     let doc = std::sync::Arc::new(Doctor::new(rule, std::sync::Arc::new(keys), DOCTOR_CONNECTIONS, Box::new(|_| {})));
     let listen = listener.local_addr().map_or_else(|_| cfg.doctor_listen.map(|d| d.to_string()).unwrap_or_default(), |a| a.to_string());
     tracing::info!(%listen, rtt_ms = cfg.doctor_rtt, "doctor listening: point an application here instead of Redis");
-    pipelab_server::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
+    crate::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
     first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab_engine::delay::Link::default(), doc.clone()));
     // "open in playground" opens the page that asked, relative to it.
-    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), page: pipelab_server::api::web::Page::from_flag(cfg.web_dir.clone()) };
+    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), page: crate::api::web::Page::from_flag(cfg.web_dir.clone()) };
     (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, doctor::ui::mounted("/api/v1/doctor", ui))
 }
 
@@ -324,7 +325,7 @@ const DOCTOR_CONNECTIONS: usize = 256;
 /// Ctrl-C or SIGTERM, then the drain until nothing is under way or `grace`
 /// is over: connections are still accepted meanwhile (the balancer reads
 /// `/readyz`'s 503, the node's visitors and sessions are still served).
-async fn drained(http: pipelab_server::http::HttpState, grace: Duration) {
+async fn drained(http: crate::http::HttpState, grace: Duration) {
     shutdown_signal().await;
     http.drain.start();
     // Sandbox visitors saved while the port is still open: once it closes,
@@ -334,7 +335,7 @@ async fn drained(http: pipelab_server::http::HttpState, grace: Duration) {
         let keep = http.engine.sessions.visitors();
         let _ = tokio::time::timeout_at(http.drain.deadline(grace).into(), sandbox.hibernate_all_but(&keep)).await;
     }
-    pipelab_server::http::drain::settled(&http, grace).await;
+    crate::http::drain::settled(&http, grace).await;
 }
 
 /// Accepts connections until `stop` ([`drained`]), dealing them to the
@@ -406,9 +407,9 @@ async fn accept(
 /// feature.
 async fn serve_connections(
     mut listener: DealtConnections,
-    app: pipelab_server::server::App,
+    app: crate::server::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
-    (drain, grace): (std::sync::Arc<pipelab_server::http::drain::Drain>, Duration),
+    (drain, grace): (std::sync::Arc<crate::http::drain::Drain>, Duration),
     (header_timeout, write_timeout): (Duration, Duration),
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
