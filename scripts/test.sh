@@ -7,8 +7,8 @@
 # - the server matrix (test-servers.sh): those tests again on Valkey 9.1 and
 #   Redis 8.0, the cluster and sandbox suites on Valkey 8.0/8.1 and Redict
 #   7.3, the Upstash SDKs on Redis 8.0 and Valkey 9.1;
-# - `cargo check -p pipelab-engine`: the engine builds alone, with no
-#   HTTP, CLI or OpenAPI crate;
+# - `cargo check -p pipelab-engine -p pipelab-doctor`: the engine and the
+#   doctor build alone, with no HTTP, CLI or OpenAPI crate;
 # - `cargo doc` with warnings as errors: every doc link resolves, in the
 #   public docs and in the private ones a contributor reads;
 # - each part's own suite: resp on wasm32 and fuzzing (test-resp.sh),
@@ -46,9 +46,15 @@ part "cargo build" cargo build --workspace --all-targets --locked
 part "cargo test" cargo test --workspace --locked
 # The same tests on the other servers people run (docs/servers.md).
 part "scripts/test-servers.sh (the server matrix)" bash scripts/test-servers.sh
-# The engine alone, without the features the server turns on: it must
-# build with no HTTP, CLI or OpenAPI crate.
-part "the engine without HTTP" cargo check -p pipelab-engine --locked
+# The engine and the doctor alone, without the features the server turns
+# on: they must build, and depend on no HTTP, CLI or OpenAPI crate.
+below_http() {
+  cargo check -p pipelab-engine -p pipelab-doctor --locked
+  local found
+  found=$(cargo tree -e normal -p pipelab-engine -p pipelab-doctor --prefix none --locked | grep -E '^(axum|hyper|tower|clap|utoipa) ' | sort -u || true)
+  if [ -n "$found" ]; then echo "the engine or the doctor depends on: $found"; return 1; fi
+}
+part "the engine and the doctor without HTTP" below_http
 doc_links() {
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items

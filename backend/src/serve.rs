@@ -302,7 +302,7 @@ fn serve_on_threads(
 /// first runtime), each connection to `upstream` logged in as the batches'
 /// user, and what `/info` and `/api/v1/doctor` need of it.
 fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: tokio::net::TcpListener, upstream: RedisTarget) -> (DoctorInfo, axum::Router) {
-    use crate::doctor::{self, missed, Doctor, KeyTable, Rule};
+    use pipelab_doctor::{self as doctor, missed, Doctor, KeyTable, Rule};
     let wait = cfg.limits.connect_timeout();
     let keys = first.block_on(doctor::key_table(&upstream, wait)).unwrap_or_else(|e| {
         tracing::warn!("doctor: no key table from {upstream} (commands are grouped by name only): {e}");
@@ -315,8 +315,8 @@ fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: to
     crate::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
     first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab_engine::delay::Link::default(), doc.clone()));
     // "open in playground" opens the page that asked, relative to it.
-    let ui = doctor::ui::UiState { doctor: doc, playground_url: "./".into(), page: crate::api::web::Page::from_flag(cfg.web_dir.clone()) };
-    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, doctor::ui::mounted("/api/v1/doctor", ui))
+    let ui = crate::doctor_page::UiState { doctor: doc, playground_url: "./".into(), page: crate::api::web::Page::from_flag(cfg.web_dir.clone()) };
+    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, crate::doctor_page::mounted("/api/v1/doctor", ui))
 }
 
 /// Most connections the doctor of `--doctor-listen` relays at once.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::cluster::{slot_keys, watch_promotion, TestCluster};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab_engine::run::{execute_pooled, execute_pooled_into};
+use pipelab_engine::run::{execute_pooled, execute_pooled_into, Target};
 use resp::Value;
 
 const NODE_TIMEOUT_MS: u64 = 1000;
@@ -34,8 +34,8 @@ fn opts(timeout: Duration) -> ExecOptions {
 }
 
 /// A pool on the cluster that knows its slot map (one batch run).
-async fn pool(c: &TestCluster) -> Arc<Pool> {
-    let pool = Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default());
+async fn pool(c: &TestCluster) -> Arc<Target> {
+    let pool = Target::new(Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default()));
     let r = execute_pooled(&pool, &common::batch(Mode::Pipeline, &["PING"]), &ExecOptions::default()).await.unwrap();
     assert_eq!(r.summary.ok, 1);
     assert!(pool.known_cluster().is_some(), "the target is a cluster");
@@ -202,7 +202,7 @@ async fn after_the_promotion_a_batch_over_every_slot_is_ok_within_node_timeout_p
 
 /// Batches of INCRs on fresh keys from `tasks` tasks until `stop`; every
 /// result and the keys it wrote.
-async fn load(pool: Arc<Pool>, tasks: usize, stop: Arc<AtomicBool>, redirections: Arc<AtomicU64>) -> Vec<(Vec<String>, Vec<CommandResult>)> {
+async fn load(pool: Arc<Target>, tasks: usize, stop: Arc<AtomicBool>, redirections: Arc<AtomicU64>) -> Vec<(Vec<String>, Vec<CommandResult>)> {
     let mut handles = Vec::new();
     for t in 0..tasks {
         let (pool, stop, redirections) = (pool.clone(), stop.clone(), redirections.clone());

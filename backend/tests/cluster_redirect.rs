@@ -13,7 +13,7 @@ use common::cluster::TestCluster;
 use common::batch;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab_engine::run::{execute_pooled, execute_stream};
+use pipelab_engine::run::{execute_pooled, execute_stream, Target};
 use pipelab_engine::lab::Direct;
 use resp::Value;
 
@@ -51,7 +51,7 @@ fn int(v: &Option<Value>) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moved_then_ask_followed_without_double_execution() {
     let c = TestCluster::start();
-    let pool = Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default());
+    let pool = Target::new(Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default()));
     let opts = ExecOptions::default();
 
     // The pool learns the slot map with its first batch.
@@ -283,7 +283,7 @@ async fn a_master_killed_with_windows_in_flight_leaves_true_statuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moved_under_windows_in_flight_runs_each_command_once() {
     let c = TestCluster::start();
-    let pool = Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default());
+    let pool = Target::new(Pool::new(RedisTarget::parse(&c.url).unwrap(), PoolConfig::default()));
     let opts = ExecOptions::default();
     let r = execute_pooled(&pool, &batch(Mode::Pipeline, &["INCR {w}k0"]), &opts).await.unwrap();
     assert_eq!(int(&r.results[0].reply), 1, "the pool learns the slot map");

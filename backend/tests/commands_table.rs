@@ -14,10 +14,10 @@ use common::{batch, RedisServer};
 use pipelab_engine::commands::{self, KeyFlags, Table};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
-use pipelab_engine::run::execute_pooled;
+use pipelab_engine::run::{execute_pooled, Target};
 
-async fn table_of(server: &RedisServer) -> (Arc<Pool>, Arc<Table>) {
-    let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
+async fn table_of(server: &RedisServer) -> (Arc<Target>, Arc<Table>) {
+    let pool = Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default()));
     let table = pool.commands_loaded(Duration::from_secs(5)).await;
     assert!(table.identity().is_some(), "the server's table was read");
     (pool, table)
@@ -222,7 +222,7 @@ async fn a_restarted_server_has_its_table_read_again() {
 async fn a_resp3_connection_reads_the_same_table() {
     let server = RedisServer::start();
     let (_pool, resp2) = table_of(&server).await;
-    let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
+    let pool = Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default()));
     let mut b = batch(Mode::Pipeline, &["PING"]);
     b.plan.resp3 = true;
     execute_pooled(&pool, &b, &ExecOptions::default()).await.unwrap();

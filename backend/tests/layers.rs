@@ -15,7 +15,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("http", &["api", "upstash", "server", "doctor"]),
     ("api", &["upstash", "server", "doctor"]),
     ("upstash", &["server", "doctor"]),
-    ("doctor", &["upstash", "server"]),
+    ("doctor_page.rs", &["upstash", "server"]),
 ];
 
 fn rust_files(at: &Path, out: &mut Vec<PathBuf>) {

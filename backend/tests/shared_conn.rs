@@ -14,15 +14,15 @@ use common::{batch, pipelab_connections, RedisServer};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::shared::shareable;
 use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
-use pipelab_engine::run::execute_pooled;
+use pipelab_engine::run::{execute_pooled, Target};
 use resp::Value;
 
-fn pool_for(server: &RedisServer) -> Arc<Pool> {
+fn pool_for(server: &RedisServer) -> Arc<Target> {
     // Every shareable batch on the lane, alone or not.
-    Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share_alone: true, ..PoolConfig::default() })
+    Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share_alone: true, ..PoolConfig::default() }))
 }
 
-async fn run(pool: &Pool, lines: &[&str], opts: &ExecOptions) -> Report {
+async fn run(pool: &Target, lines: &[&str], opts: &ExecOptions) -> Report {
     execute_pooled(pool, &batch(Mode::Pipeline, lines), opts).await.expect("batch runs")
 }
 
@@ -97,7 +97,7 @@ async fn concurrent_batches_share_one_connection_and_get_their_own_replies() {
 #[tokio::test]
 async fn a_lone_batch_takes_a_connection_of_its_own() {
     let server = RedisServer::start();
-    let pool = Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default());
+    let pool = Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default()));
     let opts = ExecOptions::default();
     for _ in 0..3 {
         let r = run(&pool, &["INCR n"], &opts).await;

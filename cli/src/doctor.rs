@@ -7,7 +7,7 @@
 //! object per line on stdout: a `missed_pipeline` record when a run ends, an
 //! `undecoded` record when a connection's traffic cannot be followed, and a
 //! final `summary`. With `--ui ADDR`, also a page and its JSON API
-//! (`pipelab_server::doctor::ui`). The end is SIGINT or SIGTERM, or with `--exit-when-idle`
+//! (`pipelab_server::doctor_page`). The end is SIGINT or SIGTERM, or with `--exit-when-idle`
 //! the moment the last client leaves (after at least one came). Exit 0 then;
 //! 2 for bad options; 1 if the listen address cannot be bound.
 
@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pipelab_server::doctor::report::Event;
-use pipelab_server::doctor::{self, live, Doctor, KeyTable, Rule};
+use pipelab_doctor::report::Event;
+use pipelab_doctor::{self as doctor, live, Doctor, KeyTable, Rule};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -150,8 +150,8 @@ pub async fn main(args: Args) -> ExitCode {
                          application's key patterns, commands and timings; prefer --ui 127.0.0.1:PORT (and an SSH tunnel)"
                     );
                 }
-                let state = doctor::ui::UiState { doctor: doc.clone(), playground_url: playground, page: pipelab_server::api::web::Page::from_flag(args.web_dir.clone()) };
-                Some(tokio::spawn(async move { axum::serve(l, doctor::ui::router(state)).await }))
+                let state = pipelab_server::doctor_page::UiState { doctor: doc.clone(), playground_url: playground, page: pipelab_server::api::web::Page::from_flag(args.web_dir.clone()) };
+                Some(tokio::spawn(async move { axum::serve(l, pipelab_server::doctor_page::router(state)).await }))
             }
             Err(e) => {
                 eprintln!("pipelab doctor: cannot listen on --ui {addr}: {e}");

@@ -145,7 +145,7 @@ impl AppStateBuilder {
     }
 
     /// A doctor listening as `info` says, its JSON API `routes` (paths
-    /// `/summary` and `/flights`: `crate::doctor::ui::mounted`) served
+    /// `/summary` and `/flights`: `crate::doctor_page::mounted`) served
     /// under `/api/v1/doctor` behind the same rules as every route.
     pub fn with_doctor(mut self, info: info::DoctorInfo, routes: Router) -> Self {
         self.doctor = Some((info, routes));

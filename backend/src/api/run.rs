@@ -18,7 +18,8 @@ use crate::http::error::ApiError;
 use super::stream::{Keep, KeptResults};
 use super::AppState;
 use pipelab_engine::engine::{Connection, EngineError, RunOptions};
-use pipelab_engine::exec::{Batch, ExecError, Pool, Report, ResultSink, StreamReport};
+use pipelab_engine::exec::{Batch, ExecError, Report, ResultSink, StreamReport};
+use pipelab_engine::run::Target;
 use crate::telemetry::BatchSpan;
 
 /// Run `batch` on `on` within the server's limits and collect its report.
@@ -105,7 +106,7 @@ async fn run_on<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, si
 /// Run one command (on a pooled connection) with short timeouts (info,
 /// readiness, sweep bookkeeping). Returns the reply, which may be an error
 /// reply; 503 if Redis cannot be reached or did not answer.
-pub async fn command(pool: &Pool, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, ApiError> {
+pub async fn command(pool: &Target, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, ApiError> {
     Ok(pipelab_engine::engine::command(pool, argv, wait).await?)
 }
 

@@ -1,5 +1,5 @@
 // Lesson "your application": point a real application at `pipelab doctor`
-// (backend/src/doctor/) and read what it says about the application's round
+// (doctor/src/) and read what it says about the application's round
 // trips. When this server runs a doctor (`pipelab serve --doctor-listen`,
 // GET /api/v1/info's `doctor`), a live panel polls its summary while the
 // lesson is on screen, at the lesson's RTT; otherwise it says how to run one.

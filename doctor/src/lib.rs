@@ -10,8 +10,10 @@
 //!   that a command was computed from an earlier reply (it carries its bytes);
 //! - [`stats`]: totals across connections (bounded), [`report`]: the JSON
 //!   shapes, [`live`]: the terminal view;
-//! - [`relay`]: forwarding, byte for byte, with the tracker looking on;
-//! - [`ui`]: `--ui`, the page and its JSON API.
+//! - [`relay`]: forwarding, byte for byte, with the tracker looking on.
+//!
+//! Its page and JSON API (`--ui`) are an HTTP surface, beside the others in
+//! `pipelab_server::doctor_page`.
 //!
 //! Forwarding never depends on decoding: traffic the tracker cannot follow
 //! is forwarded as is and the connection is reported `undecoded`.
@@ -25,7 +27,6 @@ pub mod relay;
 pub mod report;
 pub mod stats;
 pub mod tracker;
-pub mod ui;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,14 +1,14 @@
 //! `pipelab doctor --ui ADDR`: the doctor's page and the small JSON API it
 //! polls, served by the doctor itself (axum; loopback unless ADDR says
 //! otherwise). Everything comes from the doctor's bounded state in memory
-//! ([`super::stats`]): key patterns, counts and times, never a value.
+//! ([`pipelab_doctor::stats`]): key patterns, counts and times, never a value.
 //!
 //! - `GET /api/doctor/summary[?rtt_ms=MS]` → [`UiSummary`]: the summary as
 //!   it stands (runs going on are not ended), the missed pipelines (ended
 //!   and going on) with a playground batch each, and where the playground
 //!   is; savings at `rtt_ms` (0 to 1000) when given, else at `--rtt`;
 //! - `GET /api/doctor/flights?connection=N[&since=US]` → the connection's
-//!   kept flights ([`super::tracker::FLIGHT_RING`] per connection, the most
+//!   kept flights ([`pipelab_doctor::tracker::FLIGHT_RING`] per connection, the most
 //!   recent) that started after `since` µs ([`ConnectionFlights`]); 400
 //!   naming the field for a bad query, 404 for a connection not known (any
 //!   more: closed connections stay for the 20 most recent);
@@ -29,8 +29,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
-use super::report::{ConnectionFlights, MissedPipeline, Summary};
-use super::stats::Doctor;
+use pipelab_doctor::report::{ConnectionFlights, MissedPipeline, Summary};
+use pipelab_doctor::stats::Doctor;
 use crate::http::error::{ApiCode, ApiError};
 
 /// Most commands in a missed pipeline's playground batch (the run's own
@@ -57,7 +57,7 @@ pub struct UiMissed {
     /// True for a run still going on (it may grow; `--json` reports it when it ends).
     pub going_on: bool,
     /// The run's shape as a playground batch, one inline command a line (at
-    /// most [`EXAMPLE_COMMANDS`]; see [`super::KeyTable::example_command`]).
+    /// most [`EXAMPLE_COMMANDS`]; see [`pipelab_doctor::KeyTable::example_command`]).
     pub example: String,
 }
 
@@ -183,8 +183,8 @@ async fn page(State(s): State<UiState>, req: Request) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::report::PatternCount;
-    use crate::doctor::{KeyTable, Rule};
+    use pipelab_doctor::report::PatternCount;
+    use pipelab_doctor::{KeyTable, Rule};
 
     fn missed(commands: u64, patterns: &[(&str, u64)]) -> MissedPipeline {
         MissedPipeline {
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn savings_at_another_rtt_are_n_minus_one_round_trips_each() {
-        let mut s = crate::doctor::report::Summary { rtt_ms: 1.0, ..Default::default() };
+        let mut s = pipelab_doctor::report::Summary { rtt_ms: 1.0, ..Default::default() };
         for n in [200, 3] {
             let mut m = missed(n, &[("SET user:*", n)]);
             m.saving_ms = (n - 1) as f64;

@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn the_summary_names_the_threshold_to_use_for_near_misses() {
-        use crate::doctor::report::NearMisses;
+        use crate::report::NearMisses;
         let mut s = Summary { think_time_us: 50, ..Summary::default() };
         s.near_misses = NearMisses::of(900, 4300, 1000, 50);
         let text = summary_text(&s);
