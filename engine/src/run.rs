@@ -3,13 +3,58 @@
 //! session's ([`execute_on_into`]). Which Redis answers is chosen here,
 //! once per target: a single Redis runs the batch in [`crate::exec`]; a
 //! Redis Cluster (its command table says so) in [`crate::cluster`], which
-//! is built on the executor and known only here.
+//! is built on the executor and known only here. A pooled target is a
+//! [`Target`]: its pool, and the cluster once a batch found it is one.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
-use crate::cluster;
-use crate::conn::{ConnectError, RedisTarget};
+use crate::cluster::{self, Cluster, NodeInfo};
+use crate::conn::{Conn, ConnectError, RedisTarget};
 use crate::exec::{self, validate, Batch, BatchSource, CommandSource, ExecError, ExecOptions, Plan, Pool, Report, ResultSink, StreamReport};
+
+/// A target that batches run on through a pool: the pool (which it
+/// derefs to), and the Redis Cluster behind it, kept once a batch finds
+/// the target is one; every batch after goes to [`crate::cluster`]. Here,
+/// not in the pool: the executor knows nothing of the cluster built on it.
+pub struct Target {
+    pool: Arc<Pool>,
+    cluster: tokio::sync::OnceCell<Arc<Cluster>>,
+}
+
+impl Target {
+    /// `pool`'s target, not known to be a cluster yet.
+    pub fn new(pool: Arc<Pool>) -> Arc<Target> {
+        Arc::new(Target { pool, cluster: tokio::sync::OnceCell::new() })
+    }
+
+    /// The cluster behind this target, its slot map read on `conn` the
+    /// first time (node pools get the pool's [`exec::PoolConfig`]).
+    /// Errors: the map could not be read.
+    pub async fn cluster(&self, conn: &mut Conn) -> Result<&Arc<Cluster>, ConnectError> {
+        let pool = &self.pool;
+        let load = || async move { Cluster::load(pool.target(), conn, pool.config.clone()).await.map_err(ConnectError::Cluster) };
+        self.cluster.get_or_try_init(load).await
+    }
+
+    /// The cluster behind this target, once a batch found it is one.
+    pub fn known_cluster(&self) -> Option<&Cluster> {
+        self.cluster.get().map(|c| &**c)
+    }
+
+    /// The cluster's masters if this target was found to be one (`None`
+    /// for a single Redis, or before its first batch).
+    pub fn cluster_nodes(&self) -> Option<Vec<NodeInfo>> {
+        self.known_cluster().map(|c| c.nodes())
+    }
+}
+
+impl std::ops::Deref for Target {
+    type Target = Pool;
+    fn deref(&self) -> &Pool {
+        &self.pool
+    }
+}
 
 /// Runs `batch` against `target` on a new connection and reports every command.
 ///
@@ -41,7 +86,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
 /// Errors as for [`execute`]; [`ExecError::Connect`] also when a pooled
 /// connection turned out dead before anything was written and a fresh one
 /// could not be opened.
-pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
+pub async fn execute_pooled(pool: &Target, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
     let mut results = Vec::with_capacity(batch.commands.len());
     let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
     out.into_report(results).map_err(ExecError::Connect)
@@ -55,7 +100,7 @@ pub async fn execute_pooled(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> R
 /// could not be replaced: then the sink got `not_sent` for every command
 /// and [`StreamReport::reconnect_failed`] says why.
 pub async fn execute_pooled_into<K: ResultSink>(
-    pool: &Pool,
+    pool: &Target,
     batch: &Batch,
     opts: &ExecOptions,
     sink: &mut K,
@@ -68,13 +113,13 @@ pub async fn execute_pooled_into<K: ResultSink>(
 /// user who may not run `INFO` (the sandbox's, the read-only token's) is
 /// measured on the server's own connection (counts only; no key names).
 pub async fn execute_pooled_probed_into<K: ResultSink>(
-    pool: &Pool,
+    pool: &Target,
     probe_pool: &Pool,
     batch: &Batch,
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(pool));
+    let table = opts.table(Some(&**pool));
     validate(batch, &table)?;
     // Held to the end: a batch that comes while this one runs shares.
     let _running = if pool.shares() && exec::shared::shareable(batch, opts, &table) {
@@ -95,16 +140,16 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     // one-command request's instructions).
     if let Some(cluster) = pool.known_cluster() {
         // No connection to the seed: it may be the master that was lost.
-        return Box::pin(cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(pool)))).await;
+        return Box::pin(cluster::execute_pooled(cluster, batch, &settings, sink, opts.table(Some(&**pool)))).await;
     }
     let lease = pool.checkout(&settings).await?;
     // The table as the new connection may just have refreshed it.
-    let table = opts.table(Some(pool));
+    let table = opts.table(Some(&**pool));
     if table.is_cluster() {
         let mut conn = lease.conn;
         let cluster = pool.cluster(&mut conn).await?;
         pool.checkin(conn);
-        return Box::pin(cluster::execute_pooled(&cluster, batch, &settings, sink, table)).await;
+        return Box::pin(cluster::execute_pooled(cluster, batch, &settings, sink, table)).await;
     }
     let fallback = lease.reused.then_some((pool.target(), &settings));
     let mut source = BatchSource::new(&batch.commands);
@@ -133,13 +178,13 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
 /// Errors: [`ExecError::Invalid`], or [`ExecError::Connect`] if `conn` is
 /// `None` (nothing was sent).
 pub async fn execute_on_into<K: ResultSink>(
-    conn: &mut Option<crate::conn::Conn>,
-    pool: &Pool,
+    conn: &mut Option<Conn>,
+    pool: &Target,
     batch: &Batch,
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(pool));
+    let table = opts.table(Some(&**pool));
     validate(batch, &table)?;
     let mut c = conn.take().ok_or(ConnectError::Gone)?;
     let settings = exec::runner::settings(&batch.plan, opts);

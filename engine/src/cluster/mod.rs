@@ -20,7 +20,8 @@
 //! - `pipeline`: pipeline and sequential modes, every node at once.
 //! - `transaction`: MULTI/EXEC on the one slot's master.
 //!
-//! [`Cluster`] is one target's state: the current slot map, a pool of
+//! [`Cluster`] is one target's state (kept by `crate::run::Target` once a
+//! batch finds the target is a cluster): the current slot map, a pool of
 //! connections per master (`crate::exec::Pool`, with the same reuse
 //! rules), and the masters whose connection failed (`/readyz`:
 //! [`Cluster::readiness`]).
@@ -96,33 +97,6 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
     let cluster = Cluster::connect(target, &settings, config).await.map_err(ConnectError::Cluster)?;
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
-}
-
-/// A pool whose target may be a Redis Cluster: its slot map and
-/// per-master pools are kept with it once a batch finds it is one.
-impl Pool {
-    /// The cluster behind this pool's target, its slot map read on `conn`
-    /// the first time (node pools get this pool's [`PoolConfig`]).
-    /// Errors: the map could not be read.
-    pub async fn cluster(&self, conn: &mut Conn) -> Result<Arc<Cluster>, ConnectError> {
-        let load = || async move {
-            let cluster = Cluster::load(self.target(), conn, self.config.clone()).await.map_err(ConnectError::Cluster)?;
-            Ok::<Arc<dyn std::any::Any + Send + Sync>, ConnectError>(cluster)
-        };
-        let found = self.found_or_init(load).await?.clone();
-        Ok(found.downcast::<Cluster>().expect("a pool finds only a cluster"))
-    }
-
-    /// The cluster behind this target, once a batch found it is one.
-    pub fn known_cluster(&self) -> Option<&Cluster> {
-        self.found().and_then(|f| f.downcast_ref::<Cluster>())
-    }
-
-    /// The cluster's masters if this target was found to be one (`None`
-    /// for a single Redis, or before its first batch).
-    pub fn cluster_nodes(&self) -> Option<Vec<NodeInfo>> {
-        self.known_cluster().map(|c| c.nodes())
-    }
 }
 
 /// `run::execute_pooled_into` on a cluster: each master's connections

@@ -14,6 +14,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::ReadError;
+
 /// Initial capacity and growth step, in bytes; an idle connection keeps this much.
 pub(super) const READ_CHUNK: usize = 64 * 1024;
 
@@ -86,18 +88,6 @@ impl Drop for HeldReplies {
         }
     }
 }
-
-/// A read refused by the [`ReplyMemory`], carried in an `io::Error`.
-#[derive(Debug)]
-pub(super) struct MemoryRefused(pub String);
-
-impl std::fmt::Display for MemoryRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for MemoryRefused {}
 
 pub(super) struct ReadBuffer {
     /// Received bytes, all undecoded.
@@ -201,7 +191,8 @@ impl ReadBuffer {
     /// Ensures at least the bytes still wanted (and a quarter chunk) of
     /// spare capacity, so that each read can take what the socket has;
     /// growth is taken from the [`ReplyMemory`] first.
-    fn make_room(&mut self) -> std::io::Result<()> {
+    /// Errors: [`ReadError::Memory`] if the growth was refused.
+    fn make_room(&mut self) -> Result<(), ReadError> {
         if self.held >= GIVE_BACK_FROM {
             self.shrink();
         }
@@ -226,7 +217,7 @@ impl ReadBuffer {
                     (true, true) => g * MOST_PER_BYTE,
                     (true, false) => g * LEAST_PER_BYTE,
                 };
-                memory.take(0, g + more, !self.strict).map_err(|why| std::io::Error::other(MemoryRefused(why)))?;
+                memory.take(0, g + more, !self.strict).map_err(ReadError::Memory)?;
                 (self.alloc, self.held, self.pending) = (bound, self.held + g + more, self.pending + more);
             }
         }
@@ -240,9 +231,10 @@ impl ReadBuffer {
     }
 
     /// One read from `stream` into the spare capacity: the bytes read (0 at
-    /// EOF). Fails with a [`MemoryRefused`] if the room for it was refused.
-    pub async fn read_from<S: AsyncRead + Unpin>(&mut self, stream: &mut S) -> std::io::Result<usize> {
+    /// EOF). Errors: [`ReadError::Memory`] if the room for it was refused,
+    /// else [`ReadError::Io`].
+    pub async fn read_from<S: AsyncRead + Unpin>(&mut self, stream: &mut S) -> Result<usize, ReadError> {
         self.make_room()?;
-        stream.read_buf(&mut self.buf).await
+        Ok(stream.read_buf(&mut self.buf).await?)
     }
 }

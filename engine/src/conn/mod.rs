@@ -34,7 +34,7 @@ pub use socket::{connect_stream, Stream};
 pub use target::{Endpoint, RedisTarget, TargetError, TlsSettings, DEFAULT_PORT};
 
 pub use buffer::{set_reply_memory, HeldReplies, ReplyMemory, MEMORY_REFUSED};
-use buffer::{MemoryRefused, ReadBuffer};
+use buffer::ReadBuffer;
 use socket::{connect_stream_fd, Counted, RawSock};
 
 use crate::delay;
@@ -501,10 +501,7 @@ impl Conn {
             let n = match read {
                 Ok(0) => return Err(ReadError::Closed),
                 Ok(n) => n,
-                Err(e) => match e.get_ref().and_then(|e| e.downcast_ref::<MemoryRefused>()) {
-                    Some(refused) => return Err(ReadError::Memory(refused.0.clone())),
-                    None => return Err(ReadError::Io(e)),
-                },
+                Err(e) => return Err(e),
             };
             self.s.last_read_at = Instant::now();
             self.s.stats.bytes_received += n as u64;

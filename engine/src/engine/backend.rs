@@ -16,7 +16,7 @@ use super::error::EngineError;
 use super::share::ClientKey;
 use super::{Engine, Redis};
 use crate::commands::{Access, Table};
-use crate::exec::Pool;
+use crate::run::Target;
 use crate::sandbox::{Lease, VisitorId};
 
 /// Who a Redis is chosen for.
@@ -34,11 +34,11 @@ pub struct Who<'a> {
 #[derive(Clone)]
 pub struct Backend {
     /// Where its batches run.
-    pub pool: Arc<Pool>,
+    pub pool: Arc<Target>,
     /// Where `summary.server`'s `INFO` readings are taken when not on
     /// `pool` ([`Backend::probe`]): the server's own pool when the batch's
     /// user may not run INFO (a read-only caller's).
-    probe: Option<Arc<Pool>>,
+    probe: Option<Arc<Target>>,
     /// What its commands are checked as.
     pub access: Access,
     /// In the sandbox: the visitor and their redis-server.
@@ -50,7 +50,7 @@ pub struct Backend {
 impl Backend {
     /// Where `summary.server`'s `INFO` readings, `/info`'s and the command
     /// table are taken: the server's own pool, which may run INFO.
-    pub fn probe(&self) -> &Pool {
+    pub fn probe(&self) -> &Target {
         self.probe.as_deref().unwrap_or(&self.pool)
     }
 }
@@ -65,7 +65,8 @@ impl Engine {
         match (&self.redis, who.visitor) {
             (Redis::Sandbox(sup), Some(id)) => {
                 let lease = sup.checkout(id).await?;
-                let pool = lease.child.pool.clone();
+                // A visitor's redis-server is never a cluster: nothing to keep between batches.
+                let pool = Target::new(lease.child.pool.clone());
                 Ok(Backend { pool, probe: None, access: Access::Visitor, visitor: Some(lease), client: who.client })
             }
             (Redis::Sandbox(_), None) => Err(EngineError::NoVisitor),
@@ -91,7 +92,7 @@ impl Engine {
             return self.backend(who).await;
         }
         let spare = sup.spare().await.map_err(|e| EngineError::Sandbox(e.into()))?;
-        let pool = spare.pool.clone();
+        let pool = Target::new(spare.pool.clone());
         Ok(Backend { pool, probe: None, access: Access::Visitor, visitor: None, client: who.client })
     }
 

@@ -30,7 +30,7 @@ pub use share::{ClientKey, Shares};
 
 use crate::conn::{Cancel, Conn, RedisTarget};
 use crate::exec::{Batch, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status, StreamReport};
-use crate::run::{execute_on_into, execute_pooled, execute_pooled_probed_into};
+use crate::run::{execute_on_into, execute_pooled, execute_pooled_probed_into, Target};
 use kill::{KillOnCut, Kills, Traits};
 
 /// Where the shared Redis came from.
@@ -53,20 +53,21 @@ pub enum Redis {
 pub struct Shared {
     pub target: RedisTarget,
     pub source: RedisSource,
-    /// Idle Redis connections reused between batches ([`crate::exec::pool`]).
-    pub pool: Arc<Pool>,
+    /// Idle Redis connections reused between batches ([`crate::exec::pool`]),
+    /// and the cluster once a batch found one ([`Target`]).
+    pub pool: Arc<Target>,
     /// Where pipelab manages the Redis ([`crate::acl`]): the read-only
     /// user's pool (read-only callers' batches) and the default user's
     /// (operators' batches), while [`Shared::pool`] is the batch user's.
     /// `None`: [`Shared::pool`].
-    pub readonly: Option<Arc<Pool>>,
-    pub admin: Option<Arc<Pool>>,
+    pub readonly: Option<Arc<Target>>,
+    pub admin: Option<Arc<Target>>,
 }
 
 impl Shared {
     /// `target`, its pool sized for `limits`.
     pub fn new(target: RedisTarget, source: RedisSource, limits: &EngineLimits) -> Shared {
-        let pool = Pool::new(target.clone(), limits.pool_config());
+        let pool = Target::new(Pool::new(target.clone(), limits.pool_config()));
         Shared { target, source, pool, readonly: None, admin: None }
     }
 
@@ -74,8 +75,8 @@ impl Shared {
     /// is the batch user's already): read-only callers' batches run as the
     /// read-only user, operators' as `admin` (the default user's target).
     pub fn with_users(mut self, users: &crate::acl::Users, admin: RedisTarget, limits: &EngineLimits) -> Shared {
-        self.readonly = Some(self.pool.sibling(users.readonly.target(&self.target), limits.pool_config()));
-        self.admin = Some(self.pool.sibling(admin, limits.pool_config()));
+        self.readonly = Some(Target::new(self.pool.sibling(users.readonly.target(&self.target), limits.pool_config())));
+        self.admin = Some(Target::new(self.pool.sibling(admin, limits.pool_config())));
         self
     }
 }
@@ -322,7 +323,7 @@ impl Engine {
 /// (a look at the server, bookkeeping): its reply, which may be an
 /// error reply. Errors: [`EngineError::Exec`] (could not connect),
 /// [`EngineError::Unanswered`].
-pub async fn command(pool: &Pool, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, EngineError> {
+pub async fn command(pool: &Target, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, EngineError> {
     let batch = Batch::new(Commands::from_iter([argv.to_vec()]), Plan { batch_size: 1, ..Plan::new(Mode::Sequential) });
     let opts = ExecOptions { connect_timeout: wait, read_timeout: wait, max_reply_bytes: None, deadline: None, commands: None, cancel: None };
     let report = match tokio::time::timeout(wait * 2, execute_pooled(pool, &batch, &opts)).await {

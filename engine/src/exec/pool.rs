@@ -88,10 +88,6 @@ pub struct Pool {
     /// Connections opened check the server's identity (`INFO server`):
     /// false for a sibling, whose ACL user may not run INFO.
     refresh: bool,
-    /// What a batch found this target to be, kept once: a Redis Cluster's
-    /// slot map and per-master pools (`crate::cluster` reads it as such;
-    /// the executor does not know the cluster built on it).
-    found: tokio::sync::OnceCell<Arc<dyn std::any::Any + Send + Sync>>,
     /// The shared connections of this pool, one per runtime (`super::shared`).
     lanes: super::shared::Lanes,
     /// This pool, for its shared connections' tasks (which must not keep it alive).
@@ -113,7 +109,7 @@ impl Pool {
     /// task that closes idle connections past `idle_timeout` or found dead;
     /// the task ends when the pool is dropped.
     pub fn new(target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(metrics::gauge!(super::shared::SHARED_GAUGE)), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge: metrics::gauge!(IDLE_GAUGE), commands: Arc::new(Cache::new()), refresh: true, lanes: super::shared::Lanes::new(metrics::gauge!(super::shared::SHARED_GAUGE)), me: Weak::new() })
     }
 
     /// A pool of connections to the same server as another user (`target`
@@ -128,14 +124,14 @@ impl Pool {
             0 => (metrics::gauge!(IDLE_GAUGE), metrics::gauge!(super::shared::SHARED_GAUGE)),
             _ => (metrics::gauge!(IDLE_GAUGE, "user" => user.clone()), metrics::gauge!(super::shared::SHARED_GAUGE, "user" => user)),
         };
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
     /// [`Pool::sibling`] without a series of its own on `/metrics`: for the
     /// many small pools of the sandbox's children, counted there instead.
     pub fn sibling_unmetered(&self, target: RedisTarget, config: PoolConfig) -> Arc<Pool> {
         let (gauge, shared) = (metrics::Gauge::noop(), metrics::Gauge::noop());
-        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, found: tokio::sync::OnceCell::new(), lanes: super::shared::Lanes::new(shared), me: Weak::new() })
+        Pool::spawn(Pool { target, config, idle: Mutex::new(Vec::new()), gauge, commands: self.commands.clone(), refresh: false, lanes: super::shared::Lanes::new(shared), me: Weak::new() })
     }
 
     fn spawn(pool: Pool) -> Arc<Pool> {
@@ -227,19 +223,6 @@ impl Pool {
         }
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })
-    }
-
-    /// [`Pool::found`], made by `init` the first time.
-    pub(crate) async fn found_or_init<E, F: std::future::Future<Output = Result<Arc<dyn std::any::Any + Send + Sync>, E>>>(
-        &self,
-        init: impl FnOnce() -> F,
-    ) -> Result<&Arc<dyn std::any::Any + Send + Sync>, E> {
-        self.found.get_or_try_init(init).await
-    }
-
-    /// What a batch found this target to be (`None` until one did).
-    pub(crate) fn found(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
-        self.found.get()
     }
 
     /// The target's command table: the server's once a connection was

@@ -15,7 +15,8 @@ use std::time::Duration;
 use crate::argv::ArgvRef;
 use crate::commands::server::info_field;
 use crate::commands::Table;
-use crate::exec::{Batch, Pool};
+use crate::exec::Batch;
+use crate::run::Target;
 
 /// Bytes a cached script holds per byte of its source: the source kept in
 /// the script dictionary plus its compiled constants in the Lua heap
@@ -54,7 +55,7 @@ pub fn held(info: &str) -> u64 {
 /// `pool` holds already. Asks the child only for a batch that caches a
 /// script. A child that does not answer is not refused here: the batch
 /// then meets the same failure.
-pub async fn check(pool: &Pool, table: &Table, batch: &Batch, quota: u64, wait: Duration) -> Result<(), ScriptCacheFull> {
+pub async fn check(pool: &Target, table: &Table, batch: &Batch, quota: u64, wait: Duration) -> Result<(), ScriptCacheFull> {
     let sources: Vec<(usize, u64)> =
         batch.commands.iter().enumerate().filter_map(|(i, argv)| cached_source(table, argv).map(|s| (i, s.len() as u64))).collect();
     if sources.is_empty() {
