@@ -3,7 +3,7 @@
 # master of a real 3-master + 3-replica Redis Cluster (node timeout 1 s,
 # `cluster-require-full-coverage no`) in the middle of a pipeline of INCR
 # ledger keys (6,000 INCRs, batch size 20, simulated RTT 30 ms), started and
-# checked by the `campaign` test of backend/tests/cluster_failover.rs:
+# checked by the `campaign` test of engine/tests/cluster_failover.rs:
 #
 # - misreported: a result that Redis's data contradicts, read back after
 #   the failover (an `ok` whose reply is not 1 or whose key did not run
@@ -25,4 +25,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KILLS=${KILLS:-100}
-cargo test --release -q -p pipelab-server --test cluster_failover -- --ignored --exact campaign --nocapture 2>&1 | tee /dev/stderr | grep '^CAMPAIGN'
+cargo test --release -q -p pipelab-engine --test cluster_failover -- --ignored --exact campaign --nocapture 2>&1 | tee /dev/stderr | grep '^CAMPAIGN'

@@ -69,7 +69,7 @@ done
 for name in "${PARTS[@]}"; do
   args=()
   for t in "${PART_TESTS[@]}"; do args+=(--test "$t"); done
-  wanted "$name" && run "$name" cluster+sandbox cargo test -p pipelab -p pipelab-server --locked --no-fail-fast "${args[@]}"
+  wanted "$name" && run "$name" cluster+sandbox cargo test -p pipelab -p pipelab-server -p pipelab-engine --locked --no-fail-fast "${args[@]}"
 done
 for name in "${UPSTASH[@]}"; do
   wanted "$name" && run "$name" upstash bash scripts/test-upstash.sh

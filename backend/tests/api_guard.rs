@@ -5,6 +5,7 @@
 //! HTTP-layer errors in the API's error shape (11), security headers (12).
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use axum::body::Body;

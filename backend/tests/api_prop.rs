@@ -12,6 +12,7 @@
 //! `PIPELAB_PROP_CASES` sets the number of cases (default 300).
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use api_inproc::{App, RedisServer};

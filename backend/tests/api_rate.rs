@@ -6,6 +6,7 @@
 //! no assertion depends on how fast the machine answers.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod upstash_inproc;
 

@@ -5,6 +5,7 @@
 //! (tests/common/ledger.rs) confirms that no refused command ran.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::Write;

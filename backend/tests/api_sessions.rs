@@ -7,6 +7,7 @@
 //! pipeline on both sides.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! and `/sweep` (through `lab::Runner`) work, the sweep's clean-up included.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use api_inproc::App;

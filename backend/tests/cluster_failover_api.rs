@@ -7,6 +7,7 @@
 //! serves every slot again after the failover.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

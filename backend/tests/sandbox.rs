@@ -5,6 +5,7 @@
 //! on B's own Redis directly, and B's answers must have stayed quick.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod sandbox_client;
 

@@ -6,6 +6,7 @@
 //! get is asserted after A's attack.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod sandbox_client;
 

@@ -6,6 +6,7 @@
 //! served. A jailed redis-server must also still do all a visitor asks of it.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod sandbox_client;
 

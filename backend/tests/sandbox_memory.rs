@@ -9,6 +9,7 @@
 //! visitor keeps their Redis and their keys.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod sandbox_client;
 

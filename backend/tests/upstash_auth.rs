@@ -4,6 +4,7 @@
 //! every command the server flags as writing.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod upstash_inproc;
 

@@ -6,6 +6,7 @@
 //! `POST /`, `--upstash-prefix`, and SSE subscribe.
 
 mod api_inproc;
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 mod upstash_inproc;
 

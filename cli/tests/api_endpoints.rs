@@ -5,7 +5,7 @@
 
 #[path = "../../backend/tests/api_inproc/mod.rs"]
 mod api_inproc;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use api_inproc::{reply_value, App, RedisServer};

@@ -5,7 +5,7 @@
 //! the rest `not_sent` — checked against Redis's own counter.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

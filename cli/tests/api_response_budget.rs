@@ -6,7 +6,7 @@
 //! client's PINGs stay fast meanwhile.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

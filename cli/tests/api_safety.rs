@@ -4,7 +4,7 @@
 //! cap (7), the connection caps (8), and hyper's own errors (11).
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::{Read, Write};

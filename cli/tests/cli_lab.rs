@@ -6,7 +6,7 @@
 
 #[path = "../../backend/tests/api_inproc/mod.rs"]
 mod api_inproc;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;

@@ -6,7 +6,7 @@
 //! command refused as the API refuses it, and `pipelab serve`'s log level
 //! from `RUST_LOG` as the ecosystem sets it.
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::Write;

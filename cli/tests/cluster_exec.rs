@@ -4,7 +4,7 @@
 //! transactions on their master and cross-slot ones refused with nothing
 //! written (checked in Redis directly).
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use common::batch;

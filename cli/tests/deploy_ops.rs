@@ -5,7 +5,7 @@
 //! Redis is in api_resilience.rs.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;

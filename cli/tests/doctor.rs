@@ -7,7 +7,7 @@
 //! rule itself is unit-tested with exact times in `doctor::missed`,
 //! `doctor::depends` and `doctor::tracker`).
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

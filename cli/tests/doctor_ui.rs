@@ -3,7 +3,7 @@
 //! real redis-server in the same process. The think time is a generous 1 s,
 //! as in `tests/doctor.rs`, so that a loaded machine does not break runs.
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};

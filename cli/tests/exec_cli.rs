@@ -1,6 +1,6 @@
 //! `pipelab run` end to end: the binary, a real redis-server, files and stdin.
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::Write;

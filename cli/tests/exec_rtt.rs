@@ -7,7 +7,7 @@
 //! delay line is, quiet and with a core kept busy, is a benchmark's
 //! figure, not a test's: `bench/network.sh`.
 
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

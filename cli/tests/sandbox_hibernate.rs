@@ -8,7 +8,7 @@
 mod api_harness;
 #[path = "../../backend/tests/api_inproc/mod.rs"]
 mod api_inproc;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 #[path = "../../backend/tests/sandbox_client/mod.rs"]
 mod sandbox_client;

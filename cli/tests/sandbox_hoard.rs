@@ -18,7 +18,7 @@
 //! runs it for a minute on a release build.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -4,7 +4,7 @@
 //! read through the API, behind its tokens; the sandbox refuses the flag.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

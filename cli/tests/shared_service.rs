@@ -5,7 +5,7 @@
 
 #[path = "../../backend/tests/api_inproc/mod.rs"]
 mod api_inproc;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 #[path = "../../backend/tests/upstash_inproc/mod.rs"]
 mod upstash_inproc;

@@ -4,7 +4,7 @@
 //! the memory of responses, and the start-up warnings.
 
 mod api_harness;
-#[path = "../../backend/tests/common/mod.rs"]
+#[path = "../../engine/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

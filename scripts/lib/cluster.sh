@@ -1,6 +1,6 @@
 # A 3-master Redis Cluster on free ports, for the scripts and browser tests
 # that need a real one (bench/cluster.sh, web/test/cluster-e2e/). The same
-# recipe as the Rust tests' harness (backend/tests/common/cluster.rs):
+# recipe as the Rust tests' harness (engine/tests/common/cluster.rs):
 # three `redis-server --cluster-enabled yes` (each with its cluster bus
 # port, port + 10000, free too), joined by `redis-cli --cluster create …
 # --cluster-replicas 0 --cluster-yes`, ready once every node says

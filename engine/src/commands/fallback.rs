@@ -8,7 +8,7 @@
 //! Each line is `name arity flags categories` exactly as Redis 7.0.15's
 //! `COMMAND INFO` reports it (`-` for none), subcommands as `container|sub`;
 //! no key specs (keys are only looked for with the server's table). A test
-//! (`backend/tests/commands_table.rs`) checks every line against the live
+//! (`engine/tests/commands_table.rs`) checks every line against the live
 //! server.
 
 use std::sync::{Arc, LazyLock};
