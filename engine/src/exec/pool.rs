@@ -265,7 +265,7 @@ impl Pool {
     /// tokio runtime ([`Conn::runtime`]).
     ///
     /// Why only those: `pipelab serve` runs one single-threaded runtime per
-    /// thread (cli/src/serve.rs). A connection registered with another
+    /// thread (backend/src/serve.rs). A connection registered with another
     /// thread's runtime works, but each of its replies then wakes that
     /// thread first, which wakes ours: the cross-thread wake-ups that
     /// design removes. (Falling back to such a connection when the
