@@ -141,17 +141,11 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
 /// worker (a worker that finds work while "searching" notifies another,
 /// which finds nothing and parks again): two futex calls and two context
 /// switches per request, about half of pipelab's CPU at one connection
-/// (`perf`: `finish_task_switch` 34 %, `strace -c`: 2 futex per request).
-/// A connection now lives on one thread, and so does the pooled Redis
+/// (`perf`: `finish_task_switch`, `strace -c`: futex calls per request).
+/// A connection lives on one thread, and so does the pooled Redis
 /// connection it uses (the pool reuses a connection only on the runtime
-/// it was opened on), so a request runs without any cross-thread wake-up.
-/// Measured with `wrk` on one `SET` per request, alternating with the
-/// previous build on the same machine: context switches of pipelab per
-/// request 3.6 → 2.0 at 1 connection and 0.41 → 0.26 at 64; CPU per
-/// request (bench/api_cpu_per_request.sh, this change with the metric
-/// handles of telemetry.rs) 50–63 → 32–41 µs at 1 connection and
-/// 19–32 → 17.5–22 µs at 64; requests/s 0.77–0.91x → 0.91–1.05x Webdis's
-/// at 1 connection, 0.93–0.95x → 1.07–1.13x at 64 (bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
+/// it was opened on), so a request runs without any cross-thread wake-up
+/// (figures: bench/README-api.md). The cost: a CPU-heavy request (parsing a 100k-command
 /// body) delays the other connections of its thread, not those of the
 /// others, where a multi-threaded runtime would have moved them.
 fn serve_on_threads(

@@ -3,9 +3,9 @@
 //!
 //! Why: the rules about commands (what is refused, what breaks the
 //! executor's one-reply-per-command count, what changes a connection so
-//! it must not be pooled, what only reads, where keys are) used to be
-//! hand-written name lists in four files, each a little different and none
-//! knowing a command added by a newer Redis or a module. Redis describes
+//! it must not be pooled, what only reads, where keys are) as hand-written
+//! name lists would drift apart and miss a command added by a newer Redis
+//! or a module. Redis describes
 //! its commands itself: `COMMAND` gives, for every command and subcommand,
 //! its arity, flags (`readonly`, `write`, `admin`, `blocking`, `noscript`,
 //! `pubsub`, `no_multi`, …), ACL categories, key specs and (Redis 7) its
