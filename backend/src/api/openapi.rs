@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{batch, commands, compare, info, live, schema, session, stream, sweep};
+use super::{batch, commands, compare, info, kept, live, schema, session, sweep};
 use crate::http::error;
 use pipelab_engine::exec;
 use error::CodeStatuses;
@@ -31,7 +31,7 @@ use error::CodeStatuses;
     paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, batch::on_session, session::delete, info::info, commands::commands, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
-        schema::Arg, exec::Mode, stream::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
+        schema::Arg, exec::Mode, kept::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
         exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
         exec::Report, exec::auto::AutoSummary, exec::server::ServerWork,
         session::SessionRequest, session::SessionResponse,

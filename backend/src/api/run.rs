@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::backend::Backend;
 use crate::http::budget::Charge;
 use crate::http::error::ApiError;
-use super::stream::{Keep, KeptResults};
+use super::kept::{Keep, KeptResults};
 use super::AppState;
 use pipelab_engine::engine::{Connection, EngineError, RunOptions};
 use pipelab_engine::exec::{Batch, ExecError, Report, ResultSink, StreamReport};
@@ -39,7 +39,7 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 }
 
 /// [`run_batch`], each reply's JSON counted against the reply limit as
-/// `/batch` counts it (`stream::KeptResults`) and charged to the server's budget
+/// `/batch` counts it (`kept::KeptResults`) and charged to the server's budget
 /// for answers, the charge added to `held`: for runs whose every result
 /// goes into the response. Past the reply limit the run is cut; past the
 /// budget the answer is refused (`crate::http::budget::refused`).

@@ -39,7 +39,8 @@ use utoipa::ToSchema;
 
 use super::backend::Backend;
 use crate::http::error::{ApiCode, ApiError};
-use super::stream::{self, Keep, KeptResults};
+use super::kept::{Keep, KeptResults};
+use super::stream;
 use super::AppState;
 use pipelab_engine::engine::{Session, SessionSettings};
 use pipelab_engine::exec::Batch;

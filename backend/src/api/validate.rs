@@ -601,7 +601,7 @@ mod tests {
         }
         check::<Mode>();
         check::<OnError>();
-        check::<super::super::stream::Keep>();
+        check::<super::super::kept::Keep>();
     }
 
     /// The names come from the enums, and the message lists them.

@@ -10,7 +10,7 @@
 //!   (`pipelab_engine::conn::ReplyMemory`, taken before the bytes arrive; a reply
 //!   whose answer has no room is refused before it is read);
 //! - each kept reply, by its JSON as it will be written plus the decoded
-//!   reply held until then (`api::stream::KeptResults`);
+//!   reply held until then (`api::kept::KeptResults`);
 //! - the answer made of them, for as long as any of its bytes are
 //!   pipelab's: handed to hyper in frames of 64 KiB, released when hyper
 //!   has dropped them ([`charged`]; a streamed answer's chunks each carry
