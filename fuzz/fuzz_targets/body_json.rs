@@ -1,4 +1,4 @@
-//! The API's incremental JSON body parser (`pipelab::api::incremental`)
+//! The API's incremental JSON body parser (`pipelab_server::api::incremental`)
 //! on arbitrary bodies fed in pieces: no panic; when the fast path takes a
 //! body, serde_json reads the same body as the same request (commands and
 //! every other field); when it declines, it hands back the body whole. The
@@ -6,8 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pipelab::api::batch::BatchRequest;
-use pipelab::api::incremental::IncrementalBody;
+use pipelab_server::api::batch::BatchRequest;
+use pipelab_server::api::incremental::IncrementalBody;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, body)) = data.split_first() else { return };

@@ -18,7 +18,8 @@ use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
 use crate::http::error::{ApiCode, ApiError};
-use super::incremental::{HasCommands, IncrementalBody, RESERVE_MAX};
+use super::incremental::IncrementalBody;
+use super::json::{parse_json, HasCommands, RESERVE_MAX};
 use super::validate::{Checked, Checker};
 use super::AppState;
 
@@ -152,90 +153,6 @@ pub fn body_too_large() -> ApiError {
     )
 }
 
-/// Deserialize `bytes` as `T`. Syntax errors → `invalid_json` with line and
-/// column; type errors, unknown and missing fields → `invalid_field` naming
-/// the JSON path.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::field(
-            ApiCode::InvalidJson,
-            "request body",
-            "empty; expected a JSON object",
-        ));
-    }
-    // serde would read a JSON array as a struct's fields in order, giving
-    // baffling paths like `[0][0]`; the API only takes objects.
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if let Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') = first {
-        return Err(ApiError::field(
-            ApiCode::InvalidField,
-            "request body",
-            "must be a JSON object ({...})",
-        ));
-    }
-    // Fast path: plain serde_json (tracking the path costs a third more on a
-    // 100k-command batch). Only a failed parse is redone with the path.
-    if let Ok(value) = serde_json::from_slice::<T>(bytes) {
-        return Ok(value);
-    }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(value) => value,
-        Err(err) => {
-            let path = err.path().to_string();
-            let inner = err.into_inner();
-            return Err(match inner.classify() {
-                serde_json::error::Category::Data => {
-                    let message = strip_position(&inner);
-                    // serde names a duplicated member in its message only,
-                    // at the path of the object holding it.
-                    let member = message.strip_prefix("duplicate field `").and_then(|rest| rest.split('`').next());
-                    let field = match (path.as_str(), member) {
-                        (".", Some(name)) => name.to_string(),
-                        (".", None) => "request body".to_string(),
-                        (_, Some(name)) => format!("{path}.{name}"),
-                        (_, None) => path,
-                    };
-                    match super::arg::untag(&message) {
-                        Some((code, suffix, msg)) => {
-                            ApiError::field(code, format!("{field}{suffix}"), msg)
-                        }
-                        None => ApiError::field(ApiCode::InvalidField, field, message),
-                    }
-                }
-                _ => ApiError::field(
-                    ApiCode::InvalidJson,
-                    "request body",
-                    format!("malformed JSON: {inner}"),
-                ),
-            });
-        }
-    };
-    de.end().map_err(|e| {
-        ApiError::field(
-            ApiCode::InvalidJson,
-            "request body",
-            format!("malformed JSON: {e}"),
-        )
-    })?;
-    Ok(value)
-}
-
-/// serde_json appends " at line L column C" to data errors; the field path
-/// says more than the position there, so drop it.
-fn strip_position(err: &serde_json::Error) -> String {
-    let text = err.to_string();
-    let text = match text.rfind(" at line ") {
-        Some(i) => &text[..i],
-        None => &text,
-    };
-    // serde names Rust types; the API speaks JSON.
-    text.replace("expected f64", "expected a number")
-        .replace("floating point `", "number `")
-        .replace("expected i64", "expected an integer")
-        .replace("expected a boolean", "expected true or false")
-}
-
 #[cfg(test)]
 mod timing {
     /// Not a check: how long reading and validating a 100k-command batch
@@ -259,7 +176,7 @@ mod timing {
         let rounds = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
         for _ in 0..rounds {
             let t = std::time::Instant::now();
-            let _: BatchRequest = super::parse_json(&body).unwrap();
+            let _: BatchRequest = super::super::json::parse_json(&body).unwrap();
             let serde = t.elapsed();
             let t = std::time::Instant::now();
             let mut inc = IncrementalBody::new(body.len());

@@ -73,7 +73,7 @@ pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
 async fn cluster_ready(cluster: &pipelab_engine::cluster::Cluster, wait: Duration) -> axum::response::Response {
     match cluster.readiness(wait).await {
         Ok(()) => Json(json!({"status": "ready"})).into_response(),
-        Err(why) => ApiError::new(ApiCode::RedisUnavailable, why).into_response(),
+        Err(why) => ApiError::new(ApiCode::RedisUnavailable, why.to_string()).into_response(),
     }
 }
 

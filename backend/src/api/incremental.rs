@@ -17,18 +17,11 @@
 //! by serde_json from the body with `commands`' value replaced by `null`.
 
 use base64::Engine as _;
-use serde::de::DeserializeOwned;
 
 use super::arg::{JsonCommands, BASE64};
+use super::json::{parse_json, HasCommands, RESERVE_MAX};
 use super::validate::{Checked, Checker};
 use pipelab_engine::exec::Commands;
-
-/// A request type with a `commands` member (`Option<JsonCommands>`).
-pub trait HasCommands: DeserializeOwned {
-    /// Puts the commands read by the fast path in place of the `null` the
-    /// rest of the body was parsed with.
-    fn set_commands(&mut self, commands: JsonCommands);
-}
 
 /// Bytes of members before `commands` searched at most (rescanned as data
 /// arrives, so bounded): a body with more declines.
@@ -39,10 +32,6 @@ const PREFIX_MAX: usize = 64 * 1024;
 /// body would take time quadratic in its size. serde_json reads such a
 /// body as fast as this path would.
 const COMMAND_MAX: usize = 64 * 1024;
-
-/// Most bytes reserved up front from a declared length: a client may
-/// declare a large body and send it slowly, or never.
-pub(super) const RESERVE_MAX: usize = 8 * 1024 * 1024;
 
 /// Why a scan stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -131,7 +120,7 @@ impl IncrementalBody {
         };
         // Any error (even one outside `commands`) is left to the ordinary
         // parse of the whole body, whose messages give the right positions.
-        match super::extract::parse_json::<T>(&rest) {
+        match parse_json::<T>(&rest) {
             Ok(mut req) => {
                 req.set_commands(JsonCommands(std::mem::take(&mut self.commands)));
                 Ok((req, self.checker.take().map(Checker::finish)))
@@ -516,7 +505,7 @@ mod tests {
     //! The fast path against serde_json: whatever it accepts, fed in pieces
     //! of any size, must equal the ordinary parse of the whole body.
     use super::super::batch::BatchRequest;
-    use super::super::extract::parse_json;
+    use super::super::json::parse_json;
     use super::*;
     use proptest::prelude::*;
 

@@ -18,6 +18,7 @@ pub mod extract;
 pub mod health;
 pub mod incremental;
 pub mod info;
+pub mod json;
 pub mod kept;
 pub mod live;
 pub mod openapi;

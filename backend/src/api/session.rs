@@ -97,7 +97,7 @@ pub async fn create(
     let req: SessionRequest = if body.iter().all(u8::is_ascii_whitespace) {
         SessionRequest::default()
     } else {
-        super::extract::parse_json(&body)?
+        super::json::parse_json(&body)?
     };
     let backend = state.backend(&caller).await?;
     let settings = SessionSettings {

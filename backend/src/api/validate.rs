@@ -82,7 +82,7 @@ macro_rules! batch_request {
             }
         }
 
-        impl $crate::api::incremental::HasCommands for $request {
+        impl $crate::api::json::HasCommands for $request {
             fn set_commands(&mut self, commands: $crate::api::arg::JsonCommands) {
                 self.commands = Some(commands);
             }
@@ -183,7 +183,7 @@ impl Checker {
         // RESP takes about a third more than JSON argv arrays of short
         // strings; reserved within the body's own cap (a declared length
         // is only a claim).
-        let expected = expected.min(super::incremental::RESERVE_MAX);
+        let expected = expected.min(super::json::RESERVE_MAX);
         let engine = Prechecked::new(rules.table.clone(), expected + expected / 2, ENCODE_AHEAD_MAX);
         Checker { rules, max_arg_bytes: limits.max_arg_bytes, max_watch_keys: limits.max_watch_keys, seen: 0, first_shape: None, refused: [None; 4], engine }
     }
