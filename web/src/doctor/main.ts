@@ -6,7 +6,8 @@
 // serves it too, at /doctor.html: there the API is /api/v1/doctor, and
 // only with --doctor-listen; without it the page says how to get a doctor.
 import { withToken } from '../api/token.js';
-import { count, el, fmtInt, metrics } from '../lessons/ui.js';
+import { el } from '../dom.js';
+import { count, fmtInt, metrics } from '../ui/figures.js';
 import { playgroundLink } from './playgroundLink.js';
 import type { ConnectionFlights, DepthBucket, UiSummary } from './types.js';
 import { FlightLog, missedList } from './views.js';

@@ -2,7 +2,8 @@
 // tutorial's live panel (../lessons/lessonApp.ts, `pipelab serve
 // --doctor-listen`) both draw: the missed pipelines, and a timeline of
 // flights per connection kept across polls.
-import { count, el, fmtInt } from '../lessons/ui.js';
+import { el } from '../dom.js';
+import { count, fmtInt } from '../ui/figures.js';
 import { timeline } from './timeline.js';
 import type { ConnectionFlights, ConnectionReport, Flight, Missed } from './types.js';
 import './views.css';

@@ -1,6 +1,6 @@
 // The status lines under the two editors: how many commands and bytes the
 // batch has, and the first parse errors.
-import type { BatchSnapshot } from './views.js';
+import type { BatchSnapshot } from './snapshot.js';
 
 const plural = (n: number, w: string) => `${n.toLocaleString('en-US')} ${w}${n === 1 ? '' : 's'}`;
 

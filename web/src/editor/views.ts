@@ -13,20 +13,10 @@ import { decorationsPlugin } from './decorations.js';
 import { refusedField, setRefused, type RefusedMarks } from './refusedMarks.js';
 import { replaceText } from './replaceText.js';
 import { bytesToView, viewToBytes } from './respText.js';
+import type { BatchSnapshot } from './snapshot.js';
 import { renderStatus } from './status.js';
 
 export { commandAt, type CommandMap } from './commandMap.js';
-
-export interface BatchSnapshot {
-  inlineText: string;
-  commands: number;
-  inlineErrors: number;
-  respError: string | null;
-  respBytes: number;
-  /** Inline text of command i: inlineText.slice(textFrom[i], textTo[i]). */
-  textFrom: Uint32Array;
-  textTo: Uint32Array;
-}
 
 export interface Editors {
   inline: EditorView;

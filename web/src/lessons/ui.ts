@@ -1,9 +1,8 @@
-// Small DOM helpers shared by the lessons and the compare/sweep views. Every
-// number shown carries `data-metric` and `data-value` (the raw number), so a
-// reader's screen reader and the end-to-end tests read the same values.
+// Small DOM helpers shared by the lessons and the compare/sweep views; the
+// numbers they show and their `<dl>` come from ../ui/figures.ts, which the
+// doctor's page uses too.
 
 import { el } from '../dom.js';
-import { fmtDuration } from '../playground/duration.js';
 
 export { el };
 
@@ -50,32 +49,7 @@ export function controls(...items: Array<[string, HTMLElement] | HTMLElement>): 
   return el('div', { class: 'controls' }, ...items.map((i) => (Array.isArray(i) ? el('label', { class: 'field' }, i[0], i[1]) : i)));
 }
 
-export const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
-/** `1 round trip`, `2 round trips`, `1,000 round trips` (English plural in `s`). */
-export const count = (n: number, noun: string) => `${fmtInt(n)} ${noun}${n === 1 ? '' : 's'}`;
-/** A time given in µs, for people: ms up to 10 s, seconds past it (as the playground's summary and the CLI). */
-export const fmtMs = (us: number) => {
-  const ms = us / 1000;
-  if (ms >= 10_000) return fmtDuration(ms);
-  return `${ms.toLocaleString('en-US', { maximumFractionDigits: ms < 10 ? 2 : ms < 100 ? 1 : 0 })} ms`;
-};
-export const fmtX = (x: number) => `${x.toLocaleString('en-US', { maximumFractionDigits: x < 10 ? 1 : 0 })}×`;
-
-export interface Metric {
-  key: string;
-  label: string;
-  value: number | string;
-  text: string;
-}
-
-/** A `<dl>` of measured values. */
-export function metrics(items: Metric[]): HTMLDListElement {
-  const dl = el('dl', { class: 'metrics' });
-  for (const m of items) {
-    dl.append(el('div', { 'data-metric': m.key, 'data-value': String(m.value) }, el('dt', {}, m.label), el('dd', {}, m.text)));
-  }
-  return dl;
-}
+export { count, fmtInt, fmtMs, fmtX, metrics, type Metric } from '../ui/figures.js';
 
 /** The lesson's claim checked against this run: `holds` true/false. */
 export function verdict(holds: boolean, text: string): HTMLParagraphElement {

@@ -4,7 +4,7 @@
 // stays on: a lesson may send one on purpose (a command rejected while
 // queueing makes EXEC answer EXECABORT). `INCR` alone is flagged here, not
 // only by Redis after a round trip.
-import type { BatchSnapshot } from '../editor/views.js';
+import type { BatchSnapshot } from '../editor/snapshot.js';
 import { arityProblem, type CommandBook } from '../editor/commandHelp.js';
 import { asUtf8 } from '../export/bytes.js';
 import { commandsOf } from '../export/fromText.js';

@@ -4,7 +4,7 @@
 // the browser's own check would block the submit without a word in headless
 // or embedded views, so the page says what is wrong instead.
 import type { BatchRequest, InfoResponse, Mode } from '../api/client.js';
-import type { BatchSnapshot } from '../editor/views.js';
+import type { BatchSnapshot } from '../editor/snapshot.js';
 import { budgetWarning } from '../rttBudget.js';
 import { clearSummaryMessage, summaryMessage } from './summary.js';
 

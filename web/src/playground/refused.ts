@@ -5,7 +5,7 @@
 // Run off with the reason, instead of learning it from the 400 after Run.
 // Refusals that depend on arguments (BLPOP k 0) are still the server's to say.
 import type { InfoResponse, Mode } from '../api/client.js';
-import type { BatchSnapshot } from '../editor/views.js';
+import type { BatchSnapshot } from '../editor/snapshot.js';
 import { asUtf8 } from '../export/bytes.js';
 import { commandsOf } from '../export/fromText.js';
 
