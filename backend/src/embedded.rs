@@ -2,19 +2,19 @@
 //! configured: private temp dir, no persistence, a Unix socket only (no TCP
 //! port, so nothing else on the machine can reach it and no port can clash).
 //!
-//! Stopped by [`EmbeddedRedis::stop`] on a clean exit; `kill_on_drop`-like
-//! cleanup in `Drop`; and, on Linux, the kernel sends it SIGTERM if pipelab
-//! dies without either (PR_SET_PDEATHSIG).
+//! Launched as every redis-server child of pipelab's is
+//! (`pipelab_engine::launch`). Stopped by [`EmbeddedRedis::stop`] on a clean
+//! exit; `kill_on_drop`-like cleanup in `Drop`; and, on Linux, the kernel
+//! sends it SIGTERM if pipelab dies without either (PR_SET_PDEATHSIG).
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use pipelab_engine::launch::{self, NotReady, START_TIMEOUT};
 use tempfile::TempDir;
+use tokio::process::Child;
 
-/// How long redis-server may take to answer PING after start.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long it may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -113,6 +113,8 @@ pub struct EmbeddedRedis {
     dir: TempDir,
     socket: PathBuf,
     config: EmbeddedConfig,
+    /// Drives the launcher's waits: this lives on a thread of its own, in no runtime.
+    rt: tokio::runtime::Runtime,
 }
 
 /// Why the child could not be started.
@@ -143,22 +145,18 @@ impl EmbeddedRedis {
     /// Unix socket accepts connections and answers PING.
     ///
     /// Call it from the thread that stays alive as long as the server
-    /// (the main thread): on Linux the child's death signal is tied to the
-    /// thread that spawned it.
+    /// (the main thread), outside any async runtime: on Linux the child's
+    /// death signal is tied to the thread that spawned it.
     pub fn start(bin: &str, config: &EmbeddedConfig) -> Result<EmbeddedRedis, EmbeddedError> {
-        let dir = tempfile::Builder::new()
-            .prefix("pipelab-redis-")
-            .tempdir()
-            .map_err(|source| EmbeddedError::Spawn {
-                bin: bin.into(),
-                source,
-            })?;
-        let socket = dir.path().join("redis.sock");
+        let spawn_err = |source| EmbeddedError::Spawn { bin: bin.into(), source };
+        let dir = launch::private_dir("pipelab-redis-", &std::env::temp_dir()).map_err(spawn_err)?;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(spawn_err)?;
         let mut me = EmbeddedRedis {
             child: None,
+            socket: launch::socket(dir.path()),
             dir,
-            socket,
             config: config.clone(),
+            rt,
         };
         me.launch(bin)?;
         Ok(me)
@@ -166,42 +164,9 @@ impl EmbeddedRedis {
 
     /// Spawns redis-server on this instance's socket and waits until it answers.
     fn launch(&mut self, bin: &str) -> Result<(), EmbeddedError> {
-        let log = self.dir.path().join("redis.log");
-        let mut cmd = Command::new(bin);
-        cmd.arg("--port")
-            .arg("0") // no TCP listener: the Unix socket is the only way in
-            .arg("--unixsocket")
-            .arg(&self.socket)
-            .arg("--unixsocketperm")
-            .arg("700")
-            .arg("--dir")
-            .arg(self.dir.path())
-            .arg("--save")
-            .arg("")
-            .arg("--appendonly")
-            .arg("no")
-            .arg("--daemonize")
-            .arg("no")
-            .arg("--logfile")
-            .arg(&log)
-            .args(self.config.args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                cmd.pre_exec(|| {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let child = cmd.spawn().map_err(|source| match source.kind() {
+        let mut cmd = launch::command(bin, self.dir.path(), libc::SIGTERM);
+        cmd.args(self.config.args());
+        let child = self.rt.block_on(async { launch::spawn(cmd) }).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound if !bin.contains('/') => EmbeddedError::NotFound { bin: bin.into() },
             io::ErrorKind::NotFound => EmbeddedError::Missing { bin: bin.into() },
             _ => EmbeddedError::Spawn {
@@ -210,7 +175,7 @@ impl EmbeddedRedis {
             },
         })?;
         self.child = Some(child);
-        self.wait_ready(bin, &log)?;
+        self.wait_ready(bin)?;
         if !self.config.acl_args.is_empty() {
             if let Err(e) = grant(&self.socket) {
                 tracing::warn!(error = %e, "could not complete the ACL users' rules from the server's command table");
@@ -246,35 +211,22 @@ impl EmbeddedRedis {
 
     /// The child's process id.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.as_ref().and_then(Child::id)
     }
 
-    fn wait_ready(&mut self, bin: &str, log: &Path) -> Result<(), EmbeddedError> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                self.child = None;
-                return Err(EmbeddedError::Exited {
-                    bin: bin.into(),
-                    status: status.to_string(),
-                    log: log_tail(log),
-                });
-            }
-            if ping(&self.socket) {
-                return Ok(());
-            }
-            if start.elapsed() > START_TIMEOUT {
-                return Err(EmbeddedError::Timeout {
-                    bin: bin.into(),
-                    secs: START_TIMEOUT.as_secs(),
-                    log: log_tail(log),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    fn wait_ready(&mut self, bin: &str) -> Result<(), EmbeddedError> {
+        let child = &mut self.child;
+        let exited = || {
+            let status = child.as_mut().and_then(|c| c.try_wait().ok().flatten())?;
+            *child = None;
+            Some(status.to_string())
+        };
+        let ready = self.rt.block_on(launch::wait_ready(&self.socket, exited));
+        let log = || launch::log_tail(&launch::log(self.dir.path()), 10);
+        match ready {
+            Ok(()) => Ok(()),
+            Err(NotReady::Exited(status)) => Err(EmbeddedError::Exited { bin: bin.into(), status, log: log() }),
+            Err(NotReady::Timeout) => Err(EmbeddedError::Timeout { bin: bin.into(), secs: START_TIMEOUT.as_secs(), log: log() }),
         }
     }
 
@@ -287,19 +239,7 @@ impl EmbeddedRedis {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let start = Instant::now();
-        while start.elapsed() < STOP_TIMEOUT {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        self.rt.block_on(launch::stop(&mut child, STOP_TIMEOUT));
     }
 }
 
@@ -308,20 +248,6 @@ impl Drop for EmbeddedRedis {
         self.terminate();
         let _ = &self.dir; // removed after the child is gone
     }
-}
-
-/// True if a PING on `socket` gets `+PONG` within 500 ms.
-fn ping(socket: &Path) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if s.write_all(b"PING\r\n").is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 7];
-    s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
 /// Completes the users' rules with what `pipelab_engine::acl::grants` finds in this
@@ -356,12 +282,6 @@ fn grant(socket: &Path) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(10)..].join("\n")
 }
 
 /// The embedded redis-server, watched by a thread of its own for as long

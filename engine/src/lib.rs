@@ -10,7 +10,8 @@
 //! [`cluster`] across a Redis Cluster's masters on the executor; [`run`] is
 //! the one way to run a batch, which chooses between the two once per
 //! target; [`lab`] builds experiments (compare, sweep) on it; [`report_json`] writes a report as it comes; [`sandbox`] gives each
-//! visitor a redis-server of their own; [`acl`] makes the read-only user of
+//! visitor a redis-server of their own, launched as the server's embedded one
+//! is by [`launch`]; [`acl`] makes the read-only user of
 //! a Redis pipelab manages; [`engine`] is all of it as many callers share
 //! it (their Redis, batch slots, fair shares, script kills), with
 //! [`Engine::run`] the one way a caller runs a batch.
@@ -24,6 +25,7 @@ pub mod delay;
 pub mod engine;
 pub mod exec;
 pub mod lab;
+pub mod launch;
 pub mod mode;
 pub mod node;
 pub mod report_json;

@@ -25,11 +25,12 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
 use super::jail::Jail;
+use crate::launch::{self, NotReady, START_TIMEOUT};
 
 /// Most clients one child accepts: the pool, a session or two, the side
 /// connections that read `INFO` or kill a script.
@@ -38,8 +39,6 @@ pub const MAX_CLIENTS: u64 = 32;
 pub const BUSY_REPLY_THRESHOLD_MS: u64 = 100;
 /// How much lower than pipelab's the child's CPU priority is (`nice`).
 pub const NICENESS: i32 = 5;
-/// How long a child may take to answer PING after it starts.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest file a child may write (`RLIMIT_FSIZE`): its log only, which
 /// Lua's `redis.log` writes to at any log level.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -68,16 +67,13 @@ pub fn address_space(max_bytes: u64) -> u64 {
     (160 << 20) + 2 * max_bytes
 }
 
-/// The redis-server arguments of a child in `dir` whose quota is `max_bytes`.
-pub fn args(dir: &Path, max_bytes: u64) -> Vec<OsString> {
+/// The redis-server arguments of a child whose quota is `max_bytes`, past
+/// those of every child pipelab launches ([`launch::command`]: its socket,
+/// directory and log, no persistence).
+pub fn args(max_bytes: u64) -> Vec<OsString> {
     let bulk = max_bytes.clamp(1 << 20, 512 << 20);
     let mut args: Vec<OsString> = [
-        ("--port", "0".into()),
-        ("--unixsocketperm", "700".into()),
-        ("--save", String::new()),
         ("--dbfilename", "dump.rdb".into()),
-        ("--appendonly", "no".into()),
-        ("--daemonize", "no".into()),
         ("--databases", "1".into()),
         ("--maxmemory", max_bytes.to_string()),
         ("--maxmemory-policy", "noeviction".into()),
@@ -94,10 +90,6 @@ pub fn args(dir: &Path, max_bytes: u64) -> Vec<OsString> {
     .into_iter()
     .flat_map(|(k, v)| [OsString::from(k), OsString::from(v)])
     .collect();
-    for (k, v) in [("--unixsocket", dir.join("redis.sock")), ("--dir", dir.to_path_buf()), ("--logfile", dir.join("redis.log"))] {
-        args.push(k.into());
-        args.push(v.into());
-    }
     args.push("--user".into());
     args.extend(["default", "on", "nopass", "~*", "&*", "+@all", "-@dangerous", "-@admin"].map(OsString::from));
     args.extend(crate::commands::VISITOR_OWN_DATA.iter().map(|c| OsString::from(format!("+{c}"))));
@@ -188,33 +180,30 @@ impl Process {
     /// as `dump.rdb` before redis-server starts, and loaded before it
     /// answers PING (`LOADING` until then).
     pub async fn start_from(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>, jail: &Arc<Jail>) -> Result<Process, StartError> {
-        let mut private = tempfile::Builder::new();
-        private.prefix("v").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
-        let dir = private.tempdir_in(root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        let dir = launch::private_dir("v", root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         if let Some(rdb) = rdb {
             // A link where it can be (one filesystem), else a copy: the saved file stays until the child is up.
             let dump = dir.path().join("dump.rdb");
             std::fs::hard_link(rdb, &dump).or_else(|_| std::fs::copy(rdb, &dump).map(drop)).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         }
-        let socket = dir.path().join("redis.sock");
-        let mut cmd = tokio::process::Command::new(bin);
-        cmd.args(args(dir.path(), max_bytes)).args(save_password.map(save_user_args).unwrap_or_default()).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let socket = launch::socket(dir.path());
+        let mut cmd = launch::command(bin, dir.path(), libc::SIGKILL);
+        cmd.args(args(max_bytes)).args(save_password.map(save_user_args).unwrap_or_default());
         let (limit, rdb_limit) = (address_space(max_bytes), max_rdb_bytes(max_bytes));
-        let parent = std::process::id();
         // Nothing of pipelab's environment (its tokens) for a child to read.
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| KEPT_ENV.iter().any(|kept| k == kept)));
         let confinement = jail.prepare(dir.path()).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         let mut enter = confinement.entry();
         // SAFETY: only async-signal-safe calls (setrlimit, signal,
-        // setpriority, prctl, setsid, getppid, then the jail's raw system
-        // calls on what was built before the fork) between fork and exec.
+        // setpriority, setsid, then the jail's raw system calls on what was
+        // built before the fork) between fork and exec.
         unsafe {
-            cmd.pre_exec(move || {
-                limit_self(limit, rdb_limit, parent)?;
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                limit_self(limit, rdb_limit)?;
                 enter()
             });
         }
-        let spawned = cmd.spawn();
+        let spawned = launch::spawn(cmd);
         // The ruleset is the child's now (or was refused): the parent's copy goes.
         drop(confinement);
         let mut child = spawned.map_err(|source| match source.kind() {
@@ -231,13 +220,12 @@ impl Process {
         }
         let (exit_tx, exit) = watch::channel(None);
         let (kill_tx, kill_rx) = oneshot::channel::<&'static str>();
-        let log = dir.path().join("redis.log");
+        let log = launch::log(dir.path());
         tokio::spawn(async move {
             let ended = tokio::select! {
                 status = child.wait() => classify(status, &log),
                 reason = kill_rx => {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
+                    launch::stop(&mut child, Duration::ZERO).await;
                     Exit::Stopped(reason.unwrap_or("shutdown"))
                 }
             };
@@ -249,23 +237,13 @@ impl Process {
     }
 
     async fn wait_ready(&self, bin: &str) -> Result<(), StartError> {
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            if let Some(exit) = self.exit() {
-                let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(5).collect();
-                return Err(StartError::Exited { bin: bin.into(), status: exit.describe(), log: tail.into_iter().rev().collect::<Vec<_>>().join("\n") });
-            }
-            if ping(&self.socket).await {
-                return Ok(());
-            }
-            if started.elapsed() > START_TIMEOUT {
+        match launch::wait_ready(&self.socket, || self.exit().map(|exit| exit.describe())).await {
+            Ok(()) => Ok(()),
+            Err(NotReady::Exited(status)) => Err(StartError::Exited { bin: bin.into(), status, log: launch::log_tail(&launch::log(self.dir.path()), 5) }),
+            Err(NotReady::Timeout) => {
                 self.stop("start timeout");
-                return Err(StartError::Timeout { bin: bin.into() });
+                Err(StartError::Timeout { bin: bin.into() })
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
@@ -367,9 +345,9 @@ impl Drop for Process {
     }
 }
 
-/// In the child between fork and exec: its limits, and its end with
-/// pipelab's (`parent`).
-fn limit_self(address_space: u64, rdb_bytes: u64, parent: u32) -> io::Result<()> {
+/// In the child between fork and exec (after [`launch::command`]'s
+/// parent-death signal): its limits.
+fn limit_self(address_space: u64, rdb_bytes: u64) -> io::Result<()> {
     let set_both = |resource, value: u64, max: u64| {
         let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: max as libc::rlim_t };
         // SAFETY: setrlimit on this process with a valid struct.
@@ -393,15 +371,6 @@ fn limit_self(address_space: u64, rdb_bytes: u64, parent: u32) -> io::Result<()>
         libc::setsid();
         let current = libc::getpriority(libc::PRIO_PROCESS, 0);
         libc::setpriority(libc::PRIO_PROCESS, 0, (current + NICENESS).min(19));
-        #[cfg(target_os = "linux")]
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // pipelab ended between fork and prctl: no signal will come, and
-        // the child would outlive it.
-        if libc::getppid() as u32 != parent {
-            libc::_exit(1);
-        }
     }
     Ok(())
 }
@@ -422,17 +391,4 @@ fn classify(status: io::Result<std::process::ExitStatus>, log: &Path) -> Exit {
         },
         Err(e) => Exit::Crashed(e.to_string()),
     }
-}
-
-/// `+PONG` to a PING on `socket` within 500 ms.
-async fn ping(socket: &Path) -> bool {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let io = async {
-        let mut s = tokio::net::UnixStream::connect(socket).await?;
-        s.write_all(b"PING\r\n").await?;
-        let mut buf = [0u8; 7];
-        s.read_exact(&mut buf).await?;
-        Ok::<_, io::Error>(&buf == b"+PONG\r\n")
-    };
-    matches!(tokio::time::timeout(Duration::from_millis(500), io).await, Ok(Ok(true)))
 }
