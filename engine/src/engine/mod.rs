@@ -31,6 +31,7 @@ pub use share::{ClientKey, Shares};
 use crate::conn::{Cancel, Conn, RedisTarget};
 use crate::exec::{Batch, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status, StreamReport};
 use crate::run::{execute_on_into, execute_pooled, execute_pooled_probed_into, Target};
+use crate::sandbox::scripts;
 use kill::{KillOnCut, Kills, Traits};
 
 /// Where the shared Redis came from.
@@ -239,8 +240,15 @@ impl Engine {
         let table = on.pool.commands();
         let traits = Traits::of(batch, &table);
         if let (Some(_), Some(sandbox)) = (&on.visitor, self.sandbox()) {
-            let quota = sandbox.settings().max_bytes;
-            crate::sandbox::scripts::check(&on.pool, &table, batch, quota, limits.connect_timeout).await.map_err(EngineError::ScriptCacheFull)?;
+            let cached = scripts::cached(&table, batch);
+            // A child that does not answer is not refused here: the batch then meets the same failure.
+            if !cached.is_empty() {
+                if let Ok(info) = command(&on.pool, &[b"INFO", b"memory"], limits.connect_timeout).await {
+                    if let Some(info) = crate::commands::table::text(&info) {
+                        scripts::fit(&info, cached, sandbox.settings().max_bytes).map_err(EngineError::ScriptCacheFull)?;
+                    }
+                }
+            }
         }
         // The client's own share first: its queue holds none of the server's slots.
         let _share = match on.client {

@@ -10,13 +10,10 @@
 //! not used: it counts garbage a finished script left until Lua collects
 //! it, and `RLIMIT_AS` bounds that.
 
-use std::time::Duration;
-
 use crate::argv::ArgvRef;
 use crate::commands::server::info_field;
 use crate::commands::Table;
 use crate::exec::Batch;
-use crate::run::Target;
 
 /// Bytes a cached script holds per byte of its source: the source kept in
 /// the script dictionary plus its compiled constants in the Lua heap
@@ -51,21 +48,18 @@ pub fn held(info: &str) -> u64 {
     sources.saturating_mul(HELD_PER_SOURCE_BYTE)
 }
 
-/// Whether `batch`'s scripts fit in `quota` beside what the child on
-/// `pool` holds already. Asks the child only for a batch that caches a
-/// script. A child that does not answer is not refused here: the batch
-/// then meets the same failure.
-pub async fn check(pool: &Target, table: &Table, batch: &Batch, quota: u64, wait: Duration) -> Result<(), ScriptCacheFull> {
-    let sources: Vec<(usize, u64)> =
-        batch.commands.iter().enumerate().filter_map(|(i, argv)| cached_source(table, argv).map(|s| (i, s.len() as u64))).collect();
-    if sources.is_empty() {
-        return Ok(());
-    }
-    let Ok(reply) = crate::engine::command(pool, &[b"INFO", b"memory"], wait).await else { return Ok(()) };
-    let Some(info) = crate::commands::table::text(&reply) else { return Ok(()) };
-    let now = held(&info);
+/// The scripts `batch` would cache: each command's index and its
+/// source's length. Empty for most batches, which then ask the child nothing.
+pub fn cached(table: &Table, batch: &Batch) -> Vec<(usize, u64)> {
+    batch.commands.iter().enumerate().filter_map(|(i, argv)| cached_source(table, argv).map(|s| (i, s.len() as u64))).collect()
+}
+
+/// Whether the `cached` scripts fit in `quota` beside what the child holds
+/// already, by its `INFO memory` text.
+pub fn fit(info: &str, cached: Vec<(usize, u64)>, quota: u64) -> Result<(), ScriptCacheFull> {
+    let now = held(info);
     let mut total = now;
-    for (index, bytes) in sources {
+    for (index, bytes) in cached {
         total = total.saturating_add(bytes.saturating_mul(HELD_PER_SOURCE_BYTE));
         if total > quota {
             return Err(ScriptCacheFull { index, held: now, quota });
