@@ -37,7 +37,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     crate::telemetry::init_logging(cfg.log_format);
     crate::telemetry::install_metrics();
     // Before anything makes an id: every visitor, session and live batch id starts with it.
-    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id)) {
+    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id).map_err(|e| e.to_string())) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }

@@ -54,7 +54,7 @@ pub use pipelab_server::config::rtt_ms;
 /// clap parser for `--bandwidth` in Mbit/s.
 pub fn bandwidth_mbps(s: &str) -> Result<f64, String> {
     let v = s.trim().parse::<f64>().map_err(|_| String::from("must be a number of Mbit/s, e.g. 100"))?;
-    pipelab_engine::delay::check_bandwidth(Some(v)).map(|_| v)
+    pipelab_engine::delay::check_bandwidth(Some(v)).map(|_| v).map_err(|e| e.to_string())
 }
 
 /// clap parser for counts that must be at least 1 (`--batch-size`).

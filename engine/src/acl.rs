@@ -30,7 +30,7 @@
 //! directive), so not even its command line shows them.
 
 use crate::commands::{Access, Allow, Reason, Table};
-use crate::conn::{Conn, RedisTarget};
+use crate::conn::{AskError, Conn, RedisTarget};
 use crate::exec::{Commands, Mode};
 
 /// The user of full-access batches on the embedded Redis.
@@ -168,6 +168,18 @@ impl Users {
     }
 }
 
+/// Why [`lua_reachable`] could not tell.
+#[derive(Debug, thiserror::Error)]
+pub enum ReachError {
+    #[error("{0}")]
+    Connect(#[from] crate::conn::ConnectError),
+    #[error("{0}")]
+    Conn(#[from] AskError),
+    /// MULTI's error reply, as text.
+    #[error("MULTI was refused ({0}), so the user's permissions could not be checked")]
+    MultiRefused(String),
+}
+
 /// The commands pipelab refuses to a full-access token that a script
 /// could still run as `conn`'s user: flagged neither `noscript` (scripts
 /// cannot call those) nor refused to the user by Redis. Each is queued
@@ -176,7 +188,7 @@ impl Users {
 /// discarded transaction. Names as people write them (`SLOWLOG GET`).
 /// Errors: the connection failed, or MULTI itself is refused (nothing can
 /// be told).
-pub async fn lua_reachable(conn: &mut Conn, table: &Table, allow: Allow) -> Result<Vec<String>, String> {
+pub async fn lua_reachable(conn: &mut Conn, table: &Table, allow: Allow) -> Result<Vec<String>, ReachError> {
     let probes = refused_to_scripts(table, allow);
     if probes.is_empty() {
         return Ok(Vec::new());
@@ -187,18 +199,18 @@ pub async fn lua_reachable(conn: &mut Conn, table: &Table, allow: Allow) -> Resu
         resp::encode_command(argv.iter(), &mut out);
     }
     resp::encode_command([b"DISCARD".as_slice()], &mut out);
-    conn.write(&out).await.map_err(|e| e.to_string())?;
-    let multi = conn.read_reply().await.map_err(|e| e.to_string())?.0;
+    conn.write(&out).await.map_err(AskError::from)?;
+    let multi = conn.read_reply().await.map_err(AskError::from)?.0;
     let mut reachable = Vec::new();
     for (name, _) in &probes {
-        let reply = conn.read_reply().await.map_err(|e| e.to_string())?.0;
+        let reply = conn.read_reply().await.map_err(AskError::from)?.0;
         if !reply.is_error() {
             reachable.push(name.clone());
         }
     }
-    conn.read_reply().await.map_err(|e| e.to_string())?;
+    conn.read_reply().await.map_err(AskError::from)?;
     if multi.is_error() {
-        return Err(format!("MULTI was refused ({}), so the user's permissions could not be checked", crate::conn::reply_text(&multi)));
+        return Err(ReachError::MultiRefused(crate::conn::reply_text(&multi)));
     }
     Ok(reachable)
 }
@@ -212,7 +224,7 @@ pub async fn warn_if_scripts_reach_refused(pool: &crate::exec::Pool, allow: Allo
     let user = pool.target().username.clone().unwrap_or_else(|| "default".into());
     let checked = match Conn::connect(pool.target(), &settings).await {
         Ok(mut conn) => lua_reachable(&mut conn, &table, allow).await,
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     };
     match checked {
         Ok(reachable) if reachable.is_empty() => tracing::info!(%user, "the Redis user may run none of the commands pipelab refuses"),

@@ -65,23 +65,30 @@ const PIECE_TIME: Duration = Duration::from_millis(1);
 /// One TCP segment's payload on Ethernet.
 const MIN_PIECE: usize = 1460;
 
+/// A simulated link's setting out of range; the figure as given.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum LinkError {
+    #[error("simulated RTT must be between 0 and {MAX_RTT_MS} ms, got {0}")]
+    Rtt(f64),
+    #[error("simulated bandwidth must be between {MIN_BANDWIDTH_MBPS} and {MAX_BANDWIDTH_MBPS} Mbit/s, got {0}")]
+    Bandwidth(f64),
+}
+
 /// One-way delay for a round-trip time in ms (fractional): RTT/2.
 ///
 /// Errors when `rtt_ms` is not a finite number in 0..=1000.
-pub fn one_way(rtt_ms: f64) -> Result<Duration, String> {
+pub fn one_way(rtt_ms: f64) -> Result<Duration, LinkError> {
     if !rtt_ms.is_finite() || !(0.0..=MAX_RTT_MS).contains(&rtt_ms) {
-        return Err(format!("simulated RTT must be between 0 and {MAX_RTT_MS} ms, got {rtt_ms}"));
+        return Err(LinkError::Rtt(rtt_ms));
     }
     Ok(Duration::from_nanos((rtt_ms * 1_000_000.0 / 2.0).round() as u64))
 }
 
 /// Checks a bandwidth in Mbit/s: `None` (unlimited) or a finite number in
 /// [`MIN_BANDWIDTH_MBPS`]..=[`MAX_BANDWIDTH_MBPS`].
-pub fn check_bandwidth(mbps: Option<f64>) -> Result<Option<f64>, String> {
+pub fn check_bandwidth(mbps: Option<f64>) -> Result<Option<f64>, LinkError> {
     match mbps {
-        Some(v) if !v.is_finite() || !(MIN_BANDWIDTH_MBPS..=MAX_BANDWIDTH_MBPS).contains(&v) => Err(format!(
-            "simulated bandwidth must be between {MIN_BANDWIDTH_MBPS} and {MAX_BANDWIDTH_MBPS} Mbit/s, got {v}"
-        )),
+        Some(v) if !v.is_finite() || !(MIN_BANDWIDTH_MBPS..=MAX_BANDWIDTH_MBPS).contains(&v) => Err(LinkError::Bandwidth(v)),
         other => Ok(other),
     }
 }
@@ -99,7 +106,7 @@ pub struct Link {
 impl Link {
     /// The link of a round-trip time in ms and a bandwidth in Mbit/s
     /// (`None`: unlimited). Errors name what is out of range.
-    pub fn new(rtt_ms: f64, bandwidth_mbps: Option<f64>) -> Result<Link, String> {
+    pub fn new(rtt_ms: f64, bandwidth_mbps: Option<f64>) -> Result<Link, LinkError> {
         let one_way = one_way(rtt_ms)?;
         let bytes_per_sec = check_bandwidth(bandwidth_mbps)?.map(|mbps| mbps * 1e6 / 8.0);
         Ok(Link { one_way, bytes_per_sec })

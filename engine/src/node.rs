@@ -13,29 +13,41 @@ pub const DEFAULT: &str = "local";
 /// Longest node id: short enough for a cookie, a file name and a pod's name.
 pub const MAX_LEN: usize = 32;
 
+/// Why a node id was refused; each quotes the id as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeIdError {
+    #[error("{0:?} is not 1 to {MAX_LEN} characters long")]
+    Length(String),
+    #[error("{0:?} is not made of a-z, 0-9 and inner '-' only")]
+    Characters(String),
+    /// Another id was set first: that one.
+    #[error("the node id is {0:?} already")]
+    AlreadySet(String),
+}
+
 /// `id` lowercased if it is a node id: 1 to 32 of `a-z`, `0-9`, `-`, not
 /// starting or ending with `-` (safe in a file name, a cookie, an HAProxy
 /// server name and a Kubernetes pod's name). Errors: why not.
-pub fn check(id: &str) -> Result<String, String> {
+pub fn check(id: &str) -> Result<String, NodeIdError> {
     let given = id.trim();
     let id = given.to_ascii_lowercase();
     if id.is_empty() || id.len() > MAX_LEN {
-        return Err(format!("{given:?} is not 1 to {MAX_LEN} characters long"));
+        return Err(NodeIdError::Length(given.to_string()));
     }
     if !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') || id.starts_with('-') || id.ends_with('-') {
-        return Err(format!("{given:?} is not made of a-z, 0-9 and inner '-' only"));
+        return Err(NodeIdError::Characters(given.to_string()));
     }
     Ok(id)
 }
 
 /// Sets this process's node id, once, before any id is made. Errors: `id`
 /// is not one ([`check`]), or another was set already.
-pub fn set(id: &str) -> Result<(), String> {
+pub fn set(id: &str) -> Result<(), NodeIdError> {
     let id = check(id)?;
     match NODE.set(id.clone()) {
         Ok(()) => Ok(()),
         Err(_) if NODE.get() == Some(&id) => Ok(()),
-        Err(_) => Err(format!("the node id is {:?} already", NODE.get().map_or("", String::as_str))),
+        Err(_) => Err(NodeIdError::AlreadySet(NODE.get().map_or("", String::as_str).to_string())),
     }
 }
 

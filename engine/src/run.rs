@@ -33,7 +33,7 @@ impl Target {
     /// Errors: the map could not be read.
     pub async fn cluster(&self, conn: &mut Conn) -> Result<&Arc<Cluster>, ConnectError> {
         let pool = &self.pool;
-        let load = || async move { Cluster::load(pool.target(), conn, pool.config.clone()).await.map_err(ConnectError::Cluster) };
+        let load = || async move { Cluster::load(pool.target(), conn, pool.config.clone()).await };
         self.cluster.get_or_try_init(load).await
     }
 

@@ -119,7 +119,7 @@ impl ResultSink for KeptResults {
                 return Ok(());
             }
             if let Err(why) = self.charge.grow(self.held_bytes - self.charged) {
-                self.refused = Some(why);
+                self.refused = Some(why.to_string());
                 return Err(self.max_json_bytes);
             }
             self.charged = self.held_bytes;

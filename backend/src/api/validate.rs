@@ -481,7 +481,7 @@ pub fn rtt(value: Option<f64>) -> Result<f64, ApiError> {
 
 /// `simulated_bandwidth_mbps`: absent (unlimited), or finite, 0.01 to 100000 Mbit/s.
 pub fn bandwidth(value: Option<f64>) -> Result<Option<f64>, ApiError> {
-    pipelab_engine::delay::check_bandwidth(value).map_err(|m| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", m))
+    pipelab_engine::delay::check_bandwidth(value).map_err(|e| ApiError::field(ApiCode::InvalidField, "simulated_bandwidth_mbps", e.to_string()))
 }
 
 /// `first_bad`: the commands were checked as they were parsed, and the

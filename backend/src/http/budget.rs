@@ -48,6 +48,18 @@ const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 /// In the refusal of an answer larger than the whole budget ([`refused`]).
 const TOO_LARGE: &str = "larger than the server's memory for answers";
 
+/// Why the budget refused bytes (worded for [`refused`]: each contains
+/// [`pipelab_engine::conn::MEMORY_REFUSED`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The holder alone would pass the budget: it would hold `mib`.
+    #[error("the answer would hold {mib} MiB, {TOO_LARGE} (--max-response-memory {max_mib} MiB); nothing of it is kept")]
+    TooLarge { mib: u64, max_mib: u64 },
+    /// Others hold the budget (`used_mib` of it).
+    #[error("the server's memory for answers is spent (answers being made or not yet read hold {used_mib} MiB, --max-response-memory {max_mib} MiB); nothing of this answer is kept; try again when they are read")]
+    Spent { used_mib: u64, max_mib: u64 },
+}
+
 /// The budget (`HttpState::budget`).
 pub struct Budget {
     max: u64,
@@ -125,26 +137,17 @@ impl Budget {
 
     /// Takes `n` bytes more for a holder that has `had` already; else why
     /// not (worded for [`refused`]). `force`: taken even past the budget.
-    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), String> {
+    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), Refusal> {
         if force {
             self.used.fetch_add(n, Ordering::Relaxed);
             return Ok(());
         }
         if had + n > self.max {
-            return Err(format!(
-                "the answer would hold {} MiB, {TOO_LARGE} (--max-response-memory {} MiB); nothing of it is kept",
-                (had + n).div_ceil(1 << 20),
-                self.max >> 20
-            ));
+            return Err(Refusal::TooLarge { mib: (had + n).div_ceil(1 << 20), max_mib: self.max >> 20 });
         }
         match self.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| (used + n <= self.max).then_some(used + n)) {
             Ok(_) => Ok(()),
-            Err(used) => Err(format!(
-                "the server's memory for answers is spent (answers being made or not yet read hold {} MiB, --max-response-memory {} MiB); \
-                 nothing of this answer is kept; try again when they are read",
-                used >> 20,
-                self.max >> 20
-            )),
+            Err(used) => Err(Refusal::Spent { used_mib: used >> 20, max_mib: self.max >> 20 }),
         }
     }
 }
@@ -155,8 +158,8 @@ impl pipelab_engine::conn::ReplyMemory for Budget {
         self.max
     }
 
-    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), String> {
-        Budget::take(self, had, n, force)
+    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), pipelab_engine::conn::MemoryRefusal> {
+        Ok(Budget::take(self, had, n, force)?)
     }
 
     fn give(&self, n: u64) {
@@ -192,7 +195,7 @@ impl Charge {
 
     /// `n` bytes more, if the budget has room for them; else why not
     /// (this charge alone past the budget, or the budget spent: [`refused`]).
-    pub fn grow(&mut self, n: u64) -> Result<(), String> {
+    pub fn grow(&mut self, n: u64) -> Result<(), Refusal> {
         self.budget.take(self.bytes, n, false)?;
         self.bytes += n;
         Ok(())
@@ -359,7 +362,7 @@ mod tests {
         let budget = Budget::new(200 * 1024);
         let mut c = Charge::new(&budget);
         assert!(c.grow(150 * 1024).is_ok());
-        assert!(c.grow(100 * 1024).unwrap_err().contains("--max-response-memory"));
+        assert!(c.grow(100 * 1024).unwrap_err().to_string().contains("--max-response-memory"));
         drop(c);
         assert_eq!(budget.used(), 0);
         let small = charged(&budget, vec![0u8; 1000].into_response());

@@ -43,11 +43,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::commands::Table;
-use crate::conn::{Conn, ConnectError, ConnSettings, RedisTarget};
+use crate::conn::{AskError, Conn, ConnectError, ConnSettings, RedisTarget};
 use crate::exec::{BatchSource, CommandSource, ExecError, ExecOptions, Mode, NodeSummary, Plan, Pool, PoolConfig, ResultSink, StreamReport};
 
 pub use reload::Cause;
-pub use topology::{Node, Topology};
+pub use topology::{Node, Topology, TopologyError};
 
 /// What one run pulls its commands from and hands its results to, and the
 /// command table it routes (and, with `check`, checks each command) by.
@@ -95,7 +95,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let settings = crate::exec::runner::settings(plan, opts);
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
-    let cluster = Cluster::connect(target, &settings, config).await.map_err(ConnectError::Cluster)?;
+    let cluster = Cluster::connect(target, &settings, config).await?;
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
@@ -173,12 +173,65 @@ pub struct Cluster {
     any_down: AtomicBool,
 }
 
+/// Why the slot map could not be read again from any node.
+#[derive(Debug, thiserror::Error)]
+enum ReadMapError {
+    #[error("no node to ask")]
+    NoNode,
+    #[error("{0}")]
+    Connect(ConnectError),
+    #[error("{0}")]
+    Map(TopologyError),
+}
+
+/// Why a master does not serve its slots now ([`Cluster::readiness`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("{0}")]
+    Connect(#[from] ConnectError),
+    #[error("{0}")]
+    Ask(#[from] AskError),
+    /// A `cluster_state` other than `ok`.
+    #[error("cluster_state:{0}")]
+    State(String),
+    /// `CLUSTER INFO` named no `cluster_state` (the reply, shown whole).
+    #[error("CLUSTER INFO: {0}")]
+    NoState(String),
+}
+
+/// Why not every hash slot can be served ([`Cluster::readiness`]).
+#[derive(Debug)]
+pub struct Unready {
+    /// Slots without a master or whose master did not answer.
+    pub unserved: usize,
+    /// Each master that did not answer `cluster_state:ok`: its address and why.
+    pub why: Vec<(String, NodeError)>,
+    /// Slots the map gives no master.
+    pub unowned: usize,
+}
+
+impl std::fmt::Display for Unready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the cluster cannot serve {} of {} hash slots", self.unserved, slot::SLOTS)?;
+        if !self.why.is_empty() {
+            let why: Vec<String> = self.why.iter().map(|(address, e)| format!("{address}: {e}")).collect();
+            write!(f, " ({})", why.join("; "))?;
+        }
+        if self.unowned > 0 {
+            write!(f, "; {} slots have no master", self.unowned)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Unready {}
+
 impl Cluster {
     /// The cluster behind `seed`, its map read on `conn` (a connection to
     /// the seed). Node connections are pooled with `config` (`max_idle: 0`:
     /// none kept, as for `pipelab run`).
-    pub async fn load(seed: &RedisTarget, conn: &mut Conn, config: PoolConfig) -> Result<Arc<Cluster>, String> {
-        let topology = Topology::load(conn, seed).await.map_err(|e| format!("{seed}: reading the slot map: {e}"))?;
+    pub async fn load(seed: &RedisTarget, conn: &mut Conn, config: PoolConfig) -> Result<Arc<Cluster>, ConnectError> {
+        let topology = Topology::load(conn, seed).await.map_err(|e| ConnectError::Cluster(format!("{seed}: reading the slot map: {e}")))?;
         // Listed at 0 from the start, so that their rates can be alerted on.
         for cause in Cause::ALL {
             metrics::counter!(reload::RELOADS_TOTAL, "cause" => cause.name()).increment(0);
@@ -196,8 +249,8 @@ impl Cluster {
 
     /// [`Cluster::load`] on a connection of its own to the seed, or to each
     /// of its other hosts (`redis://a:7000,b:7001`) in turn.
-    pub async fn connect(seed: &RedisTarget, settings: &ConnSettings, config: PoolConfig) -> Result<Arc<Cluster>, String> {
-        let mut last = String::new();
+    pub async fn connect(seed: &RedisTarget, settings: &ConnSettings, config: PoolConfig) -> Result<Arc<Cluster>, ConnectError> {
+        let mut last = ConnectError::Cluster(String::new());
         for endpoint in std::iter::once(&seed.endpoint).chain(&seed.seeds) {
             let one = seed.at(endpoint.clone());
             let unlimited = ConnSettings { simulated_rtt_ms: 0.0, max_reply_bytes: None, ..settings.clone() };
@@ -206,7 +259,8 @@ impl Cluster {
                     Ok(c) => return Ok(c),
                     Err(e) => last = e,
                 },
-                Err(e) => last = e.to_string(),
+                // Any failure here is the cluster's: one message, as the map's.
+                Err(e) => last = ConnectError::Cluster(e.to_string()),
             }
         }
         Err(last)
@@ -242,7 +296,7 @@ impl Cluster {
 
     /// The map from the first node that gives one: the masters of `map`
     /// (those marked down last), its other nodes, the seeds.
-    async fn read_map(&self, map: &Topology, settings: &ConnSettings) -> Result<Topology, String> {
+    async fn read_map(&self, map: &Topology, settings: &ConnSettings) -> Result<Topology, ReadMapError> {
         let settings = ConnSettings {
             connect_timeout: settings.connect_timeout.min(reload::ASK_TIMEOUT),
             read_timeout: settings.read_timeout.min(reload::ASK_TIMEOUT),
@@ -255,7 +309,7 @@ impl Cluster {
         let (up, down): (Vec<&Node>, Vec<&Node>) = map.nodes.iter().partition(|n| !down.contains_key(&n.address));
         let seeds = std::iter::once(&self.seed.endpoint).chain(&self.seed.seeds).map(|e| self.seed.at(e.clone()));
         let mut asked = Vec::new();
-        let mut last = "no node to ask".to_string();
+        let mut last = ReadMapError::NoNode;
         let known = up.into_iter().chain(&map.others).map(|n| n.target.clone());
         for target in known.chain(seeds).chain(down.into_iter().map(|n| n.target.clone())) {
             let address = topology::address(&target.endpoint);
@@ -264,12 +318,12 @@ impl Cluster {
             }
             asked.push(address);
             let loaded = match Conn::connect(&target, &settings).await {
-                Ok(mut conn) => Topology::load(&mut conn, &self.seed).await,
-                Err(e) => Err(e.to_string()),
+                Ok(mut conn) => Topology::load(&mut conn, &self.seed).await.map_err(ReadMapError::Map),
+                Err(e) => Err(ReadMapError::Connect(e)),
             };
             match loaded {
                 Ok(t) => return Ok(t),
-                Err(e) => last = e.to_string(),
+                Err(e) => last = e,
             }
         }
         Err(last)
@@ -311,12 +365,12 @@ impl Cluster {
     /// and the map read again once (its replica may have taken over), as
     /// it is when some slots have no master.
     /// Errors: how many slots cannot be served, and each master's reason.
-    pub async fn readiness(&self, wait: Duration) -> Result<(), String> {
+    pub async fn readiness(&self, wait: Duration) -> Result<(), Unready> {
         let settings = ConnSettings::plain(wait);
         let mut map = self.topology();
         for again in [true, false] {
             let answers = futures_util::future::join_all(map.nodes.iter().map(|n| self.cluster_state(n, &settings))).await;
-            let failed: Vec<(&Node, String)> = map.nodes.iter().zip(answers).filter_map(|(n, a)| a.err().map(|e| (n, e))).collect();
+            let failed: Vec<(&Node, NodeError)> = map.nodes.iter().zip(answers).filter_map(|(n, a)| a.err().map(|e| (n, e))).collect();
             if failed.is_empty() && map.unowned_slots() == 0 {
                 return Ok(());
             }
@@ -331,25 +385,19 @@ impl Cluster {
                 }
             }
             let unserved: usize = map.unowned_slots() + failed.iter().map(|(n, _)| n.slots.iter().map(|&(a, b)| (b - a) as usize + 1).sum::<usize>()).sum::<usize>();
-            let why: Vec<String> = failed.iter().map(|(n, e)| format!("{}: {e}", n.address)).collect();
-            return Err(format!(
-                "the cluster cannot serve {unserved} of {} hash slots{}{}",
-                slot::SLOTS,
-                if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) },
-                if map.unowned_slots() > 0 { format!("; {} slots have no master", map.unowned_slots()) } else { String::new() },
-            ));
+            let why = failed.into_iter().map(|(n, e)| (n.address.clone(), e)).collect();
+            return Err(Unready { unserved, why, unowned: map.unowned_slots() });
         }
         unreachable!("the second pass returns")
     }
 
     /// `CLUSTER INFO` on master `node`: `Ok` if it says `cluster_state:ok`.
-    async fn cluster_state(&self, node: &Node, settings: &ConnSettings) -> Result<(), String> {
+    async fn cluster_state(&self, node: &Node, settings: &ConnSettings) -> Result<(), NodeError> {
         let lease = match self.checkout(&node.address, &node.target, settings).await {
             Ok(lease) => lease,
             Err(e) => {
-                let e = e.to_string();
-                self.mark_down(&node.address, &e);
-                return Err(e);
+                self.mark_down(&node.address, &e.to_string());
+                return Err(e.into());
             }
         };
         let mut conn = lease.conn;
@@ -360,13 +408,13 @@ impl Cluster {
                 let text = crate::conn::reply_text(&reply);
                 match text.lines().find_map(|l| l.trim().strip_prefix("cluster_state:")) {
                     Some("ok") => Ok(()),
-                    Some(state) => Err(format!("cluster_state:{state}")),
-                    None => Err(format!("CLUSTER INFO: {}", reply.display())),
+                    Some(state) => Err(NodeError::State(state.to_string())),
+                    None => Err(NodeError::NoState(reply.display())),
                 }
             }
             Err(e) => {
-                self.mark_down(&node.address, &e);
-                Err(e)
+                self.mark_down(&node.address, &e.to_string());
+                Err(e.into())
             }
         }
     }

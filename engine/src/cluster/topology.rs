@@ -6,9 +6,28 @@
 //! slot (no `READONLY` replica reads), so a reply is the one a client
 //! without replica routing would get.
 
-use crate::conn::{reply_text, Conn, Endpoint, RedisTarget};
+use crate::conn::{reply_text, AskError, Conn, Endpoint, RedisTarget};
 
 use super::slot::SLOTS;
+
+/// Why no slot map could be read from a node.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// The connection failed.
+    #[error("{0}")]
+    Ask(#[from] AskError),
+    /// `CLUSTER SLOTS` answered with an error (as did `CLUSTER SHARDS`).
+    #[error("CLUSTER SLOTS: {0}")]
+    SlotsRefused(String),
+    #[error("the cluster has no master serving slots")]
+    NoMaster,
+    /// The reply, shown whole.
+    #[error("CLUSTER SHARDS named no master: {0}")]
+    ShardsNoMaster(String),
+    /// The reply, shown whole.
+    #[error("CLUSTER SLOTS named no master: {0}")]
+    SlotsNoMaster(String),
+}
 
 /// One master and the slot ranges it serves.
 #[derive(Debug, Clone)]
@@ -48,7 +67,7 @@ impl Topology {
     /// checked against `CLUSTER SLOTS`: after a failover Redict 7.3 lists
     /// the promoted replica's shard with no slots, while `CLUSTER SLOTS`
     /// gives them to it (seen in the matrix's `cluster_failover` tests).
-    pub async fn load(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
+    pub async fn load(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, TopologyError> {
         let shards = conn.ask(&[b"CLUSTER", b"SHARDS"]).await?;
         if !shards.is_error() {
             let map = from_shards(&shards, base).and_then(Topology::new);
@@ -63,20 +82,20 @@ impl Topology {
         Self::from_cluster_slots(conn, base).await
     }
 
-    async fn from_cluster_slots(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, String> {
+    async fn from_cluster_slots(conn: &mut Conn, base: &RedisTarget) -> Result<Topology, TopologyError> {
         let slots = conn.ask(&[b"CLUSTER", b"SLOTS"]).await?;
         if slots.is_error() {
-            return Err(format!("CLUSTER SLOTS: {}", reply_text(&slots)));
+            return Err(TopologyError::SlotsRefused(reply_text(&slots)));
         }
         Topology::new(from_slots(&slots, base)?)
     }
 
     /// A topology of `nodes` (those serving no slot kept as
     /// [`Topology::others`]); errors if none serves a slot.
-    pub fn new(nodes: Vec<Node>) -> Result<Topology, String> {
+    pub fn new(nodes: Vec<Node>) -> Result<Topology, TopologyError> {
         let (mut nodes, others): (Vec<Node>, Vec<Node>) = nodes.into_iter().partition(|n| !n.slots.is_empty());
         if nodes.is_empty() {
-            return Err("the cluster has no master serving slots".into());
+            return Err(TopologyError::NoMaster);
         }
         nodes.sort_by_key(|n| n.slots[0].0);
         let mut owner = vec![UNOWNED; SLOTS as usize];
@@ -159,7 +178,7 @@ fn items(v: &resp::Value) -> &[resp::Value] {
 
 /// `CLUSTER SHARDS`: per shard `slots` (flat start/end pairs) and `nodes`
 /// (each with `ip`, `endpoint`, `port`/`tls-port`, `role`, `health`).
-fn from_shards(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, String> {
+fn from_shards(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, TopologyError> {
     let mut out = Vec::new();
     for shard in items(reply) {
         let f = fields(shard);
@@ -184,13 +203,13 @@ fn from_shards(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Str
         }
     }
     if out.iter().all(|n| n.slots.is_empty()) {
-        return Err(format!("CLUSTER SHARDS named no master: {}", reply.display()));
+        return Err(TopologyError::ShardsNoMaster(reply.display()));
     }
     Ok(out)
 }
 
 /// `CLUSTER SLOTS`: `[first, last, [host, port, id, …], replicas…]` per range.
-fn from_slots(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, String> {
+fn from_slots(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, TopologyError> {
     let mut out: Vec<Node> = Vec::new();
     for range in items(reply) {
         let r = items(range);
@@ -215,7 +234,7 @@ fn from_slots(reply: &resp::Value, base: &RedisTarget) -> Result<Vec<Node>, Stri
         }
     }
     if out.is_empty() {
-        return Err(format!("CLUSTER SLOTS named no master: {}", reply.display()));
+        return Err(TopologyError::SlotsNoMaster(reply.display()));
     }
     Ok(out)
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use super::fallback;
 use super::table::{ServerIdentity, Table};
-use crate::conn::Conn;
+use crate::conn::{AskError, Conn};
 
 /// The current table of one target; cheap to read from any thread.
 pub struct Cache {
@@ -57,7 +57,7 @@ impl Cache {
     /// Errors: the connection failed (drop it). A server that refuses INFO
     /// or COMMAND (renamed, denied by ACL) is not an error: the table
     /// stays as it was, and a warning is logged.
-    pub async fn refresh(&self, conn: &mut Conn) -> Result<bool, String> {
+    pub async fn refresh(&self, conn: &mut Conn) -> Result<bool, AskError> {
         let info = conn.ask(&[b"INFO", b"server"]).await?;
         self.checked.store(true, Ordering::Relaxed);
         let Some(identity) = super::table::text(&info).as_deref().and_then(ServerIdentity::from_info) else {

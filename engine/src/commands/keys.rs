@@ -123,10 +123,25 @@ pub struct KeySpec {
     pub notes: Option<String>,
 }
 
+/// A key spec of a `COMMAND` reply that is not a map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a key spec is not a map")]
+pub struct KeySpecError;
+
+/// Why the reply to [`getkeys_argv`] names no keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GetKeysError {
+    /// An error reply (unknown command, wrong arity), as Redis wrote it.
+    #[error("{0}")]
+    Refused(String),
+    #[error("COMMAND GETKEYSANDFLAGS gave no key list")]
+    NoKeyList,
+}
+
 impl KeySpec {
     /// Parses one key spec of a `COMMAND` reply (RESP2 or RESP3).
-    pub fn from_reply(v: &Value) -> Result<KeySpec, String> {
-        let f = fields(v).ok_or("a key spec is not a map")?;
+    pub fn from_reply(v: &Value) -> Result<KeySpec, KeySpecError> {
+        let f = fields(v).ok_or(KeySpecError)?;
         let get = |name: &str| f.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
         let flags = get("flags")
             .and_then(list)
@@ -317,12 +332,12 @@ pub fn getkeys_argv<'a>(argv: ArgvRef<'a>) -> Vec<&'a [u8]> {
 /// "Invalid arguments" replies about a command without keys.
 ///
 /// Errors: any other error reply (unknown command, wrong arity), as Redis wrote it.
-pub fn from_getkeys_reply(argv: ArgvRef<'_>, reply: &Value) -> Result<Vec<KeyPosition>, String> {
+pub fn from_getkeys_reply(argv: ArgvRef<'_>, reply: &Value) -> Result<Vec<KeyPosition>, GetKeysError> {
     if let Some(msg) = reply.error_message() {
         let msg = String::from_utf8_lossy(msg).into_owned();
-        return if msg.contains("no key arguments") { Ok(Vec::new()) } else { Err(msg) };
+        return if msg.contains("no key arguments") { Ok(Vec::new()) } else { Err(GetKeysError::Refused(msg)) };
     }
-    let items = list(reply).ok_or("COMMAND GETKEYSANDFLAGS gave no key list")?;
+    let items = list(reply).ok_or(GetKeysError::NoKeyList)?;
     let mut out: Vec<KeyPosition> = Vec::new();
     for item in items {
         let (key, flags) = match list(item) {

@@ -69,7 +69,7 @@ pub mod table;
 mod timeout;
 
 pub use cache::Cache;
-pub use keys::{first_key, from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, KeyFlags, KeyPosition, KeySpec, Keys};
+pub use keys::{first_key, from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, GetKeysError, KeyFlags, KeyPosition, KeySpec, KeySpecError, Keys};
 pub use refused::RefusedCommand;
-pub use rules::{Access, Allow, Reason, Refusal, TransactionStep, ADMIN_READS, NEWER_ADMIN_READS, VISITOR_OWN_DATA};
-pub use table::{Command, ServerIdentity, Table};
+pub use rules::{Access, Allow, Reason, Refusal, ReplyRuleError, TransactionStep, ADMIN_READS, NEWER_ADMIN_READS, VISITOR_OWN_DATA};
+pub use table::{Command, ServerIdentity, Table, TableError};

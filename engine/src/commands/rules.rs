@@ -26,6 +26,22 @@ use super::timeout;
 use crate::argv::ArgvRef;
 use crate::mode::Mode;
 
+/// Why a command breaks the executor's one-reply-per-command rule
+/// ([`Table::reply_rule`]); each names the command as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyRuleError {
+    #[error("empty command")]
+    Empty,
+    /// A subscribe-style command, MONITOR, SYNC/PSYNC: a stream of replies.
+    #[error("{0} is not supported: it does not answer with exactly one reply, so later replies could not be matched to their commands")]
+    NotOneReply(String),
+    #[error("CLIENT REPLY OFF/SKIP is not supported: commands without a reply could not be matched")]
+    ClientReplyOff,
+    /// An `@transaction` command in a transaction batch.
+    #[error("{0} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (keys to WATCH go in the batch's watch list: \"watch\" in the API, --watch in the CLI)")]
+    InTransaction(String),
+}
+
 /// Who is asking: a read-only token (`http::auth`) asks with [`Access::ReadOnly`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
@@ -364,7 +380,7 @@ impl Table {
     /// ([`Table::answers_once`]), and in transaction mode is not one of the
     /// `@transaction` commands pipelab sends itself. Errors: a message for a person.
     #[inline]
-    pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
+    pub fn reply_rule(&self, argv: ArgvRef<'_>, mode: Mode) -> Result<(), ReplyRuleError> {
         self.answers_once(argv)?;
         if mode == Mode::Transaction && self.may_concern(Class::FILTER_REPLY, argv) {
             return self.outside_transactions(argv);
@@ -373,12 +389,9 @@ impl Table {
     }
 
     /// [`Table::reply_rule`]'s check of a transaction's command.
-    fn outside_transactions(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+    fn outside_transactions(&self, argv: ArgvRef<'_>) -> Result<(), ReplyRuleError> {
         match self.command(argv).filter(|c| c.class.has(Class::TRANSACTION)) {
-            Some(cmd) => Err(format!(
-                "{} cannot be part of a transaction batch: pipelab sends MULTI/EXEC itself (keys to WATCH go in the batch's watch list: \"watch\" in the API, --watch in the CLI)",
-                cmd.display_name()
-            )),
+            Some(cmd) => Err(ReplyRuleError::InTransaction(cmd.display_name())),
             None => Ok(()),
         }
     }
@@ -390,7 +403,7 @@ impl Table {
     /// A command the server lacks answers once (with an error). Errors: an
     /// empty argv, or why not, for a person. Allocation-free unless it errs.
     #[inline]
-    pub fn answers_once(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+    pub fn answers_once(&self, argv: ArgvRef<'_>) -> Result<(), ReplyRuleError> {
         if !argv.is_empty() && !self.may_concern(Class::FILTER_REPLY, argv) {
             return Ok(());
         }
@@ -398,19 +411,16 @@ impl Table {
     }
 
     /// [`Table::answers_once`] past its pre-filter.
-    fn answers_once_checked(&self, argv: ArgvRef<'_>) -> Result<(), String> {
+    fn answers_once_checked(&self, argv: ArgvRef<'_>) -> Result<(), ReplyRuleError> {
         if argv.is_empty() {
-            return Err("empty command".into());
+            return Err(ReplyRuleError::Empty);
         }
         let Some(cmd) = self.command(argv) else { return Ok(()) };
         if cmd.class.has(Class::STREAM) {
-            return Err(format!(
-                "{} is not supported: it does not answer with exactly one reply, so later replies could not be matched to their commands",
-                cmd.display_name()
-            ));
+            return Err(ReplyRuleError::NotOneReply(cmd.display_name()));
         }
         if cmd.name == "client|reply" && argv.get(2).is_some_and(|a| a.eq_ignore_ascii_case(b"off") || a.eq_ignore_ascii_case(b"skip")) {
-            return Err("CLIENT REPLY OFF/SKIP is not supported: commands without a reply could not be matched".into());
+            return Err(ReplyRuleError::ClientReplyOff);
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use resp::Value;
 
-use super::keys::KeySpec;
+use super::keys::{KeySpec, KeySpecError};
 use super::rules::Class;
 use crate::argv::ArgvRef;
 
@@ -171,14 +171,13 @@ impl Command {
     }
 
     /// Parses one entry of a `COMMAND` / `COMMAND INFO` reply.
-    pub fn from_reply(v: &Value) -> Result<Command, String> {
-        let items = list(v).ok_or("a command entry is not an array")?;
-        let name = items.first().and_then(text).ok_or("a command entry has no name")?.to_ascii_lowercase();
-        let bad = |what: &str| format!("command {name}: {what}");
-        let arity = items.get(1).and_then(int).ok_or_else(|| bad("no arity"))?;
+    pub fn from_reply(v: &Value) -> Result<Command, TableError> {
+        let items = list(v).ok_or(TableError::EntryNotArray)?;
+        let name = items.first().and_then(text).ok_or(TableError::NoName)?.to_ascii_lowercase();
+        let arity = items.get(1).and_then(int).ok_or_else(|| TableError::NoArity { name: name.clone() })?;
         let words = |i: usize| -> Vec<String> { items.get(i).and_then(list).unwrap_or(&[]).iter().filter_map(text).collect() };
         let key_specs = match items.get(8).and_then(list) {
-            Some(specs) => specs.iter().map(KeySpec::from_reply).collect::<Result<_, _>>().map_err(|e| bad(&e))?,
+            Some(specs) => specs.iter().map(KeySpec::from_reply).collect::<Result<_, _>>().map_err(|error| TableError::KeySpec { name: name.clone(), error })?,
             None => Vec::new(),
         };
         let mut subcommands = Names::default();
@@ -204,6 +203,31 @@ impl Command {
         };
         c.reclass();
         Ok(c)
+    }
+}
+
+/// Why a reply to `COMMAND` / `COMMAND INFO` could not be read as a table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    /// An error reply (COMMAND renamed or denied by ACL), as Redis wrote it.
+    #[error("COMMAND failed: {0}")]
+    Failed(String),
+    #[error("the reply to COMMAND is not an array")]
+    NotArray,
+    #[error("a command entry is not an array")]
+    EntryNotArray,
+    #[error("a command entry has no name")]
+    NoName,
+    #[error("command {name}: no arity")]
+    NoArity { name: String },
+    #[error("command {name}: {error}")]
+    KeySpec { name: String, error: KeySpecError },
+}
+
+// For callers whose own errors are still messages: `?` gives them the same text.
+impl From<TableError> for String {
+    fn from(e: TableError) -> String {
+        e.to_string()
     }
 }
 
@@ -276,11 +300,11 @@ impl Table {
     ///
     /// Errors: an error reply (e.g. COMMAND renamed or denied by ACL), or an
     /// entry not shaped as Redis's, with the command's name.
-    pub fn from_reply(reply: &Value, identity: Option<ServerIdentity>) -> Result<Table, String> {
+    pub fn from_reply(reply: &Value, identity: Option<ServerIdentity>) -> Result<Table, TableError> {
         if let Some(msg) = reply.error_message() {
-            return Err(format!("COMMAND failed: {}", String::from_utf8_lossy(msg)));
+            return Err(TableError::Failed(String::from_utf8_lossy(msg).into_owned()));
         }
-        let entries = list(reply).ok_or("the reply to COMMAND is not an array")?;
+        let entries = list(reply).ok_or(TableError::NotArray)?;
         let commands = entries
             .iter()
             .filter(|e| !matches!(e, Value::Null | Value::NullArray | Value::NullBulk))

@@ -36,12 +36,16 @@ pub trait ReplyMemory: Send + Sync {
     /// All of it, in bytes.
     fn limit(&self) -> u64;
     /// Takes `n` bytes more for a holder that has `had` already; else why
-    /// not, for a person (the message contains [`MEMORY_REFUSED`]).
+    /// not, for a person (its text contains [`MEMORY_REFUSED`]).
     /// `force`: taken even past the limit (the bytes must be read anyway).
-    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), String>;
+    fn take(&self, had: u64, n: u64, force: bool) -> Result<(), MemoryRefusal>;
     /// Gives `n` bytes back.
     fn give(&self, n: u64);
 }
+
+/// A [`ReplyMemory`]'s refusal: its own error, worded by it (the engine
+/// knows neither its limit's flag nor its wording).
+pub type MemoryRefusal = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a reply's arriving byte may cost at most once decoded, besides
 /// the buffer's: its copy, and its JSON (`\u0000`: six bytes).

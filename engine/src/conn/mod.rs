@@ -33,7 +33,7 @@ pub use error::ConnectError;
 pub use socket::{connect_stream, Stream};
 pub use target::{Endpoint, RedisTarget, TargetError, TlsSettings, DEFAULT_PORT};
 
-pub use buffer::{set_reply_memory, HeldReplies, ReplyMemory, MEMORY_REFUSED};
+pub use buffer::{set_reply_memory, HeldReplies, MemoryRefusal, ReplyMemory, MEMORY_REFUSED};
 use buffer::ReadBuffer;
 use socket::{connect_stream_fd, Counted, RawSock};
 
@@ -140,7 +140,7 @@ pub enum ReadError {
     Limit(u64),
     /// The process's [`ReplyMemory`] had no room for the reply arriving.
     #[error("{0}")]
-    Memory(String),
+    Memory(MemoryRefusal),
     #[error("{DEADLINE}")]
     Deadline,
     #[error("{CANCELLED}")]
@@ -226,7 +226,7 @@ impl Conn {
     /// Errors (a message naming the step and Redis's error) if the socket,
     /// TLS, AUTH, HELLO or SELECT fails. Stats start at zero after the handshake.
     pub async fn connect(target: &RedisTarget, settings: &ConnSettings) -> Result<Conn, ConnectError> {
-        let link = delay::Link::new(settings.simulated_rtt_ms, settings.simulated_bandwidth_mbps).map_err(ConnectError::Link)?;
+        let link = delay::Link::new(settings.simulated_rtt_ms, settings.simulated_bandwidth_mbps).map_err(|e| ConnectError::Link(e.to_string()))?;
         let connect_until = tokio::time::Instant::now() + settings.connect_timeout;
         let (raw, fd) = connect_stream_fd(target, settings.connect_timeout).await?;
         let mut conn = Conn { s: Box::new(State {
@@ -513,12 +513,21 @@ impl Conn {
     /// Runs one command outside any batch (the command table, the slot
     /// map): its reply, maybe an error reply. Errors: the connection failed
     /// (drop it). The bytes count in [`Conn::stats`] until the next reset.
-    pub async fn ask(&mut self, argv: &[&[u8]]) -> Result<resp::Value, String> {
+    pub async fn ask(&mut self, argv: &[&[u8]]) -> Result<resp::Value, AskError> {
         let mut out = Vec::new();
         resp::encode_command(argv, &mut out);
-        self.write(&out).await.map_err(|e| e.to_string())?;
-        self.read_reply().await.map(|(v, _)| v).map_err(|e| e.to_string())
+        self.write(&out).await?;
+        Ok(self.read_reply().await.map(|(v, _)| v)?)
     }
+}
+
+/// Why [`Conn::ask`] got no reply: the write or the read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("{0}")]
+    Write(#[from] WriteError),
+    #[error("{0}")]
+    Read(#[from] ReadError),
 }
 
 /// The text of an error or status reply, lossily decoded.

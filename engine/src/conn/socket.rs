@@ -15,6 +15,25 @@ use super::target::{Endpoint, RedisTarget, TlsSettings};
 use super::ConnectError;
 
 
+/// Why the socket or its TLS session could not be opened: the `reason` of
+/// [`ConnectError::Unreachable`].
+#[derive(Debug, thiserror::Error)]
+enum SocketError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[cfg(not(unix))]
+    #[error("Unix sockets are not supported on this platform")]
+    NoUnixSockets,
+    #[error("TLS: {0}")]
+    Tls(rustls::Error),
+    #[error("TLS CA file {}: {error}", path.display())]
+    CaFile { path: std::path::PathBuf, error: Box<dyn std::error::Error + Send + Sync> },
+    #[error("TLS server name `{host}`: {error}")]
+    ServerName { host: String, error: rustls::pki_types::InvalidDnsNameError },
+    #[error("TLS handshake: {0}")]
+    Handshake(io::Error),
+}
+
 /// Any byte stream a connection can run over (TCP, Unix, TLS, delay line).
 pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
@@ -39,11 +58,11 @@ pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Dur
     #[cfg(unix)]
     use std::os::fd::AsRawFd;
     let fut = async {
-        let r: Result<(Box<dyn Stream>, RawSock), String> = match &target.endpoint {
+        let r: Result<(Box<dyn Stream>, RawSock), SocketError> = match &target.endpoint {
             Endpoint::Tcp { host, port } => {
-                let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(|e| e.to_string())?;
+                let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
                 // Each write is a whole command or chunk: send it now.
-                tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+                tcp.set_nodelay(true)?;
                 #[cfg(unix)]
                 let fd = Some(tcp.as_raw_fd());
                 #[cfg(not(unix))]
@@ -55,18 +74,18 @@ pub(super) async fn connect_stream_fd(target: &RedisTarget, connect_timeout: Dur
             }
             #[cfg(unix)]
             Endpoint::Unix { path } => {
-                let s = tokio::net::UnixStream::connect(path).await.map_err(|e| e.to_string())?;
+                let s = tokio::net::UnixStream::connect(path).await?;
                 let fd = Some(s.as_raw_fd());
                 Ok((Box::new(s) as Box<dyn Stream>, fd))
             }
             #[cfg(not(unix))]
-            Endpoint::Unix { .. } => Err("Unix sockets are not supported on this platform".to_string()),
+            Endpoint::Unix { .. } => Err(SocketError::NoUnixSockets),
         };
         r
     };
     match tokio::time::timeout(connect_timeout, fut).await {
         Ok(Ok(s)) => Ok(s),
-        Ok(Err(reason)) => Err(ConnectError::Unreachable { target: target.to_string(), reason }),
+        Ok(Err(reason)) => Err(ConnectError::Unreachable { target: target.to_string(), reason: reason.to_string() }),
         Err(_) => Err(ConnectError::SocketTimeout { target: target.to_string(), ms: connect_timeout.as_millis() }),
     }
 }
@@ -75,12 +94,12 @@ async fn tls_connect(
     tcp: tokio::net::TcpStream,
     host: &str,
     tls: &TlsSettings,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, SocketError> {
     use rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?;
+        .map_err(SocketError::Tls)?;
     let config = if tls.insecure {
         builder
             .dangerous()
@@ -90,18 +109,19 @@ async fn tls_connect(
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if let Some(path) = &tls.ca_file {
-            for cert in CertificateDer::pem_file_iter(path).map_err(|e| format!("TLS CA file {}: {e}", path.display()))? {
-                let cert = cert.map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
-                roots.add(cert).map_err(|e| format!("TLS CA file {}: {e}", path.display()))?;
+            let ca_file = |error: Box<dyn std::error::Error + Send + Sync>| SocketError::CaFile { path: path.clone(), error };
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| ca_file(e.into()))? {
+                let cert = cert.map_err(|e| ca_file(e.into()))?;
+                roots.add(cert).map_err(|e| ca_file(e.into()))?;
             }
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    let name = ServerName::try_from(host.to_string()).map_err(|e| format!("TLS server name `{host}`: {e}"))?;
+    let name = ServerName::try_from(host.to_string()).map_err(|error| SocketError::ServerName { host: host.to_string(), error })?;
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .map_err(|e| format!("TLS handshake: {e}"))
+        .map_err(SocketError::Handshake)
 }
 
 mod insecure {

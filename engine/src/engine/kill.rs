@@ -136,7 +136,8 @@ impl Drop for KillOnCut {
             engine.kills.in_flight.fetch_add(1, Ordering::AcqRel);
             let in_flight = InFlight(engine.clone());
             rt.spawn(async move {
-                let answers = kill_scripts(on.pool.target(), engine.limits.connect_timeout).await;
+                // Logged as text: the reason, not the variant's name.
+                let answers = kill_scripts(on.pool.target(), engine.limits.connect_timeout).await.map_err(|e| e.to_string());
                 drop(in_flight);
                 tracing::warn!(?answers, "a batch running a script was cut: sent SCRIPT KILL and FUNCTION KILL");
             });
@@ -147,8 +148,8 @@ impl Drop for KillOnCut {
 /// `SCRIPT KILL` and `FUNCTION KILL` on a side connection (connecting
 /// bounded by `connect_timeout`, answers by `KILL_WAIT`); their answers
 /// as text (`OK`, `NOTBUSY …`, `UNKILLABLE …`), or why there are none.
-pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Result<Vec<String>, String> {
-    side::kill_scripts(target, connect_timeout, KILL_WAIT).await.map_err(|e| e.to_string())
+pub async fn kill_scripts(target: &RedisTarget, connect_timeout: Duration) -> Result<Vec<String>, side::SideError> {
+    side::kill_scripts(target, connect_timeout, KILL_WAIT).await
 }
 
 /// Whether Redis is stuck: PING on a side connection answered `-BUSY`, or

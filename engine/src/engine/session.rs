@@ -45,9 +45,23 @@ pub struct Session {
     pub settings: SessionSettings,
     /// The connection; `Err` with why once it is lost. Locked by the batch
     /// running on it (so a second batch finds it busy).
-    conn: Arc<tokio::sync::Mutex<Result<Conn, String>>>,
+    conn: Arc<tokio::sync::Mutex<Result<Conn, Lost>>>,
     /// When the last batch ended (or the session was opened).
     last_used: Mutex<Instant>,
+}
+
+/// Why a session's connection is gone (its next batch says so).
+#[derive(Debug, thiserror::Error)]
+enum Lost {
+    #[error("a batch on it was cut before it ended")]
+    Cut,
+    #[error("the Redis server closed its connection")]
+    Closed,
+    #[error("a command left the connection unusable")]
+    Unusable,
+    /// The batch's connection error or its error, as its report gave it.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// The open sessions (`Engine::sessions`).
@@ -67,7 +81,7 @@ pub struct Sessions {
 pub struct Taken {
     id: String,
     session: Arc<Session>,
-    slot: OwnedMutexGuard<Result<Conn, String>>,
+    slot: OwnedMutexGuard<Result<Conn, Lost>>,
     pub conn: Option<Conn>,
 }
 
@@ -187,10 +201,10 @@ impl Sessions {
         // Taken out while the batch runs: a batch cut half-way (its caller
         // went away) leaves the session lost, never with a connection in
         // an unknown state.
-        let conn = match std::mem::replace(&mut *slot, Err("a batch on it was cut before it ended".into())) {
+        let conn = match std::mem::replace(&mut *slot, Err(Lost::Cut)) {
             Ok(conn) if conn.probe_idle() => conn,
             taken => {
-                let why = taken.err().unwrap_or_else(|| "the Redis server closed its connection".into());
+                let why = taken.err().unwrap_or(Lost::Closed).to_string();
                 let why = match session.ended.as_ref().and_then(|e| e.borrow().clone()) {
                     Some(exit) => format!("{why}: your Redis ended: {}", exit.describe()),
                     None => why,
@@ -210,8 +224,8 @@ impl Sessions {
         *slot = match conn {
             Some(c) => Ok(c),
             None => Err(match out {
-                Ok(o) => o.connection_error.clone().unwrap_or_else(|| "a command left the connection unusable".into()),
-                Err(e) => e.to_string(),
+                Ok(o) => o.connection_error.clone().map_or(Lost::Unusable, Lost::Failed),
+                Err(e) => Lost::Failed(e.to_string()),
             }),
         };
         *session.last_used.lock().expect("session lock") = Instant::now();

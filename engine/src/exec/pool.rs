@@ -219,7 +219,7 @@ impl Pool {
         let unlimited = ConnSettings { max_reply_bytes: None, ..settings.clone() };
         let mut conn = Conn::connect(&self.target, &unlimited).await?;
         if self.refresh {
-            self.commands.refresh(&mut conn).await.map_err(|reason| ConnectError::CommandTable { target: self.target.to_string(), reason })?;
+            self.commands.refresh(&mut conn).await.map_err(|reason| ConnectError::CommandTable { target: self.target.to_string(), reason: reason.to_string() })?;
         }
         conn.prepare_reuse(settings);
         Ok(Lease { conn, reused: false })

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::conn::{Conn, ConnSettings, ConnectError};
+use crate::conn::{AskError, Conn, ConnSettings, ConnectError};
 
 /// A side connection's settings, from the batch's: no delay line (a
 /// reading must not wait a simulated RTT), RESP2, no reply-size limit.
@@ -105,6 +105,19 @@ pub struct ServerWork {
 /// reading is incomplete and `server` is null).
 pub const INFO: [&[u8]; 4] = [b"INFO", b"stats", b"clients", b"commandstats"];
 
+/// Why no reading could be taken ([`Reading::take`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadingError {
+    /// The connection failed.
+    #[error("{0}")]
+    Conn(#[from] AskError),
+    /// The reply, shown whole, is not `INFO`'s text.
+    #[error("INFO answered {0}")]
+    NotInfo(String),
+    #[error("INFO lacks the stats, clients or commandstats section")]
+    Incomplete,
+}
+
 /// One `INFO` reading.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading {
@@ -155,17 +168,17 @@ impl Reading {
 
     /// Takes a reading on `conn` (a side connection: never the batch's).
     /// Errors: the connection failed or the reply is not a full `INFO`.
-    pub async fn take(conn: &mut Conn) -> Result<Reading, String> {
+    pub async fn take(conn: &mut Conn) -> Result<Reading, ReadingError> {
         let mut out = Vec::new();
         resp::encode_command(INFO, &mut out);
-        conn.write(&out).await.map_err(|e| e.to_string())?;
-        let (reply, _) = conn.read_reply().await.map_err(|e| e.to_string())?;
+        conn.write(&out).await.map_err(AskError::from)?;
+        let (reply, _) = conn.read_reply().await.map_err(AskError::from)?;
         let text = match &reply {
             resp::Value::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
             resp::Value::Verbatim { text, .. } => String::from_utf8_lossy(text).into_owned(),
-            other => return Err(format!("INFO answered {}", other.display())),
+            other => return Err(ReadingError::NotInfo(other.display())),
         };
-        Reading::parse(&text).ok_or_else(|| "INFO lacks the stats, clients or commandstats section".into())
+        Reading::parse(&text).ok_or(ReadingError::Incomplete)
     }
 
     /// The work between `self` (before the batch) and `after`, the side

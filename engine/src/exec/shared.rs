@@ -258,7 +258,7 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
             Err(why) => {
                 gave_up = true;
                 let taken = state.compare_exchange(QUEUED, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_err();
-                Answer { sent: taken.then_some(t0), failure: Some(why), ..Answer::default() }
+                Answer { sent: taken.then_some(t0), failure: Some(why.to_string()), ..Answer::default() }
             }
         },
         Err(_) => Answer { failure: Some("the shared connection's task has ended".into()), ..Answer::default() },
@@ -324,15 +324,24 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
 
 /// The job's answer, or why there is none: the batch's deadline passed
 /// first (whatever was written may have run), or the lane's task ended.
-async fn wait(rx: oneshot::Receiver<Answer>, deadline: Option<Instant>) -> Result<Answer, String> {
+async fn wait(rx: oneshot::Receiver<Answer>, deadline: Option<Instant>) -> Result<Answer, Unanswered> {
     let answer = match deadline {
         Some(d) => match tokio::time::timeout_at(d.into(), rx).await {
             Ok(a) => a,
-            Err(_) => return Err(ReadError::Deadline.to_string()),
+            Err(_) => return Err(Unanswered::Deadline),
         },
         None => rx.await,
     };
-    answer.map_err(|_| "the shared connection's task ended before the reply".to_string())
+    answer.map_err(|_| Unanswered::Ended)
+}
+
+/// Why [`wait`] got no answer.
+#[derive(Debug, thiserror::Error)]
+enum Unanswered {
+    #[error("{}", ReadError::Deadline)]
+    Deadline,
+    #[error("the shared connection's task ended before the reply")]
+    Ended,
 }
 
 /// A lane's task: takes the jobs queued since its last write, writes them

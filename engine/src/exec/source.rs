@@ -84,7 +84,7 @@ pub enum InputErrorKind<E> {
     /// The source could not produce the next command.
     Source(E),
     /// The command was read but breaks a rule of [`super::check_command`].
-    Invalid(String),
+    Invalid(crate::commands::ReplyRuleError),
 }
 
 /// Where the input went wrong and how much had been sent before.

@@ -5,7 +5,7 @@
 //! redis-rs#698).
 
 use super::{ArgvRef, Batch, Mode, Plan};
-use crate::commands::Table;
+use crate::commands::{ReplyRuleError, Table};
 use crate::delay;
 
 /// A batch that cannot be run; `field` names the request field at fault.
@@ -21,8 +21,8 @@ pub struct BatchError {
 /// ([`Table::reply_rule`]): not empty, exactly one reply, and in
 /// transaction mode not one of the commands pipelab sends itself
 /// (MULTI/EXEC/DISCARD/WATCH/UNWATCH; WATCH goes in the batch's `watch`).
-/// Errors: a message for a person.
-pub fn check_command(table: &Table, argv: ArgvRef<'_>, mode: Mode) -> Result<(), String> {
+/// Errors: why, for a person.
+pub fn check_command(table: &Table, argv: ArgvRef<'_>, mode: Mode) -> Result<(), ReplyRuleError> {
     table.reply_rule(argv, mode)
 }
 
@@ -32,8 +32,8 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<(), BatchError> {
     if plan.batch_size == 0 {
         return Err(err("batch_size", "must be at least 1".into()));
     }
-    delay::one_way(plan.simulated_rtt_ms).map_err(|m| err("simulated_rtt_ms", m))?;
-    delay::check_bandwidth(plan.simulated_bandwidth_mbps).map_err(|m| err("simulated_bandwidth_mbps", m))?;
+    delay::one_way(plan.simulated_rtt_ms).map_err(|e| err("simulated_rtt_ms", e.to_string()))?;
+    delay::check_bandwidth(plan.simulated_bandwidth_mbps).map_err(|e| err("simulated_bandwidth_mbps", e.to_string()))?;
     if !plan.watch.is_empty() && plan.mode != Mode::Transaction {
         return Err(err("watch", "WATCH is only meaningful in transaction mode".into()));
     }
@@ -56,14 +56,14 @@ pub fn validate(batch: &Batch, table: &Table) -> Result<(), BatchError> {
         match pre.reply_refused(mode) {
             None => return Ok(()),
             Some(i) => {
-                if let Err(message) = check_command(table, batch.commands.get(i), mode) {
-                    return Err(BatchError { field: format!("commands[{i}]"), message });
+                if let Err(e) = check_command(table, batch.commands.get(i), mode) {
+                    return Err(BatchError { field: format!("commands[{i}]"), message: e.to_string() });
                 }
             }
         }
     }
     for (i, argv) in batch.commands.iter().enumerate() {
-        check_command(table, argv, batch.plan.mode).map_err(|message| BatchError { field: format!("commands[{i}]"), message })?;
+        check_command(table, argv, batch.plan.mode).map_err(|e| BatchError { field: format!("commands[{i}]"), message: e.to_string() })?;
     }
     Ok(())
 }
@@ -77,20 +77,20 @@ mod tests {
         s.split(' ').filter(|a| !a.is_empty()).map(|a| a.as_bytes().to_vec()).collect()
     }
 
-    fn check(s: &str, mode: Mode) -> Result<(), String> {
+    fn check(s: &str, mode: Mode) -> Result<(), ReplyRuleError> {
         check_command(&crate::commands::fallback::table(), Commands::from(vec![argv(s)]).get(0), mode)
     }
 
     #[test]
     fn one_reply_rule() {
         assert!(check("SET k v", Mode::Pipeline).is_ok());
-        assert!(check("subscribe ch", Mode::Pipeline).unwrap_err().contains("SUBSCRIBE"));
+        assert!(check("subscribe ch", Mode::Pipeline).unwrap_err().to_string().contains("SUBSCRIBE"));
         assert!(check("MONITOR", Mode::Sequential).is_err());
         assert!(check("client reply off", Mode::Pipeline).is_err());
         assert!(check("client reply on", Mode::Pipeline).is_ok());
         assert!(check("", Mode::Pipeline).is_err());
         assert!(check("EXEC", Mode::Pipeline).is_ok());
-        assert!(check("exec", Mode::Transaction).unwrap_err().contains("EXEC"));
+        assert!(check("exec", Mode::Transaction).unwrap_err().to_string().contains("EXEC"));
     }
 
     #[test]
