@@ -31,16 +31,28 @@ pub mod tracker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pipelab_engine::conn::{connect_stream, Conn, ConnSettings, RedisTarget};
+use pipelab_engine::conn::{connect_stream, AskError, Conn, ConnSettings, ConnectError, RedisTarget};
 use pipelab_engine::delay;
 
 pub use keys::KeyTable;
 pub use missed::Rule;
 pub use stats::Doctor;
 
+/// Why no key table could be had from the server.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyTableError {
+    #[error("{0}")]
+    Connect(#[from] ConnectError),
+    #[error("{0}")]
+    Conn(#[from] AskError),
+    /// `COMMAND`'s error reply, as Redis wrote it.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// The key table of `target`, from its `COMMAND` reply; an empty table (and
 /// the reason) if it cannot be had.
-pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Result<KeyTable, String> {
+pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Result<KeyTable, KeyTableError> {
     let settings = ConnSettings {
         connect_timeout,
         read_timeout: Duration::from_secs(10),
@@ -51,13 +63,13 @@ pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Resul
         deadline: None,
         cancel: None,
     };
-    let mut conn = Conn::connect(target, &settings).await.map_err(|e| e.to_string())?;
+    let mut conn = Conn::connect(target, &settings).await?;
     let mut out = Vec::new();
     resp::encode_command([&b"COMMAND"[..]], &mut out);
-    conn.write(&out).await.map_err(|e| e.to_string())?;
-    let (reply, _) = conn.read_reply().await.map_err(|e| e.to_string())?;
+    conn.write(&out).await.map_err(AskError::from)?;
+    let (reply, _) = conn.read_reply().await.map_err(AskError::from)?;
     if let Some(m) = reply.error_message() {
-        return Err(String::from_utf8_lossy(m).into_owned());
+        return Err(KeyTableError::Refused(String::from_utf8_lossy(m).into_owned()));
     }
     Ok(KeyTable::from_command_reply(&reply))
 }
@@ -78,9 +90,24 @@ pub async fn serve_logged_in(listener: tokio::net::TcpListener, upstream: RedisT
     accept(listener, upstream, connect_timeout, link, doctor, true).await
 }
 
+/// Why [`log_in`] failed.
+#[derive(Debug, thiserror::Error)]
+enum LoginError {
+    /// Writing AUTH/SELECT failed.
+    #[error("{0}")]
+    Write(std::io::Error),
+    #[error("logging in: {0}")]
+    Read(std::io::Error),
+    /// The reply line that was not `+…`, trimmed.
+    #[error("logging in: {0}")]
+    Refused(String),
+    #[error("logging in: a reply line of over 4 KiB")]
+    LongLine,
+}
+
 /// AUTH (when `target` has a password) and SELECT (a database other than 0)
 /// on a fresh `server`, before anything of the client's: each reply is one line.
-async fn log_in(server: &mut Box<dyn pipelab_engine::conn::Stream>, target: &RedisTarget) -> Result<(), String> {
+async fn log_in(server: &mut Box<dyn pipelab_engine::conn::Stream>, target: &RedisTarget) -> Result<(), LoginError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut out = Vec::new();
     let mut steps = 0;
@@ -99,19 +126,19 @@ async fn log_in(server: &mut Box<dyn pipelab_engine::conn::Stream>, target: &Red
     if steps == 0 {
         return Ok(());
     }
-    server.write_all(&out).await.map_err(|e| e.to_string())?;
-    server.flush().await.map_err(|e| e.to_string())?;
+    server.write_all(&out).await.map_err(LoginError::Write)?;
+    server.flush().await.map_err(LoginError::Write)?;
     let mut line = Vec::new();
     while steps > 0 {
-        line.push(server.read_u8().await.map_err(|e| format!("logging in: {e}"))?);
+        line.push(server.read_u8().await.map_err(LoginError::Read)?);
         if line.ends_with(b"\r\n") {
             if line.first() != Some(&b'+') {
-                return Err(format!("logging in: {}", String::from_utf8_lossy(&line).trim_end()));
+                return Err(LoginError::Refused(String::from_utf8_lossy(&line).trim_end().to_string()));
             }
             line.clear();
             steps -= 1;
         } else if line.len() > 4096 {
-            return Err("logging in: a reply line of over 4 KiB".into());
+            return Err(LoginError::LongLine);
         }
     }
     Ok(())

@@ -152,20 +152,30 @@ fn shown_name(table: &Table, argv: &[Vec<u8>]) -> String {
 /// `parse` left unconsumed. `parse` returns the bytes it consumed, or why
 /// the stream cannot be followed. Errors (`"{stream}: …"`) also when the
 /// unconsumed rest exceeds [`MAX_PENDING_BYTES`].
-fn feed(tail: &mut Vec<u8>, chunk: &[u8], stream: &str, item: &str, parse: impl FnOnce(&[u8]) -> Result<usize, String>) -> Result<(), String> {
+fn feed<E>(tail: &mut Vec<u8>, chunk: &[u8], stream: &'static str, item: &'static str, parse: impl FnOnce(&[u8]) -> Result<usize, E>) -> Result<(), StreamError<E>> {
     let consumed;
     if tail.is_empty() {
-        consumed = parse(chunk).map_err(|e| format!("{stream}: {e}"))?;
+        consumed = parse(chunk).map_err(|error| StreamError::Parse { stream, error })?;
         tail.extend_from_slice(&chunk[consumed..]);
     } else {
         tail.extend_from_slice(chunk);
-        consumed = parse(tail).map_err(|e| format!("{stream}: {e}"))?;
+        consumed = parse(tail).map_err(|error| StreamError::Parse { stream, error })?;
         tail.drain(..consumed);
     }
     if tail.len() > MAX_PENDING_BYTES {
-        return Err(format!("{stream}: {item} longer than {MAX_PENDING_BYTES} bytes is not decoded"));
+        return Err(StreamError::TooLong { stream, item });
     }
     Ok(())
+}
+
+/// Why one stream of a connection cannot be followed: the parser's error
+/// `E`, or too much held undecoded. Each names the stream.
+#[derive(Debug, thiserror::Error)]
+enum StreamError<E> {
+    #[error("{stream}: {error}")]
+    Parse { stream: &'static str, error: E },
+    #[error("{stream}: {item} longer than {MAX_PENDING_BYTES} bytes is not decoded")]
+    TooLong { stream: &'static str, item: &'static str },
 }
 
 impl Tracker {
@@ -222,12 +232,12 @@ impl Tracker {
     /// Feeds `chunk` of one stream through [`feed`], the held bytes in
     /// `tail_of(self)`; `parse` is given the tracker and the bytes. Stops the
     /// tracker on an error, and holds nothing once it stopped.
-    fn feed_stream(
+    fn feed_stream<E: std::fmt::Display>(
         &mut self,
         chunk: &[u8],
         tail_of: fn(&mut Tracker) -> &mut Vec<u8>,
-        (stream, item): (&str, &str),
-        parse: impl FnOnce(&mut Tracker, &[u8]) -> Result<usize, String>,
+        (stream, item): (&'static str, &'static str),
+        parse: impl FnOnce(&mut Tracker, &[u8]) -> Result<usize, E>,
     ) {
         if self.stopped {
             return;
@@ -236,7 +246,7 @@ impl Tracker {
         match feed(&mut tail, chunk, stream, item, |buf| parse(self, buf)) {
             Ok(()) if !self.stopped => *tail_of(self) = tail,
             Ok(()) => {}
-            Err(reason) => self.stop(reason),
+            Err(reason) => self.stop(reason.to_string()),
         }
     }
 
@@ -244,14 +254,14 @@ impl Tracker {
     pub fn on_requests(&mut self, chunk: &[u8], now: Instant) {
         self.feed_stream(chunk, |t| &mut t.request_tail, ("requests", "a command"), |t, buf| {
             let mut pos = 0;
-            while let Some(req) = t.requests.next(&buf[pos..], false).map_err(|e| e.to_string())? {
+            while let Some(req) = t.requests.next(&buf[pos..], false)? {
                 pos += req.consumed;
                 t.on_command(&req.argv, req.consumed as u64, now);
                 if t.stopped {
                     break;
                 }
             }
-            Ok(pos)
+            Ok::<_, resp::RequestError>(pos)
         });
     }
 
@@ -330,7 +340,7 @@ impl Tracker {
         self.feed_stream(chunk, |t| &mut t.reply_tail, ("replies", "a reply"), |t, buf| {
             let mut pos = 0;
             while pos < buf.len() {
-                match t.replies.decode(&buf[pos..]).map_err(|e| e.to_string())? {
+                match t.replies.decode(&buf[pos..])? {
                     Decoded::Complete { value, consumed } => {
                         pos += consumed;
                         if !matches!(value, Value::Push(_)) {
@@ -341,7 +351,7 @@ impl Tracker {
                     Decoded::Incomplete { .. } => break,
                 }
             }
-            Ok(pos)
+            Ok::<_, resp::DecodeError>(pos)
         });
     }
 
