@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use pipelab_engine::node::NodeIdError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -287,12 +288,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 impl ServeConfig {
     /// `--node-id`, else the host name, lowercased and checked
     /// (`pipelab_engine::node::check`). Errors: the message names the flag.
-    pub fn node_id(&self) -> Result<String, String> {
+    pub fn node_id(&self) -> Result<String, NodeIdFlagError> {
         match &self.node_id {
-            Some(id) => pipelab_engine::node::check(id).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: {e}")),
+            Some(id) => pipelab_engine::node::check(id).map_err(NodeIdFlagError::Given),
             None => {
-                let host = host_name().ok_or("--node-id / PIPELAB_NODE_ID: the host name cannot be read; give the node an id")?;
-                pipelab_engine::node::check(&host).map_err(|e| format!("--node-id / PIPELAB_NODE_ID: not given, and the host name {e}: give the node an id"))
+                let host = host_name().ok_or(NodeIdFlagError::NoHostName)?;
+                pipelab_engine::node::check(&host).map_err(NodeIdFlagError::HostName)
             }
         }
     }
@@ -307,6 +308,20 @@ impl ServeConfig {
         let nofile = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 { lim.rlim_cur } else { 1024 };
         (nofile / 2).clamp(1, 1024) as usize
     }
+}
+
+/// Why `--node-id` (or the host name in its stead) cannot be this node's id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeIdFlagError {
+    #[error("--node-id / PIPELAB_NODE_ID: {0}")]
+    Given(NodeIdError),
+    #[error("--node-id / PIPELAB_NODE_ID: the host name cannot be read; give the node an id")]
+    NoHostName,
+    #[error("--node-id / PIPELAB_NODE_ID: not given, and the host name {0}: give the node an id")]
+    HostName(NodeIdError),
+    /// Another id was set in this process already.
+    #[error("{0}")]
+    Set(NodeIdError),
 }
 
 /// The machine's host name (`gethostname`), if it is UTF-8.
@@ -536,6 +551,17 @@ pub struct UpstashConfig {
     pub cors_origins: Vec<String>,
 }
 
+/// An Upstash flag refused; each quotes the value given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstashFlagError {
+    #[error("--upstash-prefix {0:?}: must start with /")]
+    PrefixNotAbsolute(String),
+    #[error("--upstash-prefix {0:?}: must be a plain path outside /api")]
+    PrefixNotPlain(String),
+    #[error("--upstash-cors-origin {0:?}: not a valid origin")]
+    Origin(String),
+}
+
 /// The Upstash surface's settings, checked ([`UpstashSettings::from_config`]).
 #[derive(Debug, Clone, Default)]
 pub struct UpstashSettings {
@@ -551,12 +577,12 @@ pub struct UpstashSettings {
 impl UpstashSettings {
     /// Checks the flags: the prefix must be a path of its own (not `/`,
     /// not under `/api/v1`), each origin a valid header value.
-    pub fn from_config(cfg: &UpstashConfig) -> Result<UpstashSettings, String> {
+    pub fn from_config(cfg: &UpstashConfig) -> Result<UpstashSettings, UpstashFlagError> {
         let prefix = match cfg.upstash_prefix.as_deref().map(|p| p.trim_end_matches('/')) {
             None | Some("") => None,
-            Some(p) if !p.starts_with('/') => return Err(format!("--upstash-prefix {p:?}: must start with /")),
+            Some(p) if !p.starts_with('/') => return Err(UpstashFlagError::PrefixNotAbsolute(p.to_string())),
             Some(p) if p == "/api" || p.starts_with("/api/") || p.contains(['{', '}', '?', '#', '*']) => {
-                return Err(format!("--upstash-prefix {p:?}: must be a plain path outside /api"))
+                return Err(UpstashFlagError::PrefixNotPlain(p.to_string()))
             }
             Some(p) => Some(p.to_string()),
         };
@@ -566,7 +592,7 @@ impl UpstashSettings {
                 "" => {}
                 "*" => settings.cors_any = true,
                 o => settings.cors_origins.push(
-                    axum::http::HeaderValue::from_str(o).map_err(|_| format!("--upstash-cors-origin {o:?}: not a valid origin"))?,
+                    axum::http::HeaderValue::from_str(o).map_err(|_| UpstashFlagError::Origin(o.to_string()))?,
                 ),
             }
         }

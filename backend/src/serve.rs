@@ -37,7 +37,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     crate::telemetry::init_logging(cfg.log_format);
     crate::telemetry::install_metrics();
     // Before anything makes an id: every visitor, session and live batch id starts with it.
-    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id).map_err(|e| e.to_string())) {
+    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id).map_err(crate::config::NodeIdFlagError::Set)) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
@@ -51,8 +51,11 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
     }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
     let preset = if cfg.sandbox.sandbox { crate::http::rate::RateLimits::sandbox() } else { crate::http::rate::RateLimits::off() };
-    let rate = crate::http::rate::RateLimits::from_config(&cfg.rate, preset);
-    let access = match (crate::http::auth::Auth::from_config(&cfg.auth), crate::upstash::Settings::from_config(&cfg.upstash), rate) {
+    // As text: the first error of the three is told, whichever its kind.
+    let rate = crate::http::rate::RateLimits::from_config(&cfg.rate, preset).map_err(|e| e.to_string());
+    let auth = crate::http::auth::Auth::from_config(&cfg.auth).map_err(|e| e.to_string());
+    let upstash = crate::upstash::Settings::from_config(&cfg.upstash).map_err(|e| e.to_string());
+    let access = match (auth, upstash, rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             refuse!(cfg, "pipelab serve: {e}");

@@ -215,9 +215,9 @@ fn tokens_from_flags_file_and_environment_lists() {
     assert_eq!(auth.check(Some(b"ro-a")), Ok(pipelab_server::http::auth::Access::ReadOnly));
     assert_eq!(auth.check(Some(b"op-a")), Ok(pipelab_server::http::auth::Access::Operator));
     let twice = AuthConfig { tokens: vec!["same".into()], operator_tokens: vec!["same".into()], ..Default::default() };
-    assert!(Auth::from_config(&twice).unwrap_err().contains("--operator-token"));
+    assert!(Auth::from_config(&twice).unwrap_err().to_string().contains("--operator-token"));
     let missing = AuthConfig { tokens_file: Some(dir.path().join("nope")), ..Default::default() };
-    assert!(Auth::from_config(&missing).unwrap_err().contains("--tokens-file"));
+    assert!(Auth::from_config(&missing).unwrap_err().to_string().contains("--tokens-file"));
     // PIPELAB_TOKENS is comma-separated, as clap splits it.
     use clap::{Args, FromArgMatches};
     let cmd = AuthConfig::augment_args(clap::Command::new("x"));

@@ -235,8 +235,8 @@ self_seed!(ArgSeed, deserialize_any, "a string or {\"base64\": \"...\"}", {
 mod tests {
     use super::*;
 
-    fn parse(json: &str) -> Result<ArgBytes, String> {
-        serde_json::from_str::<ArgBytes>(json).map_err(|e| e.to_string())
+    fn parse(json: &str) -> Result<ArgBytes, serde_json::Error> {
+        serde_json::from_str::<ArgBytes>(json)
     }
 
     #[test]
@@ -271,7 +271,7 @@ mod tests {
             (r#"{"base64": 5}"#, ApiCode::InvalidArgument, ".base64"),
             (r#"{"base64": "!!"}"#, ApiCode::InvalidBase64, ".base64"),
         ] {
-            let msg = parse(json).unwrap_err();
+            let msg = parse(json).unwrap_err().to_string();
             let (c, s, _) = untag(&msg).unwrap_or_else(|| panic!("{json}: untagged {msg}"));
             assert_eq!((c, s), (code, suffix), "{json}");
         }

@@ -124,6 +124,28 @@ impl Denied {
     }
 }
 
+/// A token refused; each names its kind (`full-access token`, …) and
+/// gives a fingerprint, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("an empty {what} (each token needs at least one character)")]
+    Empty { what: &'static str },
+    #[error("a {what} with leading or trailing white space (fingerprint {fingerprint})")]
+    WhiteSpace { what: &'static str, fingerprint: String },
+    /// Given as a `first` already.
+    #[error("the same token is given as {first} and as {what} (fingerprint {fingerprint})")]
+    Twice { first: &'static str, what: &'static str, fingerprint: String },
+}
+
+/// Why the configured tokens cannot be used; each names the flag.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthConfigError {
+    #[error("--tokens-file {}: {error}", path.display())]
+    TokensFile { path: std::path::PathBuf, error: std::io::Error },
+    #[error("--token / --readonly-token / --operator-token: {0}")]
+    Tokens(TokenError),
+}
+
 impl Auth {
     /// No tokens: everything open.
     pub fn none() -> Auth {
@@ -131,31 +153,31 @@ impl Auth {
     }
 
     /// Full-access and read-only tokens given directly (tests, embedding).
-    pub fn new<S: AsRef<str>>(full: &[S], readonly: &[S]) -> Result<Auth, String> {
+    pub fn new<S: AsRef<str>>(full: &[S], readonly: &[S]) -> Result<Auth, TokenError> {
         Auth::default().with_tokens(Kind::Full, full)?.with_tokens(Kind::ReadOnly, readonly)
     }
 
     /// These tokens and operator tokens `operator` (`--operator-token`).
-    pub fn with_operators<S: AsRef<str>>(self, operator: &[S]) -> Result<Auth, String> {
+    pub fn with_operators<S: AsRef<str>>(self, operator: &[S]) -> Result<Auth, TokenError> {
         self.with_tokens(Kind::Operator, operator)
     }
 
     /// `tokens` added to the list of `kind`; a token already in another
     /// list is refused (by fingerprint).
-    fn with_tokens<S: AsRef<str>>(mut self, kind: Kind, tokens: &[S]) -> Result<Auth, String> {
+    fn with_tokens<S: AsRef<str>>(mut self, kind: Kind, tokens: &[S]) -> Result<Auth, TokenError> {
         let what = kind.what();
         for t in tokens {
             let t = t.as_ref();
             if t.trim().is_empty() {
-                return Err(format!("an empty {what} (each token needs at least one character)"));
+                return Err(TokenError::Empty { what });
             }
             if t.trim() != t {
-                return Err(format!("a {what} with leading or trailing white space (fingerprint {})", fingerprint(t)));
+                return Err(TokenError::WhiteSpace { what, fingerprint: fingerprint(t) });
             }
             let d = digest(t.as_bytes());
             for other in [Kind::Full, Kind::ReadOnly, Kind::Operator] {
                 if other != kind && self.list(other).contains(&d) {
-                    return Err(format!("the same token is given as {} and as {what} (fingerprint {})", other.what(), fingerprint(t)));
+                    return Err(TokenError::Twice { first: other.what(), what, fingerprint: fingerprint(t) });
                 }
             }
             self.list(kind).push(d);
@@ -173,11 +195,11 @@ impl Auth {
 
     /// The tokens of `cfg`, the file's included. Errors name the flag and
     /// the line, never a token.
-    pub fn from_config(cfg: &AuthConfig) -> Result<Auth, String> {
+    pub fn from_config(cfg: &AuthConfig) -> Result<Auth, AuthConfigError> {
         let mut full = cfg.tokens.clone();
         if let Some(path) = &cfg.tokens_file {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--tokens-file {}: {e}", path.display()))?;
+                .map_err(|error| AuthConfigError::TokensFile { path: path.clone(), error })?;
             full.extend(
                 text.lines()
                     .map(str::trim)
@@ -187,7 +209,7 @@ impl Auth {
         }
         let mut auth = Auth::new(&full, &cfg.readonly_tokens)
             .and_then(|auth| auth.with_operators(&cfg.operator_tokens))
-            .map_err(|e| format!("--token / --readonly-token / --operator-token: {e}"))?;
+            .map_err(AuthConfigError::Tokens)?;
         auth.metrics_public = cfg.metrics_public;
         if auth.enabled() {
             let prints: Vec<String> =
@@ -385,12 +407,12 @@ mod tests {
         assert_eq!(auth.check(None), Err(Denied::Missing));
         assert_eq!(Auth::none().check(None), Ok(Access::Open));
         assert!(Auth::new(&[""], &[]).is_err());
-        assert!(Auth::new(&["a"], &["a"]).unwrap_err().contains("fingerprint"));
+        assert!(Auth::new(&["a"], &["a"]).unwrap_err().to_string().contains("fingerprint"));
         let ops = Auth::new(&["full-1"], &["ro"]).unwrap().with_operators(&["op"]).unwrap();
         assert_eq!(ops.check(Some(b"op")), Ok(Access::Operator));
         assert_eq!(ops.check(Some(b"full-1")), Ok(Access::Full));
         assert!(Auth::none().with_operators(&["op"]).unwrap().enabled());
-        let twice = Auth::new(&["a"], &[]).unwrap().with_operators(&["a"]).unwrap_err();
+        let twice = Auth::new(&["a"], &[]).unwrap().with_operators(&["a"]).unwrap_err().to_string();
         assert!(twice.contains("full-access token and as operator token"), "{twice}");
     }
 

@@ -98,15 +98,15 @@ impl RateLimits {
     /// The limits of `cfg` over `preset` ([`RateLimits::off`] or
     /// [`RateLimits::sandbox`]): a rate given replaces the preset's (0: off),
     /// a burst given alone changes the preset's burst. Errors name the flag.
-    pub fn from_config(cfg: &RateConfig, preset: RateLimits) -> Result<RateLimits, String> {
-        let one = |name: &str, rate: Option<u32>, burst: Option<u32>, preset: Option<Rate>| -> Result<Option<Rate>, String> {
+    pub fn from_config(cfg: &RateConfig, preset: RateLimits) -> Result<RateLimits, RateFlagError> {
+        let one = |name: &'static str, rate: Option<u32>, burst: Option<u32>, preset: Option<Rate>| -> Result<Option<Rate>, RateFlagError> {
             let per_second = match rate {
-                Some(0) if burst.is_some() => return Err(format!("--rate-{name}-burst needs --rate-{name} above 0")),
+                Some(0) if burst.is_some() => return Err(RateFlagError::BurstOfZero { name }),
                 Some(0) => return Ok(None),
                 Some(r) => r,
                 None => match preset {
                     Some(p) => p.per_second.get(),
-                    None if burst.is_some() => return Err(format!("--rate-{name}-burst needs --rate-{name}")),
+                    None if burst.is_some() => return Err(RateFlagError::BurstAlone { name }),
                     None => return Ok(None),
                 },
             };
@@ -120,6 +120,16 @@ impl RateLimits {
             trust_forwarded_for: cfg.trust_forwarded_for || preset.trust_forwarded_for,
         })
     }
+}
+
+/// A `--rate-*` flag given without the one it needs; `name`: what the rate
+/// counts (`requests`, `commands`, `bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RateFlagError {
+    #[error("--rate-{name}-burst needs --rate-{name} above 0")]
+    BurstOfZero { name: &'static str },
+    #[error("--rate-{name}-burst needs --rate-{name}")]
+    BurstAlone { name: &'static str },
 }
 
 /// What a limit counts: the `limit` label of `pipelab_rate_limited_total`.
@@ -610,7 +620,7 @@ mod tests {
         assert_eq!(l.requests, Some(Rate::new(5, 5)));
         assert_eq!(l.commands, None);
         assert_eq!(l.bytes, Some(Rate::new(1 << 20, 99)));
-        let err = parse(RateConfig { rate_bytes_burst: Some(9), ..Default::default() }, RateLimits::off()).unwrap_err();
+        let err = parse(RateConfig { rate_bytes_burst: Some(9), ..Default::default() }, RateLimits::off()).unwrap_err().to_string();
         assert!(err.contains("--rate-bytes-burst needs --rate-bytes"), "{err}");
     }
 }
