@@ -47,3 +47,29 @@ impl Mode {
         }
     }
 }
+
+/// The mode as the rules the page shares with the server know it
+/// (`pipelab_model`: a batch's least round trips).
+impl From<Mode> for pipelab_model::Mode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Sequential => pipelab_model::Mode::Sequential,
+            Mode::Pipeline => pipelab_model::Mode::Pipeline,
+            Mode::Transaction => pipelab_model::Mode::Transaction,
+            Mode::Auto => pipelab_model::Mode::Auto,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Mode;
+
+    /// The page names the mode to the wasm module as the API does.
+    #[test]
+    fn model_knows_each_mode_by_its_name() {
+        for mode in Mode::ALL {
+            assert_eq!(pipelab_model::Mode::from_name(mode.name()), Some(mode.into()), "{mode:?}");
+        }
+    }
+}

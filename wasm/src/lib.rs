@@ -1,6 +1,7 @@
-//! wasm-bindgen bindings over `resp` for the playground (docs/wasm.md).
+//! wasm-bindgen bindings over `resp` and `pipelab-model` for the playground (docs/wasm.md).
 //!
-//! Bindings only: every RESP, inline and display rule lives in `resp`. What is
+//! Bindings only: every RESP, inline and display rule lives in `resp`, and
+//! the server's rules the page applies in advance in `pipelab-model`. What is
 //! here is the crossing into JavaScript: building JS objects (replies through
 //! a flat tape, see `Tape`), turning byte offsets into the UTF-16 positions an
 //! editor uses, and keeping integers that a JS number cannot hold exact (as
@@ -544,4 +545,28 @@ pub fn reply_to_resp(json: &str) -> Result<Uint8Array, JsError> {
     let mut out = Vec::new();
     value.encode(&mut out);
     Ok(Uint8Array::from(&out[..]))
+}
+
+/// Least number of round trips of `commands` in `mode` (its API name), as the
+/// server counts them when it refuses a batch whose simulated RTT alone would
+/// pass its batch timeout. Numbers as JS holds them; whole ones expected.
+/// Throws on a mode the API does not know.
+#[wasm_bindgen(js_name = minRoundTrips)]
+pub fn min_round_trips(mode: &str, commands: f64, batch_size: f64, clients: f64) -> Result<f64, JsError> {
+    let mode = pipelab_model::Mode::from_name(mode).ok_or_else(|| JsError::new(&format!("unknown mode {mode:?}")))?;
+    Ok(pipelab_model::min_round_trips(mode, commands as u64, batch_size as u64, clients as u64) as f64)
+}
+
+/// The sweep's cost model: the time of `total` commands at `batch_size`, in
+/// µs (`model` of a sweep report: `rtt_ms`, `wire_us_per_cmd`, `t_cmd_us`).
+#[wasm_bindgen(js_name = modelUs)]
+pub fn model_us(rtt_ms: f64, wire_us_per_cmd: f64, t_cmd_us: f64, total: f64, batch_size: f64) -> f64 {
+    pipelab_model::model_us(rtt_ms, wire_us_per_cmd, t_cmd_us, total as u64, batch_size as u64)
+}
+
+/// Commands/s the cost model predicts at `batch_size`; NaN where its time is
+/// not positive.
+#[wasm_bindgen(js_name = modelRate)]
+pub fn model_rate(rtt_ms: f64, wire_us_per_cmd: f64, t_cmd_us: f64, total: f64, batch_size: f64) -> f64 {
+    pipelab_model::model_rate(rtt_ms, wire_us_per_cmd, t_cmd_us, total as u64, batch_size as u64)
 }

@@ -2,16 +2,10 @@
 // simulated RTT, and the server refuses a batch whose waiting alone would
 // exceed its batch timeout (backend/src/api/validate.rs, check_rtt_budget).
 // The page warns before running, and its advice fits the mode: in sequential
-// mode the batch size changes nothing.
+// mode the batch size changes nothing. The round trips are counted by the
+// server's own rule, in the wasm module (model/, min_round_trips).
 import type { Mode } from './api/client.js';
-
-/** Least number of round trips, as the server counts them (validate.rs, min_round_trips). */
-export function minRoundTrips(mode: Mode, commands: number, batchSize: number, clients = 10): number {
-  if (mode === 'sequential') return commands;
-  if (mode === 'auto') return Math.ceil(commands / Math.max(1, clients));
-  if (mode === 'pipeline') return Math.ceil(commands / Math.max(1, batchSize));
-  return 1;
-}
+import { minRoundTrips } from './wasm.js';
 
 /** What to change so the batch fits, for `mode`. */
 export function budgetHint(mode: Mode): string {

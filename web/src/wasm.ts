@@ -1,7 +1,9 @@
 // Typed access to the wasm module (wasm/src/lib.rs, generated into
-// ./wasm-pkg by scripts/build-web.sh). Every RESP/inline rule runs there.
+// ./wasm-pkg by scripts/build-web.sh). Every RESP/inline rule runs there,
+// and the server's rules the page applies in advance (model/).
 import init, * as pkg from './wasm-pkg/pipelab_wasm.js';
 import { replyToJsonText, type ReplyJson } from './replyJson.js';
+import type { Mode } from './api/client.js';
 
 export interface InlineError {
   line: number; // 1-based
@@ -71,3 +73,15 @@ export function formatReply(reply: ReplyJson): string {
 export function replyToResp(reply: ReplyJson): Uint8Array {
   return pkg.replyToResp(replyToJsonText(reply));
 }
+
+/** Least number of round trips of `commands` in `mode`, as the server counts them (its simulated-RTT budget). */
+export const minRoundTrips = (mode: Mode, commands: number, batchSize: number, clients: number): number =>
+  pkg.minRoundTrips(mode, commands, batchSize, clients);
+
+/** The sweep's cost model: the time of `total` commands at batch size `b`, in µs. */
+export const modelUs = (rttMs: number, wireUsPerCmd: number, tCmdUs: number, total: number, b: number): number =>
+  pkg.modelUs(rttMs, wireUsPerCmd, tCmdUs, total, b);
+
+/** Commands/s the cost model predicts at batch size `b`; NaN where its time is not positive. */
+export const modelRate = (rttMs: number, wireUsPerCmd: number, tCmdUs: number, total: number, b: number): number =>
+  pkg.modelRate(rttMs, wireUsPerCmd, tCmdUs, total, b);

@@ -350,16 +350,10 @@ impl Prepared {
 }
 
 /// Least number of round trips `batch` needs: each costs at least the
-/// simulated RTT.
+/// simulated RTT. The rule is `pipelab_model`'s, which the page's warning
+/// runs through the wasm module.
 pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize, clients: usize) -> u64 {
-    let n = commands as u64;
-    match mode {
-        Mode::Sequential => n,
-        Mode::Pipeline => n.div_ceil(batch_size.max(1) as u64),
-        Mode::Transaction => 1,
-        // Each caller waits for every one of its commands.
-        Mode::Auto => n.div_ceil(clients.max(1) as u64),
-    }
+    pipelab_model::min_round_trips(mode.into(), commands as u64, batch_size as u64, clients as u64)
 }
 
 /// Refuse up front a batch whose simulated RTT alone, or its requests'

@@ -303,7 +303,7 @@ impl CostModel {
 
     /// The model's time for `total` commands in chunks of `batch_size`, in µs.
     pub fn total_us(&self, total: u64, batch_size: u64) -> f64 {
-        total.div_ceil(batch_size.max(1)) as f64 * self.rtt_ms * 1000.0 + total as f64 * (self.wire_us_per_cmd + self.t_cmd_us)
+        pipelab_model::model_us(self.rtt_ms, self.wire_us_per_cmd, self.t_cmd_us, total, batch_size)
     }
 }
 

@@ -2,7 +2,9 @@
 // sessions, auto mode's coalescing, both sides' syscalls, the sweep's cost
 // model and reply latency. Named views of the generated schema's fields, so
 // the lessons and views say `ServerWork` rather than `Summary['server']`.
+// The cost model is the engine's own, in the wasm module (model/).
 import type { BatchResponse, Summary, SweepResponse } from './types.js';
+import * as wasm from '../wasm.js';
 
 /** `summary.server`: the Redis server's work for a batch (INFO deltas), null when it could not be asked. */
 export type ServerWork = NonNullable<Summary['server']>;
@@ -19,13 +21,12 @@ export type SweepModel = NonNullable<SweepResponse['model']>;
  * loopback one; `wire` a command's bytes at the simulated bandwidth, 0 when unlimited).
  */
 export function modelUs(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'> & { wire_us_per_cmd?: number }, total: number, b: number): number {
-  return Math.ceil(total / b) * model.rtt_ms * 1000 + total * ((model.wire_us_per_cmd ?? 0) + model.t_cmd_us);
+  return wasm.modelUs(model.rtt_ms, model.wire_us_per_cmd ?? 0, model.t_cmd_us, total, b);
 }
 
 /** Commands/s the model predicts at batch size `b`; NaN where its time is not positive (a fit below zero). */
 export function modelRate(model: Pick<SweepModel, 'rtt_ms' | 't_cmd_us'> & { wire_us_per_cmd?: number }, total: number, b: number): number {
-  const us = modelUs(model, total, b);
-  return us > 0 ? (total * 1e6) / us : NaN;
+  return wasm.modelRate(model.rtt_ms, model.wire_us_per_cmd ?? 0, model.t_cmd_us, total, b);
 }
 
 /**

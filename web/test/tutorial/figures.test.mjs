@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { importTs } from './helpers.mjs';
+import '../wasm/load.mjs'; // the cost model runs in the wasm module
 
 const { modelUs, modelRate, departures, quantile, latencyOf } = await importTs('api/figures.ts');
 const { spread, NOISY_SPREAD, bestRuns, fastestOf } = await importTs('lessons/noise.ts');

@@ -66,11 +66,20 @@ export async function startRedis() {
   };
 }
 
+// The wasm module's glue stays one module outside every bundle, so that a
+// test's `initSync` (../wasm/load.mjs) serves the modules it bundles.
+const wasmGlue = {
+  name: 'wasm-glue',
+  setup(b) {
+    b.onResolve({ filter: /wasm-pkg\/pipelab_wasm\.js$/ }, (args) => ({ path: pathToFileURL(resolve(args.resolveDir, args.path)).href, external: true }));
+  },
+};
+
 /** Bundles a TypeScript module of web/src and imports it. */
 export async function importTs(relPath) {
   const entry = join(webDir, 'src', relPath);
   const outfile = join(tmpDir, relPath.replace(/[\\/]/g, '_').replace(/\.ts$/, '.mjs'));
-  await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile, logLevel: 'error', external: ['*.wasm'] });
+  await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile, logLevel: 'error', external: ['*.wasm'], plugins: [wasmGlue] });
   return import(pathToFileURL(outfile).href + `?t=${Date.now()}`);
 }
 

@@ -192,3 +192,14 @@ test('decodeReplies: UTF-16 ranges of non-ASCII text, verbatim, big number, nan'
     { type: 'push', value: [{ type: 'null' }] },
   ]);
 });
+
+test('minRoundTrips, modelUs, modelRate: the server\'s rules the page applies in advance', () => {
+  assert.equal(wasm.minRoundTrips('sequential', 1000, 100, 10), 1000);
+  assert.equal(wasm.minRoundTrips('pipeline', 1001, 100, 10), 11);
+  assert.equal(wasm.minRoundTrips('transaction', 1000, 100, 10), 1);
+  assert.equal(wasm.minRoundTrips('auto', 1000, 100, 3), 334);
+  assert.throws(() => wasm.minRoundTrips('batch', 1, 1, 1), /unknown mode/);
+  assert.equal(wasm.modelUs(0.5, 1, 2, 10000, 3), 3334 * 500 + 10000 * 3);
+  assert.equal(wasm.modelRate(0.5, 0, 2, 10000, 10000), 10000 * 1e6 / 20500);
+  assert.ok(Number.isNaN(wasm.modelRate(0, 0, -1, 100, 100)));
+});
