@@ -250,25 +250,40 @@ impl Drop for EmbeddedRedis {
     }
 }
 
+/// Why the users' rules could not be completed from the server's table.
+#[derive(Debug, thiserror::Error)]
+enum GrantError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("the connection closed")]
+    Closed,
+    #[error("{0}")]
+    Decode(#[from] resp::DecodeError),
+    #[error("{0}")]
+    Table(#[from] pipelab_engine::commands::TableError),
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Completes the users' rules with what `pipelab_engine::acl::grants` finds in this
 /// server's own `COMMAND` (the rules of its command line cannot name
 /// commands a server may lack).
-fn grant(socket: &Path) -> Result<(), String> {
+fn grant(socket: &Path) -> Result<(), GrantError> {
     use std::io::{Read, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
-    let mut ask = |argv: &[&[u8]]| -> Result<resp::Value, String> {
+    let mut s = std::os::unix::net::UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut ask = |argv: &[&[u8]]| -> Result<resp::Value, GrantError> {
         let mut out = Vec::new();
         resp::encode_command(argv, &mut out);
-        s.write_all(&out).map_err(|e| e.to_string())?;
+        s.write_all(&out)?;
         let (mut dec, mut buf, mut chunk) = (resp::Decoder::new(), Vec::new(), [0u8; 65536]);
         loop {
-            let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+            let n = s.read(&mut chunk)?;
             if n == 0 {
-                return Err("the connection closed".into());
+                return Err(GrantError::Closed);
             }
             buf.extend_from_slice(&chunk[..n]);
-            if let resp::Decoded::Complete { value, .. } = dec.decode(&buf).map_err(|e| e.to_string())? {
+            if let resp::Decoded::Complete { value, .. } = dec.decode(&buf)? {
                 return Ok(value);
             }
         }
@@ -278,7 +293,7 @@ fn grant(socket: &Path) -> Result<(), String> {
         let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
         let reply = ask(&argv)?;
         if reply.is_error() {
-            return Err(pipelab_engine::conn::reply_text(&reply));
+            return Err(GrantError::Refused(pipelab_engine::conn::reply_text(&reply)));
         }
     }
     Ok(())

@@ -233,9 +233,20 @@ async fn a_jailed_redis_server_serves_a_visitor_as_before() {
     assert_eq!(s, 200, "{r}");
     let got = replies(&r);
     assert_eq!(got[0], json!(7), "{r}");
-    let info = got[1].as_str().unwrap_or_else(|| panic!("INFO's text: {r}"));
-    let rss: u64 = info.lines().find_map(|l| l.strip_prefix("used_memory_rss:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    assert!(rss > 0, "the jailed redis-server reads its own resident memory: {info}");
+    let rss_of = |info: &str| -> u64 { info.lines().find_map(|l| l.strip_prefix("used_memory_rss:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0) };
+    let mut info = got[1].as_str().unwrap_or_else(|| panic!("INFO's text: {r}")).to_string();
+    // Redis reads its resident memory in its cron (every 100 ms): a child
+    // started moments ago may not have read it yet.
+    for _ in 0..20 {
+        if rss_of(&info) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let (s, r) = v.batch(&app, "INFO memory").await;
+        assert_eq!(s, 200, "{r}");
+        info = replies(&r)[0].as_str().unwrap_or_else(|| panic!("INFO's text: {r}")).to_string();
+    }
+    assert!(rss_of(&info) > 0, "the jailed redis-server reads its own resident memory: {info}");
     let child = v.child(&app);
     let files: Vec<String> = std::fs::read_dir(child.process.dir()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     let mut log = String::new();

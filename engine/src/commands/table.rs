@@ -224,13 +224,6 @@ pub enum TableError {
     KeySpec { name: String, error: KeySpecError },
 }
 
-// For callers whose own errors are still messages: `?` gives them the same text.
-impl From<TableError> for String {
-    fn from(e: TableError) -> String {
-        e.to_string()
-    }
-}
-
 /// Longest name a [`Prefilter`] tells apart; longer ones always "may match".
 const FILTER_LEN: usize = 24;
 

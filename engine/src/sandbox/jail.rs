@@ -204,6 +204,15 @@ mod linux {
     use landlock::{Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI};
     use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch};
 
+    /// Why the seccomp programs could not be built.
+    #[derive(Debug, thiserror::Error)]
+    enum FilterError {
+        #[error("not in this kernel ({0})")]
+        NotInKernel(io::Error),
+        #[error("{0}")]
+        Backend(#[from] seccompiler::BackendError),
+    }
+
     /// The Landlock ABI the rules are written for (and tested with); a
     /// newer kernel gets these, an older one what it knows of them.
     const ABI_TARGET: ABI = ABI::V7;
@@ -312,15 +321,14 @@ mod linux {
     /// The seccomp programs: the system calls refused (`EPERM`), then the
     /// ones answered `ENOSYS` so that the C library falls back (`clone3`,
     /// whose flags a filter cannot read) and, on x86-64, the x32 calls.
-    fn filters(landlock_abi: u8) -> Result<Vec<BpfProgram>, String> {
+    fn filters(landlock_abi: u8) -> Result<Vec<BpfProgram>, FilterError> {
         // SAFETY: reads this process's seccomp mode.
         if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
-            return Err(format!("not in this kernel ({})", io::Error::last_os_error()));
+            return Err(FilterError::NotInKernel(io::Error::last_os_error()));
         }
-        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-        let err = |e: seccompiler::BackendError| e.to_string();
-        let cond = |arg, len, op, val| Cond::new(arg, len, op, val).map_err(err);
-        let rule = |conds: Vec<Cond>| SeccompRule::new(conds).map_err(err);
+        let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+        let cond = |arg, len, op, val| Cond::new(arg, len, op, val);
+        let rule = |conds: Vec<Cond>| SeccompRule::new(conds);
         let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         let always = [
             libc::SYS_connect,
@@ -397,10 +405,10 @@ mod linux {
             deny.insert(libc::SYS_tkill, Vec::new());
             deny.insert(libc::SYS_tgkill, Vec::new());
         }
-        let main = SeccompFilter::new(deny, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch).map_err(err)?;
-        let nosys = SeccompFilter::new(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch).map_err(err)?;
-        let main: BpfProgram = main.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
-        let mut nosys: BpfProgram = nosys.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+        let main = SeccompFilter::new(deny, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+        let nosys = SeccompFilter::new(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
+        let main: BpfProgram = main.try_into()?;
+        let mut nosys: BpfProgram = nosys.try_into()?;
         if arch == TargetArch::x86_64 {
             // x32 calls (numbers with bit 30 set) share x86-64's audit arch:
             // refused ahead of the arch check, which kills any other arch.
