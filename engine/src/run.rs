@@ -74,7 +74,7 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
         return Ok(out.with_results(results));
     }
     // Validated as a whole above: the runner need not check each command again.
-    let out = exec::runner::run(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
+    let out = exec::drive::connect_and_run_plan(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
     Ok(out.with_results(results))
 }
 
@@ -132,7 +132,7 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
         None
     };
     let plan = &batch.plan;
-    let settings = exec::runner::settings(plan, opts);
+    let settings = plan.conn_settings(opts);
     // Boxed, as the other paths a one-command batch does not take
     // (connecting, `summary.server`'s readings): a future holds its
     // largest path inline, and every future around it is moved whole
@@ -155,7 +155,7 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     let mut source = BatchSource::new(&batch.commands);
     let probe = exec::server::Probe::pooled(probe_pool, plan, &settings).await;
     let pre = batch.checked_for(&table);
-    let ran = exec::runner::run_on_checked(lease.conn, fallback, plan, &mut source, sink, false, table.clone(), pre).await;
+    let ran = exec::drive::run_plan_on(lease.conn, fallback, plan, &mut source, sink, false, table.clone(), pre).await;
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {
@@ -187,12 +187,12 @@ pub async fn execute_on_into<K: ResultSink>(
     let table = opts.table(Some(&**pool));
     validate(batch, &table)?;
     let mut c = conn.take().ok_or(ConnectError::Gone)?;
-    let settings = exec::runner::settings(&batch.plan, opts);
+    let settings = batch.plan.conn_settings(opts);
     c.prepare_reuse(&settings);
     let probe = exec::server::Probe::pooled(pool, &batch.plan, &settings).await;
     let mut source = BatchSource::new(&batch.commands);
     let pre = batch.checked_for(&table);
-    let ran = exec::runner::run_on_checked(c, None, &batch.plan, &mut source, sink, false, table.clone(), pre).await;
+    let ran = exec::drive::run_plan_on(c, None, &batch.plan, &mut source, sink, false, table.clone(), pre).await;
     *conn = ran.reusable.or(ran.kept);
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, pool, &mut out.summary).await;
@@ -223,5 +223,5 @@ pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     if table.is_cluster() {
         return cluster::execute_stream(target, plan, opts, cluster::Io { source, sink, check: true, table }).await;
     }
-    exec::runner::run(target, plan, source, sink, opts, true, table).await
+    exec::drive::connect_and_run_plan(target, plan, source, sink, opts, true, table).await
 }

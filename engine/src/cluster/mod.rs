@@ -93,7 +93,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     opts: &ExecOptions,
     io: Io<'_, S, K>,
 ) -> Result<StreamReport<S::Error>, ExecError> {
-    let settings = crate::exec::runner::settings(plan, opts);
+    let settings = plan.conn_settings(opts);
     let config = PoolConfig { max_idle: 0, ..PoolConfig::default() };
     let cluster = Cluster::connect(target, &settings, config).await?;
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await

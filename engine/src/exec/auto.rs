@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::runner::Runner;
+use super::execution::Execution;
 use super::source::{CommandSource, ResultSink};
 use super::{OnError, Status};
 use crate::conn::ReadError;
@@ -64,7 +64,7 @@ struct Pending {
 /// and the µs its write was issued (its `sent_us`).
 type InFlight = VecDeque<(Instant, u64)>;
 
-pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, clients: usize, window_us: u64, on_error: OnError) {
+pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, clients: usize, window_us: u64, on_error: OnError) {
     let clients = clients.max(1);
     let mut stats = AutoSummary { clients, window_us, ..AutoSummary::default() };
     let (mut pending, mut in_flight) = (Pending::default(), InFlight::new());
@@ -148,7 +148,7 @@ pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K
 }
 
 /// The next command becomes pending, called at `at`; false at the end of input.
-fn call<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, pending: &mut Pending, at: Instant) -> bool {
+fn call<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, pending: &mut Pending, at: Instant) -> bool {
     let Some(argv) = r.pull() else { return false };
     resp::encode_command(argv, &mut pending.bytes);
     pending.calls.push_back(at);
@@ -159,7 +159,7 @@ fn call<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, pending: &mut
 /// command (unless an error reply with `on_error: stop` ended the calls,
 /// which also drops the pending ones: they end `not_sent`).
 fn answer<S: CommandSource, K: ResultSink>(
-    r: &mut Runner<'_, S, K>,
+    r: &mut Execution<'_, S, K>,
     pending: &mut Pending,
     in_flight: &mut InFlight,
     reply: resp::Value,
@@ -184,7 +184,7 @@ fn answer<S: CommandSource, K: ResultSink>(
 
 /// Reads replies until `until` (the write window closes) or nothing is in flight.
 async fn read_until<S: CommandSource, K: ResultSink>(
-    r: &mut Runner<'_, S, K>,
+    r: &mut Execution<'_, S, K>,
     pending: &mut Pending,
     in_flight: &mut InFlight,
     until: Instant,
@@ -210,7 +210,7 @@ async fn read_until<S: CommandSource, K: ResultSink>(
 
 /// The connection failed: every command written and not yet answered is
 /// `unknown` (it may or may not have run); the pending ones end `not_sent`.
-fn lost<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, in_flight: &mut InFlight, why: impl std::fmt::Display) {
+fn lost<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, in_flight: &mut InFlight, why: impl std::fmt::Display) {
     r.fail(why);
     for (_, sent_us) in in_flight.drain(..) {
         r.emit(Status::Unknown, None, Some(sent_us), None);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::conn::ConnectError;
+use crate::conn::{ConnSettings, ConnectError};
 
 
 pub mod auto;
@@ -20,7 +20,8 @@ mod pipeline;
 #[cfg(feature = "openapi")]
 pub mod reply_schema;
 pub mod pool;
-pub(crate) mod runner;
+pub(crate) mod drive;
+mod execution;
 mod sequential;
 pub mod shared;
 pub mod server;
@@ -422,6 +423,20 @@ pub struct Plan {
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
 
 impl Plan {
+    /// The connection settings this plan needs under `opts`.
+    pub(crate) fn conn_settings(&self, opts: &ExecOptions) -> ConnSettings {
+        ConnSettings {
+            connect_timeout: opts.connect_timeout,
+            read_timeout: opts.read_timeout,
+            resp3: self.resp3,
+            simulated_rtt_ms: self.simulated_rtt_ms,
+            simulated_bandwidth_mbps: self.simulated_bandwidth_mbps,
+            max_reply_bytes: opts.max_reply_bytes,
+            deadline: opts.deadline,
+            cancel: opts.cancel.clone(),
+        }
+    }
+
     /// `mode` with the defaults: batch size [`DEFAULT_BATCH_SIZE`],
     /// `on_error: continue`, no simulated RTT, RESP2, nothing watched.
     pub fn new(mode: Mode) -> Plan {

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::runner::Runner;
+use super::execution::Execution;
 use super::source::{CommandSource, ResultSink};
 use super::{OnError, Status};
 use crate::conn::ReadError;
@@ -41,7 +41,7 @@ struct Segment<'s> {
 impl<'s> Segment<'s> {
     /// Pulls and encodes up to `max` commands, stopping once [`SEGMENT`]
     /// bytes are reached (a single command may exceed it).
-    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Runner<'s, S, K>, max: usize) {
+    fn fill<S: CommandSource, K: ResultSink>(&mut self, r: &mut Execution<'s, S, K>, max: usize) {
         self.bytes.clear();
         self.count = 0;
         self.encoded = None;
@@ -68,7 +68,7 @@ impl<'s> Segment<'s> {
 type InFlight = VecDeque<(usize, u64)>;
 
 pub(super) async fn run<'s, S: CommandSource, K: ResultSink>(
-    r: &mut Runner<'s, S, K>,
+    r: &mut Execution<'s, S, K>,
     size: usize,
     on_error: OnError,
     prefetch: bool,
@@ -147,7 +147,7 @@ pub(super) async fn run<'s, S: CommandSource, K: ResultSink>(
 /// every one is answered; without, only those already received. Notes any
 /// error reply in `had_error`. Errors: the connection failed (see [`lost`]).
 async fn read_replies<S: CommandSource, K: ResultSink>(
-    r: &mut Runner<'_, S, K>,
+    r: &mut Execution<'_, S, K>,
     in_flight: &mut InFlight,
     wait: bool,
     had_error: &mut bool,
@@ -177,7 +177,7 @@ async fn read_replies<S: CommandSource, K: ResultSink>(
 
 /// The connection failed: it is dropped, and every command written and not
 /// yet answered is `unknown` (it may or may not have run).
-fn lost<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, in_flight: &mut InFlight, why: impl std::fmt::Display) {
+fn lost<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, in_flight: &mut InFlight, why: impl std::fmt::Display) {
     r.fail(why);
     for (end, sent_us) in in_flight.drain(..) {
         while r.next_index() < end {

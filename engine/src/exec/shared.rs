@@ -211,7 +211,7 @@ impl Lanes {
         }
         lanes.retain(|l| !l.jobs.is_closed());
         let (tx, rx) = mpsc::unbounded_channel();
-        let settings = ConnSettings { deadline: None, cancel: None, ..super::runner::settings(&batch.plan, opts) };
+        let settings = ConnSettings { deadline: None, cancel: None, ..batch.plan.conn_settings(opts) };
         tokio::spawn(drive(pool.weak(), rx, settings, pool.idle_timeout()));
         lanes.push(Lane { runtime: here, jobs: tx.clone() });
         tx
@@ -275,7 +275,7 @@ pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, 
     let sent_us = answer.sent.map(us);
     let mut replies = answer.replies.into_iter();
     // Set once the sink refused a reply: the rest are `unknown`, as the
-    // runner has them after a cut.
+    // execution has them after a cut.
     let mut cut = false;
     for index in 0..n {
         let (status, reply, reply_us) = match replies.next() {

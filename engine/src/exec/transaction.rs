@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use super::runner::Runner;
+use super::execution::Execution;
 use super::source::{CommandSource, ResultSink};
 use super::{Rejected, Status, TransactionOutcome, TransactionStatus};
 use crate::conn::reply_text;
@@ -30,7 +30,7 @@ enum QueueReply {
     Executed(resp::Value, Instant),
 }
 
-pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Runner<'_, S, K>, watch: &[Vec<u8>]) {
+pub(super) async fn run<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, watch: &[Vec<u8>]) {
     // MULTI…EXEC is one write: the whole batch is held.
     let mut body = Vec::new();
     resp::encode_command(&[b"MULTI"], &mut body);
