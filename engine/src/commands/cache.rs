@@ -60,7 +60,7 @@ impl Cache {
     pub async fn refresh(&self, conn: &mut Conn) -> Result<bool, AskError> {
         let info = conn.ask(&[b"INFO", b"server"]).await?;
         self.checked.store(true, Ordering::Relaxed);
-        let Some(identity) = super::table::text(&info).as_deref().and_then(ServerIdentity::from_info) else {
+        let Some(identity) = super::reply::text(&info).as_deref().and_then(ServerIdentity::from_info) else {
             tracing::warn!("INFO server gave no run_id or version: keeping the current command table");
             return Ok(false);
         };

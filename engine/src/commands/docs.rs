@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use resp::Value;
 
-use super::table::{Command, Table};
+use super::command::Command;
+use super::table::Table;
 
 /// One command or subcommand, for people.
 #[derive(Debug, Clone, PartialEq, Serialize)]

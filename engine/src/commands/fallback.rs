@@ -13,7 +13,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use super::table::{Command, Table};
+use super::command::Command;
+use super::table::Table;
 
 /// `name arity flags categories`, from Redis 7.0.15.
 pub const ENTRIES: &[&str] = &[

@@ -59,17 +59,23 @@
 //! [`Command::request_policy`], [`Command::response_policy`]).
 
 pub mod cache;
+pub mod command;
 pub mod docs;
 pub mod fallback;
+pub mod key_spec;
 pub mod keys;
+pub mod names;
 pub mod refused;
+pub mod reply;
 pub mod rules;
 pub mod server;
 pub mod table;
 mod timeout;
 
 pub use cache::Cache;
-pub use keys::{first_key, from_getkeys_reply, getkeys_argv, keys, BeginSearch, FindKeys, GetKeysError, KeyFlags, KeyPosition, KeySpec, KeySpecError, Keys};
+pub use command::{Command, TableError, ADMIN_READS, NEWER_ADMIN_READS, VISITOR_OWN_DATA};
+pub use key_spec::{BeginSearch, FindKeys, KeyFlags, KeySpec, KeySpecError};
+pub use keys::{first_key, from_getkeys_reply, getkeys_argv, keys, GetKeysError, KeyPosition, Keys};
 pub use refused::RefusedCommand;
-pub use rules::{Access, Allow, Reason, Refusal, ReplyRuleError, TransactionStep, ADMIN_READS, NEWER_ADMIN_READS, VISITOR_OWN_DATA};
-pub use table::{Command, ServerIdentity, Table, TableError};
+pub use rules::{Access, Allow, Reason, Refusal, ReplyRuleError, TransactionStep};
+pub use table::{ServerIdentity, Table};

@@ -13,7 +13,8 @@
 use serde::Serialize;
 
 use super::rules::{Access, Allow, Reason};
-use super::table::{Command, Table};
+use super::command::Command;
+use super::table::Table;
 use crate::argv::{ArgvRef, Commands};
 use crate::mode::Mode;
 

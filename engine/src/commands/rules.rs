@@ -21,7 +21,8 @@
 //! (and, for the doctor's narrower question, those that read about
 //! connections or act on other clients set nothing on their own).
 
-use super::table::{Command, Table};
+use super::command::{Class, Command};
+use super::table::Table;
 use super::timeout;
 use crate::argv::ArgvRef;
 use crate::mode::Mode;
@@ -55,15 +56,10 @@ pub enum Access {
     Operator,
     /// A sandbox visitor on a redis-server of their own (`crate::sandbox`):
     /// [`Access::Full`] less every command of `@admin` or `@dangerous`
-    /// but those that touch only the visitor's own data ([`VISITOR_OWN_DATA`]).
+    /// but those that touch only the visitor's own data ([`super::VISITOR_OWN_DATA`]).
     /// Their Redis's `default` user lacks the same, so Lua cannot reach them.
     Visitor,
 }
-
-/// The `@dangerous` commands a sandbox visitor may run: on a Redis of their
-/// own they reach only their own keys (KEYS, SORT, FLUSHALL) or read about
-/// that Redis (INFO). Their Redis's ACL allows them back by name.
-pub const VISITOR_OWN_DATA: &[&str] = &["flushdb", "flushall", "keys", "sort", "sort_ro", "info"];
 
 /// What the operator allows beyond the defaults (`pipelab serve` flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,175 +101,6 @@ pub enum Reason {
     /// Beyond a sandbox visitor's own data, asked with [`Access::Visitor`].
     Sandbox,
 }
-
-/// What the rules need to know of one command, worked out once when the
-/// table is built: one bit test per command on the hot path.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Class(u16);
-
-impl Class {
-    const CONNECTION: u16 = 1;
-    const STREAM: u16 = 1 << 1;
-    const REPLICA: u16 = 1 << 2;
-    const REPLY_MODE: u16 = 1 << 3;
-    const TRANSACTION: u16 = 1 << 4;
-    const ADMIN: u16 = 1 << 5;
-    const SECRET: u16 = 1 << 6;
-    const OTHER_SERVER: u16 = 1 << 7;
-    const BLOCKING: u16 = 1 << 8;
-    const STATE: u16 = 1 << 9;
-    const READONLY: u16 = 1 << 10;
-    const KILLS_SCRIPT: u16 = 1 << 11;
-    /// Sets something on its own connection that later commands see
-    /// ([`Table::sets_connection_state`]); always with STATE.
-    const SETS_STATE: u16 = 1 << 13;
-    /// Runs a script or a function ([`Table::runs_script`]).
-    const SCRIPT: u16 = 1 << 14;
-    /// `@admin` or `@dangerous`, and not one of [`VISITOR_OWN_DATA`]:
-    /// refused to a sandbox visitor.
-    const BEYOND_OWN_DATA: u16 = 1 << 15;
-    /// The bits [`Table::refusal`] looks at (all but STATE, READONLY, SETS_STATE and SCRIPT).
-    const REFUSABLE: u16 = !(Self::STATE | Self::READONLY | Self::SETS_STATE | Self::SCRIPT);
-
-    fn has(self, bit: u16) -> bool {
-        self.0 & bit != 0
-    }
-
-    /// A read-only token may run it: flagged `readonly`, or one of the
-    /// `@transaction` commands (a transaction of reads).
-    pub(crate) fn readonly_token(self) -> bool {
-        self.has(Self::READONLY) || self.has(Self::TRANSACTION)
-    }
-
-    pub(crate) fn any(self, mask: u16) -> bool {
-        self.0 & mask != 0
-    }
-
-    pub(crate) fn union(self, o: Class) -> Class {
-        Class(self.0 | o.0)
-    }
-
-    /// The bits each rule looks at, in `Table::filters` order: refusal,
-    /// the executor's reply rule, connection state, scripts.
-    pub(crate) const RULES: [u16; 4] = [Self::REFUSABLE, Self::STREAM | Self::REPLY_MODE | Self::TRANSACTION, Self::STATE, Self::SCRIPT];
-    const FILTER_REFUSAL: usize = 0;
-    const FILTER_REPLY: usize = 1;
-    const FILTER_STATE: usize = 2;
-    const FILTER_SCRIPT: usize = 3;
-
-    /// The class of `cmd` (its subcommands already classed).
-    pub(crate) fn of(cmd: &Command) -> Class {
-        let name = cmd.name.as_str();
-        let mut c = 0;
-        // Named: the flags do not say these (see the module doc).
-        if matches!(name, "select" | "hello" | "auth" | "quit" | "reset") {
-            c |= Self::CONNECTION;
-        }
-        // Subscribe-style by flags; MONITOR, SYNC, PSYNC are flagged only admin.
-        if (cmd.has_flag("pubsub") && cmd.has_flag("noscript")) || matches!(name, "monitor" | "sync" | "psync") {
-            c |= Self::STREAM;
-        }
-        // REPLCONF answers once, but makes the connection a replica's.
-        if name == "replconf" {
-            c |= Self::REPLICA;
-        }
-        if matches!(name, "client|reply" | "client|tracking") {
-            c |= Self::REPLY_MODE;
-        }
-        if cmd.in_category("transaction") {
-            c |= Self::TRANSACTION;
-        }
-        // COMMANDLOG (Valkey 8.1+) shows what SLOWLOG shows, and more: classed the same.
-        if matches!(name, "config|get" | "acl|list" | "acl|getuser" | "acl|dryrun" | "acl|users" | "acl|log" | "slowlog|get" | "commandlog|get") {
-            c |= Self::SECRET;
-        } else if cmd.has_flag("admin") && !ADMIN_READS.contains(&name) && !NEWER_ADMIN_READS.contains(&name) {
-            c |= Self::ADMIN;
-        }
-        // Not admin-flagged, but they stop another client's script.
-        if matches!(name, "script|kill" | "function|kill") {
-            c |= Self::KILLS_SCRIPT;
-        }
-        if name == "migrate" {
-            c |= Self::OTHER_SERVER;
-        }
-        // SCRIPT DEBUG YES forks the server, and the fork outlives it.
-        if ((cmd.in_category("admin") || cmd.in_category("dangerous")) && !VISITOR_OWN_DATA.contains(&name)) || name == "script|debug" {
-            c |= Self::BEYOND_OWN_DATA;
-        }
-        if (cmd.has_flag("blocking") || matches!(name, "wait" | "waitaof")) && timeout::timeout_of(name).is_some() {
-            c |= Self::BLOCKING;
-        }
-        let only_answers = matches!(name, "ping" | "echo" | "wait") || name == "command" || name.starts_with("command|");
-        if (cmd.in_category("connection") && !only_answers) || c & (Self::TRANSACTION | Self::STREAM | Self::REPLICA | Self::CONNECTION) != 0 {
-            c |= Self::STATE;
-        }
-        // Narrower (the doctor's connection set-up): within STATE's `@connection` part.
-        if cmd.in_category("connection") && !only_answers && !SETS_NOTHING.contains(&name) {
-            c |= Self::SETS_STATE;
-        }
-        // A container (CLIENT, CONFIG…) asked with a subcommand the table
-        // lacks may still change the connection: as any of its subcommands.
-        for bit in [Self::STATE, Self::SETS_STATE] {
-            if cmd.subcommands.values().any(|s| s.class.has(bit)) {
-                c |= bit;
-            }
-        }
-        // The SCRIPT and FUNCTION subcommands, also `@scripting`, manage scripts without running one.
-        if !name.contains('|') && cmd.in_category("scripting") {
-            c |= Self::SCRIPT;
-        }
-        // The server's own flag decides, not the key specs: Redis 8 flags
-        // VCARD, VSIM, VINFO… `readonly` but gives their key spec `RW
-        // update`, so a rule reading both would refuse them to a read-only token.
-        if cmd.has_flag("readonly") && !cmd.has_flag("write") {
-            c |= Self::READONLY;
-        }
-        Class(c)
-    }
-}
-
-/// Admin-flagged commands that only read about the server and reveal no
-/// secret: allowed. Every other `admin` command is refused (a command a
-/// newer Redis adds is refused until it is listed here or in
-/// [`NEWER_ADMIN_READS`]).
-pub const ADMIN_READS: &[&str] = &[
-    "client|list",
-    "slowlog|len",
-    "latency|doctor",
-    "latency|graph",
-    "latency|histogram",
-    "latency|history",
-    "latency|latest",
-    "module|list",
-    "cluster|replicas",
-    "cluster|slaves",
-    "cluster|count-failure-reports",
-];
-
-/// [`ADMIN_READS`] of servers newer than Redis 7.0: kept apart because the
-/// embedded server's ACL names these only once its table shows it has them
-/// (`crate::acl::grants`); a rule naming a command the server lacks would
-/// keep it from starting.
-pub const NEWER_ADMIN_READS: &[&str] = &["commandlog|len"];
-
-/// `@connection` commands that set nothing on their own connection, besides
-/// those that only answer (PING, ECHO, WAIT, COMMAND): they read about
-/// connections, act on other clients, or close the connection (QUIT). Their
-/// flags and categories are those of CLIENT SETNAME, so they are named.
-const SETS_NOTHING: &[&str] = &[
-    "quit",
-    "client|id",
-    "client|getname",
-    "client|info",
-    "client|list",
-    "client|trackinginfo",
-    "client|getredir",
-    "client|help",
-    "client|kill",
-    "client|pause",
-    "client|unpause",
-    "client|unblock",
-];
 
 /// What a command does to its connection's transaction state, as Redis's
 /// `src/multi.c` runs it ([`Table::transaction_step`]).

@@ -244,7 +244,7 @@ impl Engine {
             // A child that does not answer is not refused here: the batch then meets the same failure.
             if !cached.is_empty() {
                 if let Ok(info) = command(&on.pool, &[b"INFO", b"memory"], limits.connect_timeout).await {
-                    if let Some(info) = crate::commands::table::text(&info) {
+                    if let Some(info) = crate::commands::reply::text(&info) {
                         scripts::fit(&info, cached, sandbox.settings().max_bytes).map_err(EngineError::ScriptCacheFull)?;
                     }
                 }
