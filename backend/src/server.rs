@@ -6,7 +6,8 @@
 
 use axum::Router;
 
-use crate::http::gate::{ApiSurface, Gate};
+use crate::http::gate::Gate;
+use crate::http::surface::ApiSurface;
 use crate::api::AppState;
 
 /// The routes behind the gate. A tower service rather than a `Router`: see

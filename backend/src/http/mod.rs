@@ -4,7 +4,7 @@
 //! cookie, security headers), who sent a request ([`caller`]), the memory
 //! of answers being written ([`budget`]), and the one JSON error shape
 //! ([`error`]). Each surface words the gate's refusals its own way through
-//! [`gate::Surface`], so nothing here looks at a path to guess whose
+//! [`surface::Surface`], so nothing here looks at a path to guess whose
 //! request it is. [`HttpState`] is what these need: the engine and the
 //! HTTP policy, built once at start-up.
 
@@ -18,6 +18,7 @@ pub mod guard;
 pub mod headers;
 pub mod protected;
 pub mod rate;
+pub mod surface;
 pub mod visitor;
 
 use std::sync::Arc;

@@ -46,7 +46,7 @@ use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::{ApiCode, ApiError};
-use super::gate::Surface;
+use super::surface::Surface;
 use super::HttpState;
 
 pub use crate::config::RateConfig;
@@ -538,7 +538,7 @@ impl http_body::Body for Metered {
 
 impl IntoResponse for Limited {
     fn into_response(self) -> Response {
-        self.response(&super::gate::ApiSurface)
+        self.response(&super::surface::ApiSurface)
     }
 }
 

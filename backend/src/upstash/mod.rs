@@ -140,7 +140,7 @@ impl Surface {
     }
 }
 
-impl crate::http::gate::Surface for Surface {
+impl crate::http::surface::Surface for Surface {
     fn serves(&self, path: &str) -> bool {
         self.prefix.as_deref().is_none_or(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
     }
