@@ -2,11 +2,11 @@
 //! chosen, the books closed. Above the execution's primitives and the
 //! modes that use them.
 
-use super::execution::Execution;
+use super::execution::{Execution, RunOutcome};
 use super::source::{CommandSource, ResultSink, StreamReport};
 use super::{auto, pipeline, sequential, transaction, ExecError, ExecOptions, Mode, Plan, Prechecked};
 use crate::commands::Table;
-use crate::conn::{Conn, ConnectError, ConnSettings, RedisTarget};
+use crate::conn::{Conn, ConnSettings, RedisTarget};
 
 /// Connects, runs the plan's mode, and closes the books.
 pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
@@ -28,21 +28,6 @@ pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
     // pipelab's own: the side connection and the batch's.
     report.summary.server = Some(probe.finish(2).await.0);
     Ok(report)
-}
-
-/// How a run on a given connection ended.
-pub(crate) struct RunOutcome<E> {
-    pub report: StreamReport<E>,
-    /// The connection, if the batch ended cleanly and it may serve another
-    /// (every reply read, nothing buffered, no connection state changed).
-    pub reusable: Option<Conn>,
-    /// The connection, if the batch ended with every reply read and nothing
-    /// buffered, whatever state its commands left it in (a session keeps
-    /// it); `None` when it is in `reusable`.
-    pub kept: Option<Conn>,
-    /// The pooled connection was dead and a fresh one could not be opened:
-    /// nothing was sent.
-    pub reconnect_failed: Option<ConnectError>,
 }
 
 /// Runs the plan's mode on `conn` and closes the books. `fallback`: see

@@ -5,10 +5,24 @@
 use std::time::Instant;
 
 use super::source::{CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
-use super::drive::RunOutcome;
 use super::{check_command, ArgvRef, Prechecked, CommandResult, Mode, Plan, Status, Summary, TransactionOutcome, TransactionStatus};
 use crate::commands::Table;
 use crate::conn::{Conn, ConnectError, ConnSettings, IoStats, ReadError, RedisTarget, WriteError};
+
+/// How a run on a given connection ended.
+pub(crate) struct RunOutcome<E> {
+    pub report: StreamReport<E>,
+    /// The connection, if the batch ended cleanly and it may serve another
+    /// (every reply read, nothing buffered, no connection state changed).
+    pub reusable: Option<Conn>,
+    /// The connection, if the batch ended with every reply read and nothing
+    /// buffered, whatever state its commands left it in (a session keeps
+    /// it); `None` when it is in `reusable`.
+    pub kept: Option<Conn>,
+    /// The pooled connection was dead and a fresh one could not be opened:
+    /// nothing was sent.
+    pub reconnect_failed: Option<ConnectError>,
+}
 
 /// One execution under way.
 pub(super) struct Execution<'s, S: CommandSource, K: ResultSink> {

@@ -11,9 +11,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::error::{InputError, LabError, Problem};
+use super::removed::Cleanup;
+
 use super::runner::{pipeline, Runner};
 use crate::commands::{from_getkeys_reply, getkeys_argv};
 use crate::exec::{Commands, Status};
@@ -22,18 +22,6 @@ use crate::exec::{Commands, Status};
 const DEL_CHUNK: usize = 512;
 /// Commands per round trip of the EXISTS and DEL batches.
 const ADMIN_BATCH_SIZE: usize = 1000;
-
-/// Keys removed after the sweep.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Cleanup {
-    /// Distinct keys the commands name (per the key specs or COMMAND GETKEYSANDFLAGS).
-    pub keys: u64,
-    /// Keys that existed before the sweep: written to, but not deleted.
-    pub preexisting: u64,
-    /// Keys deleted (DEL's count).
-    pub deleted: u64,
-}
 
 /// The keys a sweep is about to create, noted before its first run.
 /// [`Pending::finish`] deletes them; dropped before that, it deletes them

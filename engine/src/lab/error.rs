@@ -48,5 +48,5 @@ pub enum LabError<E> {
     Run(E),
     /// Stopped from outside (`sweep_until`); the keys were cleaned up.
     #[error("interrupted; cleanup: {} keys named, {} existed before (kept), {} deleted", .0.keys, .0.preexisting, .0.deleted)]
-    Interrupted(super::cleanup::Cleanup),
+    Interrupted(super::removed::Cleanup),
 }

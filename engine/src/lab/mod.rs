@@ -13,6 +13,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod cpu;
 pub mod error;
+pub mod removed;
 pub mod runner;
 pub mod sweep;
 

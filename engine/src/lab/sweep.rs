@@ -9,7 +9,8 @@ use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
-use super::cleanup::{self, Cleanup};
+use super::cleanup;
+use super::removed::Cleanup;
 use super::error::{InputError, LabError, Problem};
 use super::runner::{pipeline, Runner};
 use crate::exec::server::ServerWork;

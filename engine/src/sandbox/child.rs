@@ -30,6 +30,8 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use super::jail::Jail;
+use crate::conn::RedisTarget;
+use crate::exec::Pool;
 use crate::launch::{self, NotReady, START_TIMEOUT};
 
 /// Most clients one child accepts: the pool, a session or two, the side
@@ -390,5 +392,22 @@ fn classify(status: io::Result<std::process::ExitStatus>, log: &Path) -> Exit {
             _ => Exit::Crashed(s.to_string()),
         },
         Err(e) => Exit::Crashed(e.to_string()),
+    }
+}
+
+/// One visitor's redis-server and the pool of connections to it.
+pub struct Child {
+    pub process: Process,
+    pub pool: Arc<Pool>,
+}
+
+impl Child {
+    pub fn target(&self) -> &RedisTarget {
+        self.pool.target()
+    }
+
+    /// It has not ended.
+    pub fn is_alive(&self) -> bool {
+        self.process.exit().is_none()
     }
 }

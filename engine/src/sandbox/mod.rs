@@ -31,7 +31,8 @@ pub mod visitor;
 use std::time::Duration;
 
 pub use jail::Jail;
-pub use supervisor::{Child, Lease, SandboxError, Supervisor};
+pub use child::Child;
+pub use supervisor::{Lease, SandboxError, Supervisor};
 pub use visitor::{Visitor, VisitorId};
 
 /// The sandbox's settings (`pipelab serve --sandbox-*`).

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::child::{Exit, Process, StartError};
+use super::child::{Child, Exit, Process, StartError};
 use super::visitor::{Visitor, VisitorId};
 use super::Settings;
 use crate::commands::Table;
@@ -49,23 +49,6 @@ const SAVES_AT_ONCE: usize = 4;
 const DISCARDED: &str = "Your saved keys were removed while you were away (this sandbox's room for saved keys was full, and yours had waited longest): your Redis is new and empty.";
 /// What a visitor whose saved keys would not load is told.
 const UNREADABLE: &str = "Your saved keys could not be loaded: your Redis is new and empty.";
-
-/// One visitor's redis-server and the pool of connections to it.
-pub struct Child {
-    pub process: Process,
-    pub pool: Arc<Pool>,
-}
-
-impl Child {
-    pub fn target(&self) -> &RedisTarget {
-        self.pool.target()
-    }
-
-    /// It has not ended.
-    pub fn is_alive(&self) -> bool {
-        self.process.exit().is_none()
-    }
-}
 
 /// A visitor and their live child, for one request.
 #[derive(Clone)]

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tokio::sync::Semaphore;
 
-use super::supervisor::Child;
+use super::child::Child;
 
 /// Hex digits of an id (16 random bytes).
 const ID_LEN: usize = 32;
