@@ -3,7 +3,7 @@
 # the web playground (web/dist), which the binary carries (backend/build.rs).
 # The page's API types come from the binary (`pipelab openapi`), so the
 # binary is built first, then the page, then the binary again with the page
-# in it (only the pipelab crate is compiled again, and only when web/dist
+# in it (only the server crate and the binary are compiled again, and only when web/dist
 # changed). The Dockerfile runs the same two scripts in its Rust and Node
 # stages, so what CI tests here is what the image builds.
 set -euo pipefail
