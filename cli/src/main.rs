@@ -6,6 +6,7 @@
 //! Exit status (docs/cli.md#exit-status): 0 success, 1 the work ran but
 //! Redis returned error replies, 2 bad usage or input.
 
+mod codec;
 mod compare;
 mod doctor;
 mod healthcheck;
@@ -15,7 +16,6 @@ mod openapi;
 mod options;
 mod progress;
 mod proxy;
-mod codec;
 mod run;
 mod run_source;
 mod sweep;
