@@ -1,5 +1,5 @@
 //! One way to run a batch: on a connection of its own ([`execute`],
-//! [`execute_stream`]), on a pooled one ([`execute_pooled_into`]) or on a
+//! [`execute_stream`]), on a pooled one ([`execute_pooled_probed_into`]) or on a
 //! session's ([`execute_on_into`]). Which Redis answers is chosen here,
 //! once per target: a single Redis runs the batch in [`crate::exec`]; a
 //! Redis Cluster (its command table says so) in [`crate::cluster`], which
@@ -88,30 +88,20 @@ pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) ->
 /// could not be opened.
 pub async fn execute_pooled(pool: &Target, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
     let mut results = Vec::with_capacity(batch.commands.len());
-    let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
+    let out = execute_pooled_probed_into(pool, pool, batch, opts, &mut results).await?;
     out.into_report(results).map_err(ExecError::Connect)
 }
 
 /// [`execute_pooled`], handing each result to `sink` as it comes (in index
 /// order) instead of collecting them: the API streams a big batch's report
-/// while the batch still runs.
+/// while the batch still runs. `summary.server`'s `INFO` readings are
+/// taken on a connection from `probe_pool`: a batch that runs as a Redis
+/// ACL user who may not run `INFO` (the sandbox's, the read-only token's)
+/// is measured on the server's own connection (counts only; no key names).
 ///
 /// Errors as for [`execute_pooled`], except a dead pooled connection that
 /// could not be replaced: then the sink got `not_sent` for every command
 /// and [`StreamReport::reconnect_failed`] says why.
-pub async fn execute_pooled_into<K: ResultSink>(
-    pool: &Target,
-    batch: &Batch,
-    opts: &ExecOptions,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ExecError> {
-    execute_pooled_probed_into(pool, pool, batch, opts, sink).await
-}
-
-/// [`execute_pooled_into`] with `summary.server`'s `INFO` readings taken
-/// on a connection from `probe_pool`: a batch that runs as a Redis ACL
-/// user who may not run `INFO` (the sandbox's, the read-only token's) is
-/// measured on the server's own connection (counts only; no key names).
 pub async fn execute_pooled_probed_into<K: ResultSink>(
     pool: &Target,
     probe_pool: &Pool,
@@ -167,7 +157,7 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     Ok(out)
 }
 
-/// [`execute_pooled_into`] on a connection of the caller's own (a
+/// [`execute_pooled_probed_into`] on a connection of the caller's own (a
 /// session's, `api::session`): taken from `conn` while the batch runs and
 /// put back if every reply was read and nothing is buffered, whatever
 /// state its commands left it in (WATCHed keys, an open MULTI), else left

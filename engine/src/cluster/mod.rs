@@ -99,7 +99,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
-/// `run::execute_pooled_into` on a cluster: each master's connections
+/// `run::execute_pooled_probed_into` on a cluster: each master's connections
 /// come from its own pool, kept in `cluster`.
 pub(crate) async fn execute_pooled<K: ResultSink>(
     cluster: &Cluster,
