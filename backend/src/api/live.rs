@@ -44,7 +44,8 @@ use super::batch::{BatchRequest, PreparedBatch};
 use crate::http::caller::Caller;
 use crate::http::budget::{self, Charge};
 use crate::http::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
-use super::run::run_batch_into;
+use super::run::run_logged;
+use pipelab_engine::engine::RunOptions;
 use super::kept::KeptResults;
 use super::stream::GROUP;
 use super::AppState;
@@ -149,7 +150,7 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
     state.engine.other_runtime().spawn(async move {
         let waiting = Mutex::new(Waiting { kept: KeptResults::new(&task_state, keep, 64), last: Instant::now() });
         let mut sink = FlushSink { waiting: &waiting, tx: &tx };
-        let run = run_batch_into(&task_state, &backend, &batch, &mut sink, Some(task_cancel));
+        let run = run_logged(&task_state, &backend, &batch, &mut sink, RunOptions { cancel: Some(task_cancel), ..RunOptions::default() });
         // Results that came less than FLUSH after the last group go with the
         // next one, or at this tick if none comes (a BLPOP after them).
         let tick = async {

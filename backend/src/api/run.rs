@@ -17,7 +17,7 @@ use crate::http::budget::Charge;
 use crate::http::error::ApiError;
 use super::kept::{Keep, KeptResults};
 use super::AppState;
-use pipelab_engine::engine::{Connection, EngineError, RunOptions};
+use pipelab_engine::engine::{EngineError, RunOptions};
 use pipelab_engine::exec::{Batch, ExecError, Report, ResultSink, StreamReport};
 use pipelab_engine::run::Target;
 use crate::telemetry::BatchSpan;
@@ -34,7 +34,7 @@ use crate::telemetry::BatchSpan;
 /// executor refuses.
 pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<Report, ApiError> {
     let mut results = Vec::with_capacity(batch.commands.len());
-    let out = run_batch_into(state, on, batch, &mut results, None).await?;
+    let out = run_logged(state, on, batch, &mut results, RunOptions::default()).await?;
     out.into_report(results).map_err(ApiError::from)
 }
 
@@ -45,7 +45,7 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 /// budget the answer is refused (`crate::http::budget::refused`).
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
     let mut kept = KeptResults::new(state, Keep::All, batch.commands.len());
-    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
+    let out = run_logged(state, on, batch, &mut kept, RunOptions::default()).await?;
     if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
@@ -55,39 +55,15 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
     out.into_report(kept.results).map_err(ApiError::from)
 }
 
-/// [`run_batch`], handing each result to `sink` as it comes; `cancel`
-/// can cut it short (then as at the batch timeout, `connection_error`
-/// saying it was cancelled: `pipelab_engine::conn::Cancel`). A dead pooled
-/// connection that could not be replaced is not an error here (the sink
-/// has its `not_sent` results): see [`StreamReport::reconnect_failed`].
-pub async fn run_batch_into<K: ResultSink>(
-    state: &AppState,
-    on: &Backend,
-    batch: &Batch,
-    sink: &mut K,
-    cancel: Option<pipelab_engine::conn::Cancel>,
-) -> Result<StreamReport<Infallible>, ApiError> {
-    run_on(state, on, batch, sink, RunOptions { on: Connection::Pooled, cancel }).await
-}
-
-/// [`run_batch_into`] on a session's connection (`super::session`):
-/// taken from `conn` while the batch runs, put back if it is still fit
-/// for the next batch (whatever state its commands left it in), else left
-/// `None` (the session is lost).
-pub async fn run_session_batch<K: ResultSink>(
-    state: &AppState,
-    on: &Backend,
-    batch: &Batch,
-    conn: &mut Option<pipelab_engine::conn::Conn>,
-    sink: &mut K,
-) -> Result<StreamReport<Infallible>, ApiError> {
-    run_on(state, on, batch, sink, RunOptions { on: Connection::Session(conn), cancel: None }).await
-}
-
-/// The engine's run, logged and counted. Not refused up front when the
-/// budget for answers is spent: a small answer takes none of it, and a
-/// large one is refused as its replies come (`crate::http::budget`).
-async fn run_on<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
+/// `batch` on `on` through the engine (`opts`: a pooled connection or a
+/// session's, and a cancel switch that cuts it short as its timeout does),
+/// each result handed to `sink` as it comes; logged and counted. A dead
+/// pooled connection that could not be replaced is not an error here (the
+/// sink has its `not_sent` results): see [`StreamReport::reconnect_failed`].
+/// Not refused up front when the budget for answers is spent: a small
+/// answer takes none of it, and a large one is refused as its replies come
+/// (`crate::http::budget`).
+pub async fn run_logged<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
     let result = state.engine.run(on, batch, sink, opts).await;
     match &result {

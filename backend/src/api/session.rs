@@ -42,7 +42,7 @@ use crate::http::error::{ApiCode, ApiError};
 use super::kept::{Keep, KeptResults};
 use super::stream;
 use super::AppState;
-use pipelab_engine::engine::{Session, SessionSettings};
+use pipelab_engine::engine::{Connection, RunOptions, Session, SessionSettings};
 use pipelab_engine::exec::Batch;
 
 /// `POST /api/v1/sessions`'s body (optional: an empty body takes the defaults).
@@ -166,7 +166,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
     let sessions = &state.engine.sessions;
     let mut taken = sessions.take(id, session)?;
     let mut kept = KeptResults::new(&state, keep, batch.commands.len());
-    let out = super::run::run_session_batch(&state, on, &batch, &mut taken.conn, &mut kept).await;
+    let out = super::run::run_logged(&state, on, &batch, &mut kept, RunOptions { on: Connection::Session(&mut taken.conn), cancel: None }).await;
     sessions.put_back(taken, &out);
     let out = out?;
     if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {

@@ -40,7 +40,8 @@ use crate::http::error::{ApiCode, ApiError};
 use pipelab_engine::report_json::ReportJson;
 use super::backend::Backend;
 use super::kept::{Keep, KeptResults, RESULT_JSON};
-use super::run::run_batch_into;
+use super::run::run_logged;
+use pipelab_engine::engine::RunOptions;
 use crate::http::budget::{self, Charge, Held};
 use super::AppState;
 use pipelab_engine::exec::{Batch, CommandResult, ResultSink, StreamReport};
@@ -114,7 +115,7 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
 /// channel would cost more than its report's serialization saves.
 async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
     let mut kept = KeptResults::new(state, keep, batch.commands.len());
-    let out = run_batch_into(state, on, batch, &mut kept, None).await?;
+    let out = run_logged(state, on, batch, &mut kept, RunOptions::default()).await?;
     if let Some(msg) = out.reconnect_failed {
         return Err(msg.into());
     }
@@ -148,7 +149,7 @@ fn json(body: Body) -> Response {
 
 async fn run(state: AppState, on: Backend, batch: Batch, keep: Keep, tx: mpsc::UnboundedSender<Msg>) {
     let mut sink = GroupSink { group: KeptResults::new(&state, keep, GROUP), tx: tx.clone() };
-    let out = run_batch_into(&state, &on, &batch, &mut sink, None).await;
+    let out = run_logged(&state, &on, &batch, &mut sink, RunOptions::default()).await;
     sink.send();
     // A closed channel means the client left: this task is being aborted.
     let _ = tx.send(Msg::End(Box::new(out)));

@@ -128,6 +128,13 @@ pub struct RunOptions<'a> {
     pub cancel: Option<Cancel>,
 }
 
+/// A pooled connection, nothing to cancel it.
+impl Default for RunOptions<'_> {
+    fn default() -> Self {
+        RunOptions { on: Connection::Pooled, cancel: None }
+    }
+}
+
 /// Shared by every caller; cheap to clone.
 #[derive(Clone)]
 pub struct Engine(Arc<Inner>);
