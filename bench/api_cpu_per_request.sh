@@ -23,11 +23,11 @@ fi
 TICK=$(getconf CLK_TCK)
 
 source bench/lib.sh
+ensure_wrk
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-RPID=$!; pids+=($RPID)
-wait_port "$RPORT"
+start_redis "$RPORT"
+RPID=$redis_pid
 APORT=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" --web-dir "$work/none" >/dev/null 2>&1 &
 APID=$!; pids+=($APID)

@@ -63,10 +63,7 @@ source bench/lib.sh
 now_ns() { date +%s%N; }
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" &
-pids+=($!)
-wait_port "$RPORT"
+start_redis "$RPORT"
 
 APORT=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" \

@@ -45,9 +45,7 @@ cargo build -q --release --offline --locked --manifest-path bench/bare_relay/Car
 RELAY=target/bare_relay/release/bare_relay
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-pids+=($!)
-wait_port "$RPORT"
+start_redis "$RPORT"
 
 LPORT=$(free_port)
 "$RELAY" "127.0.0.1:$LPORT" "127.0.0.1:$RPORT" >/dev/null &

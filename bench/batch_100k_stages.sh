@@ -31,9 +31,7 @@ else
 fi
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-pids+=($!)
-wait_port "$RPORT"
+start_redis "$RPORT"
 APORT=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$APORT" --redis "redis://127.0.0.1:$RPORT" --web-dir "$work/none" >/dev/null 2>"$work/pipelab.log" &
 APID=$!; pids+=($APID)

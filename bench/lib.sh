@@ -35,10 +35,23 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
+# start_redis PORT [ARG...]: a redis-server without persistence on
+# 127.0.0.1:PORT (its log in $work/redis.log), its pid in $redis_pid and
+# $pids; waits until it listens.
+start_redis() {
+  local port=$1
+  shift
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" "$@" &
+  redis_pid=$!
+  pids+=("$redis_pid")
+  wait_port "$port"
+}
+
 # start_webdis REDIS_PORT WEBDIS_PORT: Webdis (2 threads, 64 connections to
 # the redis-server on REDIS_PORT) on 127.0.0.1:WEBDIS_PORT, its pid in
 # $webdis_pid and $pids; waits until it listens.
 start_webdis() {
+  ensure_pkg webdis
   cat >"$work/webdis.json" <<JSON
 {"redis_host": "127.0.0.1", "redis_port": $1, "http_host": "127.0.0.1", "http_port": $2,
  "threads": 2, "pool_size": 64, "daemonize": false, "database": 0, "verbosity": 0, "logfile": "$work/webdis.log"}

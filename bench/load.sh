@@ -51,9 +51,7 @@ fi
 log() { printf '[load] %s\n' "$*" >&2; }
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" --maxclients 10000 &
-pids+=($!)
+start_redis "$RPORT" --maxclients 10000
 PORT=$(free_port)
 # The per-address connection cap (256 by default) would close most of the
 # 1000 connections, which all come from 127.0.0.1; and they stand for 1000

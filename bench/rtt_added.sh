@@ -23,9 +23,7 @@ else
   BIN=target/release/pipelab
 fi
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-pids+=($!)
-wait_port "$RPORT"
+start_redis "$RPORT"
 if [ "${COMMAND:-SET}" = PING ]; then
   python3 -c "print('PING\n' * 1000, end='')" >"$work/cmds.txt"
 else

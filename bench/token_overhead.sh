@@ -38,8 +38,7 @@ fi
 
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-pids+=($!)
+start_redis "$RPORT"
 PORT_A=$(free_port)
 PORT_B=$(free_port)
 PIPELAB_LOG=warn "$PIPELAB" serve --listen "127.0.0.1:$PORT_A" --redis "redis://127.0.0.1:$RPORT" \
