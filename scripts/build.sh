@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what `pipelab serve` needs: the release binary, the wasm module and
-# the web playground (web/dist), which the binary carries (backend/build.rs).
+# the web playground (web/dist), which the binary carries (http/build.rs).
 # The page's API types come from the binary (`pipelab openapi`), so the
 # binary is built first, then the page, then the binary again with the page
 # in it (only the server crate and the binary are compiled again, and only when web/dist

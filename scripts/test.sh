@@ -53,8 +53,12 @@ below_http() {
   local found
   found=$(cargo tree -e normal -p pipelab-engine -p pipelab-doctor --prefix none --locked | grep -E '^(axum|hyper|tower|clap|utoipa) ' | sort -u || true)
   if [ -n "$found" ]; then echo "the engine or the doctor depends on: $found"; return 1; fi
+  # The server's surfaces and the doctor's page share the HTTP layer, not each other.
+  cargo check -p pipelab-http -p pipelab-server --locked
+  if cargo tree -e normal -p pipelab-server --prefix none --locked | grep -q '^pipelab-doctor '; then echo "the server depends on the doctor"; return 1; fi
+  if cargo tree -e normal -p pipelab-doctor --features page --prefix none --locked | grep -q '^pipelab-server '; then echo "the doctor depends on the server"; return 1; fi
 }
-part "the engine and the doctor without HTTP" below_http
+part "each crate alone: the engine and the doctor without HTTP, the server without the doctor" below_http
 doc_links() {
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --document-private-items

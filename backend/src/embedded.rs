@@ -12,100 +12,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pipelab_engine::launch::{self, NotReady, START_TIMEOUT};
+use pipelab_http::config::EmbeddedConfig;
 use tempfile::TempDir;
 use tokio::process::Child;
 
 /// How long it may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The embedded redis-server's default `busy-reply-threshold` (ms).
-pub const DEFAULT_BUSY_REPLY_THRESHOLD_MS: u64 = 250;
-
-/// Limits of the embedded redis-server (`pipelab serve` flags): it serves
-/// whoever can reach pipelab, so one request must not be able to take the
-/// machine's memory or freeze it with a script.
-#[derive(clap::Args, Debug, Clone)]
-pub struct EmbeddedConfig {
-    /// The embedded redis-server's `maxmemory` (bytes, or Redis's units:
-    /// `256mb`, `1gb`); past it writes get Redis's OOM error. Its largest
-    /// string (`proto-max-bulk-len`) is capped to the same (at least 1mb,
-    /// at most Redis's 512mb), so that one `SETRANGE` cannot pass it.
-    #[arg(long, env = "PIPELAB_EMBEDDED_MAXMEMORY", value_parser = parse_memory, default_value = "256mb")]
-    pub embedded_maxmemory: u64,
-
-    /// The embedded redis-server's `maxmemory-policy` (`noeviction`:
-    /// writes past the cap fail; `allkeys-lru`: old keys are evicted).
-    #[arg(long, env = "PIPELAB_EMBEDDED_MAXMEMORY_POLICY", default_value = "noeviction")]
-    pub embedded_maxmemory_policy: String,
-
-    /// The embedded redis-server's `busy-reply-threshold` (ms, `lua-time-limit`
-    /// before Redis 7.0): after this long a running script or function makes
-    /// Redis answer BUSY and can be killed (pipelab sends `SCRIPT KILL` /
-    /// `FUNCTION KILL` when it cuts the batch that runs it, and the next
-    /// batches wait for the kill). Low (Redis's default is 5000), so that a
-    /// cut script is killed at once; a script that runs longer makes other
-    /// batches' commands answer BUSY while it runs.
-    #[arg(long, env = "PIPELAB_EMBEDDED_BUSY_REPLY_THRESHOLD_MS", value_parser = clap::value_parser!(u64).range(1..), default_value_t = DEFAULT_BUSY_REPLY_THRESHOLD_MS)]
-    pub embedded_busy_reply_threshold_ms: u64,
-
-    /// redis-server arguments that make ACL users at start (`--user name
-    /// rule…`: `pipelab serve` generates them, `pipelab_engine::acl`; passwords
-    /// only as hashes).
-    #[arg(skip)]
-    pub acl_args: Vec<String>,
-}
-
-impl Default for EmbeddedConfig {
-    fn default() -> Self {
-        EmbeddedConfig {
-            embedded_maxmemory: 256 << 20,
-            embedded_maxmemory_policy: "noeviction".into(),
-            embedded_busy_reply_threshold_ms: DEFAULT_BUSY_REPLY_THRESHOLD_MS,
-            acl_args: Vec::new(),
-        }
-    }
-}
-
-impl EmbeddedConfig {
-    /// The redis-server arguments these settings become.
-    fn args(&self) -> Vec<String> {
-        let bulk = self.embedded_maxmemory.clamp(1 << 20, 512 << 20);
-        [
-            ("--maxmemory", self.embedded_maxmemory.to_string()),
-            ("--maxmemory-policy", self.embedded_maxmemory_policy.clone()),
-            ("--proto-max-bulk-len", bulk.to_string()),
-            ("--busy-reply-threshold", self.embedded_busy_reply_threshold_ms.to_string()),
-        ]
-        .into_iter()
-        .flat_map(|(k, v)| [k.to_string(), v])
-        .chain(self.acl_args.iter().cloned())
-        .collect()
-    }
-}
-
-/// A memory size as Redis reads one (`memtoll` in Redis `src/util.c`): a
-/// number of bytes, or with `k`/`kb`/`m`/`mb`/`g`/`gb` (`k` = 1000, `kb` =
-/// 1024, ...), case-insensitive; at least 1mb (less would refuse every write).
-pub fn parse_memory(s: &str) -> Result<u64, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let mul: u64 = match &lower[digits.len()..] {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        unit => return Err(format!("unknown unit {unit:?} (use b, k, kb, m, mb, g or gb)")),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("{s:?} is not a size such as 256mb"))?;
-    let bytes = n.checked_mul(mul).ok_or_else(|| format!("{s:?} is too large"))?;
-    if bytes < 1 << 20 {
-        return Err(format!("{s:?} is less than 1mb"));
-    }
-    Ok(bytes)
-}
 
 /// A running redis-server child.
 pub struct EmbeddedRedis {
@@ -165,7 +77,7 @@ impl EmbeddedRedis {
     /// Spawns redis-server on this instance's socket and waits until it answers.
     fn launch(&mut self, bin: &str) -> Result<(), EmbeddedError> {
         let mut cmd = launch::command(bin, self.dir.path(), libc::SIGTERM);
-        cmd.args(self.config.args());
+        cmd.args(self.config.redis_args());
         let child = self.rt.block_on(async { launch::spawn(cmd) }).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound if !bin.contains('/') => EmbeddedError::NotFound { bin: bin.into() },
             io::ErrorKind::NotFound => EmbeddedError::Missing { bin: bin.into() },
@@ -385,21 +297,5 @@ impl Supervised {
     pub fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_memory;
-
-    #[test]
-    fn sizes_as_redis_reads_them() {
-        assert_eq!(parse_memory("256mb"), Ok(256 << 20));
-        assert_eq!(parse_memory("1GB"), Ok(1 << 30));
-        assert_eq!(parse_memory("2m"), Ok(2_000_000));
-        assert_eq!(parse_memory("1048576"), Ok(1 << 20));
-        assert!(parse_memory("10kb").is_err(), "below 1mb");
-        assert!(parse_memory("12tb").is_err());
-        assert!(parse_memory("lots").is_err());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Without --redis / REDIS_URL it starts its own redis-server (see
 //! [`crate::embedded`]) and stops it on exit, Ctrl-C and SIGTERM included.
-//! Shutdown first drains (`crate::http::drain`: `/readyz` 503, nothing
+//! Shutdown first drains (`pipelab_http::drain`: `/readyz` 503, nothing
 //! new taken; sandbox visitors saved) until running batches and open
 //! sessions are done, then stops accepting connections and lets running
 //! requests finish, all within `--shutdown-grace-ms`, saves the sandbox
@@ -14,12 +14,12 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::http::guard::Policy;
+use pipelab_http::guard::Policy;
 use crate::api::info::DoctorInfo;
 use crate::api::{AppStateBuilder, RedisSource};
-use crate::net::cap::{ConnCap, Permit};
-use crate::net::write_timeout::WriteTimeout;
-use crate::config::ServeConfig;
+use pipelab_http::net::cap::{ConnCap, Permit};
+use pipelab_http::net::write_timeout::WriteTimeout;
+use pipelab_http::config::ServeConfig;
 use crate::embedded::Supervised;
 use pipelab_engine::conn::RedisTarget;
 
@@ -27,21 +27,26 @@ use pipelab_engine::conn::RedisTarget;
 /// JSON logs are asked for, as every other line.
 macro_rules! refuse {
     ($cfg:expr, $($arg:tt)*) => {
-        crate::telemetry::fatal($cfg.log_format, &format!($($arg)*))
+        pipelab_http::telemetry::fatal($cfg.log_format, &format!($($arg)*))
     };
 }
 
 /// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
 /// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
-pub fn main(cfg: ServeConfig) -> ExitCode {
-    crate::telemetry::init_logging(cfg.log_format);
-    crate::telemetry::install_metrics();
+/// Starts the doctor of `--doctor-listen` (the binary passes the doctor's
+/// own): its proxy accepting on the listener, each connection relayed to the
+/// Redis given; returns where it listens and its JSON routes.
+pub type StartDoctor = fn(&ServeConfig, &tokio::runtime::Runtime, tokio::net::TcpListener, RedisTarget) -> (String, axum::Router);
+
+pub fn main(cfg: ServeConfig, start_doctor: StartDoctor) -> ExitCode {
+    pipelab_http::telemetry::init_logging(cfg.log_format);
+    pipelab_http::telemetry::install_metrics();
     // Before anything makes an id: every visitor, session and live batch id starts with it.
-    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id).map_err(crate::config::NodeIdFlagError::Set)) {
+    if let Err(e) = cfg.node_id().and_then(|id| pipelab_engine::node::set(&id).map_err(pipelab_http::config::NodeIdFlagError::Set)) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    let shown = crate::http::auth::token_flags_in(std::env::args().skip(2));
+    let shown = pipelab_http::auth::token_flags_in(std::env::args().skip(2));
     if !shown.is_empty() {
         tracing::warn!(
             "{} given on the command line: every user of this machine sees the token in `ps`; give it in the environment \
@@ -50,10 +55,10 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         );
     }
     // Rate limits are on by default in the sandbox (a public page), off otherwise.
-    let preset = if cfg.sandbox.sandbox { crate::http::rate::RateLimits::sandbox() } else { crate::http::rate::RateLimits::off() };
+    let preset = if cfg.sandbox.sandbox { pipelab_http::rate::RateLimits::sandbox() } else { pipelab_http::rate::RateLimits::off() };
     // As text: the first error of the three is told, whichever its kind.
-    let rate = crate::http::rate::RateLimits::from_config(&cfg.rate, preset).map_err(|e| e.to_string());
-    let auth = crate::http::auth::Auth::from_config(&cfg.auth).map_err(|e| e.to_string());
+    let rate = pipelab_http::rate::RateLimits::from_config(&cfg.rate, preset).map_err(|e| e.to_string());
+    let auth = pipelab_http::auth::Auth::from_config(&cfg.auth).map_err(|e| e.to_string());
     let upstash = crate::upstash::Settings::from_config(&cfg.upstash).map_err(|e| e.to_string());
     let access = match (auth, upstash, rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
@@ -62,11 +67,11 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = crate::http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
+    if let Err(e) = pipelab_http::protected::check(cfg.listen, access.0.enabled(), cfg.sandbox.sandbox, cfg.allow_unauthenticated) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
-    if let Some(Err(e)) = cfg.doctor_listen.map(|d| crate::http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
+    if let Some(Err(e)) = cfg.doctor_listen.map(|d| pipelab_http::protected::check_doctor(d, cfg.sandbox.sandbox, cfg.allow_unauthenticated)) {
         refuse!(cfg, "pipelab serve: {e}");
         return ExitCode::from(2);
     }
@@ -127,7 +132,7 @@ pub fn main(cfg: ServeConfig) -> ExitCode {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
-    let code = serve_on_threads(&cfg, redis, threads, access, users.as_ref());
+    let code = serve_on_threads(&cfg, redis, threads, access, users.as_ref(), start_doctor);
     if let Some(child) = embedded {
         child.stop();
         tracing::info!("stopped redis-server");
@@ -155,12 +160,13 @@ fn serve_on_threads(
     cfg: &ServeConfig,
     redis: Backing,
     threads: usize,
-    access: (crate::http::auth::Auth, crate::upstash::Settings, crate::http::rate::RateLimits),
+    access: (pipelab_http::auth::Auth, crate::upstash::Settings, pipelab_http::rate::RateLimits),
     users: Option<&pipelab_engine::acl::Users>,
+    start_doctor: StartDoctor,
 ) -> ExitCode {
     let mut runtimes = Vec::with_capacity(threads);
     for _ in 0..threads {
-        match tokio::runtime::Builder::new_current_thread().on_thread_park(crate::http::budget::collect_if_due).enable_all().build() {
+        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab_http::budget::collect_if_due).enable_all().build() {
             Ok(rt) => runtimes.push(rt),
             Err(e) => {
                 refuse!(cfg, "pipelab serve: cannot start the async runtime: {e}");
@@ -190,9 +196,9 @@ fn serve_on_threads(
         Backing::Shared(target, _) => target.to_string(),
         Backing::Sandbox(sup) => format!("a redis-server of their own for each visitor, jail: {}", sup.jail().describe()),
     };
-    tracing::info!(%addr, node = pipelab_engine::node::id(), redis = %shown, page = %crate::api::web::Page::from_flag(cfg.web_dir.clone()).describe(), threads, "pipelab serve listening");
+    tracing::info!(%addr, node = pipelab_engine::node::id(), redis = %shown, page = %pipelab_http::page::Page::from_flag(cfg.web_dir.clone()).describe(), threads, "pipelab serve listening");
     // One line on stdout that scripts (and the tests) can wait for.
-    crate::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
+    pipelab_http::telemetry::banner(cfg.log_format, &format!("pipelab serve: listening on http://{addr} (Redis: {shown})"));
 
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
@@ -201,9 +207,12 @@ fn serve_on_threads(
         let state = match redis {
             Backing::Shared(target, source) => {
                 let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
-                let doctor = doctor.map(|l| start_doctor(cfg, first, l, batches.clone()));
+                let doctor = doctor.map(|l| {
+                    let (listen, routes) = start_doctor(cfg, first, l, batches.clone());
+                    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, routes)
+                });
                 let _rt = first.enter();
-                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), crate::api::web::Page::from_flag(cfg.web_dir.clone()), handles);
+                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles);
                 let state = match doctor {
                     Some((info, routes)) => state.with_doctor(info, routes),
                     None => state,
@@ -217,7 +226,7 @@ fn serve_on_threads(
                 let _rt = first.enter();
                 let s = sup.settings();
                 tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
-                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), crate::api::web::Page::from_flag(cfg.web_dir.clone()), handles)
+                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles)
             }
         };
         state
@@ -295,34 +304,10 @@ fn serve_on_threads(
     ExitCode::SUCCESS
 }
 
-/// `--doctor-listen`: the doctor's proxy accepting on `listener` (on the
-/// first runtime), each connection to `upstream` logged in as the batches'
-/// user, and what `/info` and `/api/v1/doctor` need of it.
-fn start_doctor(cfg: &ServeConfig, first: &tokio::runtime::Runtime, listener: tokio::net::TcpListener, upstream: RedisTarget) -> (DoctorInfo, axum::Router) {
-    use pipelab_doctor::{self as doctor, missed, Doctor, KeyTable, Rule};
-    let wait = cfg.limits.connect_timeout();
-    let keys = first.block_on(doctor::key_table(&upstream, wait)).unwrap_or_else(|e| {
-        tracing::warn!("doctor: no key table from {upstream} (commands are grouped by name only): {e}");
-        KeyTable::default()
-    });
-    let rule = Rule { think_time_us: missed::THINK_TIME_US, min_run: missed::MIN_RUN, rtt_ms: cfg.doctor_rtt };
-    let doc = std::sync::Arc::new(Doctor::new(rule, std::sync::Arc::new(keys), DOCTOR_CONNECTIONS, Box::new(|_| {})));
-    let listen = listener.local_addr().map_or_else(|_| cfg.doctor_listen.map(|d| d.to_string()).unwrap_or_default(), |a| a.to_string());
-    tracing::info!(%listen, rtt_ms = cfg.doctor_rtt, "doctor listening: point an application here instead of Redis");
-    crate::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
-    first.spawn(doctor::serve_logged_in(listener, upstream, wait, pipelab_engine::delay::Link::default(), doc.clone()));
-    // "open in playground" opens the page that asked, relative to it.
-    let ui = crate::doctor_page::UiState { doctor: doc, playground_url: "./".into(), page: crate::api::web::Page::from_flag(cfg.web_dir.clone()) };
-    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, crate::doctor_page::mounted("/api/v1/doctor", ui))
-}
-
-/// Most connections the doctor of `--doctor-listen` relays at once.
-const DOCTOR_CONNECTIONS: usize = 256;
-
 /// Ctrl-C or SIGTERM, then the drain until nothing is under way or `grace`
 /// is over: connections are still accepted meanwhile (the balancer reads
 /// `/readyz`'s 503, the node's visitors and sessions are still served).
-async fn drained(http: crate::http::HttpState, grace: Duration) {
+async fn drained(http: pipelab_http::HttpState, grace: Duration) {
     shutdown_signal().await;
     http.drain.start();
     // Sandbox visitors saved while the port is still open: once it closes,
@@ -332,7 +317,7 @@ async fn drained(http: crate::http::HttpState, grace: Duration) {
         let keep = http.engine.sessions.visitors();
         let _ = tokio::time::timeout_at(http.drain.deadline(grace).into(), sandbox.hibernate_all_but(&keep)).await;
     }
-    crate::http::drain::settled(&http, grace).await;
+    pipelab_http::drain::settled(&http, grace).await;
 }
 
 /// Accepts connections until `stop` ([`drained`]), dealing them to the
@@ -406,7 +391,7 @@ async fn serve_connections(
     mut listener: DealtConnections,
     app: crate::server::App,
     stop_rx: tokio::sync::watch::Receiver<bool>,
-    (drain, grace): (std::sync::Arc<crate::http::drain::Drain>, Duration),
+    (drain, grace): (std::sync::Arc<pipelab_http::drain::Drain>, Duration),
     (header_timeout, write_timeout): (Duration, Duration),
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};

@@ -1,17 +1,17 @@
 //! What `pipelab serve` serves, and the in-process tests drive with tower's
 //! `oneshot`: the API's routes (`crate::api`), the Upstash surface's
 //! (`crate::upstash`) and the page's files at `/`, every request through
-//! one gate (`crate::http::gate`). The one place that knows every surface:
+//! one gate (`pipelab_http::gate`). The one place that knows every surface:
 //! neither surface imports the other's routes.
 
 use axum::Router;
 
-use crate::http::gate::Gate;
-use crate::http::surface::ApiSurface;
+use pipelab_http::gate::Gate;
+use pipelab_http::surface::ApiSurface;
 use crate::api::AppState;
 
 /// The routes behind the gate. A tower service rather than a `Router`: see
-/// `crate::http::gate` for why the rules are not `Router::layer`s.
+/// `pipelab_http::gate` for why the rules are not `Router::layer`s.
 pub type App = Gate<Router>;
 
 /// Every route of `state`'s server, behind the gate; a refusal the gate

@@ -14,7 +14,7 @@ use serde_json::{json, Value as Json};
 
 use api_inproc::App;
 use common::RedisServer;
-use pipelab_server::http::guard::GuardConfig;
+use pipelab_http::guard::GuardConfig;
 
 /// The app for `redis`, listening (as far as the guards know) on 127.0.0.1:8080.
 fn app(redis: &RedisServer, limit_args: &[&str], guard: GuardConfig) -> App {

@@ -18,7 +18,7 @@ mod common;
 use api_inproc::{App, RedisServer};
 use axum::body::Body;
 use axum::http::{header, Request};
-use pipelab_server::http::error::ApiCode;
+use pipelab_http::error::ApiCode;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value as Json};

@@ -16,8 +16,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request};
-use pipelab_server::http::auth::Auth;
-use pipelab_server::http::rate::{Rate, RateLimits};
+use pipelab_http::auth::Auth;
+use pipelab_http::rate::{Rate, RateLimits};
 use serde_json::{json, Value as Json};
 use upstash_inproc::{App, RedisServer, Settings, UpstashConfig, FULL};
 

@@ -145,7 +145,7 @@ async fn session_whose_connection_was_killed_is_lost_not_reopened() {
 async fn sessions_follow_the_token_rules() {
     let redis = RedisServer::start();
     let api = App::configured(&redis.url, &[], "/nonexistent".into(), |s| {
-        s.configure(pipelab_server::http::auth::Auth::new(&["full-token"], &["read-token"]).unwrap(), Default::default())
+        s.configure(pipelab_http::auth::Auth::new(&["full-token"], &["read-token"]).unwrap(), Default::default())
     });
     let post = |token: Option<&str>, path: &str, body: Json| {
         let mut req = Request::builder().method(Method::POST).uri(path).header(header::CONTENT_TYPE, "application/json");

@@ -28,7 +28,7 @@ fn text(keys: &[String]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_through_a_failover() {
     // As `pipelab serve` does first: the slot map's counters are listed from its first reading.
-    pipelab_server::telemetry::install_metrics();
+    pipelab_http::telemetry::install_metrics();
     let mut c = TestCluster::start_with_replicas(1000);
     let api = App::start(&c.url, &[]);
     let (status, body) = api.get("/readyz").await;

@@ -9,7 +9,7 @@ mod common;
 mod upstash_inproc;
 
 use axum::http::Method;
-use pipelab_server::http::auth::{AuthConfig, Auth};
+use pipelab_http::auth::{AuthConfig, Auth};
 use serde_json::json;
 use upstash_inproc::*;
 
@@ -210,10 +210,10 @@ fn tokens_from_flags_file_and_environment_lists() {
     };
     let auth = Auth::from_config(&cfg).unwrap();
     for t in ["flag-a", "file-a", "file-b"] {
-        assert_eq!(auth.check(Some(t.as_bytes())), Ok(pipelab_server::http::auth::Access::Full), "{t}");
+        assert_eq!(auth.check(Some(t.as_bytes())), Ok(pipelab_http::auth::Access::Full), "{t}");
     }
-    assert_eq!(auth.check(Some(b"ro-a")), Ok(pipelab_server::http::auth::Access::ReadOnly));
-    assert_eq!(auth.check(Some(b"op-a")), Ok(pipelab_server::http::auth::Access::Operator));
+    assert_eq!(auth.check(Some(b"ro-a")), Ok(pipelab_http::auth::Access::ReadOnly));
+    assert_eq!(auth.check(Some(b"op-a")), Ok(pipelab_http::auth::Access::Operator));
     let twice = AuthConfig { tokens: vec!["same".into()], operator_tokens: vec!["same".into()], ..Default::default() };
     assert!(Auth::from_config(&twice).unwrap_err().to_string().contains("--operator-token"));
     let missing = AuthConfig { tokens_file: Some(dir.path().join("nope")), ..Default::default() };

@@ -12,7 +12,7 @@ mod upstash_inproc;
 
 use axum::http::Method;
 use http_body_util::BodyExt;
-use pipelab_server::http::auth::Auth;
+use pipelab_http::auth::Auth;
 use pipelab_server::upstash::UpstashConfig;
 use serde_json::json;
 use upstash_inproc::*;

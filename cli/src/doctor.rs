@@ -7,7 +7,7 @@
 //! object per line on stdout: a `missed_pipeline` record when a run ends, an
 //! `undecoded` record when a connection's traffic cannot be followed, and a
 //! final `summary`. With `--ui ADDR`, also a page and its JSON API
-//! (`pipelab_server::doctor_page`). The end is SIGINT or SIGTERM, or with `--exit-when-idle`
+//! (`pipelab_doctor::page`). The end is SIGINT or SIGTERM, or with `--exit-when-idle`
 //! the moment the last client leaves (after at least one came). Exit 0 then;
 //! 2 for bad options; 1 if the listen address cannot be bound.
 
@@ -150,8 +150,8 @@ pub async fn main(args: Args) -> ExitCode {
                          application's key patterns, commands and timings; prefer --ui 127.0.0.1:PORT (and an SSH tunnel)"
                     );
                 }
-                let state = pipelab_server::doctor_page::UiState { doctor: doc.clone(), playground_url: playground, page: pipelab_server::api::web::Page::from_flag(args.web_dir.clone()) };
-                Some(tokio::spawn(async move { axum::serve(l, pipelab_server::doctor_page::router(state)).await }))
+                let state = pipelab_doctor::page::UiState { doctor: doc.clone(), playground_url: playground, page: pipelab_http::page::Page::from_flag(args.web_dir.clone()) };
+                Some(tokio::spawn(async move { axum::serve(l, pipelab_doctor::page::router(state)).await }))
             }
             Err(e) => {
                 eprintln!("pipelab doctor: cannot listen on --ui {addr}: {e}");

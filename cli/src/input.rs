@@ -49,7 +49,7 @@ pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
 
 /// clap parser for `--rtt`: a number of ms from 0 to 1000 (fractional), the
 /// range of `simulated_rtt_ms` (docs/api.md#limits); `serve --doctor-rtt` too.
-pub use pipelab_server::config::rtt_ms;
+pub use pipelab_http::config::rtt_ms;
 
 /// clap parser for `--bandwidth` in Mbit/s.
 pub fn bandwidth_mbps(s: &str) -> Result<f64, String> {

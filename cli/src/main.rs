@@ -48,7 +48,7 @@ enum Command {
     /// Run one command template at several pipeline batch sizes, then delete the keys it created.
     Sweep(sweep::Args),
     /// Serve the web playground and the REST API (/api/v1).
-    Serve(Box<pipelab_server::config::ServeConfig>),
+    Serve(Box<pipelab_http::config::ServeConfig>),
     /// A TCP proxy that adds a simulated round-trip time (the delay line).
     Proxy(proxy::Args),
     /// A proxy that watches an application's traffic: round trips, pipeline depth, missed pipelines.
@@ -78,7 +78,7 @@ fn give_back_memory() {
 }
 
 fn main() -> ExitCode {
-    pipelab_server::http::budget::set_release_hook(give_back_memory);
+    pipelab_http::budget::set_release_hook(give_back_memory);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -93,7 +93,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => block_on(lab::exit(sweep::main(args))),
         Command::Proxy(args) => block_on(proxy::main(args)),
         Command::Doctor(args) => doctor::run(args),
-        Command::Serve(cfg) => pipelab_server::serve::main(*cfg),
+        Command::Serve(cfg) => pipelab_server::serve::main(*cfg, pipelab_doctor::page::start_in_serve),
         Command::Resp(cmd) => codec::run(cmd).into(),
         Command::Openapi => openapi::run().into(),
         Command::Healthcheck(args) => healthcheck::run(args).into(),
@@ -102,7 +102,7 @@ fn main() -> ExitCode {
 
 /// Runs an async subcommand on a small multi-threaded runtime.
 pub fn block_on(f: impl Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_park(pipelab_server::http::budget::collect_if_due).enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_park(pipelab_http::budget::collect_if_due).enable_all().build() {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
             eprintln!("pipelab: cannot start the async runtime: {e}");

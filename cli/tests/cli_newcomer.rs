@@ -222,7 +222,7 @@ fn serve_takes_its_log_level_from_rust_log_after_pipelab_log() {
 #[test]
 fn the_openapi_document_and_the_docs_say_what_a_read_only_token_may_do_as_the_code_does() {
     let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let rule = words(pipelab_server::http::auth::READONLY_RULE);
+    let rule = words(pipelab_http::auth::READONLY_RULE);
     assert!(rule.contains("POST `/api/v1/batch`") && rule.contains("403 `forbidden`"), "{rule}");
     let out = run(&["openapi"], b"");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -1,4 +1,4 @@
-//! `pipelab doctor --ui`'s JSON API (`pipelab_server::doctor_page::router`) through
+//! `pipelab doctor --ui`'s JSON API (`pipelab_doctor::page::router`) through
 //! tower's `oneshot`, over a doctor relaying a real redis-py client to a
 //! real redis-server in the same process. The think time is a generous 1 s,
 //! as in `tests/doctor.rs`, so that a loaded machine does not break runs.
@@ -16,7 +16,7 @@ use axum::http::{Request, StatusCode};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_doctor::{self as doctor, Doctor, Rule};
-use pipelab_server::doctor_page as ui;
+use pipelab_doctor::page as ui;
 use serde_json::Value as Json;
 use tower::ServiceExt;
 

@@ -12,8 +12,8 @@ mod upstash_inproc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use pipelab_server::http::auth::Auth;
-use pipelab_server::http::guard::{GuardConfig, Policy};
+use pipelab_http::auth::Auth;
+use pipelab_http::guard::{GuardConfig, Policy};
 use serde_json::{json, Value as Json};
 
 use api_inproc::App;
@@ -311,7 +311,7 @@ async fn redis_refuses_the_readonly_user_what_slips_past_pipelab() {
     let ro = users.readonly.target(&pipelab_engine::conn::RedisTarget::parse(&redis.url).unwrap());
     let batch = common::batch(pipelab_engine::exec::Mode::Pipeline, &["GET k", "SET k w", "DEL k", "FLUSHALL", "EVAL \"return 1\" 0", "EVAL_RO \"return redis.call('GET', KEYS[1])\" 1 k", "MULTI", "GET k", "EXEC"]);
     let opts = pipelab_engine::exec::ExecOptions { connect_timeout: std::time::Duration::from_secs(5), ..Default::default() };
-    let report = pipelab_engine::run::execute(&ro, &batch, &opts).await.unwrap();
+    let report = common::execute(&ro, &batch, &opts).await.unwrap();
     let r: Vec<&resp::Value> = report.results.iter().map(|r| r.reply.as_ref().unwrap()).collect();
     assert_eq!(r[0], &resp::Value::Bulk(b"v".to_vec()));
     for (i, reply) in r.iter().enumerate().skip(1).take(4) {

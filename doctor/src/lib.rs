@@ -12,8 +12,9 @@
 //!   shapes, [`live`]: the terminal view;
 //! - [`relay`]: forwarding, byte for byte, with the tracker looking on.
 //!
-//! Its page and JSON API (`--ui`) are an HTTP surface, beside the others in
-//! `pipelab_server::doctor_page`.
+//! With the `page` feature, [`page`]: its page and JSON API (`--ui`, and
+//! under `/api/v1/doctor` of `pipelab serve --doctor-listen`), over the
+//! HTTP layer the server's surfaces use (`pipelab_http`).
 //!
 //! Forwarding never depends on decoding: traffic the tracker cannot follow
 //! is forwarded as is and the connection is reported `undecoded`.
@@ -22,6 +23,8 @@ pub mod depends;
 pub mod keys;
 pub mod live;
 pub mod missed;
+#[cfg(feature = "page")]
+pub mod page;
 pub mod pattern;
 pub mod relay;
 pub mod report;

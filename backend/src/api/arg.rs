@@ -16,7 +16,7 @@ use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::http::error::ApiCode;
+use pipelab_http::error::ApiCode;
 use pipelab_engine::exec::Commands;
 
 /// Standard alphabet; padding optional, so `"/wAB"` and `"/wA"` both decode.

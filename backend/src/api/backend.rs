@@ -2,19 +2,11 @@
 //! ([`pipelab_engine::engine::backend`]) for the request's caller, made once,
 //! before its commands are checked (the table is that Redis's) and run.
 
-use crate::http::caller::Caller;
-use crate::http::error::ApiError;
+use pipelab_http::caller::Caller;
+use pipelab_http::error::ApiError;
 use super::AppState;
-use pipelab_engine::engine::Who;
 
 pub use pipelab_engine::engine::Backend;
-
-impl Caller {
-    /// Who the engine chooses a Redis for.
-    pub fn who(&self) -> Who<'_> {
-        Who { access: self.access.rules(), visitor: self.visitor.as_ref(), client: self.share }
-    }
-}
 
 impl AppState {
     /// The Redis that serves `caller`.

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use crate::http::caller::Caller;
-use crate::http::error::{ApiCode, ApiError, BatchErrors};
+use pipelab_http::caller::Caller;
+use pipelab_http::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::schema;
 use super::kept::Keep;
@@ -97,8 +97,8 @@ batch_request!(BatchRequest);
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran; per-command results", body = Report),
-        (status = 404, description = "`session_not_found`: no open session with the given `session` id", body = crate::http::error::ErrorBody),
-        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = crate::http::error::ErrorBody),
+        (status = 404, description = "`session_not_found`: no open session with the given `session` id", body = pipelab_http::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = pipelab_http::error::ErrorBody),
         BatchErrors,
     )
 )]
@@ -120,9 +120,9 @@ pub async fn batch(State(state): State<AppState>, PreparedBatch { batch, keep, s
     request_body = BatchRequest,
     responses(
         (status = 200, description = "The batch ran on the session; per-command results", body = Report),
-        (status = 404, description = "`session_not_found`: no open session with this id", body = crate::http::error::ErrorBody),
-        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = crate::http::error::ErrorBody),
-        (status = 421, description = "`other_node`: another node holds the session (the message names it)", body = crate::http::error::ErrorBody),
+        (status = 404, description = "`session_not_found`: no open session with this id", body = pipelab_http::error::ErrorBody),
+        (status = 409, description = "`session_lost` (its connection is gone) or `session_busy` (another batch runs on it)", body = pipelab_http::error::ErrorBody),
+        (status = 421, description = "`other_node`: another node holds the session (the message names it)", body = pipelab_http::error::ErrorBody),
         BatchErrors,
     )
 )]
@@ -192,10 +192,10 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest, checke
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
     let rules = super::refuse::Rules::of(state, &backend).await;
     let mut prepared = BatchFields::from(req).prepare_checked(&state.limits, checked)?;
-    crate::http::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
+    pipelab_http::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
-    crate::http::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
+    pipelab_http::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
     let batch = prepared.into_batch(mode, &state.limits, &rules)?;
     Ok(PreparedBatch { batch, keep, session, backend })
 }

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use crate::http::budget::{Charge, Held};
-use crate::http::error::{ApiError, BatchErrors};
+use pipelab_http::budget::{Charge, Held};
+use pipelab_http::error::{ApiError, BatchErrors};
 use super::extract::CommandsJson;
 use super::run::{OnBackend, WithResults};
 use super::schema;
@@ -74,7 +74,7 @@ batch_request!(CompareRequest);
 ))]
 pub async fn compare(
     State(state): State<AppState>,
-    caller: crate::http::caller::Caller,
+    caller: pipelab_http::caller::Caller,
     CommandsJson(mut req): CommandsJson<CompareRequest>,
 ) -> Result<Response, ApiError> {
     let requested = req
@@ -108,7 +108,7 @@ pub async fn compare(
     let on = state.backend(&caller).await?;
     let rules = super::refuse::Rules::of(&state, &on).await;
     // Each mode runs the batch once.
-    crate::http::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
+    pipelab_http::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
     let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let runner = OnBackend { state, on };
@@ -119,7 +119,7 @@ pub async fn compare(
     let report = lab::compare::compare(&with, &batches, true).await?;
     // The replies' JSON is charged already: the answer is written in a
     // buffer of about that size (not grown by doubling, twice as large),
-    // and stays charged until its client has it (`crate::http::budget`).
+    // and stays charged until its client has it (`pipelab_http::budget`).
     let charge = with.charge.lock().map(|mut c| c.take()).ok();
     let mut body = Vec::with_capacity(charge.as_ref().map_or(0, Charge::bytes) as usize + 64 * 1024);
     if serde_json::to_writer(&mut body, &report).is_err() {

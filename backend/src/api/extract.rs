@@ -17,7 +17,7 @@ use axum::http::header;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 use super::incremental::IncrementalBody;
 use super::json::{parse_json, HasCommands, RESERVE_MAX};
 use super::validate::{Checked, Checker};
@@ -168,8 +168,8 @@ mod timing {
             .collect();
         let body =
             serde_json::to_vec(&serde_json::json!({"commands": cmds, "mode": "pipeline"})).unwrap();
-        let limits = <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
-            &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
+        let limits = <pipelab_http::config::Limits as clap::FromArgMatches>::from_arg_matches(
+            &<pipelab_http::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
                 .get_matches_from(["x"]),
         )
         .unwrap();

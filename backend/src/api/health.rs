@@ -1,6 +1,6 @@
 //! Probes for process supervisors and load balancers: `/healthz` (the
 //! process is alive and Redis not stuck in a script), `/readyz` (Redis answers PING; a cluster serves every slot) and `/metrics`
-//! (Prometheus text format, see [`crate::telemetry`]).
+//! (Prometheus text format, see [`pipelab_http::telemetry`]).
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::json;
 
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 use super::run::command;
 use super::AppState;
 
@@ -41,7 +41,7 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 /// `cluster_state:ok` (`pipelab_engine::cluster::Cluster::readiness`).
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     const WAIT: Duration = Duration::from_secs(1);
-    // The balancer takes a draining node out at its next check (`crate::http::drain`).
+    // The balancer takes a draining node out at its next check (`pipelab_http::drain`).
     if state.drain.is_draining() {
         return ApiError::new(ApiCode::ShuttingDown, format!("node {} is shutting down: send requests to another node", pipelab_engine::node::id())).into_response();
     }
@@ -84,6 +84,6 @@ pub async fn metrics() -> impl IntoResponse {
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        crate::telemetry::render_metrics(),
+        pipelab_http::telemetry::render_metrics(),
     )
 }

@@ -653,9 +653,9 @@ mod tests {
     }
 
     /// Limits small enough for the generated commands to break them.
-    fn small_limits() -> crate::config::Limits {
-        <crate::config::Limits as clap::FromArgMatches>::from_arg_matches(
-            &<crate::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
+    fn small_limits() -> pipelab_http::config::Limits {
+        <pipelab_http::config::Limits as clap::FromArgMatches>::from_arg_matches(
+            &<pipelab_http::config::Limits as clap::Args>::augment_args(clap::Command::new("x"))
                 .get_matches_from(["x", "--max-arg-bytes", "8", "--max-watch-keys", "2"]),
         )
         .unwrap()

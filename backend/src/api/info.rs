@@ -8,14 +8,14 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::caller::Caller;
+use pipelab_http::caller::Caller;
 use super::run::command;
 use super::validate::{Defaults, DEFAULTS};
-use crate::http::error::ApiError;
+use pipelab_http::error::ApiError;
 use super::{AppState, RedisSource};
 use pipelab_engine::commands::server::{self, info_field};
 use pipelab_engine::commands::RefusedCommand;
-use crate::config::Limits;
+use pipelab_http::config::Limits;
 
 /// Server facts.
 #[derive(Debug, Serialize, ToSchema)]
@@ -143,7 +143,7 @@ pub struct RedisInfo {
     tag = "server",
     responses(
         (status = 200, description = "Server facts", body = InfoResponse),
-        (status = 503, description = "In the sandbox: no Redis could be started for the visitor", body = crate::http::error::ErrorBody),
+        (status = 503, description = "In the sandbox: no Redis could be started for the visitor", body = pipelab_http::error::ErrorBody),
     )
 )]
 pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {

@@ -7,7 +7,7 @@
 use serde::de::DeserializeOwned;
 
 use super::arg::JsonCommands;
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 
 /// A request type with a `commands` member (`Option<JsonCommands>`).
 pub trait HasCommands: DeserializeOwned {

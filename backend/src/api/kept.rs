@@ -7,7 +7,7 @@ use pipelab_engine::exec::{CommandResult, ResultSink, Status};
 use pipelab_engine::report_json::reply_json_len;
 
 use super::AppState;
-use crate::http::budget::{Charge, Held, CHARGED_FROM};
+use pipelab_http::budget::{Charge, Held, CHARGED_FROM};
 
 /// Which per-command results a batch response carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, utoipa::ToSchema, clap::ValueEnum)]
@@ -70,7 +70,7 @@ pub struct KeptResults {
     charged: u64,
     max_json_bytes: u64,
     /// The kept replies' JSON, charged to the server's budget for answers
-    /// (`crate::http::budget`); why it refused one, if it did.
+    /// (`pipelab_http::budget`); why it refused one, if it did.
     pub(super) charge: Charge,
     refused: Option<String>,
 }

@@ -41,9 +41,9 @@ use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use super::batch::{BatchRequest, PreparedBatch};
-use crate::http::caller::Caller;
-use crate::http::budget::{self, Charge};
-use crate::http::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
+use pipelab_http::caller::Caller;
+use pipelab_http::budget::{self, Charge};
+use pipelab_http::error::{ApiCode, ApiError, BatchErrors, ErrorBody, ErrorDetail};
 use super::run::run_logged;
 use pipelab_engine::engine::RunOptions;
 use super::kept::KeptResults;
@@ -210,7 +210,7 @@ pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Pat
 }
 
 enum Msg {
-    /// Results with their charge (`crate::http::budget`), held by the body until hyper has their lines.
+    /// Results with their charge (`pipelab_http::budget`), held by the body until hyper has their lines.
     Results(Vec<CommandResult>, Charge),
     End(Box<Result<StreamReport<Infallible>, ApiError>>),
 }

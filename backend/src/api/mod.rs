@@ -1,5 +1,5 @@
 //! The REST API (`/api/v1`), health probes and the web playground's files,
-//! on the HTTP layer both surfaces share (`crate::http`).
+//! on the HTTP layer both surfaces share (`pipelab_http`).
 //!
 //! Thin adapter over the executor: each endpoint validates its JSON
 //! ([`validate`]), builds a [`pipelab_engine::exec::Batch`], runs it through [`run`]
@@ -37,12 +37,12 @@ use axum::extract::Request;
 use axum::routing::{any, delete, get, post};
 use axum::Router;
 
-use crate::config::Limits;
+use pipelab_http::config::Limits;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::engine::{Engine, EngineLimits};
-use crate::http::{HttpInner, HttpState};
-use crate::http::error::{ApiCode, ApiError};
-use crate::http::{auth, budget, guard, rate};
+use pipelab_http::{HttpInner, HttpState};
+use pipelab_http::error::{ApiCode, ApiError};
+use pipelab_http::{auth, budget, guard, rate};
 
 pub use pipelab_engine::engine::{Redis, RedisSource, Shared};
 
@@ -54,8 +54,8 @@ pub struct AppState(Arc<Inner>);
 /// [`HttpState`]) and what the API's routes add to it.
 pub struct Inner {
     pub http: HttpState,
-    /// The page's files at `/` ([`web::Page`]: built in, or `--web-dir`).
-    pub page: web::Page,
+    /// The page's files at `/` ([`pipelab_http::page::Page`]: built in, or `--web-dir`).
+    pub page: pipelab_http::page::Page,
     /// Commands the operator allows beyond the defaults (`--allow-migrate`).
     pub allow: pipelab_engine::commands::Allow,
     /// The batches of `POST /batches` running now, to cancel by id ([`live`]).
@@ -103,12 +103,12 @@ fn engine_limits(limits: &Limits) -> EngineLimits {
 pub struct AppStateBuilder {
     redis: Redis,
     limits: Limits,
-    page: web::Page,
+    page: pipelab_http::page::Page,
     runtimes: Vec<tokio::runtime::Handle>,
     guard: guard::Policy,
     allow: pipelab_engine::commands::Allow,
     auth: auth::Auth,
-    upstash: crate::config::UpstashSettings,
+    upstash: pipelab_http::config::UpstashSettings,
     rate: rate::Limiter,
     doctor: Option<(info::DoctorInfo, Router)>,
 }
@@ -119,7 +119,7 @@ impl AppStateBuilder {
         target: RedisTarget,
         source: RedisSource,
         limits: Limits,
-        page: impl Into<web::Page>,
+        page: impl Into<pipelab_http::page::Page>,
         runtimes: Vec<tokio::runtime::Handle>,
     ) -> Self {
         let shared = Shared::new(target, source, &engine_limits(&limits));
@@ -127,11 +127,11 @@ impl AppStateBuilder {
     }
 
     /// The API in the sandbox: each visitor on a redis-server of their own.
-    pub fn sandboxed(supervisor: Arc<pipelab_engine::sandbox::Supervisor>, limits: Limits, page: impl Into<web::Page>, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+    pub fn sandboxed(supervisor: Arc<pipelab_engine::sandbox::Supervisor>, limits: Limits, page: impl Into<pipelab_http::page::Page>, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         Self::with_redis(Redis::Sandbox(supervisor), limits, page.into(), runtimes)
     }
 
-    fn with_redis(redis: Redis, limits: Limits, page: web::Page, runtimes: Vec<tokio::runtime::Handle>) -> Self {
+    fn with_redis(redis: Redis, limits: Limits, page: pipelab_http::page::Page, runtimes: Vec<tokio::runtime::Handle>) -> Self {
         AppStateBuilder {
             redis,
             limits,
@@ -147,7 +147,7 @@ impl AppStateBuilder {
     }
 
     /// A doctor listening as `info` says, its JSON API `routes` (paths
-    /// `/summary` and `/flights`: `crate::doctor_page::mounted`) served
+    /// `/summary` and `/flights`, the doctor's own) served
     /// under `/api/v1/doctor` behind the same rules as every route.
     pub fn with_doctor(mut self, info: info::DoctorInfo, routes: Router) -> Self {
         self.doctor = Some((info, routes));
@@ -173,7 +173,7 @@ impl AppStateBuilder {
     }
 
     /// The tokens and the Upstash surface's settings.
-    pub fn configure(mut self, auth: auth::Auth, upstash: crate::config::UpstashSettings) -> Self {
+    pub fn configure(mut self, auth: auth::Auth, upstash: pipelab_http::config::UpstashSettings) -> Self {
         self.auth = auth;
         // The Upstash routes' CORS origins pass the request guards there.
         let origins: Vec<&str> = upstash.cors_origins.iter().filter_map(|o| o.to_str().ok()).collect();

@@ -5,7 +5,7 @@ use axum::Json;
 use utoipa::OpenApi;
 
 use super::{batch, commands, compare, info, kept, live, schema, session, sweep};
-use crate::http::error;
+use pipelab_http::error;
 use pipelab_engine::exec;
 use error::CodeStatuses;
 
@@ -46,14 +46,14 @@ use error::CodeStatuses;
 )]
 pub struct ApiDoc;
 
-/// Puts [`crate::http::auth::READONLY_RULE`] in the description, so that
+/// Puts [`pipelab_http::auth::READONLY_RULE`] in the description, so that
 /// the document says what the code does in the words docs/api.md uses.
 struct ReadonlyRule;
 
 impl utoipa::Modify for ReadonlyRule {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         if let Some(d) = doc.info.description.as_mut() {
-            *d = d.replace("{READONLY_RULE}", crate::http::auth::READONLY_RULE);
+            *d = d.replace("{READONLY_RULE}", pipelab_http::auth::READONLY_RULE);
         }
     }
 }

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::backend::Backend;
-use crate::http::budget::Charge;
-use crate::http::error::ApiError;
+use pipelab_http::budget::Charge;
+use pipelab_http::error::ApiError;
 use super::kept::{Keep, KeptResults};
 use super::AppState;
 use pipelab_engine::engine::{EngineError, RunOptions};
 use pipelab_engine::exec::{Batch, ExecError, Report, ResultSink, StreamReport};
 use pipelab_engine::run::Target;
-use crate::telemetry::BatchSpan;
+use pipelab_http::telemetry::BatchSpan;
 
 /// Run `batch` on `on` within the server's limits and collect its report.
 ///
@@ -42,11 +42,11 @@ pub async fn run_batch(state: &AppState, on: &Backend, batch: &Batch) -> Result<
 /// `/batch` counts it (`kept::KeptResults`) and charged to the server's budget
 /// for answers, the charge added to `held`: for runs whose every result
 /// goes into the response. Past the reply limit the run is cut; past the
-/// budget the answer is refused (`crate::http::budget::refused`).
+/// budget the answer is refused (`pipelab_http::budget::refused`).
 pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, held: &Mutex<Charge>) -> Result<Report, ApiError> {
     let mut kept = KeptResults::new(state, Keep::All, batch.commands.len());
     let out = run_logged(state, on, batch, &mut kept, RunOptions::default()).await?;
-    if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {
+    if let Some(refused) = pipelab_http::budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
     if let Ok(mut held) = held.lock() {
@@ -62,7 +62,7 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
 /// sink has its `not_sent` results): see [`StreamReport::reconnect_failed`].
 /// Not refused up front when the budget for answers is spent: a small
 /// answer takes none of it, and a large one is refused as its replies come
-/// (`crate::http::budget`).
+/// (`pipelab_http::budget`).
 pub async fn run_logged<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
     let result = state.engine.run(on, batch, sink, opts).await;

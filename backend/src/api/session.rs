@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::backend::Backend;
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 use super::kept::{Keep, KeptResults};
 use super::stream;
 use super::AppState;
@@ -86,12 +86,12 @@ fn unix_ms(at: SystemTime) -> u64 {
     request_body(content = Option<SessionRequest>, description = "Optional"),
     responses(
         (status = 201, description = "The session is open", body = SessionResponse),
-        (status = 400, description = "A bad field", body = crate::http::error::ErrorBody),
-        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap) or `redis_unavailable`", body = crate::http::error::ErrorBody),
+        (status = 400, description = "A bad field", body = pipelab_http::error::ErrorBody),
+        (status = 503, description = "`too_many_sessions` (--max-sessions are open, --max-sessions-per-client of this client's, or in the sandbox the visitor's own cap) or `redis_unavailable`", body = pipelab_http::error::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    caller: crate::http::caller::Caller,
+    caller: pipelab_http::caller::Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: SessionRequest = if body.iter().all(u8::is_ascii_whitespace) {
@@ -118,11 +118,11 @@ pub async fn create(
     params(("id" = String, Path, description = "The session's id")),
     responses(
         (status = 204, description = "Closed"),
-        (status = 404, description = "`session_not_found`", body = crate::http::error::ErrorBody),
+        (status = 404, description = "`session_not_found`", body = pipelab_http::error::ErrorBody),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    caller: crate::http::caller::Caller,
+    caller: pipelab_http::caller::Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state.engine.sessions.close(&id, caller.access.rules(), caller.visitor.as_ref())?;
@@ -169,7 +169,7 @@ pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>,
     let out = super::run::run_logged(&state, on, &batch, &mut kept, RunOptions { on: Connection::Session(&mut taken.conn), cancel: None }).await;
     sessions.put_back(taken, &out);
     let out = out?;
-    if let Some(refused) = crate::http::budget::refused(out.connection_error.as_deref()) {
+    if let Some(refused) = pipelab_http::budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
     Ok(stream::report_response(&mut kept, &out))

@@ -36,13 +36,13 @@ use http_body::Frame;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 use pipelab_engine::report_json::ReportJson;
 use super::backend::Backend;
 use super::kept::{Keep, KeptResults, RESULT_JSON};
 use super::run::run_logged;
 use pipelab_engine::engine::RunOptions;
-use crate::http::budget::{self, Charge, Held};
+use pipelab_http::budget::{self, Charge, Held};
 use super::AppState;
 use pipelab_engine::exec::{Batch, CommandResult, ResultSink, StreamReport};
 

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::arg::ArgBytes;
-use crate::http::caller::Caller;
-use crate::http::error::{ApiCode, ApiError, BatchErrors};
+use pipelab_http::caller::Caller;
+use pipelab_http::error::{ApiCode, ApiError, BatchErrors};
 use super::extract::ApiJson;
 use super::refuse::Rules;
 use super::run::OnBackend;
@@ -147,7 +147,7 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
     // Each batch size runs `total` commands once; its repeats are taken
     // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
-    crate::http::rate::take_commands(state, caller.client.as_ref(), commands)?;
+    pipelab_http::rate::take_commands(state, caller.client.as_ref(), commands)?;
     Ok(PreparedSweep { spec, runner: Metered { on: OnBackend { state: state.clone(), on }, client: caller.client } })
 }
 
@@ -160,7 +160,7 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
 #[derive(Clone)]
 struct Metered {
     on: OnBackend,
-    client: Option<crate::http::rate::Client>,
+    client: Option<pipelab_http::rate::Client>,
 }
 
 impl pipelab_engine::lab::Runner for Metered {
@@ -183,6 +183,6 @@ impl pipelab_engine::lab::Runner for Metered {
     }
 
     fn may_repeat(&self, commands: u64) -> bool {
-        crate::http::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
+        pipelab_http::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
     }
 }

@@ -9,9 +9,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::arg::{ArgBytes, JsonCommands};
-use crate::http::error::{ApiCode, ApiError};
+use pipelab_http::error::{ApiCode, ApiError};
 use super::refuse::Rules;
-use crate::config::{Limits, MAX_SIMULATED_RTT_MS};
+use pipelab_http::config::{Limits, MAX_SIMULATED_RTT_MS};
 use pipelab_engine::exec::{ArgvRef, Batch, Commands, Mode, OnError, Plan, Prechecked};
 
 /// Default commands per pipeline chunk.
@@ -168,7 +168,7 @@ impl Checker {
     /// rules are known before the body is read: a shared Redis whose
     /// command table was read already. In the sandbox a visitor's Redis is
     /// given only once the body is found valid, so it is not asked for here.
-    pub async fn early(state: &super::AppState, caller: &crate::http::caller::Caller, expected: usize) -> Option<Checker> {
+    pub async fn early(state: &super::AppState, caller: &pipelab_http::caller::Caller, expected: usize) -> Option<Checker> {
         if expected < CHECK_WHILE_PARSING || state.engine.sandbox().is_some() {
             return None;
         }

@@ -35,10 +35,10 @@ use std::sync::Arc;
 
 use crate::api::AppState;
 
-pub use crate::config::UpstashConfig;
+pub use pipelab_http::config::UpstashConfig;
 
 /// The Upstash surface's settings (`--upstash-prefix`, `--upstash-cors-origin`).
-pub use crate::config::UpstashSettings as Settings;
+pub use pipelab_http::config::UpstashSettings as Settings;
 
 /// The state of the Upstash routes: the server's, and the sync token of
 /// the writes they ran ([`sync`]).
@@ -140,12 +140,12 @@ impl Surface {
     }
 }
 
-impl crate::http::surface::Surface for Surface {
+impl pipelab_http::surface::Surface for Surface {
     fn serves(&self, path: &str) -> bool {
         self.prefix.as_deref().is_none_or(|p| path.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
     }
 
-    fn refusal(&self, e: crate::http::error::ApiError) -> Response {
+    fn refusal(&self, e: pipelab_http::error::ApiError) -> Response {
         response::UpstashError::new(e.status(), format!("ERR {}", e.body.message)).into_response()
     }
 }
@@ -155,7 +155,7 @@ impl crate::http::surface::Surface for Surface {
 /// ran), and its count in `/metrics`.
 async fn finish(State(state): State<Upstash>, visitor: Option<axum::Extension<pipelab_engine::sandbox::VisitorId>>, mut res: Response) -> Response {
     let Some(family) = res.extensions().get::<Family>().copied() else { return res };
-    crate::telemetry::upstash_request(family.name(), res.status().as_u16());
+    pipelab_http::telemetry::upstash_request(family.name(), res.status().as_u16());
     const NOT_RUN: HeaderValue = HeaderValue::from_static("redis;dur=0;desc=\"not run\"");
     let visitor = visitor.and_then(|axum::Extension(id)| state.engine.sandbox()?.visitor(&id));
     let headers = res.headers_mut();

@@ -184,9 +184,9 @@ pub fn path_command(path: &str, query: Option<&str>, body: &[u8], out: &mut Comm
         if k == "_token" {
             continue;
         }
-        out.push_arg(&crate::http::auth::form_decode(k));
+        out.push_arg(&pipelab_http::auth::form_decode(k));
         if let Some(v) = v.filter(|v| !v.is_empty()) {
-            out.push_arg(&crate::http::auth::form_decode(v));
+            out.push_arg(&pipelab_http::auth::form_decode(v));
         }
     }
     out.end_command();

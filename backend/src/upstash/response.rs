@@ -81,11 +81,11 @@ impl UpstashError {
     }
 }
 
-impl From<crate::http::error::ApiError> for UpstashError {
+impl From<pipelab_http::error::ApiError> for UpstashError {
     /// The API's checks (limits, refusals, Redis unreachable) in Upstash's
     /// wording: `ERR` and the API's message, with the API's status.
-    fn from(e: crate::http::error::ApiError) -> Self {
-        use crate::http::error::ApiCode;
+    fn from(e: pipelab_http::error::ApiError) -> Self {
+        use pipelab_http::error::ApiCode;
         let message = match e.code() {
             ApiCode::BodyTooLarge => "ERR max request size exceeded".to_string(),
             _ => format!("ERR {}", e.body.message),
@@ -102,7 +102,7 @@ impl IntoResponse for UpstashError {
         body.push(b'}');
         let mut res = (self.status, json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            crate::http::auth::challenge(&mut res);
+            pipelab_http::auth::challenge(&mut res);
         }
         res
     }

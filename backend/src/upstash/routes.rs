@@ -15,10 +15,10 @@ use axum::response::{IntoResponse, Response};
 use super::response::{self, write_entry, write_resp2, Format, Outcome, UpstashError};
 use super::run::{run, server_timing};
 use super::Family;
-use crate::http::auth::Access;
-use crate::http::rate::{take_commands, Client};
+use pipelab_http::auth::Access;
+use pipelab_http::rate::{take_commands, Client};
 use crate::api::backend::Backend;
-use crate::http::caller::Caller;
+use pipelab_http::caller::Caller;
 use crate::api::AppState;
 use pipelab_engine::sandbox::VisitorId;
 use pipelab_engine::exec::{Commands, Mode, Report, Status, TransactionStatus};
@@ -146,7 +146,7 @@ pub async fn backend(state: &AppState, caller: Caller) -> Result<Backend, Upstas
 /// sandbox visitor the gate found, and the client its batches count against.
 pub fn caller(state: &AppState, req: &Request, access: Access) -> Caller {
     let visitor = req.extensions().get::<VisitorId>().cloned();
-    let share = crate::http::caller::client_key(state, req.headers(), req.uri(), req.extensions());
+    let share = pipelab_http::caller::client_key(state, req.headers(), req.uri(), req.extensions());
     Caller { access, visitor, client: None, share }
 }
 

@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, StatusCode};
 
 use super::response::UpstashError;
 use crate::api::arg::JsonCommands;
-use crate::http::auth::Access;
+use pipelab_http::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
 use crate::api::backend::Backend;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request};
-use pipelab_server::http::auth::Auth;
+use pipelab_http::auth::Auth;
 pub use pipelab_server::upstash::{Settings, UpstashConfig};
 use serde_json::Value as Json;
 

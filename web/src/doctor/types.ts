@@ -1,5 +1,5 @@
 // The doctor's JSON API (`pipelab doctor --ui` at /api/doctor, `pipelab serve
-// --doctor-listen` at /api/v1/doctor; backend/src/doctor_page.rs and doctor/src/report.rs;
+// --doctor-listen` at /api/v1/doctor; doctor/src/page.rs and doctor/src/report.rs;
 // docs/api.md "pipelab doctor --ui"). Times: *_us µs, *_ms ms.
 
 export interface Flight {

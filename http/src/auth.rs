@@ -324,7 +324,7 @@ pub fn challenge(res: &mut Response) {
 /// keys of their own) answer 403 `forbidden`. The
 /// request's [`Access`] is left in its extensions. The Upstash routes
 /// check their tokens themselves, in Upstash's error shape
-/// ([`crate::upstash`]), and every other path is open.
+/// (the Upstash-compatible surface's), and every other path is open.
 // The refusal is the answer, sent as it is: boxing it would only move it.
 #[allow(clippy::result_large_err)]
 pub fn admit(state: &HttpState, req: &mut Request) -> Result<(), Response> {

@@ -29,6 +29,13 @@ pub struct Caller {
     pub share: Option<ClientKey>,
 }
 
+impl Caller {
+    /// Who the engine chooses a Redis for.
+    pub fn who(&self) -> pipelab_engine::engine::Who<'_> {
+        pipelab_engine::engine::Who { access: self.access.rules(), visitor: self.visitor.as_ref(), client: self.share }
+    }
+}
+
 /// Any router state that holds the HTTP layer's (borrowed: no clone per request).
 impl<S: AsRef<HttpState> + Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Infallible;

@@ -12,7 +12,7 @@ fn main() {
     // an empty folder stands for "no page yet" until build-web.sh fills it.
     if !dist.exists() {
         if let Err(e) = std::fs::create_dir_all(&dist) {
-            println!("cargo:warning=cannot create {} ({e}): a page built later needs `touch backend/build.rs` to be embedded", dist.display());
+            println!("cargo:warning=cannot create {} ({e}): a page built later needs `touch http/build.rs` to be embedded", dist.display());
         }
     }
     if dist.exists() {

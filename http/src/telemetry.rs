@@ -219,7 +219,7 @@ impl Drop for BatchSpan {
 
 /// Status classes of `pipelab_upstash_requests_total`.
 const CLASSES: [&str; 3] = ["2xx", "4xx", "5xx"];
-/// Endpoint families of `pipelab_upstash_requests_total` (`crate::upstash::Family`).
+/// Endpoint families of `pipelab_upstash_requests_total` (the Upstash surface's endpoint families).
 const FAMILIES: [&str; 5] = ["command", "path", "pipeline", "multi_exec", "subscribe"];
 
 static UPSTASH: [[OnceLock<Counter>; CLASSES.len()]; FAMILIES.len()] =

@@ -1,5 +1,7 @@
-//! The HTTP layer both surfaces share (the REST API in `api`, the
-//! Upstash-compatible one in `upstash`): the gate in front of the whole
+//! The HTTP layer under both surfaces of `pipelab-server` (the REST API and
+//! the Upstash-compatible one) and the doctor's page: the server's
+//! configuration ([`config`]), logs and metrics ([`telemetry`]), the
+//! listening socket's caps ([`net`]), the page's files ([`page`]), the gate in front of the whole
 //! router ([`gate`]: guards, rate limits, tokens, the sandbox visitor's
 //! cookie, security headers), who sent a request ([`caller`]), the memory
 //! of answers being written ([`budget`]), and the one JSON error shape
@@ -11,14 +13,18 @@
 pub mod auth;
 pub mod budget;
 pub mod caller;
+pub mod config;
 pub mod drain;
 pub mod error;
 pub mod gate;
 pub mod guard;
 pub mod headers;
+pub mod net;
+pub mod page;
 pub mod protected;
 pub mod rate;
 pub mod surface;
+pub mod telemetry;
 pub mod visitor;
 
 use std::sync::Arc;

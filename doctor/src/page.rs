@@ -1,23 +1,24 @@
 //! `pipelab doctor --ui ADDR`: the doctor's page and the small JSON API it
 //! polls, served by the doctor itself (axum; loopback unless ADDR says
 //! otherwise). Everything comes from the doctor's bounded state in memory
-//! ([`pipelab_doctor::stats`]): key patterns, counts and times, never a value.
+//! ([`crate::stats`]): key patterns, counts and times, never a value.
 //!
 //! - `GET /api/doctor/summary[?rtt_ms=MS]` → [`UiSummary`]: the summary as
 //!   it stands (runs going on are not ended), the missed pipelines (ended
 //!   and going on) with a playground batch each, and where the playground
 //!   is; savings at `rtt_ms` (0 to 1000) when given, else at `--rtt`;
 //! - `GET /api/doctor/flights?connection=N[&since=US]` → the connection's
-//!   kept flights ([`pipelab_doctor::tracker::FLIGHT_RING`] per connection, the most
+//!   kept flights ([`crate::tracker::FLIGHT_RING`] per connection, the most
 //!   recent) that started after `since` µs ([`ConnectionFlights`]); 400
 //!   naming the field for a bad query, 404 for a connection not known (any
 //!   more: closed connections stay for the 20 most recent);
 //! - anything else: the page, `doctor.html` and its assets, built into the
-//!   binary or from `--web-dir` ([`crate::api::web::Page`]; Vite builds it
+//!   binary or from `--web-dir` ([`pipelab_http::page::Page`]; Vite builds it
 //!   with the playground: `scripts/build-web.sh`).
 //!
-//! `pipelab serve --doctor-listen` mounts the same two routes under
-//! `/api/v1/doctor` ([`mounted`]), behind its own rules (tokens, guards).
+//! `pipelab serve --doctor-listen` starts the doctor with [`start_in_serve`]
+//! and mounts the same two routes under `/api/v1/doctor` ([`mounted`]),
+//! behind its own rules (tokens, guards).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,9 +30,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
-use pipelab_doctor::report::{ConnectionFlights, MissedPipeline, Summary};
-use pipelab_doctor::stats::Doctor;
-use crate::http::error::{ApiCode, ApiError};
+use crate::report::{ConnectionFlights, MissedPipeline, Summary};
+use crate::stats::Doctor;
+use pipelab_engine::conn::RedisTarget;
+use pipelab_http::config::ServeConfig;
+use pipelab_http::error::{ApiCode, ApiError};
+use pipelab_http::page::Page;
 
 /// Most commands in a missed pipeline's playground batch (the run's own
 /// count when smaller).
@@ -46,7 +50,7 @@ pub struct UiState {
     /// The playground page "open in playground" links to (`--playground-url`).
     pub playground_url: String,
     /// The page's files (built in, or `--web-dir`).
-    pub page: crate::api::web::Page,
+    pub page: Page,
 }
 
 /// A missed pipeline as the page lists it.
@@ -57,7 +61,7 @@ pub struct UiMissed {
     /// True for a run still going on (it may grow; `--json` reports it when it ends).
     pub going_on: bool,
     /// The run's shape as a playground batch, one inline command a line (at
-    /// most [`EXAMPLE_COMMANDS`]; see [`pipelab_doctor::KeyTable::example_command`]).
+    /// most [`EXAMPLE_COMMANDS`]; see [`crate::KeyTable::example_command`]).
     pub example: String,
 }
 
@@ -79,7 +83,7 @@ pub struct UiSummary {
 /// a rebound name cannot read the doctor; another site's page is 403) and
 /// with its security headers (CSP, `nosniff`, no framing).
 pub fn router(state: UiState) -> Router {
-    let policy = Arc::new(crate::http::guard::Policy::new(&crate::http::guard::GuardConfig::default(), None));
+    let policy = Arc::new(pipelab_http::guard::Policy::new(&pipelab_http::guard::GuardConfig::default(), None));
     Router::new()
         .route("/api/doctor/summary", get(summary))
         .route("/api/doctor/flights", get(flights))
@@ -93,7 +97,7 @@ pub fn router(state: UiState) -> Router {
                     Ok(()) => next.run(req).await,
                     Err(refused) => refused.into_response(),
                 };
-                crate::http::headers::set(&mut res);
+                pipelab_http::headers::set(&mut res);
                 res
             }
         }))
@@ -131,7 +135,7 @@ async fn summary(State(s): State<UiState>, Query(q): Query<HashMap<String, Strin
     if let Some(unknown) = q.keys().find(|k| k.as_str() != "rtt_ms") {
         return Err(ApiError::field(ApiCode::InvalidField, unknown.clone(), "unknown query parameter (expected `rtt_ms`)"));
     }
-    let rtt_ms = q.get("rtt_ms").map(|v| crate::config::rtt_ms(v).map_err(|e| ApiError::field(ApiCode::InvalidField, "rtt_ms", format!("{e}, got {v:?}")))).transpose()?;
+    let rtt_ms = q.get("rtt_ms").map(|v| pipelab_http::config::rtt_ms(v).map_err(|e| ApiError::field(ApiCode::InvalidField, "rtt_ms", format!("{e}, got {v:?}")))).transpose()?;
     let (mut summary, mut going_on) = s.doctor.live_summary();
     if let Some(rtt_ms) = rtt_ms {
         summary.at_rtt(rtt_ms);
@@ -176,15 +180,39 @@ async fn not_found(prefix: &str) -> ApiError {
 async fn page(State(s): State<UiState>, req: Request) -> Response {
     match s.page.respond(req, PAGE).await {
         Ok(res) => res,
-        Err(crate::api::web::NotBuilt) => (StatusCode::NOT_FOUND, crate::api::web::doctor_not_built(&s.page)).into_response(),
+        Err(pipelab_http::page::NotBuilt) => (StatusCode::NOT_FOUND, pipelab_http::page::doctor_not_built(&s.page)).into_response(),
     }
 }
+
+/// `pipelab serve --doctor-listen`: the doctor's proxy accepting on
+/// `listener` (on `rt`), each connection to `upstream` logged in as the
+/// batches' user; where it listens and the routes `/api/v1/doctor` mounts.
+pub fn start_in_serve(cfg: &ServeConfig, rt: &tokio::runtime::Runtime, listener: tokio::net::TcpListener, upstream: RedisTarget) -> (String, Router) {
+    use crate::{missed, KeyTable, Rule};
+    let wait = cfg.limits.connect_timeout();
+    let keys = rt.block_on(crate::key_table(&upstream, wait)).unwrap_or_else(|e| {
+        tracing::warn!("doctor: no key table from {upstream} (commands are grouped by name only): {e}");
+        KeyTable::default()
+    });
+    let rule = Rule { think_time_us: missed::THINK_TIME_US, min_run: missed::MIN_RUN, rtt_ms: cfg.doctor_rtt };
+    let doc = Arc::new(Doctor::new(rule, Arc::new(keys), SERVE_CONNECTIONS, Box::new(|_| {})));
+    let listen = listener.local_addr().map_or_else(|_| cfg.doctor_listen.map(|d| d.to_string()).unwrap_or_default(), |a| a.to_string());
+    tracing::info!(%listen, rtt_ms = cfg.doctor_rtt, "doctor listening: point an application here instead of Redis");
+    pipelab_http::telemetry::banner(cfg.log_format, &format!("pipelab serve: doctor listening on {listen} (point your application here instead of Redis)"));
+    rt.spawn(crate::serve_logged_in(listener, upstream, wait, pipelab_engine::delay::Link::default(), doc.clone()));
+    // "open in playground" opens the page that asked, relative to it.
+    let ui = UiState { doctor: doc, playground_url: "./".into(), page: Page::from_flag(cfg.web_dir.clone()) };
+    (listen, mounted("/api/v1/doctor", ui))
+}
+
+/// Most connections the doctor of `--doctor-listen` relays at once.
+const SERVE_CONNECTIONS: usize = 256;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pipelab_doctor::report::PatternCount;
-    use pipelab_doctor::{KeyTable, Rule};
+    use crate::report::PatternCount;
+    use crate::{KeyTable, Rule};
 
     fn missed(commands: u64, patterns: &[(&str, u64)]) -> MissedPipeline {
         MissedPipeline {
@@ -206,7 +234,7 @@ mod tests {
 
     #[test]
     fn savings_at_another_rtt_are_n_minus_one_round_trips_each() {
-        let mut s = pipelab_doctor::report::Summary { rtt_ms: 1.0, ..Default::default() };
+        let mut s = crate::report::Summary { rtt_ms: 1.0, ..Default::default() };
         for n in [200, 3] {
             let mut m = missed(n, &[("SET user:*", n)]);
             m.saving_ms = (n - 1) as f64;
