@@ -56,16 +56,7 @@ pub enum KeyTableError {
 /// The key table of `target`, from its `COMMAND` reply; an empty table (and
 /// the reason) if it cannot be had.
 pub async fn key_table(target: &RedisTarget, connect_timeout: Duration) -> Result<KeyTable, KeyTableError> {
-    let settings = ConnSettings {
-        connect_timeout,
-        read_timeout: Duration::from_secs(10),
-        resp3: false,
-        simulated_rtt_ms: 0.0,
-        simulated_bandwidth_mbps: None,
-        max_reply_bytes: None,
-        deadline: None,
-        cancel: None,
-    };
+    let settings = ConnSettings { read_timeout: Duration::from_secs(10), ..ConnSettings::plain(connect_timeout) };
     let mut conn = Conn::connect(target, &settings).await?;
     let mut out = Vec::new();
     resp::encode_command([&b"COMMAND"[..]], &mut out);

@@ -63,16 +63,7 @@ async fn open(State(state): State<super::Upstash>, req: Request, verb: &'static 
     if names.is_empty() {
         return Err(UpstashError::bad_request("ERR give at least one channel: /subscribe/<channel>"));
     }
-    let settings = ConnSettings {
-        connect_timeout: state.limits.connect_timeout(),
-        read_timeout: IDLE_LIMIT,
-        resp3: false,
-        simulated_rtt_ms: 0.0,
-        simulated_bandwidth_mbps: None,
-        max_reply_bytes: None,
-        deadline: None,
-        cancel: None,
-    };
+    let settings = ConnSettings { read_timeout: IDLE_LIMIT, ..ConnSettings::plain(state.limits.connect_timeout()) };
     let mut conn = Conn::connect(on.pool.target(), &settings).await.map_err(|e| {
         UpstashError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("ERR Redis is unreachable: {e}"))
     })?;
