@@ -1,10 +1,11 @@
 //! pipelab's engine: the code that talks to Redis, and nothing of HTTP,
-//! tokens or terminals (the `pipelab` crate above it serves it over HTTP
-//! and the command line; `openapi` and `cli` add the derives they need).
+//! tokens or terminals (the crates above it serve it over HTTP and the
+//! command line; `openapi` and `cli` add the derives they need).
 //!
 //! From the bottom up: [`conn`] (one connection: socket, handshake, replies
 //! read in order), [`delay`] (the simulated round trip), [`argv`] (a
-//! command's arguments, a batch's commands) and [`mode`] under
+//! command's arguments, a batch's commands) and the modes
+//! (`pipelab_model::Mode`, [`exec::Mode`]) under
 //! [`commands`] (the server's command table, the one place that says what a
 //! command does); [`exec`] runs a batch in a mode on one Redis, and
 //! [`cluster`] across a Redis Cluster's masters on the executor; [`run`] is
@@ -26,7 +27,6 @@ pub mod engine;
 pub mod exec;
 pub mod lab;
 pub mod launch;
-pub mod mode;
 pub mod node;
 pub mod report_json;
 pub mod run;

@@ -1,28 +1,57 @@
 //! The rules the server applies and the page shows in advance, defined once:
 //! the server and the engine call them natively, the page through the wasm
-//! module (`pipelab-wasm`). No dependencies, so that it builds for wasm32.
-#![no_std]
+//! module (`pipelab-wasm`). No dependencies by default, so that it builds
+//! for wasm32; the engine turns on the derives its callers need on [`Mode`]
+//! (`serde`, `openapi`, `cli`).
+#![cfg_attr(not(any(feature = "openapi", feature = "cli")), no_std)]
 
-/// How a batch is sent, as far as its round trips go. The engine's
-/// `pipelab_engine::Mode` converts into it; names as in the API.
+// The engine runs a batch in it, the page counts its round trips by it.
+// Its name is the same in JSON, on the command line and in metric labels
+// (`Mode::name`; serde and clap derive theirs from the variants, behind the
+// `serde` and `cli` features, and an engine test checks that they agree).
+// The doc line below is the API document's description of it.
+/// How the batch is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum), value(rename_all = "snake_case"))]
 pub enum Mode {
+    /// Write one command, read its reply, then the next: N round trips.
     Sequential,
+    /// Chunks of `batch_size` commands, each written at once, then its
+    /// replies read: ⌈N / batch_size⌉ round trips.
     Pipeline,
+    /// `MULTI`, the commands, `EXEC` in one write.
     Transaction,
+    /// Auto-pipelining, as ioredis's `enableAutoPipelining`: `clients`
+    /// simulated concurrent callers each send their share of the batch
+    /// (round-robin by index) one command at a time, awaiting each reply;
+    /// the commands pending at each event-loop tick go out in one write.
     Auto,
 }
 
 impl Mode {
-    /// The mode named `name` (`sequential`, `pipeline`, `transaction`, `auto`).
+    /// Every mode, each at its [`Mode::index`].
+    pub const ALL: [Mode; 4] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction, Mode::Auto];
+
+    /// The mode's place in [`Mode::ALL`]: an index for tables kept per mode.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// `sequential`, `pipeline`, `transaction` or `auto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sequential => "sequential",
+            Mode::Pipeline => "pipeline",
+            Mode::Transaction => "transaction",
+            Mode::Auto => "auto",
+        }
+    }
+
+    /// The mode named `name` (as [`Mode::name`] gives it).
     pub fn from_name(name: &str) -> Option<Mode> {
-        Some(match name {
-            "sequential" => Mode::Sequential,
-            "pipeline" => Mode::Pipeline,
-            "transaction" => Mode::Transaction,
-            "auto" => Mode::Auto,
-            _ => return None,
-        })
+        Mode::ALL.into_iter().find(|m| m.name() == name)
     }
 }
 
@@ -59,6 +88,14 @@ pub fn model_rate(rtt_ms: f64, wire_us_per_cmd: f64, t_cmd_us: f64, total: u64, 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_mode_is_found_by_its_name() {
+        for mode in super::Mode::ALL {
+            assert_eq!(super::Mode::from_name(mode.name()), Some(mode), "{mode:?}");
+        }
+        assert_eq!(super::Mode::from_name("pipelined"), None);
+    }
+
     use super::*;
 
     #[test]

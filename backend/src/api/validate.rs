@@ -353,7 +353,7 @@ impl Prepared {
 /// simulated RTT. The rule is `pipelab_model`'s, which the page's warning
 /// runs through the wasm module.
 pub fn min_round_trips(mode: Mode, commands: usize, batch_size: usize, clients: usize) -> u64 {
-    pipelab_model::min_round_trips(mode.into(), commands as u64, batch_size as u64, clients as u64)
+    pipelab_model::min_round_trips(mode, commands as u64, batch_size as u64, clients as u64)
 }
 
 /// Refuse up front a batch whose simulated RTT alone, or its requests'

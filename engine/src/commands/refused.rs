@@ -16,7 +16,7 @@ use super::rules::{Access, Allow, Reason};
 use super::command::Command;
 use super::table::Table;
 use crate::argv::{ArgvRef, Commands};
-use crate::mode::Mode;
+use pipelab_model::Mode;
 
 /// One command the API refuses with any arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

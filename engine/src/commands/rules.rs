@@ -25,7 +25,7 @@ use super::command::{Class, Command};
 use super::table::Table;
 use super::timeout;
 use crate::argv::ArgvRef;
-use crate::mode::Mode;
+use pipelab_model::Mode;
 
 /// Why a command breaks the executor's one-reply-per-command rule
 /// ([`Table::reply_rule`]); each names the command as the user wrote it.

@@ -31,7 +31,7 @@ mod validate;
 
 pub use crate::argv::{Args, Argv, ArgvRef, Commands};
 pub use checked::Prechecked;
-pub use crate::mode::Mode;
+pub use pipelab_model::Mode;
 pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};
@@ -320,7 +320,7 @@ pub struct ExecOptions {
     /// `unknown` and the rest `not_sent`, as for a lost connection.
     pub deadline: Option<std::time::Instant>,
     /// The command table the batch is checked with. `None`: the pool's
-    /// (`execute_pooled*`: read from the server, see [`Pool::commands`]),
+    /// (`run::run_pooled`: read from the server, see [`Pool::commands`]),
     /// else the built-in fallback (`crate::commands::fallback`).
     pub commands: Option<std::sync::Arc<crate::commands::Table>>,
     /// Flipped, the batch ends as at its deadline, the reason saying it was
