@@ -1,17 +1,19 @@
-//! One way to run a batch: on a connection of its own ([`execute`],
-//! [`execute_stream`]), on a pooled one ([`execute_pooled_probed_into`]) or on a
-//! session's ([`execute_on_into`]). Which Redis answers is chosen here,
-//! once per target: a single Redis runs the batch in [`crate::exec`]; a
-//! Redis Cluster (its command table says so) in [`crate::cluster`], which
-//! is built on the executor and known only here. A pooled target is a
-//! [`Target`]: its pool, and the cluster once a batch found it is one.
+//! One way to run a batch: on a connection of its own over a stream
+//! ([`execute_stream`], `pipelab run` and `compare`), on a pooled one
+//! (`run_pooled`) or on a session's (`run_on_session`), the last two
+//! crate-private: other callers run a batch through [`crate::Engine::run`].
+//! Which Redis answers is chosen here, once per target: a single Redis runs
+//! the batch in [`crate::exec`]; a Redis Cluster (its command table says
+//! so) in [`crate::cluster`], which is built on the executor and known only
+//! here. A pooled target is a [`Target`]: its pool, and the cluster once a
+//! batch found it is one.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use crate::cluster::{self, Cluster, NodeInfo};
 use crate::conn::{Conn, ConnectError, RedisTarget};
-use crate::exec::{self, validate, Batch, BatchSource, CommandSource, ExecError, ExecOptions, Plan, Pool, Report, ResultSink, StreamReport};
+use crate::exec::{self, validate, Batch, BatchSource, CommandSource, ExecError, ExecOptions, Plan, Pool, PoolConfig, ResultSink, StreamReport};
 
 /// A target that batches run on through a pool: the pool (which it
 /// derefs to), and the Redis Cluster behind it, kept once a batch finds
@@ -26,6 +28,20 @@ impl Target {
     /// `pool`'s target, not known to be a cluster yet.
     pub fn new(pool: Arc<Pool>) -> Arc<Target> {
         Arc::new(Target { pool, cluster: tokio::sync::OnceCell::new() })
+    }
+
+    /// A target whose every batch connects anew and keeps nothing (no idle
+    /// connection, no shared one, the cluster found again by each new
+    /// target): a connection of the batch's own, on the pooled path. Its
+    /// table is never read from the server by a batch's connection: the
+    /// batch's [`ExecOptions::commands`], else the built-in fallback, until
+    /// [`Pool::commands_loaded`] reads it.
+    pub fn fresh(target: RedisTarget) -> Arc<Target> {
+        let config = PoolConfig { max_idle: 0, share: false, ..PoolConfig::default() };
+        // A sibling's connections do not refresh the table it shares: a
+        // batch's connection sends nothing before the batch's own commands.
+        let seed = Pool::new(target.clone(), config.clone());
+        Target::new(seed.sibling_unmetered(target, config))
     }
 
     /// The cluster behind this target, its slot map read on `conn` the
@@ -56,53 +72,26 @@ impl std::ops::Deref for Target {
     }
 }
 
-/// Runs `batch` against `target` on a new connection and reports every command.
+/// Runs `batch` on a connection from `pool`, given back to it if the batch
+/// ended cleanly (every reply read, no connection state changed; the rules
+/// are in [`exec::pool`]), handing each result to `sink` as it comes (in
+/// index order): the API streams a big batch's report while the batch
+/// still runs. The report is the same as on a connection of the batch's
+/// own; `summary.total_us` never includes connecting. `summary.server`'s
+/// `INFO` readings are taken on a connection from `probe_pool`: a batch
+/// that runs as a Redis ACL user who may not run `INFO` (the sandbox's,
+/// the read-only token's) is measured on the server's own connection
+/// (counts only; no key names).
 ///
 /// Errors only if nothing was sent: [`ExecError::Invalid`] (checked before
-/// connecting) or [`ExecError::Connect`]. Everything after the first write is
-/// in the [`Report`]: a connection lost mid-batch gives `unknown` for written
-/// commands without reply and `not_sent` for the rest, never a retry.
-///
-/// Dropping the future drops the connection (and its delay line), which closes it.
-pub async fn execute(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
-    let table = opts.table(None);
-    validate(batch, &table)?;
-    let mut source = BatchSource::new(&batch.commands);
-    let mut results = Vec::with_capacity(batch.commands.len());
-    if table.is_cluster() {
-        let out = cluster::execute_stream(target, &batch.plan, opts, cluster::Io { source: &mut source, sink: &mut results, check: false, table }).await?;
-        return Ok(out.with_results(results));
-    }
-    // Validated as a whole above: the runner need not check each command again.
-    let out = exec::drive::connect_and_run_plan(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
-    Ok(out.with_results(results))
-}
-
-/// [`execute`] on a connection from `pool`, given back to it if the batch
-/// ended cleanly (every reply read, no connection state changed; the rules
-/// are in [`exec::pool`]). The report is the same as on a fresh connection;
-/// `summary.total_us` never includes connecting.
-///
-/// Errors as for [`execute`]; [`ExecError::Connect`] also when a pooled
-/// connection turned out dead before anything was written and a fresh one
-/// could not be opened.
-pub async fn execute_pooled(pool: &Target, batch: &Batch, opts: &ExecOptions) -> Result<Report, ExecError> {
-    let mut results = Vec::with_capacity(batch.commands.len());
-    let out = execute_pooled_probed_into(pool, pool, batch, opts, &mut results).await?;
-    out.into_report(results).map_err(ExecError::Connect)
-}
-
-/// [`execute_pooled`], handing each result to `sink` as it comes (in index
-/// order) instead of collecting them: the API streams a big batch's report
-/// while the batch still runs. `summary.server`'s `INFO` readings are
-/// taken on a connection from `probe_pool`: a batch that runs as a Redis
-/// ACL user who may not run `INFO` (the sandbox's, the read-only token's)
-/// is measured on the server's own connection (counts only; no key names).
-///
-/// Errors as for [`execute_pooled`], except a dead pooled connection that
-/// could not be replaced: then the sink got `not_sent` for every command
-/// and [`StreamReport::reconnect_failed`] says why.
-pub async fn execute_pooled_probed_into<K: ResultSink>(
+/// connecting), [`ExecError::CrossSlot`] or [`ExecError::Connect`]. A dead
+/// pooled connection that could not be replaced is no error: the sink got
+/// `not_sent` for every command and [`StreamReport::reconnect_failed`] says
+/// why. Everything after the first write is in the report: a connection
+/// lost mid-batch gives `unknown` for written commands without reply and
+/// `not_sent` for the rest, never a retry. Dropping the future drops the
+/// connection, which closes it.
+pub(crate) async fn run_pooled<K: ResultSink>(
     pool: &Target,
     probe_pool: &Pool,
     batch: &Batch,
@@ -157,7 +146,7 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
     Ok(out)
 }
 
-/// [`execute_pooled_probed_into`] on a connection of the caller's own (a
+/// [`run_pooled`] on a connection of the caller's own (a
 /// session's, `api::session`): taken from `conn` while the batch runs and
 /// put back if every reply was read and nothing is buffered, whatever
 /// state its commands left it in (WATCHed keys, an open MULTI), else left
@@ -167,7 +156,7 @@ pub async fn execute_pooled_probed_into<K: ResultSink>(
 ///
 /// Errors: [`ExecError::Invalid`], or [`ExecError::Connect`] if `conn` is
 /// `None` (nothing was sent).
-pub async fn execute_on_into<K: ResultSink>(
+pub(crate) async fn run_on_session<K: ResultSink>(
     conn: &mut Option<Conn>,
     pool: &Target,
     batch: &Batch,
@@ -200,7 +189,11 @@ pub async fn execute_on_into<K: ResultSink>(
 /// Each command pulled is checked with [`exec::check_command`]; a command that
 /// fails the check, or a source error, stops the stream like the end of
 /// input, and [`StreamReport::input_error`] says where and how many commands
-/// were sent before it. Errors as for [`execute`].
+/// were sent before it.
+///
+/// Errors only if nothing was sent: [`ExecError::Invalid`] (the plan),
+/// [`ExecError::CrossSlot`] (a cluster's transaction) or
+/// [`ExecError::Connect`]. Dropping the future drops the connection.
 pub async fn execute_stream<S: CommandSource, K: ResultSink>(
     target: &RedisTarget,
     plan: &Plan,

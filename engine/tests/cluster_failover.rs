@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use common::cluster::{slot_keys, watch_promotion, TestCluster};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab_engine::run::{execute_pooled, execute_pooled_probed_into, Target};
+use common::{execute_pooled, execute_pooled_into};
+use pipelab_engine::run::Target;
 use resp::Value;
 
 const NODE_TIMEOUT_MS: u64 = 1000;
@@ -100,7 +101,7 @@ async fn a_master_killed_mid_pipeline_true_statuses_then_its_replica_serves() {
     let promoted = watch_promotion(c.nodes[replica].port, Duration::from_secs(60));
     let started = Instant::now();
     let mut sink = KillAt::new(&mut c, victim, 300);
-    let report = execute_pooled_probed_into(&pool, &pool, &batch, &opts(timeout), &mut sink).await.expect("the batch runs");
+    let report = execute_pooled_into(&pool, &batch, &opts(timeout), &mut sink).await.expect("the batch runs");
     let (ended, killed, results) = (Instant::now(), sink.killed(), sink.results);
     assert!(ended - started < timeout, "answered within its timeout");
     let promoted = promoted.join().unwrap().expect("the replica was promoted");
@@ -327,7 +328,7 @@ async fn campaign() {
                 }
             }
         });
-        let report = execute_pooled_probed_into(&pool, &pool, &batch, &opts(Duration::from_secs(60)), &mut sink).await.expect("the batch runs");
+        let report = execute_pooled_into(&pool, &batch, &opts(Duration::from_secs(60)), &mut sink).await.expect("the batch runs");
         let (killed, results) = (sink.killed(), sink.results);
         let ok_at = probe.await.unwrap();
         let promoted = promoted.join().unwrap().expect("promoted");

@@ -13,7 +13,8 @@ use common::cluster::TestCluster;
 use common::batch;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{BatchSource, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
-use pipelab_engine::run::{execute_pooled, execute_stream, Target};
+use common::execute_pooled;
+use pipelab_engine::run::{execute_stream, Target};
 use pipelab_engine::lab::Direct;
 use resp::Value;
 

@@ -14,7 +14,8 @@ use common::{batch, RedisServer};
 use pipelab_engine::commands::{self, KeyFlags, Table};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
-use pipelab_engine::run::{execute_pooled, Target};
+use common::execute_pooled;
+use pipelab_engine::run::Target;
 
 async fn table_of(server: &RedisServer) -> (Arc<Target>, Arc<Table>) {
     let pool = Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig::default()));

@@ -9,7 +9,7 @@ use std::process::Command;
 use common::{free_port, RedisServer};
 use pipelab_engine::conn::{ConnectError, RedisTarget};
 use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Report, Status};
-use pipelab_engine::run::execute;
+use common::execute;
 use resp::Value;
 
 fn batch(lines: &[&str]) -> Batch {

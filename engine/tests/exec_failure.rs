@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::RedisServer;
 use pipelab_engine::conn::{ConnectError, RedisTarget};
 use pipelab_engine::exec::{Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
-use pipelab_engine::run::execute;
+use common::execute;
 use resp::Value;
 
 fn batch(mode: Mode, commands: Vec<Argv>) -> Batch {

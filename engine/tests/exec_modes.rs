@@ -6,7 +6,7 @@ mod common;
 use common::{batch, RedisServer};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
-use pipelab_engine::run::execute;
+use common::execute;
 use resp::Value;
 
 async fn run(server: &RedisServer, b: &Batch) -> Report {

@@ -18,7 +18,8 @@ use std::time::Duration;
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status};
-use pipelab_engine::run::{execute, execute_stream};
+use common::execute;
+use pipelab_engine::run::execute_stream;
 use resp::Value;
 
 /// The executor's segment size (`SEGMENT` in `exec/pipeline.rs`): the most

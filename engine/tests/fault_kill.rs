@@ -15,7 +15,7 @@ use common::ledger::{runs, Ledger, Rng, Tally, DURABLE};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan};
-use pipelab_engine::run::execute;
+use common::execute;
 
 /// The batch timeout given to each batch (the API's default is 30 s).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);

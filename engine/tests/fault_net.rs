@@ -18,7 +18,7 @@ use common::ledger::{runs, Ledger, Rng, Tally};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report};
-use pipelab_engine::run::execute;
+use common::execute;
 use resp::Value;
 
 const MODES: [Mode; 3] = [Mode::Sequential, Mode::Pipeline, Mode::Transaction];

@@ -13,7 +13,8 @@ use std::time::Duration;
 use common::{batch, RedisServer};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
-use pipelab_engine::run::{execute_pooled, Target};
+use common::execute_pooled;
+use pipelab_engine::run::Target;
 use resp::Value;
 
 /// A pool whose every batch has a connection to itself: these are the
@@ -22,7 +23,7 @@ fn pool_for(server: &RedisServer, config: PoolConfig) -> Arc<Target> {
     Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share: false, ..config }))
 }
 
-async fn run(pool: &Target, mode: Mode, lines: &[&str]) -> Report {
+async fn run(pool: &Arc<Target>, mode: Mode, lines: &[&str]) -> Report {
     execute_pooled(pool, &batch(mode, lines), &ExecOptions::default()).await.expect("batch runs")
 }
 

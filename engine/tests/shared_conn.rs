@@ -14,7 +14,8 @@ use common::{batch, pipelab_connections, RedisServer};
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::shared::shareable;
 use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, SharedWrite, Status};
-use pipelab_engine::run::{execute_pooled, Target};
+use common::execute_pooled;
+use pipelab_engine::run::Target;
 use resp::Value;
 
 fn pool_for(server: &RedisServer) -> Arc<Target> {
@@ -22,8 +23,17 @@ fn pool_for(server: &RedisServer) -> Arc<Target> {
     Target::new(Pool::new(RedisTarget::parse(&server.url).unwrap(), PoolConfig { share_alone: true, ..PoolConfig::default() }))
 }
 
-async fn run(pool: &Target, lines: &[&str], opts: &ExecOptions) -> Report {
+async fn run(pool: &Arc<Target>, lines: &[&str], opts: &ExecOptions) -> Report {
     execute_pooled(pool, &batch(Mode::Pipeline, lines), opts).await.expect("batch runs")
+}
+
+/// `lines` straight on `pool`'s shared connection, with a deadline shorter
+/// than the read timeout: `Engine::run` gives a batch one timeout for both,
+/// and its lane then drops the connection when the batch's reply is late.
+async fn run_on_lane(pool: &Target, lines: &[&str], opts: &ExecOptions) -> Report {
+    let mut results = Vec::new();
+    let out = pipelab_engine::exec::shared::run(pool, &batch(Mode::Pipeline, lines), opts, &mut results).await;
+    out.into_report(results).expect("batch runs")
 }
 
 fn settings() -> pipelab_engine::conn::ConnSettings {
@@ -234,7 +244,7 @@ async fn a_batch_timeout_cuts_only_its_batch() {
     server.cmd_str(&["CLIENT", "PAUSE", "700", "WRITE"]);
     let start = Instant::now();
     let short = ExecOptions { deadline: Some(Instant::now() + Duration::from_millis(200)), ..ExecOptions::default() };
-    let r = run(&pool, &["INCR n"], &short).await;
+    let r = run_on_lane(&pool, &["INCR n"], &short).await;
     assert!(start.elapsed() < Duration::from_millis(650), "answered at its deadline: {:?}", start.elapsed());
     assert_eq!(statuses(&r), [Status::Unknown]);
     assert!(r.connection_error.as_deref().unwrap().contains("batch timeout"), "{:?}", r.connection_error);

@@ -84,7 +84,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
     }
 }
 
-/// `run::execute` / `run::execute_stream` on a cluster: the slot map read
+/// `run::execute_stream` on a cluster: the slot map read
 /// from `target` (or its other hosts), node connections opened for this
 /// run and closed after. Errors: no node answered ([`ExecError::Connect`]), and as [`run`].
 pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
@@ -99,7 +99,7 @@ pub(crate) async fn execute_stream<S: CommandSource, K: ResultSink>(
     run(Run { cluster: &cluster, settings: &settings, plan }, io).await
 }
 
-/// `run::execute_pooled_probed_into` on a cluster: each master's connections
+/// `run::run_pooled` on a cluster: each master's connections
 /// come from its own pool, kept in `cluster`.
 pub(crate) async fn execute_pooled<K: ResultSink>(
     cluster: &Cluster,
@@ -112,7 +112,7 @@ pub(crate) async fn execute_pooled<K: ResultSink>(
     run(Run { cluster, settings, plan: &batch.plan }, Io { source: &mut source, sink, check: false, table }).await
 }
 
-/// After a session's batch on a cluster (`run::execute_on_into`): a
+/// After a session's batch on a cluster (`run::run_on_session`): a
 /// session is one connection, to the node it was opened on (`on`), which
 /// answers MOVED for another master's slot as any connection would. Its
 /// share goes into `summary.nodes`; a lost link marks that node down and

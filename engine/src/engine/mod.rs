@@ -29,8 +29,8 @@ pub use session::{Session, SessionSettings, Sessions, Taken};
 pub use share::{ClientKey, Shares};
 
 use crate::conn::{Cancel, Conn, RedisTarget};
-use crate::exec::{Batch, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status, StreamReport};
-use crate::run::{execute_on_into, execute_pooled, execute_pooled_probed_into, Target};
+use crate::exec::{Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status, StreamReport};
+use crate::run::{run_on_session, run_pooled, Target};
 use crate::sandbox::scripts;
 use kill::{KillOnCut, Kills, Traits};
 
@@ -295,8 +295,8 @@ impl Engine {
         // (callgrind, 2000 one-SET requests).
         let run = Box::pin(async {
             match opts.on {
-                Connection::Session(conn) => execute_on_into(conn, on.probe(), batch, &exec, sink).await,
-                Connection::Pooled => execute_pooled_probed_into(&on.pool, on.probe(), batch, &exec, sink).await,
+                Connection::Session(conn) => run_on_session(conn, on.probe(), batch, &exec, sink).await,
+                Connection::Pooled => run_pooled(&on.pool, on.probe(), batch, &exec, sink).await,
             }
         });
         let mut out = match timeout_at(deadline + WIND_UP, run).await {
@@ -341,10 +341,12 @@ impl Engine {
 pub async fn command(pool: &Target, argv: &[&[u8]], wait: Duration) -> Result<resp::Value, EngineError> {
     let batch = Batch::new(Commands::from_iter([argv.to_vec()]), Plan { batch_size: 1, ..Plan::new(Mode::Sequential) });
     let opts = ExecOptions { connect_timeout: wait, read_timeout: wait, max_reply_bytes: None, deadline: None, commands: None, cancel: None };
-    let report = match tokio::time::timeout(wait * 2, execute_pooled(pool, &batch, &opts)).await {
-        Ok(report) => report?,
+    let mut results = Vec::with_capacity(1);
+    let out = match tokio::time::timeout(wait * 2, run_pooled(pool, pool, &batch, &opts, &mut results)).await {
+        Ok(out) => out?,
         Err(_) => return Err(EngineError::Unanswered { why: "no answer in time" }),
     };
+    let report = out.into_report(results).map_err(ExecError::Connect)?;
     match report.results.into_iter().next() {
         Some(r) if matches!(r.status, Status::Ok | Status::Error) && r.reply.is_some() => Ok(r.reply.expect("checked")),
         _ => Err(EngineError::Unanswered { why: "the connection failed before the reply" }),

@@ -236,7 +236,7 @@ impl Drop for Lanes {
 
 /// Runs `batch` (which must be [`shareable`]) on `pool`'s shared
 /// connection of this runtime, handing each result to `sink`. Errors as
-/// `execute_pooled_probed_into`: the connection could not be opened (nothing sent)
+/// `run::run_pooled`: the connection could not be opened (nothing sent)
 /// is [`StreamReport::reconnect_failed`].
 pub async fn run<K: ResultSink>(pool: &Pool, batch: &Batch, opts: &ExecOptions, sink: &mut K) -> StreamReport<std::convert::Infallible> {
     let t0 = Instant::now();

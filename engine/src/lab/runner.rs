@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::commands::Table;
 use crate::conn::RedisTarget;
 use crate::exec::{Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, Status};
+use crate::run::Target;
 
 /// Runs batches for an experiment. Cheap to clone: the sweep's clean-up
 /// keeps a clone to delete its keys in a task of its own when the
@@ -18,7 +19,7 @@ pub trait Runner: Clone + Send + Sync + 'static {
     /// Why a batch did not run (the API's error type; [`ExecError`] for [`Direct`]).
     type Error: std::fmt::Display + Send + 'static;
 
-    /// Run `batch` and report every command, as [`crate::run::execute`] does.
+    /// Run `batch` and report every command; an error only if nothing was sent.
     fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, Self::Error>> + Send;
 
     /// One command on its own (`COMMAND GETKEYS`, bookkeeping): its reply,
@@ -85,8 +86,12 @@ impl Direct {
 impl Runner for Direct {
     type Error = ExecError;
 
-    fn run(&self, batch: &Batch) -> impl Future<Output = Result<Report, ExecError>> + Send {
-        crate::run::execute(&self.target, batch, &self.opts)
+    /// On a [`Target::fresh`]: a connection of the batch's own, closed after.
+    async fn run(&self, batch: &Batch) -> Result<Report, ExecError> {
+        let target = Target::fresh(self.target.clone());
+        let mut results = Vec::with_capacity(batch.commands.len());
+        let out = crate::run::run_pooled(&target, &target, batch, &self.opts, &mut results).await?;
+        out.into_report(results).map_err(ExecError::Connect)
     }
 
     /// `opts.read_timeout`: the longest wait for a reply.

@@ -265,3 +265,110 @@ pub fn pipelab_client_lines(redis: &RedisServer) -> Vec<String> {
         other => panic!("CLIENT LIST: {other:?}"),
     }
 }
+
+/// The engine's limits for one batch run as `opts` asks: its timeouts (the
+/// batch's time limit is `opts.deadline` if it has one, else
+/// `opts.read_timeout`), its reply limit; one batch at a time, no sessions.
+fn limits_of(opts: &pipelab_engine::exec::ExecOptions) -> pipelab_engine::engine::EngineLimits {
+    let batch_timeout = opts.deadline.map_or(opts.read_timeout, |d| d.saturating_duration_since(Instant::now()));
+    pipelab_engine::engine::EngineLimits {
+        batch_timeout,
+        connect_timeout: opts.connect_timeout,
+        max_reply_bytes: opts.max_reply_bytes.unwrap_or(u64::MAX),
+        max_concurrent_batches: 1,
+        max_batches_per_client: 1,
+        max_blocking_per_client: 1,
+        session_idle: Duration::from_secs(60),
+        max_sessions: 0,
+        max_sessions_per_client: 0,
+        // The pool's own configuration decides.
+        shared_connections: false,
+    }
+}
+
+/// Runs `batch` through `Engine::run` on an engine over `pool` (as the
+/// shared Redis, a pooled connection), with [`limits_of`] `opts` and its
+/// cancel, each result handed to `sink`. The engine's refusals other than
+/// the executor's own cannot happen here (one batch, no client, nothing
+/// killed): they panic.
+async fn run_on_engine<K: pipelab_engine::exec::ResultSink>(
+    pool: &std::sync::Arc<pipelab_engine::run::Target>,
+    batch: &pipelab_engine::exec::Batch,
+    opts: &pipelab_engine::exec::ExecOptions,
+    sink: &mut K,
+    cancel: Option<pipelab_engine::conn::Cancel>,
+) -> Result<pipelab_engine::exec::StreamReport<std::convert::Infallible>, pipelab_engine::exec::ExecError> {
+    use pipelab_engine::engine::{Connection, Engine, EngineError, Redis, RedisSource, RunOptions, Shared, Who};
+    let shared = Shared { target: pool.target().clone(), source: RedisSource::Configured, pool: pool.clone(), readonly: None, admin: None };
+    let engine = Engine::new(Redis::Shared(shared), limits_of(opts), vec![tokio::runtime::Handle::current()]);
+    let who = Who { access: pipelab_engine::commands::Access::Full, visitor: None, client: None };
+    let on = engine.backend(who).await.expect("the shared Redis's backend");
+    match engine.run(&on, batch, sink, RunOptions { on: Connection::Pooled, cancel }).await {
+        Ok(out) => Ok(out),
+        Err(EngineError::Exec(e)) => Err(e),
+        Err(e) => panic!("the engine refused a test's batch: {e}"),
+    }
+}
+
+/// Runs `batch` on a connection of its own to `target` (a fresh `Engine`
+/// over a [`pipelab_engine::run::Target::fresh`]), every result collected
+/// into the report. Checked with `opts.commands` (then read from the server
+/// into the engine's pool, as `Engine::run` checks with its pool's), else
+/// the built-in table. Errors only if nothing was sent.
+pub async fn execute(
+    target: &pipelab_engine::conn::RedisTarget,
+    batch: &pipelab_engine::exec::Batch,
+    opts: &pipelab_engine::exec::ExecOptions,
+) -> Result<pipelab_engine::exec::Report, pipelab_engine::exec::ExecError> {
+    let pool = pipelab_engine::run::Target::fresh(target.clone());
+    if opts.commands.is_some() {
+        pool.commands_loaded(opts.connect_timeout).await;
+    }
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let out = run_on_engine(&pool, batch, opts, &mut results, opts.cancel.clone()).await?;
+    out.into_report(results).map_err(pipelab_engine::exec::ExecError::Connect)
+}
+
+/// Runs `batch` on a connection from `pool` through `Engine::run`, each
+/// result handed to `sink`. A pool no connection has opened yet has one
+/// opened first (the batch reuses it), which reads the server's command
+/// table for `Engine::run` to check with; that batch is not shared (a
+/// cancel never flipped), as its sharing was decided on the built-in table.
+pub async fn execute_pooled_into<K: pipelab_engine::exec::ResultSink>(
+    pool: &std::sync::Arc<pipelab_engine::run::Target>,
+    batch: &pipelab_engine::exec::Batch,
+    opts: &pipelab_engine::exec::ExecOptions,
+    sink: &mut K,
+) -> Result<pipelab_engine::exec::StreamReport<std::convert::Infallible>, pipelab_engine::exec::ExecError> {
+    let mut cancel = opts.cancel.clone();
+    let plan = &batch.plan;
+    let settings = pipelab_engine::conn::ConnSettings {
+        connect_timeout: opts.connect_timeout,
+        read_timeout: opts.read_timeout,
+        resp3: plan.resp3,
+        simulated_rtt_ms: plan.simulated_rtt_ms,
+        simulated_bandwidth_mbps: plan.simulated_bandwidth_mbps,
+        max_reply_bytes: opts.max_reply_bytes,
+        deadline: opts.deadline,
+        cancel: None,
+    };
+    // A connection behind the delay line reads no table.
+    if pool.commands_if_checked().is_none() && !settings.simulates_network() {
+        if let Ok(lease) = pool.checkout(&settings).await {
+            pool.checkin(lease.conn);
+        }
+        cancel.get_or_insert_with(pipelab_engine::conn::Cancel::new);
+    }
+    run_on_engine(pool, batch, opts, sink, cancel).await
+}
+
+/// [`execute_pooled_into`], every result collected into the report.
+pub async fn execute_pooled(
+    pool: &std::sync::Arc<pipelab_engine::run::Target>,
+    batch: &pipelab_engine::exec::Batch,
+    opts: &pipelab_engine::exec::ExecOptions,
+) -> Result<pipelab_engine::exec::Report, pipelab_engine::exec::ExecError> {
+    let mut results = Vec::with_capacity(batch.commands.len());
+    let out = execute_pooled_into(pool, batch, opts, &mut results).await?;
+    out.into_report(results).map_err(pipelab_engine::exec::ExecError::Connect)
+}
