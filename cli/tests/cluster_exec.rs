@@ -11,7 +11,7 @@ use common::batch;
 use common::cluster::TestCluster;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report, Status, TransactionStatus};
-use pipelab_engine::run::execute;
+use common::execute;
 use pipelab_engine::lab::Direct;
 use resp::Value;
 

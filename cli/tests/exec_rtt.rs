@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
 use pipelab_engine::exec::{Argv, Batch, ExecOptions, Mode, Plan, Report};
-use pipelab_engine::run::execute;
+use common::execute;
 
 fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {
     Batch::new(commands, Plan { simulated_rtt_ms: rtt, ..Plan::new(mode) })
