@@ -1,7 +1,8 @@
-//! One way to run a batch: on a connection of its own over a stream
-//! ([`execute_stream`], `pipelab run` and `compare`), on a pooled one
-//! (`run_pooled`) or on a session's (`run_on_session`), the last two
-//! crate-private: other callers run a batch through [`crate::Engine::run`].
+//! The ways a batch runs on Redis: on a connection of its own over a
+//! stream ([`execute_stream`], `pipelab run` and `compare`), and,
+//! crate-private, on a pooled one (`run_pooled`), a session's
+//! (`run_on_session`) or a batch's own (`run_fresh`, the lab's): other
+//! callers run a batch through [`crate::Engine::run`].
 //! Which Redis answers is chosen here, once per target: a single Redis runs
 //! the batch in [`crate::exec`]; a Redis Cluster (its command table says
 //! so) in [`crate::cluster`], which is built on the executor and known only
@@ -70,6 +71,27 @@ impl std::ops::Deref for Target {
     fn deref(&self) -> &Pool {
         &self.pool
     }
+}
+
+/// Runs `batch` on a connection of its own to `target`, closed after,
+/// collecting every result: the lab's [`crate::lab::Direct`], one caller
+/// that needs none of what a pool or [`crate::Engine::run`] adds.
+///
+/// Errors only if nothing was sent: [`ExecError::Invalid`] (checked before
+/// connecting) or [`ExecError::Connect`]; after the first write, as for
+/// [`run_pooled`].
+pub(crate) async fn run_fresh(target: &RedisTarget, batch: &Batch, opts: &ExecOptions) -> Result<exec::Report, ExecError> {
+    let table = opts.table(None);
+    validate(batch, &table)?;
+    let mut source = BatchSource::new(&batch.commands);
+    let mut results = Vec::with_capacity(batch.commands.len());
+    if table.is_cluster() {
+        let out = cluster::execute_stream(target, &batch.plan, opts, cluster::Io { source: &mut source, sink: &mut results, check: false, table }).await?;
+        return Ok(out.with_results(results));
+    }
+    // Validated as a whole above: the execution need not check each command again.
+    let out = exec::drive::connect_and_run_plan(target, &batch.plan, &mut source, &mut results, opts, false, table).await?;
+    Ok(out.with_results(results))
 }
 
 /// Runs `batch` on a connection from `pool`, given back to it if the batch

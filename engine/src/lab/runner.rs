@@ -10,7 +10,6 @@ use std::time::Duration;
 use crate::commands::Table;
 use crate::conn::RedisTarget;
 use crate::exec::{Batch, Commands, ExecError, ExecOptions, Mode, Plan, Pool, PoolConfig, Report, Status};
-use crate::run::Target;
 
 /// Runs batches for an experiment. Cheap to clone: the sweep's clean-up
 /// keeps a clone to delete its keys in a task of its own when the
@@ -86,12 +85,9 @@ impl Direct {
 impl Runner for Direct {
     type Error = ExecError;
 
-    /// On a [`Target::fresh`]: a connection of the batch's own, closed after.
+    /// A connection of the batch's own, closed after.
     async fn run(&self, batch: &Batch) -> Result<Report, ExecError> {
-        let target = Target::fresh(self.target.clone());
-        let mut results = Vec::with_capacity(batch.commands.len());
-        let out = crate::run::run_pooled(&target, &target, batch, &self.opts, &mut results).await?;
-        out.into_report(results).map_err(ExecError::Connect)
+        crate::run::run_fresh(&self.target, batch, &self.opts).await
     }
 
     /// `opts.read_timeout`: the longest wait for a reply.
