@@ -113,7 +113,7 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
         let fallback = lease.reused.then_some((&target, settings));
         let mut results: Vec<CommandResult> = Vec::with_capacity(commands.len());
         let mut batch_source = BatchSource::new(&commands);
-        let ran = run_plan_on(lease.conn, fallback, plan, &mut batch_source, &mut results, false, table.clone(), None).await;
+        let ran = run_plan_on(crate::exec::execution::Execution::new(lease.conn, fallback, plan, &mut batch_source, &mut results, false, table.clone(), None), plan).await;
         if let Some(conn) = ran.reusable {
             cluster.checkin(&address, &target, conn);
         }

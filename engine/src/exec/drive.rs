@@ -4,9 +4,9 @@
 
 use super::execution::{Execution, RunOutcome};
 use super::source::{CommandSource, ResultSink, StreamReport};
-use super::{auto, pipeline, sequential, transaction, ExecError, ExecOptions, Mode, Plan, Prechecked};
+use super::{auto, pipeline, sequential, transaction, ExecError, ExecOptions, Mode, Plan};
 use crate::commands::Table;
-use crate::conn::{Conn, ConnSettings, RedisTarget};
+use crate::conn::{Conn, RedisTarget};
 
 /// Connects, runs the plan's mode, and closes the books.
 pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
@@ -21,31 +21,17 @@ pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
     let settings = plan.conn_settings(opts);
     let conn = Conn::connect(target, &settings).await?;
     if !plan.server_stats {
-        return Ok(run_plan_on(conn, None, plan, source, sink, check, table, None).await.report);
+        return Ok(run_plan_on(Execution::new(conn, None, plan, source, sink, check, table, None), plan).await.report);
     }
     let probe = super::server::Probe::start(Conn::connect(target, &super::server::side_settings(&settings)).await).await;
-    let mut report = run_plan_on(conn, None, plan, source, sink, check, table, None).await.report;
+    let mut report = run_plan_on(Execution::new(conn, None, plan, source, sink, check, table, None), plan).await.report;
     // pipelab's own: the side connection and the batch's.
     report.summary.server = Some(probe.finish(2).await.0);
     Ok(report)
 }
 
-/// Runs the plan's mode on `conn` and closes the books. `fallback`: see
-/// [`Execution::write`]; `pre`: the record of the source's commands
-/// ([`crate::exec::Batch::checked_for`]), checked as a whole already
-/// (`check` false), whose RESP is then written as it was encoded.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_plan_on<'s, S: CommandSource, K: ResultSink>(
-    conn: Conn,
-    fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
-    plan: &Plan,
-    source: &'s mut S,
-    sink: &'s mut K,
-    check: bool,
-    table: std::sync::Arc<Table>,
-    pre: Option<&'s Prechecked>,
-) -> RunOutcome<S::Error> {
-    let mut r = Execution::new(conn, fallback, plan, source, sink, check, table, pre);
+/// Runs the plan's mode on `r` (an [`Execution`] of `plan`) and closes the books.
+pub(crate) async fn run_plan_on<S: CommandSource, K: ResultSink>(mut r: Execution<'_, S, K>, plan: &Plan) -> RunOutcome<S::Error> {
     match plan.mode {
         Mode::Sequential => sequential::run(&mut r, plan.on_error).await,
         Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
@@ -64,7 +50,8 @@ mod tests {
     //! once with nothing accepted.
     use super::*;
     use crate::exec::source::BatchSource;
-    use crate::exec::Commands;
+    use crate::conn::ConnSettings;
+    use crate::exec::{Commands, Prechecked};
     use crate::exec::{OnError, Plan, Status};
     use std::process::{Child, Command, Stdio};
     use std::time::Duration;
@@ -186,7 +173,7 @@ mod tests {
             one(&mut conn, &["DEL", "list"]).await;
             conn.prepare_reuse(&settings);
             let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-            let ran = run_plan_on(conn, None, &plan, &mut source, &mut results, false, table.clone(), Some(&pre)).await;
+            let ran = run_plan_on(Execution::new(conn, None, &plan, &mut source, &mut results, false, table.clone(), Some(&pre)), &plan).await;
             assert!(ran.report.connection_error.is_none(), "{mode:?}: {:?}", ran.report.connection_error);
             assert_eq!(results.iter().filter(|r| r.status == Status::Ok).count(), 10, "{mode:?}");
             if mode != Mode::Transaction {
@@ -207,7 +194,7 @@ mod tests {
         // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_plan_on(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None).await;
+        let ran = run_plan_on(Execution::new(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None), &plan()).await;
         assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
         assert_eq!(results[0].status, Status::Ok);
         assert_eq!(results[0].reply, Some(resp::Value::Integer(1)));
@@ -216,7 +203,7 @@ mod tests {
         // Without it (a connection of the batch's own): not sent, not unknown, never retried.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_plan_on(dead, None, &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None).await;
+        let ran = run_plan_on(Execution::new(dead, None, &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None), &plan()).await;
         assert_eq!(results[0].status, Status::NotSent);
         assert!(ran.report.connection_error.is_some());
         assert!(ran.reusable.is_none());

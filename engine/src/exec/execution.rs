@@ -25,7 +25,7 @@ pub(crate) struct RunOutcome<E> {
 }
 
 /// One execution under way.
-pub(super) struct Execution<'s, S: CommandSource, K: ResultSink> {
+pub(crate) struct Execution<'s, S: CommandSource, K: ResultSink> {
     /// `None` once dropped after a failure: never reused (it may hold unread replies).
     pub conn: Option<Conn>,
     pub mode: Mode,
@@ -69,10 +69,11 @@ pub(super) struct Execution<'s, S: CommandSource, K: ResultSink> {
 impl<'s, S: CommandSource, K: ResultSink> Execution<'s, S, K> {
     /// An execution of `plan` on `conn`, its clock started. `check`: each
     /// command pulled is checked (off when the whole batch was, before);
-    /// `pre`: the source's commands checked and encoded already; `fallback`:
-    /// see [`Execution::write`].
+    /// `pre`: the source's commands checked and encoded already
+    /// ([`crate::exec::Batch::checked_for`]), whose RESP is then written as
+    /// it was encoded; `fallback`: see [`Execution::write`].
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
+    pub(crate) fn new(
         conn: Conn,
         fallback: Option<(&'s RedisTarget, &'s ConnSettings)>,
         plan: &Plan,

@@ -21,7 +21,7 @@ mod pipeline;
 pub mod reply_schema;
 pub mod pool;
 pub(crate) mod drive;
-mod execution;
+pub(crate) mod execution;
 mod sequential;
 pub mod shared;
 pub mod server;
