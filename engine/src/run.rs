@@ -73,6 +73,14 @@ impl std::ops::Deref for Target {
     }
 }
 
+/// The table `batch` runs with on `pool` (`opts`', else the pool's), the
+/// batch checked with it as a whole.
+fn checked_table(pool: &Pool, batch: &Batch, opts: &ExecOptions) -> Result<Arc<crate::commands::Table>, ExecError> {
+    let table = opts.table(Some(pool));
+    validate(batch, &table)?;
+    Ok(table)
+}
+
 /// Runs `batch` on a connection of its own to `target`, closed after,
 /// collecting every result: the lab's [`crate::lab::Direct`], one caller
 /// that needs none of what a pool or [`crate::Engine::run`] adds.
@@ -120,8 +128,7 @@ pub(crate) async fn run_pooled<K: ResultSink>(
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(&**pool));
-    validate(batch, &table)?;
+    let table = checked_table(pool, batch, opts)?;
     // Held to the end: a batch that comes while this one runs shares.
     let _running = if pool.shares() && exec::shared::shareable(batch, opts, &table) {
         let (running, beside_another) = pool.lanes().enter();
@@ -185,8 +192,7 @@ pub(crate) async fn run_on_session<K: ResultSink>(
     opts: &ExecOptions,
     sink: &mut K,
 ) -> Result<StreamReport<Infallible>, ExecError> {
-    let table = opts.table(Some(&**pool));
-    validate(batch, &table)?;
+    let table = checked_table(pool, batch, opts)?;
     let mut c = conn.take().ok_or(ConnectError::Gone)?;
     let settings = batch.plan.conn_settings(opts);
     c.prepare_reuse(&settings);
