@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use pipelab_http::guard::Policy;
 use crate::api::info::DoctorInfo;
-use crate::api::{AppStateBuilder, RedisSource};
+use crate::api::AppStateBuilder;
+use pipelab_engine::engine::RedisSource;
 use pipelab_http::net::cap::{ConnCap, Permit};
 use pipelab_http::net::write_timeout::WriteTimeout;
 use pipelab_http::config::ServeConfig;
@@ -59,7 +60,7 @@ pub fn main(cfg: ServeConfig, start_doctor: StartDoctor) -> ExitCode {
     // As text: the first error of the three is told, whichever its kind.
     let rate = pipelab_http::rate::RateLimits::from_config(&cfg.rate, preset).map_err(|e| e.to_string());
     let auth = pipelab_http::auth::Auth::from_config(&cfg.auth).map_err(|e| e.to_string());
-    let upstash = crate::upstash::Settings::from_config(&cfg.upstash).map_err(|e| e.to_string());
+    let upstash = pipelab_http::config::UpstashSettings::from_config(&cfg.upstash).map_err(|e| e.to_string());
     let access = match (auth, upstash, rate) {
         (Ok(auth), Ok(upstash), Ok(rate)) => (auth, upstash, rate),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
@@ -160,7 +161,7 @@ fn serve_on_threads(
     cfg: &ServeConfig,
     redis: Backing,
     threads: usize,
-    access: (pipelab_http::auth::Auth, crate::upstash::Settings, pipelab_http::rate::RateLimits),
+    access: (pipelab_http::auth::Auth, pipelab_http::config::UpstashSettings, pipelab_http::rate::RateLimits),
     users: Option<&pipelab_engine::acl::Users>,
     start_doctor: StartDoctor,
 ) -> ExitCode {

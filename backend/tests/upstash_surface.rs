@@ -13,7 +13,7 @@ mod upstash_inproc;
 use axum::http::Method;
 use http_body_util::BodyExt;
 use pipelab_http::auth::Auth;
-use pipelab_server::upstash::UpstashConfig;
+use pipelab_http::config::UpstashConfig;
 use serde_json::json;
 use upstash_inproc::*;
 

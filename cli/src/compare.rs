@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pipelab_engine::commands::Table;
-use pipelab_engine::exec::{self, Batch, BatchSource, CommandResult, Commands, ExecError, Mode, Plan, Report, ResultSink};
+use pipelab_engine::exec::{self, Batch, BatchSource, CommandResult, Commands, ExecError, Plan, Report, ResultSink};
+use pipelab_model::Mode;
 use pipelab_engine::lab::compare::{self, CompareReport};
 use pipelab_engine::lab::{Direct, Runner};
 

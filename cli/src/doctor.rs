@@ -24,10 +24,10 @@ pub struct Args {
     #[command(flatten)]
     ends: super::proxy::Ends,
     /// RTT that savings are computed at, in ms (your application's RTT to its Redis).
-    #[arg(long, default_value_t = 0.5, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.5, value_parser = pipelab_http::config::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
     /// Round-trip time to add to the traffic, in ms, as `pipelab proxy --rtt` (0 to 1000).
-    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, value_parser = pipelab_http::config::rtt_ms, allow_negative_numbers = true)]
     add_rtt: f64,
     /// Longest time between a reply and the next command for the two to
     /// stay in one missed pipeline, in µs: a longer pause means the client

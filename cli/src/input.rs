@@ -47,10 +47,6 @@ pub fn open_input(file: &str) -> std::io::Result<Box<dyn BufRead>> {
     }
 }
 
-/// clap parser for `--rtt`: a number of ms from 0 to 1000 (fractional), the
-/// range of `simulated_rtt_ms` (docs/api.md#limits); `serve --doctor-rtt` too.
-pub use pipelab_http::config::rtt_ms;
-
 /// clap parser for `--bandwidth` in Mbit/s.
 pub fn bandwidth_mbps(s: &str) -> Result<f64, String> {
     let v = s.trim().parse::<f64>().map_err(|_| String::from("must be a number of Mbit/s, e.g. 100"))?;

@@ -9,10 +9,12 @@
 use std::time::Duration;
 
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{self, ExecOptions, Mode, OnError, Plan};
+use pipelab_engine::exec::{self, ExecOptions, OnError, Plan};
+use pipelab_model::Mode;
 use pipelab_engine::lab::Direct;
 
-use super::input::{at_least_one, rtt_ms};
+use super::input::at_least_one;
+use pipelab_http::config::rtt_ms;
 
 /// Where Redis is, and how long a reply may take.
 #[derive(clap::Args)]

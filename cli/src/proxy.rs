@@ -31,7 +31,7 @@ pub struct Args {
     #[command(flatten)]
     ends: Ends,
     /// Round-trip time to add, in ms (0 to 1000, fractional): RTT/2 each way.
-    #[arg(long, default_value_t = 0.0, value_parser = super::input::rtt_ms, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, value_parser = pipelab_http::config::rtt_ms, allow_negative_numbers = true)]
     rtt: f64,
     /// Bandwidth of the simulated link in each direction, in Mbit/s (0.01 to
     /// 100000; default unlimited).

@@ -16,9 +16,8 @@ use std::rc::Rc;
 
 use pipelab_engine::report_json::ReportJson;
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{
-    CommandResult, ExecError, InputErrorKind, Mode, ResultSink, Status, StreamReport,
-};
+use pipelab_engine::exec::{CommandResult, ExecError, InputErrorKind, ResultSink, Status, StreamReport};
+use pipelab_model::Mode;
 use pipelab_engine::lab::Direct;
 
 use super::options::{PlanArgs, RedisArgs};

@@ -13,11 +13,13 @@ use std::process::ExitCode;
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use pipelab_engine::exec::{self, Commands, Mode};
+use pipelab_engine::exec::{self, Commands};
+use pipelab_model::Mode;
 use pipelab_engine::lab::sweep::{self, SweepReport, SweepSpec};
 use pipelab_engine::lab::Runner;
 
-use super::input::{at_least_one, rtt_ms, Exit};
+use super::input::{at_least_one, Exit};
+use pipelab_http::config::rtt_ms;
 use super::lab::{fail, input_error, lab_error, LabArgs};
 
 const NAME: &str = "sweep";

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Argv, Batch, ExecOptions, Mode, Plan, Report};
+use pipelab_engine::exec::{Argv, Batch, ExecOptions, Plan, Report};
+use pipelab_model::Mode;
 use common::execute;
 
 fn batch(mode: Mode, commands: Vec<Argv>, rtt: f64) -> Batch {

@@ -309,7 +309,7 @@ async fn redis_refuses_the_readonly_user_what_slips_past_pipelab() {
     let redis = RedisServer::start_with(&args);
     redis.cmd_str(&["SET", "k", "v"]);
     let ro = users.readonly.target(&pipelab_engine::conn::RedisTarget::parse(&redis.url).unwrap());
-    let batch = common::batch(pipelab_engine::exec::Mode::Pipeline, &["GET k", "SET k w", "DEL k", "FLUSHALL", "EVAL \"return 1\" 0", "EVAL_RO \"return redis.call('GET', KEYS[1])\" 1 k", "MULTI", "GET k", "EXEC"]);
+    let batch = common::batch(pipelab_model::Mode::Pipeline, &["GET k", "SET k w", "DEL k", "FLUSHALL", "EVAL \"return 1\" 0", "EVAL_RO \"return redis.call('GET', KEYS[1])\" 1 k", "MULTI", "GET k", "EXEC"]);
     let opts = pipelab_engine::exec::ExecOptions { connect_timeout: std::time::Duration::from_secs(5), ..Default::default() };
     let report = common::execute(&ro, &batch, &opts).await.unwrap();
     let r: Vec<&resp::Value> = report.results.iter().map(|r| r.reply.as_ref().unwrap()).collect();

@@ -5,7 +5,7 @@
 //! From the bottom up: [`conn`] (one connection: socket, handshake, replies
 //! read in order), [`delay`] (the simulated round trip), [`argv`] (a
 //! command's arguments, a batch's commands) and the modes
-//! (`pipelab_model::Mode`, [`exec::Mode`]) under
+//! (`pipelab_model::Mode`) under
 //! [`commands`] (the server's command table, the one place that says what a
 //! command does); [`exec`] runs a batch in a mode on one Redis, and
 //! [`cluster`] across a Redis Cluster's masters on the executor; [`run`] is

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{slot_keys, watch_promotion, TestCluster};
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Batch, CommandResult, Commands, ExecOptions, Mode, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab_engine::exec::{Batch, CommandResult, Commands, ExecOptions, Plan, Pool, PoolConfig, ResultSink, Status};
+use pipelab_model::Mode;
 use common::{execute_pooled, execute_pooled_into};
 use pipelab_engine::run::Target;
 use resp::Value;

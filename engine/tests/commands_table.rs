@@ -13,7 +13,8 @@ use std::time::Duration;
 use common::{batch, RedisServer};
 use pipelab_engine::commands::{self, KeyFlags, Table};
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Commands, ExecOptions, Mode, Pool, PoolConfig};
+use pipelab_engine::exec::{Commands, ExecOptions, Pool, PoolConfig};
+use pipelab_model::Mode;
 use common::execute_pooled;
 use pipelab_engine::run::Target;
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{batch, RedisServer};
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{ExecOptions, Mode};
+use pipelab_engine::exec::ExecOptions;
+use pipelab_model::Mode;
 use pipelab_engine::lab::compare::{batches, compare};
 use pipelab_engine::lab::Direct;
 use resp::Value;

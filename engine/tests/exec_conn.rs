@@ -8,7 +8,8 @@ use std::process::Command;
 
 use common::{free_port, RedisServer};
 use pipelab_engine::conn::{ConnectError, RedisTarget};
-use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Report, Status};
+use pipelab_model::Mode;
 use common::execute;
 use resp::Value;
 

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::RedisServer;
 use pipelab_engine::conn::{ConnectError, RedisTarget};
-use pipelab_engine::exec::{Argv, Batch, ExecError, ExecOptions, Mode, Report, Status};
+use pipelab_engine::exec::{Argv, Batch, ExecError, ExecOptions, Report, Status};
+use pipelab_model::Mode;
 use common::execute;
 use resp::Value;
 

@@ -5,7 +5,8 @@ mod common;
 
 use common::{batch, RedisServer};
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Argv, Batch, ExecOptions, Mode, OnError, Report, Status, TransactionStatus};
+use pipelab_engine::exec::{Argv, Batch, ExecOptions, OnError, Report, Status, TransactionStatus};
+use pipelab_model::Mode;
 use common::execute;
 use resp::Value;
 

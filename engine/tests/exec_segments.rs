@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, Mode, OnError, Plan, Report, ResultSink, Status};
+use pipelab_engine::exec::{Batch, BatchSource, CommandResult, Commands, ExecOptions, OnError, Plan, Report, ResultSink, Status};
+use pipelab_model::Mode;
 use common::execute;
 use pipelab_engine::run::execute_stream;
 use resp::Value;

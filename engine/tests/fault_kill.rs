@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::ledger::{runs, Ledger, Rng, Tally, DURABLE};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Batch, ExecOptions, Mode, Plan};
+use pipelab_engine::exec::{Batch, ExecOptions, Plan};
+use pipelab_model::Mode;
 use common::execute;
 
 /// The batch timeout given to each batch (the API's default is 30 s).

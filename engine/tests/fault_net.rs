@@ -17,7 +17,8 @@ use common::faults::{Fault, FaultProxy};
 use common::ledger::{runs, Ledger, Rng, Tally};
 use common::RedisServer;
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Mode, Plan, Report};
+use pipelab_engine::exec::{Batch, ExecError, ExecOptions, Plan, Report};
+use pipelab_model::Mode;
 use common::execute;
 use resp::Value;
 

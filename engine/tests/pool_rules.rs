@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::{batch, RedisServer};
 use pipelab_engine::conn::RedisTarget;
-use pipelab_engine::exec::{ExecOptions, Mode, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab_engine::exec::{ExecOptions, Pool, PoolConfig, Report, Status, TransactionStatus};
+use pipelab_model::Mode;
 use common::execute_pooled;
 use pipelab_engine::run::Target;
 use resp::Value;

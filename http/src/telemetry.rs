@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use pipelab_engine::exec::{Mode, Summary, TransactionOutcome, TransactionStatus};
+use pipelab_engine::exec::{Summary, TransactionOutcome, TransactionStatus};
+use pipelab_model::Mode;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);

@@ -6,7 +6,7 @@ use pipelab_http::caller::Caller;
 use pipelab_http::error::ApiError;
 use super::AppState;
 
-pub use pipelab_engine::engine::Backend;
+use pipelab_engine::engine::Backend;
 
 impl AppState {
     /// The Redis that serves `caller`.

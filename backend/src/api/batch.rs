@@ -15,7 +15,8 @@ use super::kept::Keep;
 use super::stream;
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use pipelab_engine::exec::{Batch, Mode, OnError, Report};
+use pipelab_engine::exec::{Batch, OnError, Report};
+use pipelab_model::Mode;
 
 /// A batch: `commands` (argv arrays) or `text` (inline lines or RESP), and how to send it.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -145,7 +146,7 @@ pub(super) type OnSession = Option<(String, std::sync::Arc<pipelab_engine::engin
 pub struct PreparedBatch {
     pub(super) batch: Batch,
     /// The Redis it runs on (chosen from the caller).
-    pub(super) backend: super::backend::Backend,
+    pub(super) backend: pipelab_engine::engine::Backend,
     /// The results the request asks for (`results`).
     pub(super) keep: Keep,
     /// The session it runs on (`session`), if any.

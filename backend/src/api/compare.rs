@@ -18,7 +18,8 @@ use super::run::{OnBackend, WithResults};
 use super::schema;
 use super::validate::{self, batch_request, BatchFields};
 use super::AppState;
-use pipelab_engine::exec::{Mode, OnError};
+use pipelab_engine::exec::OnError;
+use pipelab_model::Mode;
 use pipelab_engine::lab;
 use pipelab_engine::lab::compare::CompareReport;
 

@@ -198,7 +198,7 @@ mod timing {
                 access: Default::default(),
                 allow: Default::default(),
             };
-            let batch = prepared.into_batch(pipelab_engine::exec::Mode::Pipeline, &limits, &rules).unwrap();
+            let batch = prepared.into_batch(pipelab_model::Mode::Pipeline, &limits, &rules).unwrap();
             let into_batch = t.elapsed();
             let t = std::time::Instant::now();
             pipelab_engine::exec::validate(&batch, &rules.table).unwrap();

@@ -681,7 +681,7 @@ mod tests {
 
     /// The batch for `mode` from `body`'s `commands`, as the API makes it
     /// (`prepare`, `into_batch`), with what the checker recorded or without.
-    fn batch_of(body: &[u8], checked: Option<Checked>, mode: pipelab_engine::exec::Mode, access: pipelab_engine::commands::Access) -> Result<pipelab_engine::exec::Batch, (String, String)> {
+    fn batch_of(body: &[u8], checked: Option<Checked>, mode: pipelab_model::Mode, access: pipelab_engine::commands::Access) -> Result<pipelab_engine::exec::Batch, (String, String)> {
         let rules = super::super::refuse::Rules { table: pipelab_engine::commands::fallback::table(), access, allow: Default::default() };
         let limits = small_limits();
         let req = parse_json::<BatchRequest>(body).unwrap();
@@ -701,7 +701,7 @@ mod tests {
             step in 1usize..64,
             access in proptest::sample::select(vec![pipelab_engine::commands::Access::Full, pipelab_engine::commands::Access::ReadOnly, pipelab_engine::commands::Access::Operator, pipelab_engine::commands::Access::Visitor]),
         ) {
-            use pipelab_engine::exec::Mode;
+            use pipelab_model::Mode;
             let body = format!(r#"{{"commands": {commands}, "mode": "transaction"}}"#).into_bytes();
             let table = pipelab_engine::commands::fallback::table();
             let rules = super::super::refuse::Rules { table: table.clone(), access, allow: Default::default() };

@@ -44,7 +44,7 @@ use pipelab_http::{HttpInner, HttpState};
 use pipelab_http::error::{ApiCode, ApiError};
 use pipelab_http::{auth, budget, guard, rate};
 
-pub use pipelab_engine::engine::{Redis, RedisSource, Shared};
+use pipelab_engine::engine::{Redis, RedisSource, Shared};
 
 /// Shared by every request; cheap to clone.
 #[derive(Clone)]

@@ -31,7 +31,7 @@ use error::CodeStatuses;
     paths(batch::batch, live::start, live::cancel, compare::compare, sweep::sweep, session::create, batch::on_session, session::delete, info::info, commands::commands, openapi_json),
     components(schemas(
         error::ErrorBody, error::ErrorDetail, error::ApiCode,
-        schema::Arg, exec::Mode, kept::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
+        schema::Arg, pipelab_model::Mode, kept::Keep, exec::OnError, exec::reply_schema::Reply, exec::Status,
         exec::CommandResult, exec::Summary, exec::TransactionOutcome, exec::TransactionStatus, exec::Rejected,
         exec::Report, exec::auto::AutoSummary, exec::server::ServerWork,
         session::SessionRequest, session::SessionResponse,

@@ -21,10 +21,11 @@
 
 use std::sync::Arc;
 
-use super::backend::Backend;
+use pipelab_engine::engine::Backend;
 use super::AppState;
 use pipelab_engine::commands::{Access, Allow, Table};
-use pipelab_engine::exec::{ArgvRef, Mode};
+use pipelab_engine::exec::ArgvRef;
+use pipelab_model::Mode;
 
 /// The rules one request is checked with: the table of the Redis it runs
 /// on, the caller's access and what the operator allows.

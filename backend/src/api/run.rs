@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::backend::Backend;
+use pipelab_engine::engine::Backend;
 use pipelab_http::budget::Charge;
 use pipelab_http::error::ApiError;
 use super::kept::{Keep, KeptResults};

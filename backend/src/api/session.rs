@@ -37,7 +37,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::backend::Backend;
+use pipelab_engine::engine::Backend;
 use pipelab_http::error::{ApiCode, ApiError};
 use super::kept::{Keep, KeptResults};
 use super::stream;

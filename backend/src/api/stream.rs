@@ -38,7 +38,7 @@ use tokio::task::AbortHandle;
 
 use pipelab_http::error::{ApiCode, ApiError};
 use pipelab_engine::report_json::ReportJson;
-use super::backend::Backend;
+use pipelab_engine::engine::Backend;
 use super::kept::{Keep, KeptResults, RESULT_JSON};
 use super::run::run_logged;
 use pipelab_engine::engine::RunOptions;

@@ -20,7 +20,8 @@ use super::run::OnBackend;
 use super::schema;
 use super::validate::{self, min_round_trips};
 use super::AppState;
-use pipelab_engine::exec::{Argv, Commands, Mode};
+use pipelab_engine::exec::{Argv, Commands};
+use pipelab_model::Mode;
 use pipelab_engine::lab::sweep::{SweepReport, SweepSpec};
 
 /// A sweep: one command template, how many copies, which batch sizes.

@@ -12,7 +12,8 @@ use super::arg::{ArgBytes, JsonCommands};
 use pipelab_http::error::{ApiCode, ApiError};
 use super::refuse::Rules;
 use pipelab_http::config::{Limits, MAX_SIMULATED_RTT_MS};
-use pipelab_engine::exec::{ArgvRef, Batch, Commands, Mode, OnError, Plan, Prechecked};
+use pipelab_engine::exec::{ArgvRef, Batch, Commands, OnError, Plan, Prechecked};
+use pipelab_model::Mode;
 
 /// Default commands per pipeline chunk.
 pub const DEFAULT_BATCH_SIZE: usize = pipelab_engine::exec::DEFAULT_BATCH_SIZE;

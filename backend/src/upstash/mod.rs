@@ -35,10 +35,7 @@ use std::sync::Arc;
 
 use crate::api::AppState;
 
-pub use pipelab_http::config::UpstashConfig;
-
-/// The Upstash surface's settings (`--upstash-prefix`, `--upstash-cors-origin`).
-pub use pipelab_http::config::UpstashSettings as Settings;
+use pipelab_http::config::UpstashSettings as Settings;
 
 /// The state of the Upstash routes: the server's, and the sync token of
 /// the writes they ran ([`sync`]).

@@ -17,11 +17,12 @@ use super::run::{run, server_timing};
 use super::Family;
 use pipelab_http::auth::Access;
 use pipelab_http::rate::{take_commands, Client};
-use crate::api::backend::Backend;
+use pipelab_engine::engine::Backend;
 use pipelab_http::caller::Caller;
 use crate::api::AppState;
 use pipelab_engine::sandbox::VisitorId;
-use pipelab_engine::exec::{Commands, Mode, Report, Status, TransactionStatus};
+use pipelab_engine::exec::{Commands, Report, Status, TransactionStatus};
+use pipelab_model::Mode;
 
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
 /// or `PUT` one JSON command.

@@ -17,9 +17,10 @@ use crate::api::arg::JsonCommands;
 use pipelab_http::auth::Access;
 use crate::api::refuse::Rules;
 use crate::api::validate::BatchFields;
-use crate::api::backend::Backend;
+use pipelab_engine::engine::Backend;
 use pipelab_engine::commands::Table;
-use pipelab_engine::exec::{ArgvRef, Commands, Mode, Report};
+use pipelab_engine::exec::{ArgvRef, Commands, Report};
+use pipelab_model::Mode;
 
 /// Runs `commands` in `mode` for a request with `access`.
 ///

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request};
 use pipelab_http::auth::Auth;
-pub use pipelab_server::upstash::{Settings, UpstashConfig};
+pub use pipelab_http::config::{UpstashConfig, UpstashSettings as Settings};
 use serde_json::Value as Json;
 
 pub use crate::api_inproc::{App, RedisServer};

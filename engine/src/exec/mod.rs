@@ -31,7 +31,7 @@ mod validate;
 
 pub use crate::argv::{Args, Argv, ArgvRef, Commands};
 pub use checked::Prechecked;
-pub use pipelab_model::Mode;
+pub(crate) use pipelab_model::Mode;
 pub use source::{BatchSource, CommandSource, InputError, InputErrorKind, ResultSink, StreamReport};
 pub use pool::{Lease, Pool, PoolConfig};
 pub use validate::{check_command, validate, BatchError};

@@ -19,7 +19,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use pipelab_engine::exec::{Argv, ExecError, Mode, Report, Status};
+use pipelab_engine::exec::{Argv, ExecError, Report, Status};
+use pipelab_model::Mode;
 use resp::Value;
 
 use super::RedisServer;

@@ -213,7 +213,7 @@ impl Drop for RedisServer {
 /// A batch of inline `lines` (split as Redis splits them) in `mode`, with
 /// the executor's defaults: batch size 1000, `on_error: continue`, no
 /// simulated RTT, RESP2, nothing watched.
-pub fn batch(mode: pipelab_engine::exec::Mode, lines: &[&str]) -> pipelab_engine::exec::Batch {
+pub fn batch(mode: pipelab_model::Mode, lines: &[&str]) -> pipelab_engine::exec::Batch {
     let commands: pipelab_engine::exec::Commands =
         lines.iter().map(|l| resp::split_args(l.as_bytes()).expect("test command parses")).collect();
     pipelab_engine::exec::Batch::with_mode(commands, mode)
