@@ -238,14 +238,14 @@ fn serve_on_threads(
             .build()
     };
     // Large replies being read take their room from the answers' budget.
-    pipelab_engine::conn::set_reply_memory(state.budget.clone());
-    if let (None, Some(shared)) = (users, state.engine.shared()) {
+    pipelab_engine::conn::set_reply_memory(state.http.budget.clone());
+    if let (None, Some(shared)) = (users, state.http.engine.shared()) {
         // `--redis`: pipelab cannot make the user; it tells what scripts could reach.
         let (pool, allow, wait) = (shared.pool.clone(), pipelab_engine::commands::Allow { migrate: cfg.allow_migrate }, cfg.limits.connect_timeout());
         first.spawn(async move { pipelab_engine::acl::warn_if_scripts_reach_refused(&pool, allow, wait).await });
     }
     let cap = ConnCap::new(cfg.connection_cap(), cfg.max_connections_per_ip);
-    let sandbox = state.engine.sandbox().cloned();
+    let sandbox = state.http.engine.sandbox().cloned();
     let http = state.http.clone();
     let app = crate::server::router(state);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

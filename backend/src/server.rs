@@ -17,7 +17,7 @@ pub type App = Gate<Router>;
 /// Every route of `state`'s server, behind the gate; a refusal the gate
 /// finds is worded by the surface that serves its path.
 pub fn router(state: AppState) -> App {
-    let upstash = crate::upstash::Surface::new(&state.upstash);
+    let upstash = crate::upstash::Surface::new(&state.http.upstash);
     let routes = crate::api::routes(&state).fallback(crate::api::web::serve).with_state(state.clone()).merge(crate::upstash::router(&state));
     Gate::new(state.http.clone(), routes, vec![Box::new(ApiSurface), Box::new(upstash)])
 }

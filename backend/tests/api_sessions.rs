@@ -116,7 +116,7 @@ async fn idle_session_expires_and_the_cap_holds() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let (status, res) = on(&api, &a, &["PING"]).await;
     assert_eq!((status, res["error"]["code"].as_str()), (404, Some("session_not_found")), "{res}");
-    assert_eq!(api.state.engine.sessions.len(), 0, "both expired");
+    assert_eq!(api.state.http.engine.sessions.len(), 0, "both expired");
     let (_, _, metrics) = api.get_text("/metrics").await;
     assert!(metrics.contains("pipelab_session_expiries_total"), "{metrics}");
     assert!(metrics.contains("pipelab_sessions_open"), "{metrics}");

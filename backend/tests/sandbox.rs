@@ -82,7 +82,7 @@ impl Visitor {
 
     /// This visitor's redis-server (after a request that needed it).
     fn child(&self, app: &App) -> Arc<Child> {
-        app.state.engine.sandbox().unwrap().child_of(&self.id()).expect("a redis-server of their own")
+        app.state.http.engine.sandbox().unwrap().child_of(&self.id()).expect("a redis-server of their own")
     }
 }
 
@@ -547,7 +547,7 @@ async fn nobody_is_refused_and_idle_visitors_lose_their_keys() {
     let (s, r) = a.batch(&app, "GET mine").await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(replies(&r)[0]["type"], "null", "A's keys went with A's idle Redis");
-    assert!(app.state.engine.sandbox().unwrap().child_of(&a.id()).is_none_or(|c| c.process.pid != pid));
+    assert!(app.state.http.engine.sandbox().unwrap().child_of(&a.id()).is_none_or(|c| c.process.pid != pid));
 }
 
 /// `/info` in the sandbox: the visitor's Redis, the sandbox's limits, and
@@ -560,7 +560,7 @@ async fn info_describes_the_visitors_redis() {
     assert_eq!(s, 200, "{info}");
     assert_eq!(info["redis"]["source"], "sandbox");
     assert_eq!(info["redis"]["maxmemory"], 16 << 20);
-    assert_eq!(info["sandbox"], json!({"idle_s": 86400, "hibernate_after_s": 120, "max_bytes": 16 << 20, "visitor_batches": 4, "visitor_sessions": 2, "token": a.id().as_str(), "jail": app.state.engine.sandbox().unwrap().jail().describe()}));
+    assert_eq!(info["sandbox"], json!({"idle_s": 86400, "hibernate_after_s": 120, "max_bytes": 16 << 20, "visitor_batches": 4, "visitor_sessions": 2, "token": a.id().as_str(), "jail": app.state.http.engine.sandbox().unwrap().jail().describe()}));
     let refused: Vec<&str> = info["refused"].as_array().unwrap().iter().map(|r| r["command"].as_str().unwrap()).collect();
     for name in ["CONFIG SET", "DEBUG", "MIGRATE", "SHUTDOWN", "BGSAVE", "CLIENT KILL", "SLOWLOG GET"] {
         assert!(refused.contains(&name), "{name} in {refused:?}");

@@ -74,7 +74,7 @@ async fn refused_everywhere(app: &App, redis: &RedisServer) {
         }
     }
     assert_eq!(redis.cmd_str(&["EXISTS", "victim"]), resp::Value::Integer(0), "a refused request ran");
-    assert!(app.state.engine.sessions.is_empty(), "a refused request opened a session");
+    assert!(app.state.http.engine.sessions.is_empty(), "a refused request opened a session");
     // A cross-site GET that subscribes (an EventSource of another site) or runs a command.
     for path in ["/subscribe/news", "/psubscribe/n*", "/set/victim/1"] {
         for headers in SIMPLE_CROSS_SITE {
@@ -351,7 +351,7 @@ async fn one_client_cannot_take_every_session() {
         assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_sessions")), "{body}");
         assert!(body["error"]["message"].as_str().unwrap().contains("--max-sessions-per-client"), "{body}");
     }
-    assert_eq!(app.state.engine.sessions.len(), 3);
+    assert_eq!(app.state.http.engine.sessions.len(), 3);
     let (status, _, body) = app.respond(with_token("POST", "/api/v1/sessions", "b", "{}".into())).await;
     assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&body));
 }

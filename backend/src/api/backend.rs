@@ -15,7 +15,7 @@ impl AppState {
     /// for a new visitor past their address's rate, 503 `redis_unavailable`
     /// when no redis-server could be started for the visitor.
     pub async fn backend(&self, caller: &Caller) -> Result<Backend, ApiError> {
-        Ok(self.engine.backend(caller.who()).await?)
+        Ok(self.http.engine.backend(caller.who()).await?)
     }
 
     /// [`AppState::backend`] for a look that writes nothing (`/info`): in
@@ -23,6 +23,6 @@ impl AppState {
     /// rather than given one (a page view, or a client without the cookie,
     /// takes no visitor's place).
     pub async fn backend_to_look(&self, caller: &Caller) -> Result<Backend, ApiError> {
-        Ok(self.engine.backend_to_look(caller.who()).await?)
+        Ok(self.http.engine.backend_to_look(caller.who()).await?)
     }
 }

@@ -182,7 +182,7 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest, checke
     let Caller { access, visitor, client, .. } = caller;
     let session = match req.session.take() {
         Some(id) => {
-            let s = state.engine.sessions.get(&id, access.rules(), visitor.as_ref())?;
+            let s = state.http.engine.sessions.get(&id, access.rules(), visitor.as_ref())?;
             super::session::check_settings(&s, req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps)?;
             (req.resp3, req.simulated_rtt_ms, req.simulated_bandwidth_mbps) =
                 (Some(s.settings.resp3), Some(s.settings.simulated_rtt_ms), s.settings.simulated_bandwidth_mbps);
@@ -192,11 +192,11 @@ async fn prepare(state: &AppState, caller: Caller, mut req: BatchRequest, checke
     };
     let (clients, window_us, server_stats) = (req.clients, req.window_us, req.server_stats);
     let rules = super::refuse::Rules::of(state, &backend).await;
-    let mut prepared = BatchFields::from(req).prepare_checked(&state.limits, checked)?;
-    pipelab_http::rate::take_commands(state, client.as_ref(), prepared.commands.len())?;
+    let mut prepared = BatchFields::from(req).prepare_checked(&state.http.limits, checked)?;
+    pipelab_http::rate::take_commands(&state.http, client.as_ref(), prepared.commands.len())?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     prepared.plan.server_stats = server_stats.unwrap_or(false);
     pipelab_http::auth::readonly_check(access, &rules.table, &prepared.commands, |i| prepared.field(i))?;
-    let batch = prepared.into_batch(mode, &state.limits, &rules)?;
+    let batch = prepared.into_batch(mode, &state.http.limits, &rules)?;
     Ok(PreparedBatch { batch, keep, session, backend })
 }

@@ -45,7 +45,7 @@ pub struct DocsCache(Mutex<Option<(String, Arc<[u8]>)>>);
     responses((status = 200, description = "The server's commands", body = CommandsResponse))
 )]
 pub async fn commands(State(state): State<AppState>, caller: pipelab_http::caller::Caller) -> Response {
-    let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
+    let wait = state.http.limits.connect_timeout().min(Duration::from_secs(2));
     // The caller's Redis (in the sandbox, a spare's if they have none yet: one binary, one table).
     let on = match state.backend_to_look(&caller).await {
         Ok(on) => on,

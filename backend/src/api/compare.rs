@@ -93,7 +93,7 @@ pub async fn compare(
     // `watch` belongs to the transaction run only; validate it as a transaction field.
     let watch = req.watch.take();
     let (clients, window_us) = (req.clients, req.window_us);
-    let mut prepared = BatchFields::from(req).prepare(&state.limits)?;
+    let mut prepared = BatchFields::from(req).prepare(&state.http.limits)?;
     validate::auto_fields(&mut prepared.plan, clients, window_us)?;
     // Each run's summary says what the server did too.
     prepared.plan.server_stats = true;
@@ -102,15 +102,15 @@ pub async fn compare(
         commands: Some(JsonCommands(pipelab_engine::exec::Commands::from_iter([vec!["PING"]]))),
         ..Default::default()
     }
-    .prepare(&state.limits)?
+    .prepare(&state.http.limits)?
     .plan
     .watch;
     // Every mode's batch is checked before any runs, so a refusal leaves no side effects.
     let on = state.backend(&caller).await?;
     let rules = super::refuse::Rules::of(&state, &on).await;
     // Each mode runs the batch once.
-    pipelab_http::rate::take_commands(&state, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
-    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.limits, &rules))?;
+    pipelab_http::rate::take_commands(&state.http, caller.client.as_ref(), prepared.commands.len() * modes.len())?;
+    let batches = lab::compare::batches(&modes, &watch, |mode| prepared.batch(mode, &state.http.limits, &rules))?;
     // Results in the response: each run's reply JSON counts against the reply limit.
     let runner = OnBackend { state, on };
     if !include_results {

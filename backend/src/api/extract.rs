@@ -67,7 +67,7 @@ pub async fn read_commands<T: HasCommands>(req: Request, state: &AppState, check
     let body = if expected >= PARSE_ELSEWHERE {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
         // Ends when `tx` is dropped: after the body, or with this request.
-        let parser = state.engine.other_runtime().spawn(async move {
+        let parser = state.http.engine.other_runtime().spawn(async move {
             let mut body = IncrementalBody::new(expected).with_checker(checker);
             while let Some(data) = rx.recv().await {
                 body.feed(&data);
@@ -108,7 +108,7 @@ pub(super) fn declared_length(req: &Request, state: &AppState) -> Result<usize, 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0);
-    if declared > state.limits.max_body_bytes as u64 {
+    if declared > state.http.limits.max_body_bytes as u64 {
         return Err(body_too_large());
     }
     Ok(declared as usize)
@@ -118,8 +118,8 @@ pub(super) fn declared_length(req: &Request, state: &AppState) -> Result<usize, 
 /// chunked) that passes the limit is cut there with a 413, and a client
 /// that sends nothing for the batch timeout gets a 408.
 async fn read_body(req: Request, state: &AppState, mut on_data: impl FnMut(Bytes)) -> Result<(), ApiError> {
-    let limit = state.limits.max_body_bytes;
-    let wait = state.limits.batch_timeout();
+    let limit = state.http.limits.max_body_bytes;
+    let wait = state.http.limits.batch_timeout();
     let mut body = req.into_body();
     let mut total = 0usize;
     loop {

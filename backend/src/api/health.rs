@@ -19,14 +19,14 @@ use super::AppState;
 /// supervisor restarts what it can. A Redis that is down does not fail it
 /// (`/readyz` reports that; the embedded one is restarted by pipelab).
 pub async fn healthz(State(state): State<AppState>) -> axum::response::Response {
-    match state.engine.busy_for().await {
-        Some(busy) if busy > state.limits.batch_timeout() => ApiError::new(
+    match state.http.engine.busy_for().await {
+        Some(busy) if busy > state.http.limits.batch_timeout() => ApiError::new(
             ApiCode::RedisBusy,
             format!(
                 "Redis has answered BUSY (a script or function that could not be killed) for {} ms, \
                  longer than the batch timeout of {} ms",
                 busy.as_millis(),
-                state.limits.batch_timeout_ms
+                state.http.limits.batch_timeout_ms
             ),
         )
         .into_response(),
@@ -42,10 +42,10 @@ pub async fn healthz(State(state): State<AppState>) -> axum::response::Response 
 pub async fn readyz(State(state): State<AppState>) -> axum::response::Response {
     const WAIT: Duration = Duration::from_secs(1);
     // The balancer takes a draining node out at its next check (`pipelab_http::drain`).
-    if state.drain.is_draining() {
+    if state.http.drain.is_draining() {
         return ApiError::new(ApiCode::ShuttingDown, format!("node {} is shutting down: send requests to another node", pipelab_engine::node::id())).into_response();
     }
-    let pool = match &state.engine.redis {
+    let pool = match &state.http.engine.redis {
         super::Redis::Shared(shared) => shared.pool.clone(),
         super::Redis::Sandbox(sandbox) => match sandbox.ready().await {
             Ok(()) => return Json(json!({"status": "ready"})).into_response(),

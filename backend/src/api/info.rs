@@ -147,7 +147,7 @@ pub struct RedisInfo {
     )
 )]
 pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<InfoResponse>, ApiError> {
-    let wait = state.limits.connect_timeout().min(Duration::from_secs(2));
+    let wait = state.http.limits.connect_timeout().min(Duration::from_secs(2));
     let on = state.backend_to_look(&caller).await?;
     // INFO's default sections (server and memory among them): one round
     // trip, and a Redis older than 7.0 takes no list of sections. The
@@ -167,7 +167,7 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
         Ok(other) => (true, String::new(), Some(format!("INFO: {}", other.display()))),
         Err(e) => (false, String::new(), Some(e.body.message)),
     };
-    let (target, source) = match state.engine.shared() {
+    let (target, source) = match state.http.engine.shared() {
         Some(shared) => (
             shared.target.to_string(),
             match shared.source {
@@ -191,10 +191,10 @@ pub async fn info(State(state): State<AppState>, caller: Caller) -> Result<Json<
             error,
             nodes: on.pool.cluster_nodes().unwrap_or_default(),
         },
-        limits: state.limits.clone(),
+        limits: state.http.limits.clone(),
         defaults: DEFAULTS,
         refused,
-        sandbox: state.engine.sandbox().map(|s| SandboxInfo {
+        sandbox: state.http.engine.sandbox().map(|s| SandboxInfo {
             idle_s: s.settings().idle.as_secs(),
             hibernate_after_s: s.settings().hibernate_after.as_secs(),
             notice: caller.visitor.as_ref().and_then(|id| s.visitor(id)?.notice()),

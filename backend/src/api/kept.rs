@@ -77,8 +77,8 @@ pub struct KeptResults {
 
 impl KeptResults {
     pub fn new(state: &AppState, keep: Keep, capacity: usize) -> KeptResults {
-        let max_json_bytes = state.limits.max_reply_bytes;
-        KeptResults { results: Vec::with_capacity(capacity), keep, json_bytes: 0, held_bytes: 0, charged: 0, max_json_bytes, charge: Charge::new(&state.budget), refused: None }
+        let max_json_bytes = state.http.limits.max_reply_bytes;
+        KeptResults { results: Vec::with_capacity(capacity), keep, json_bytes: 0, held_bytes: 0, charged: 0, max_json_bytes, charge: Charge::new(&state.http.budget), refused: None }
     }
 
     /// The charge of the kept replies, handed to the answer made of them.

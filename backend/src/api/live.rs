@@ -147,7 +147,7 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
     let (tx, rx) = mpsc::unbounded_channel();
     let task_state = state.clone();
     let task_cancel = cancel.clone();
-    state.engine.other_runtime().spawn(async move {
+    state.http.engine.other_runtime().spawn(async move {
         let waiting = Mutex::new(Waiting { kept: KeptResults::new(&task_state, keep, 64), last: Instant::now() });
         let mut sink = FlushSink { waiting: &waiting, tx: &tx };
         let run = run_logged(&task_state, &backend, &batch, &mut sink, RunOptions { cancel: Some(task_cancel), ..RunOptions::default() });
@@ -171,7 +171,7 @@ pub async fn start(State(state): State<AppState>, caller: Caller, PreparedBatch 
         task_state.live.remove(&id);
         let _ = tx.send(Msg::End(Box::new(out)));
     });
-    let body = Lines { buf, rx, held: Charge::new(&state.budget), done: false, cancel_on_drop: cancel };
+    let body = Lines { buf, rx, held: Charge::new(&state.http.budget), done: false, cancel_on_drop: cancel };
     let mut res = Body::new(body).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
     // Proxies must pass each line on as it comes.

@@ -67,13 +67,6 @@ pub struct Inner {
     pub doctor: Option<(info::DoctorInfo, Router)>,
 }
 
-/// The API's state reads as the HTTP layer's too (`state.engine`, `state.limits`, …).
-impl std::ops::Deref for Inner {
-    type Target = HttpState;
-    fn deref(&self) -> &HttpState {
-        &self.http
-    }
-}
 
 impl AsRef<HttpState> for AppState {
     fn as_ref(&self) -> &HttpState {

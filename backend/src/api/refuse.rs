@@ -42,7 +42,7 @@ impl Rules {
     pub async fn of(state: &AppState, backend: &Backend) -> Rules {
         // Read on the probe pool (a user that may run INFO and COMMAND; the
         // pools of one Redis share the table).
-        let table = backend.probe().commands_loaded(state.limits.connect_timeout()).await;
+        let table = backend.probe().commands_loaded(state.http.limits.connect_timeout()).await;
         Rules { table, access: backend.access, allow: state.allow }
     }
 

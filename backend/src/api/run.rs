@@ -65,7 +65,7 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
 /// (`pipelab_http::budget`).
 pub async fn run_logged<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
-    let result = state.engine.run(on, batch, sink, opts).await;
+    let result = state.http.engine.run(on, batch, sink, opts).await;
     match &result {
         Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
@@ -104,11 +104,11 @@ impl pipelab_engine::lab::Runner for OnBackend {
     }
 
     async fn command(&self, argv: &[&[u8]]) -> Result<Option<resp::Value>, ApiError> {
-        command(&self.on.pool, argv, self.state.limits.connect_timeout()).await.map(Some)
+        command(&self.on.pool, argv, self.state.http.limits.connect_timeout()).await.map(Some)
     }
 
     fn batch_timeout(&self) -> Duration {
-        self.state.limits.batch_timeout()
+        self.state.http.limits.batch_timeout()
     }
 
     /// The table the API's rules check with ([`super::refuse::Rules::of`]).
@@ -132,7 +132,7 @@ pub struct WithResults {
 
 impl WithResults {
     pub fn new(runner: OnBackend) -> WithResults {
-        let charge = Charge::new(&runner.state.budget);
+        let charge = Charge::new(&runner.state.http.budget);
         WithResults { runner, charge: Arc::new(Mutex::new(charge)) }
     }
 }

@@ -105,8 +105,8 @@ pub async fn create(
         simulated_rtt_ms: super::validate::rtt(req.simulated_rtt_ms)?,
         simulated_bandwidth_mbps: super::validate::bandwidth(req.simulated_bandwidth_mbps)?,
     };
-    let id = state.engine.open_session(&backend, caller.who(), settings).await?;
-    let idle = state.engine.sessions.idle();
+    let id = state.http.engine.open_session(&backend, caller.who(), settings).await?;
+    let idle = state.http.engine.sessions.idle();
     let body = SessionResponse { id, idle_ms: idle.as_millis() as u64, expires_at_ms: unix_ms(SystemTime::now() + idle) };
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
@@ -125,7 +125,7 @@ pub async fn delete(
     caller: pipelab_http::caller::Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.engine.sessions.close(&id, caller.access.rules(), caller.visitor.as_ref())?;
+    state.http.engine.sessions.close(&id, caller.access.rules(), caller.visitor.as_ref())?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -163,7 +163,7 @@ pub fn check_settings(session: &Session, resp3: Option<bool>, simulated_rtt_ms: 
 /// Errors: 409 `session_busy` (a batch runs on it), 409 `session_lost`
 /// (its connection failed: the session is closed), and those of any batch.
 pub async fn run(state: AppState, on: &Backend, id: &str, session: Arc<Session>, batch: Batch, keep: Keep) -> Result<Response, ApiError> {
-    let sessions = &state.engine.sessions;
+    let sessions = &state.http.engine.sessions;
     let mut taken = sessions.take(id, session)?;
     let mut kept = KeptResults::new(&state, keep, batch.commands.len());
     let out = super::run::run_logged(&state, on, &batch, &mut kept, RunOptions { on: Connection::Session(&mut taken.conn), cancel: None }).await;

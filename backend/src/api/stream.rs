@@ -71,10 +71,10 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
         return respond_inline(&state, &on, &batch, keep).await;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = state.engine.other_runtime().spawn(run(state.clone(), on, batch, keep, tx));
+    let task = state.http.engine.other_runtime().spawn(run(state.clone(), on, batch, keep, tx));
     let guard = AbortOnDrop(task.abort_handle());
     let mut report = ReportWriter::default();
-    let mut held = Charge::new(&state.budget);
+    let mut held = Charge::new(&state.http.budget);
     loop {
         match rx.recv().await {
             Some(Msg::Results(results, charge)) => {

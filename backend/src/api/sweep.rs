@@ -91,7 +91,7 @@ impl FromRequest<AppState> for PreparedSweep {
 }
 
 async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<PreparedSweep, ApiError> {
-    let limits = &state.limits;
+    let limits = &state.http.limits;
     let template = req
         .command
         .into_iter()
@@ -148,7 +148,7 @@ async fn prepare(state: &AppState, caller: Caller, req: SweepRequest) -> Result<
     // Each batch size runs `total` commands once; its repeats are taken
     // from the rate limit as they run, if there is room (`Metered`).
     let commands = spec.total as usize * spec.batch_sizes.len();
-    pipelab_http::rate::take_commands(state, caller.client.as_ref(), commands)?;
+    pipelab_http::rate::take_commands(&state.http, caller.client.as_ref(), commands)?;
     Ok(PreparedSweep { spec, runner: Metered { on: OnBackend { state: state.clone(), on }, client: caller.client } })
 }
 
@@ -184,6 +184,6 @@ impl pipelab_engine::lab::Runner for Metered {
     }
 
     fn may_repeat(&self, commands: u64) -> bool {
-        pipelab_http::rate::take_commands_if_room(&self.on.state, self.client.as_ref(), commands as usize)
+        pipelab_http::rate::take_commands_if_room(&self.on.state.http, self.client.as_ref(), commands as usize)
     }
 }

@@ -170,13 +170,13 @@ impl Checker {
     /// command table was read already. In the sandbox a visitor's Redis is
     /// given only once the body is found valid, so it is not asked for here.
     pub async fn early(state: &super::AppState, caller: &pipelab_http::caller::Caller, expected: usize) -> Option<Checker> {
-        if expected < CHECK_WHILE_PARSING || state.engine.sandbox().is_some() {
+        if expected < CHECK_WHILE_PARSING || state.http.engine.sandbox().is_some() {
             return None;
         }
         let backend = state.backend(caller).await.ok()?;
         let table = backend.probe().commands_if_checked()?;
         let rules = Rules { table, access: backend.access, allow: state.allow };
-        Some(Checker::new(rules, &state.limits, expected))
+        Some(Checker::new(rules, &state.http.limits, expected))
     }
 
     /// A checker with `rules` and `limits`, for a body of about `expected` bytes.

@@ -107,7 +107,7 @@ impl Family {
 /// given; put together with the API's by `crate::server`.
 pub fn router(app: &AppState) -> Router {
     let state = Upstash { app: app.clone(), sync: Arc::default() };
-    let settings = &app.upstash;
+    let settings = &app.http.upstash;
     let p = settings.prefix.clone().unwrap_or_default();
     let root = if p.is_empty() { "/".to_string() } else { p.clone() };
     let mut routes = Router::new()
@@ -154,7 +154,7 @@ async fn finish(State(state): State<Upstash>, visitor: Option<axum::Extension<pi
     let Some(family) = res.extensions().get::<Family>().copied() else { return res };
     pipelab_http::telemetry::upstash_request(family.name(), res.status().as_u16());
     const NOT_RUN: HeaderValue = HeaderValue::from_static("redis;dur=0;desc=\"not run\"");
-    let visitor = visitor.and_then(|axum::Extension(id)| state.engine.sandbox()?.visitor(&id));
+    let visitor = visitor.and_then(|axum::Extension(id)| state.http.engine.sandbox()?.visitor(&id));
     let headers = res.headers_mut();
     headers.insert(sync::HEADER_NAME, state.sync.header(visitor.as_ref().map(|v| &v.writes)));
     headers.entry(SERVER_TIMING).or_insert(NOT_RUN);

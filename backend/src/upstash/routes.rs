@@ -27,7 +27,7 @@ use pipelab_model::Mode;
 /// `/` (or the prefix itself): `GET` the playground (under the root), `POST`
 /// or `PUT` one JSON command.
 pub async fn root(State(state): State<super::Upstash>, req: Request) -> Response {
-    let page = is_reading(&req) && state.upstash.prefix.is_none();
+    let page = is_reading(&req) && state.http.upstash.prefix.is_none();
     match guard_command_get(&state, req, page).await {
         Ok(req) => answer(Family::Command, command(&state, req).await),
         Err(res) => res,
@@ -47,7 +47,7 @@ pub(super) async fn guard_command_get(state: &AppState, req: Request, page: bool
         return Err(crate::api::web::serve(State(state.clone()), req).await);
     }
     if is_reading(&req) {
-        state.guard.check_cross_site(req.uri().path(), req.headers()).map_err(IntoResponse::into_response)?;
+        state.http.guard.check_cross_site(req.uri().path(), req.headers()).map_err(IntoResponse::into_response)?;
     }
     Ok(req)
 }
@@ -59,7 +59,7 @@ async fn command(state: &super::Upstash, req: Request) -> Result<Response, Upsta
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::json_command(&body, &mut commands)?;
-    take_commands(state, client.as_ref(), commands.len())?;
+    take_commands(&state.http, client.as_ref(), commands.len())?;
     let report = run(state, &on, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }
@@ -89,7 +89,7 @@ async fn batch(state: &super::Upstash, req: Request, mode: Mode) -> Result<Respo
     if commands.is_empty() {
         return Err(UpstashError::bad_request("ERR empty pipeline: give at least one command"));
     }
-    take_commands(state, client.as_ref(), commands.len())?;
+    take_commands(&state.http, client.as_ref(), commands.len())?;
     let report = run(state, &on, access, commands, mode).await?;
     if mode == Mode::Transaction {
         transaction(&report, format)
@@ -101,7 +101,7 @@ async fn batch(state: &super::Upstash, req: Request, mode: Mode) -> Result<Respo
 /// `/{command}/{args…}`: a path-style command (or, under the root, a
 /// playground file: see the module's docs).
 pub async fn path_style(State(state): State<super::Upstash>, req: Request) -> Response {
-    let page = state.upstash.prefix.is_none()
+    let page = state.http.upstash.prefix.is_none()
         && is_reading(&req)
         && !is_command_path(&state, req.uri().path().to_string()).await;
     match guard_command_get(&state, req, page).await {
@@ -113,13 +113,13 @@ pub async fn path_style(State(state): State<super::Upstash>, req: Request) -> Re
 async fn path_command(state: &super::Upstash, req: Request) -> Result<Response, UpstashError> {
     let (access, format) = admit(state, &req)?;
     let on = backend(state, caller(state, &req, access)).await?;
-    let path = state.upstash.strip_prefix(req.uri().path()).to_string();
+    let path = state.http.upstash.strip_prefix(req.uri().path()).to_string();
     let query = req.uri().query().map(str::to_string);
     let client = Client::of(&req);
     let body = crate::api::extract::read_all(req, state).await?;
     let mut commands = Commands::new();
     super::request::path_command(&path, query.as_deref(), &body, &mut commands)?;
-    take_commands(state, client.as_ref(), commands.len())?;
+    take_commands(&state.http, client.as_ref(), commands.len())?;
     let report = run(state, &on, access, commands, Mode::Pipeline).await?;
     Ok(single(&report, format))
 }
@@ -135,7 +135,7 @@ async fn is_command_path(state: &AppState, path: String) -> bool {
     if name.is_empty() || state.page.has(&String::from_utf8_lossy(&name)) {
         return false;
     }
-    state.engine.commands().await.get(&name).is_some()
+    state.http.engine.commands().await.get(&name).is_some()
 }
 
 /// The Redis that serves `caller` (in the sandbox: its visitor's).
@@ -147,7 +147,7 @@ pub async fn backend(state: &AppState, caller: Caller) -> Result<Backend, Upstas
 /// sandbox visitor the gate found, and the client its batches count against.
 pub fn caller(state: &AppState, req: &Request, access: Access) -> Caller {
     let visitor = req.extensions().get::<VisitorId>().cloned();
-    let share = pipelab_http::caller::client_key(state, req.headers(), req.uri(), req.extensions());
+    let share = pipelab_http::caller::client_key(&state.http, req.headers(), req.uri(), req.extensions());
     Caller { access, visitor, client: None, share }
 }
 
@@ -157,7 +157,7 @@ pub fn admit(state: &AppState, req: &Request) -> Result<(Access, Format), Upstas
     if !matches!(*req.method(), Method::GET | Method::HEAD | Method::POST | Method::PUT) {
         return Err(UpstashError::method_not_allowed(req.method()));
     }
-    let access = state.auth.check_request(req.headers(), req.uri()).map_err(|_| UpstashError::unauthorized())?;
+    let access = state.http.auth.check_request(req.headers(), req.uri()).map_err(|_| UpstashError::unauthorized())?;
     Ok((access, Format::of(req.headers())?))
 }
 

@@ -39,7 +39,7 @@ pub async fn run(state: &super::Upstash, on: &Backend, access: Access, commands:
     // An operator token may run the commands that reveal secrets.
     let rules = Rules::of(state, on).await;
     let table = &rules.table;
-    let prepared = fields.prepare(&state.limits)?;
+    let prepared = fields.prepare(&state.http.limits)?;
     if access.read_only() {
         if let Some((argv, why)) = prepared.commands.iter().find_map(|argv| Some((argv, table.readonly_refusal(argv)?))) {
             let name = String::from_utf8_lossy(argv.name().unwrap_or_default()).to_lowercase();
@@ -49,7 +49,7 @@ pub async fn run(state: &super::Upstash, on: &Backend, access: Access, commands:
             ));
         }
     }
-    let batch = prepared.into_batch(mode, &state.limits, &rules)?;
+    let batch = prepared.into_batch(mode, &state.http.limits, &rules)?;
     if mode != Mode::Transaction {
         for (i, argv) in batch.commands.iter().enumerate() {
             if let Some(name) = spans_requests(table, argv) {

@@ -52,7 +52,7 @@ pub async fn psubscribe(state: State<super::Upstash>, req: Request) -> Response 
 async fn open(State(state): State<super::Upstash>, req: Request, verb: &'static [u8]) -> Result<Response, UpstashError> {
     let (access, _) = admit(&state, &req)?;
     let on = super::routes::backend(&state, super::routes::caller(&state, &req, access)).await?;
-    let path = state.upstash.strip_prefix(req.uri().path());
+    let path = state.http.upstash.strip_prefix(req.uri().path());
     let names: Vec<Vec<u8>> = path
         .trim_matches('/')
         .split('/')
@@ -63,7 +63,7 @@ async fn open(State(state): State<super::Upstash>, req: Request, verb: &'static 
     if names.is_empty() {
         return Err(UpstashError::bad_request("ERR give at least one channel: /subscribe/<channel>"));
     }
-    let settings = ConnSettings { read_timeout: IDLE_LIMIT, ..ConnSettings::plain(state.limits.connect_timeout()) };
+    let settings = ConnSettings { read_timeout: IDLE_LIMIT, ..ConnSettings::plain(state.http.limits.connect_timeout()) };
     let mut conn = Conn::connect(on.pool.target(), &settings).await.map_err(|e| {
         UpstashError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("ERR Redis is unreachable: {e}"))
     })?;

@@ -130,7 +130,7 @@ impl App {
     /// [`crate::common::assert_only_idle_pooled`] with this app's pool
     /// (its own count: `/metrics` is shared by every app of the process).
     pub async fn assert_only_idle_pooled(&self, redis: &RedisServer, max_idle: usize, secs: u64) {
-        crate::common::assert_only_idle_pooled(async || { let p = &self.state.engine.shared().expect("a shared Redis").pool; p.idle_count() + p.shared_connections() }, redis, max_idle, secs).await;
+        crate::common::assert_only_idle_pooled(async || { let p = &self.state.http.engine.shared().expect("a shared Redis").pool; p.idle_count() + p.shared_connections() }, redis, max_idle, secs).await;
     }
 }
 

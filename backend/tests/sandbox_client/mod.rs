@@ -19,7 +19,7 @@ use serde_json::{json, Value as Json};
 use super::api_inproc::App;
 
 pub fn sandbox(app: &App) -> &Arc<Supervisor> {
-    app.state.engine.sandbox().expect("the sandbox")
+    app.state.http.engine.sandbox().expect("the sandbox")
 }
 
 /// One client: its cookie (once set) and the address it comes from.
