@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use pipelab_http::guard::Policy;
 use crate::api::info::DoctorInfo;
-use crate::api::AppStateBuilder;
+use crate::api::{AppState, AppStateBuilder};
 use pipelab_engine::engine::RedisSource;
 use pipelab_http::net::cap::{ConnCap, Permit};
 use pipelab_http::net::write_timeout::WriteTimeout;
@@ -165,16 +165,15 @@ fn serve_on_threads(
     users: Option<&pipelab_engine::acl::Users>,
     start_doctor: StartDoctor,
 ) -> ExitCode {
-    let mut runtimes = Vec::with_capacity(threads);
-    for _ in 0..threads {
-        match tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab_http::budget::collect_if_due).enable_all().build() {
-            Ok(rt) => runtimes.push(rt),
-            Err(e) => {
-                refuse!(cfg, "pipelab serve: cannot start the async runtime: {e}");
-                return ExitCode::from(1);
-            }
+    // Each thread's runtime collects the answers' budget when it parks.
+    let runtimes = (0..threads).map(|_| tokio::runtime::Builder::new_current_thread().on_thread_park(pipelab_http::budget::collect_if_due).enable_all().build());
+    let mut runtimes = match runtimes.collect::<io::Result<Vec<_>>>() {
+        Ok(runtimes) => runtimes,
+        Err(e) => {
+            refuse!(cfg, "pipelab serve: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
         }
-    }
+    };
     let first = &runtimes[0];
     let listener = match first.block_on(async { listen(cfg.listen) }) {
         Ok(l) => l,
@@ -203,40 +202,8 @@ fn serve_on_threads(
 
     // One state (batch slots, connection pool) for all threads; its pool's
     // reaper task runs on the first runtime.
-    let state = {
-        let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
-        let state = match redis {
-            Backing::Shared(target, source) => {
-                let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
-                let doctor = doctor.map(|l| {
-                    let (listen, routes) = start_doctor(cfg, first, l, batches.clone());
-                    (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, routes)
-                });
-                let _rt = first.enter();
-                let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles);
-                let state = match doctor {
-                    Some((info, routes)) => state.with_doctor(info, routes),
-                    None => state,
-                };
-                match users {
-                    Some(users) => state.with_users(users, target),
-                    None => state,
-                }
-            }
-            Backing::Sandbox(sup) => {
-                let _rt = first.enter();
-                let s = sup.settings();
-                tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
-                AppStateBuilder::sandboxed(sup, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles)
-            }
-        };
-        state
-            .with_guard(Policy::new(&cfg.guard, Some(local)))
-            .with_allow(pipelab_engine::commands::Allow { migrate: cfg.allow_migrate })
-            .configure(access.0, access.1)
-            .with_rate(access.2)
-            .build()
-    };
+    let handles = runtimes.iter().map(|rt| rt.handle().clone()).collect();
+    let state = app_state(cfg, redis, first, handles, Some(local), access, users, doctor.map(|l| (l, start_doctor)));
     // Large replies being read take their room from the answers' budget.
     pipelab_engine::conn::set_reply_memory(state.http.budget.clone());
     if let (None, Some(shared)) = (users, state.http.engine.shared()) {
@@ -265,25 +232,13 @@ fn serve_on_threads(
     let all_served = std::sync::Arc::new(tokio::sync::Barrier::new(threads));
     let mut serving = serving.into_iter();
     let first_part = serving.next().expect("at least one thread");
-    let mut others = Vec::new();
-    for (i, (rt, part)) in runtimes.drain(1..).zip(serving).enumerate() {
-        let all_served = all_served.clone();
-        let spawned = std::thread::Builder::new().name(format!("pipelab-serve-{}", i + 1)).spawn(move || {
-            rt.block_on(async move {
-                part.await;
-                all_served.wait().await;
-            });
-            // Requests still running after the drain period are abandoned here.
-            rt.shutdown_timeout(Duration::from_millis(100));
-        });
-        match spawned {
-            Ok(handle) => others.push(handle),
-            Err(e) => {
-                refuse!(cfg, "pipelab serve: cannot start a serving thread: {e}");
-                return ExitCode::from(1);
-            }
+    let others = match spawn_serving_threads(runtimes.drain(1..).zip(serving), &all_served) {
+        Ok(others) => others,
+        Err(e) => {
+            refuse!(cfg, "pipelab serve: cannot start a serving thread: {e}");
+            return ExitCode::from(1);
         }
-    }
+    };
     let first = runtimes.pop().expect("the first runtime");
     first.block_on(async move {
         tokio::join!(accept(listener, cap, queues, stop_tx, drained(http, grace)), first_part);
@@ -303,6 +258,75 @@ fn serve_on_threads(
     }
     tracing::info!("pipelab serve stopped");
     ExitCode::SUCCESS
+}
+
+/// A thread for each runtime and its part of the serving, which waits for
+/// every thread to have served (`all_served`) before its runtime stops.
+fn spawn_serving_threads<F: std::future::Future<Output = ()> + Send + 'static>(
+    parts: impl Iterator<Item = (tokio::runtime::Runtime, F)>,
+    all_served: &std::sync::Arc<tokio::sync::Barrier>,
+) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let mut threads = Vec::new();
+    for (i, (rt, part)) in parts.enumerate() {
+        let all_served = all_served.clone();
+        threads.push(std::thread::Builder::new().name(format!("pipelab-serve-{}", i + 1)).spawn(move || {
+            rt.block_on(async move {
+                part.await;
+                all_served.wait().await;
+            });
+            // Requests still running after the drain period are abandoned here.
+            rt.shutdown_timeout(Duration::from_millis(100));
+        })?);
+    }
+    Ok(threads)
+}
+
+/// The server's state: the engine over `redis` (its tasks on `first`, big
+/// batches on `handles`), the HTTP policy of `cfg` and `access`, the ACL
+/// `users` pipelab made, and the doctor of `--doctor-listen` started on
+/// its listener.
+#[allow(clippy::too_many_arguments)]
+fn app_state(
+    cfg: &ServeConfig,
+    redis: Backing,
+    first: &tokio::runtime::Runtime,
+    handles: Vec<tokio::runtime::Handle>,
+    local: Option<SocketAddr>,
+    access: (pipelab_http::auth::Auth, pipelab_http::config::UpstashSettings, pipelab_http::rate::RateLimits),
+    users: Option<&pipelab_engine::acl::Users>,
+    doctor: Option<(tokio::net::TcpListener, StartDoctor)>,
+) -> AppState {
+    let state = match redis {
+        Backing::Shared(target, source) => {
+            let batches = users.map_or_else(|| target.clone(), |u| u.batches.target(&target));
+            let doctor = doctor.map(|(l, start_doctor)| {
+                let (listen, routes) = start_doctor(cfg, first, l, batches.clone());
+                (DoctorInfo { listen, rtt_ms: cfg.doctor_rtt }, routes)
+            });
+            let _rt = first.enter();
+            let state = AppStateBuilder::shared(batches, source, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles);
+            let state = match doctor {
+                Some((info, routes)) => state.with_doctor(info, routes),
+                None => state,
+            };
+            match users {
+                Some(users) => state.with_users(users, target),
+                None => state,
+            }
+        }
+        Backing::Sandbox(sup) => {
+            let _rt = first.enter();
+            let s = sup.settings();
+            tracing::info!(max_visitors = s.max_visitors, spares = s.spares, max_bytes = s.max_bytes, idle_s = s.idle.as_secs(), hibernate_after_s = s.hibernate_after.as_secs(), memory = s.memory, disk = sup.disk_budget(), state_dir = %sup.state_dir().display(), "sandbox on: a redis-server of their own for each visitor");
+            AppStateBuilder::sandboxed(sup, cfg.limits.clone(), pipelab_http::page::Page::from_flag(cfg.web_dir.clone()), handles)
+        }
+    };
+    state
+        .with_guard(Policy::new(&cfg.guard, local))
+        .with_allow(pipelab_engine::commands::Allow { migrate: cfg.allow_migrate })
+        .configure(access.0, access.1)
+        .with_rate(access.2)
+        .build()
 }
 
 /// Ctrl-C or SIGTERM, then the drain until nothing is under way or `grace`
