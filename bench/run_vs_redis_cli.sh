@@ -7,6 +7,7 @@
 #   bench/run_vs_redis_cli.sh [RUNS]      # RUNS alternations, default 5
 #   PIPELAB_BIN=path bench/run_vs_redis_cli.sh   # that binary (another build, e.g. an
 #                                             # older commit's) instead of building target/release/pipelab
+#   ONLY=ping bench/run_vs_redis_cli.sh [RUNS]   # the last table alone (RUNS alternated pairs)
 #
 # Needs: redis-server, redis-cli, python3, /usr/bin/time (GNU time).
 set -euo pipefail
@@ -29,6 +30,7 @@ trap 'kill $REDIS_PID 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 URL="redis://127.0.0.1:$PORT"
 
+if [ "${ONLY:-}" != ping ]; then
 # --- 1M SETs as RESP ---------------------------------------------------------
 python3 - "$WORK/sets.resp" "$N" <<'PY'
 import sys
@@ -122,20 +124,31 @@ for bs in 1 10 100 1000 10000; do
   echo "| $bs | $a | $b | $(( (10000 + bs - 1) / bs )) |"
 done
 
+fi
+
 # --- accuracy of the added RTT (sequential PING latency) ---------------------
 # Medians of per-command latency, so a stall of the (shared) machine does not
-# swamp the figure; the totals above include such stalls.
+# swamp the figure; the totals above include such stalls. Each run at an RTT
+# has its own loopback reference, taken just before it: on this kind of
+# machine the loopback latency alone moves between runs by more than 5% of
+# 0.2 ms, so one reference for all would decide the error.
 echo
-echo "# Sequential PING latency (median of 500 reply_us - sent_us), added RTT"
-echo "| added RTT (ms) | measured (µs) | loopback + RTT (µs) | error |"
-echo "|---|---|---|---|"
+echo "# Sequential PING latency (median of 500 reply_us - sent_us), added RTT; $RUNS alternated pairs (loopback, RTT), the median pair; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| added RTT (ms) | measured (µs) | loopback + RTT (µs) | error | pairs' errors |"
+echo "|---|---|---|---|---|"
 python3 -c "print('PING\n' * 500, end='')" >"$WORK/ping.txt"
 median_lat() {
   "$BIN" run "$WORK/ping.txt" --mode sequential --rtt "$1" --redis "$URL" --json |
     python3 -c 'import json,sys,statistics; r=json.load(sys.stdin)["results"]; print(statistics.median(x["reply_us"]-x["sent_us"] for x in r))'
 }
-base=$(median_lat 0)
 for rtt in 0.2 0.5 5; do
-  m=$(median_lat "$rtt")
-  python3 -c "b=$base; m=$m; e=b+$rtt*1000; print(f'| $rtt | {m:.0f} | {e:.0f} (loopback {b:.0f}) | {100*(m-e)/e:+.1f}% |')"
+  for _ in $(seq "$RUNS"); do
+    echo "$(median_lat 0) $(median_lat "$rtt")"
+  done | python3 -c "
+import sys
+rtt = $rtt * 1000
+pairs = sorted((tuple(map(float, l.split())) for l in sys.stdin if l.strip()), key=lambda p: (p[1] - p[0] - rtt) / (p[0] + rtt))
+err = lambda p: 100 * (p[1] - p[0] - rtt) / (p[0] + rtt)
+b, m = pairs[len(pairs) // 2]
+print(f'| $rtt | {m:.0f} | {b + rtt:.0f} (loopback {b:.0f}) | {err((b, m)):+.1f}% | {err(pairs[0]):+.1f}% to {err(pairs[-1]):+.1f}% |')"
 done
