@@ -85,6 +85,80 @@ function respSizes(s: CommandSpans): Uint32Array {
   return bytes;
 }
 
+/** Re-deriving the other view: at once for a small document, after a pause for a large one (the latest change wins). */
+class Debounced {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private pending: (() => void) | null = null;
+
+  schedule(fn: () => void, size: number) {
+    this.pending = fn;
+    if (size > DEBOUNCE_CHARS) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.flush(), 150);
+    } else this.flush();
+  }
+
+  /** Runs what waits, now. */
+  flush() {
+    clearTimeout(this.timer);
+    const fn = this.pending;
+    this.pending = null;
+    fn?.();
+  }
+
+  cancel() {
+    this.pending = null;
+    clearTimeout(this.timer);
+  }
+}
+
+/** What both views have: editing, history, the command map and its marks, a label. */
+function commonExtensions(label: string, extraKeys: Extension): Extension[] {
+  return [
+    lineNumbers(),
+    history(),
+    drawSelection(),
+    highlightActiveLine(),
+    EditorView.lineWrapping,
+    keymap.of([...defaultKeymap, ...historyKeymap]),
+    extraKeys,
+    mapField,
+    activeField,
+    refusedField,
+    // tabindex says outright what contenteditable already makes true (the
+    // text is reachable by keyboard), for checkers that look for it on a
+    // scrolled region.
+    EditorView.contentAttributes.of({ 'aria-label': label, tabindex: '0' }),
+  ];
+}
+
+/** The RESP view shows CR and LF, control characters and bytes that are not UTF-8 as escapes. */
+const rawBytes = highlightSpecialChars({
+  addSpecialChars: /[\udc80-\udcff]/,
+  render: (code) => {
+    const span = document.createElement('span');
+    span.className = 'cm-rawByte';
+    span.textContent = code === 10 ? '\\n' : code === 13 ? '\\r' : code >= 0xdc80 && code <= 0xdcff
+      ? '\\x' + (code - 0xdc00).toString(16) : '\\x' + code.toString(16).padStart(2, '0');
+    span.title = code >= 0xdc80 && code <= 0xdcff ? 'byte that is not UTF-8' : 'control character';
+    return span;
+  },
+});
+
+/** Where and why the RESP view's text does not parse; `typed`: the same text with its `\\r\\n` escapes made line breaks, if it has any. */
+function respErrorMessage(error: NonNullable<ReturnType<typeof respToInline>['error']>, typed: { error?: string } | null, hasLineBreak: boolean): string {
+  if (typed) {
+    // Escaped text that does not parse even unescaped: its own error.
+    return `in the text with each \\r\\n made a line break: ${typed.error}`;
+  }
+  const where = error.column === undefined ? `line ${error.line}` : `line ${error.line}, column ${error.column}`;
+  const message = `byte ${error.offset} (${where}): ${error.message}`;
+  if (/incomplete/.test(error.message) && !hasLineBreak) {
+    return message + ' — end each part with a line break (Enter), or paste escaped text with \\r\\n between the parts';
+  }
+  return message;
+}
+
 export function createEditors(opts: {
   inlineParent: HTMLElement;
   respParent: HTMLElement;
@@ -105,38 +179,8 @@ export function createEditors(opts: {
   let parsed: { text: string; r: InlineToResp } | null = null;
   const parseInline = (text: string) => (parsed?.text === text ? parsed.r : (parsed = { text, r: inlineToResp(text) }).r);
 
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let pending: (() => void) | null = null;
-  const flush = () => {
-    clearTimeout(timer);
-    const fn = pending;
-    pending = null;
-    fn?.();
-  };
-  const schedule = (fn: () => void, size: number) => {
-    pending = fn;
-    if (size > DEBOUNCE_CHARS) {
-      clearTimeout(timer);
-      timer = setTimeout(flush, 150);
-    } else flush();
-  };
-
-  const common = (label: string): Extension[] => [
-    lineNumbers(),
-    history(),
-    drawSelection(),
-    highlightActiveLine(),
-    EditorView.lineWrapping,
-    keymap.of([...defaultKeymap, ...historyKeymap]),
-    opts.extraKeys,
-    mapField,
-    activeField,
-    refusedField,
-    // tabindex says outright what contenteditable already makes true (the
-    // text is reachable by keyboard), for checkers that look for it on a
-    // scrolled region.
-    EditorView.contentAttributes.of({ 'aria-label': label, tabindex: '0' }),
-  ];
+  const derive = new Debounced();
+  const common = (label: string) => commonExtensions(label, opts.extraKeys);
 
   const inlineWriter = new ViewWriter();
   const respWriter = new ViewWriter();
@@ -153,7 +197,7 @@ export function createEditors(opts: {
         inlineWriter.listener(),
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !u.transactions.some((t) => t.annotation(fromSync))) {
-            schedule(() => fromInline(inline.state.doc.toString()), u.state.doc.length);
+            derive.schedule(() => fromInline(inline.state.doc.toString()), u.state.doc.length);
           }
           if (u.selectionSet && u.view.hasFocus) follow(inline, resp);
         }),
@@ -168,22 +212,12 @@ export function createEditors(opts: {
       extensions: [
         common('RESP bytes; each line ends with CR LF'),
         EditorState.lineSeparator.of('\r\n'),
-        highlightSpecialChars({
-          addSpecialChars: /[\udc80-\udcff]/,
-          render: (code) => {
-            const span = document.createElement('span');
-            span.className = 'cm-rawByte';
-            span.textContent = code === 10 ? '\\n' : code === 13 ? '\\r' : code >= 0xdc80 && code <= 0xdcff
-              ? '\\x' + (code - 0xdc00).toString(16) : '\\x' + code.toString(16).padStart(2, '0');
-            span.title = code >= 0xdc80 && code <= 0xdcff ? 'byte that is not UTF-8' : 'control character';
-            return span;
-          },
-        }),
+        rawBytes,
         decorationsPlugin(true),
         respWriter.listener(),
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !u.transactions.some((t) => t.annotation(fromSync))) {
-            schedule(fromResp, u.state.doc.length);
+            derive.schedule(fromResp, u.state.doc.length);
           }
           if (u.selectionSet && u.view.hasFocus) follow(resp, inline);
         }),
@@ -255,14 +289,7 @@ export function createEditors(opts: {
       }
       // Keep the inline view as it was until the RESP parses again.
       const pos = Math.min(r.error.pos, resp.state.doc.length);
-      const where = r.error.column === undefined ? `line ${r.error.line}` : `line ${r.error.line}, column ${r.error.column}`;
-      let message = `byte ${r.error.offset} (${where}): ${r.error.message}`;
-      if (typed) {
-        // Escaped text that does not parse even unescaped: its own error.
-        message = `in the text with each \\r\\n made a line break: ${typed.error}`;
-      } else if (/incomplete/.test(r.error.message) && !resp.state.doc.sliceString(0).includes('\n')) {
-        message += ' — end each part with a line break (Enter), or paste escaped text with \\r\\n between the parts';
-      }
+      const message = respErrorMessage(r.error, typed, resp.state.doc.sliceString(0).includes('\n'));
       resp.dispatch(setDiagnostics(resp.state, [{ from: pos, to: Math.min(pos + 1, resp.state.doc.lineAt(pos).to), severity: 'error', message }]));
       lastSnapshot = { ...lastSnapshot, respError: message };
       changed([]);
@@ -292,12 +319,11 @@ export function createEditors(opts: {
     inline,
     resp,
     snapshot: () => {
-      flush();
+      derive.flush();
       return lastSnapshot;
     },
     setInline(text: string) {
-      pending = null;
-      clearTimeout(timer);
+      derive.cancel();
       fromInline(text, true);
     },
     onChange(listener: () => void) {

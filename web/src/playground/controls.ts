@@ -10,12 +10,15 @@ import { clearSummaryMessage, summaryMessage } from './summary.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
-export const form = $<HTMLFormElement>('controls');
-const batchSize = $<HTMLInputElement>('batch-size');
-const rtt = $<HTMLInputElement>('rtt');
-const bandwidth = $<HTMLInputElement>('bandwidth');
-const clients = $<HTMLInputElement>('clients');
-const batchSizeNote = $<HTMLElement>('batch-size-note');
+/** The controls' elements, looked up when used: importing this module touches no DOM. */
+const el = {
+  get form() { return $<HTMLFormElement>('controls'); },
+  get batchSize() { return $<HTMLInputElement>('batch-size'); },
+  get rtt() { return $<HTMLInputElement>('rtt'); },
+  get bandwidth() { return $<HTMLInputElement>('bandwidth'); },
+  get clients() { return $<HTMLInputElement>('clients'); },
+  get batchSizeNote() { return $<HTMLElement>('batch-size-note'); },
+};
 
 /**
  * What the page checks before sending, from GET /api/v1/info (`limits`,
@@ -59,20 +62,20 @@ export function currentMode(): Mode {
 
 /** Batch size only in pipeline mode, clients only in auto mode; the RTT preset and the link preset matching the fields look pressed. */
 export function syncControls() {
-  batchSize.disabled = currentMode() !== 'pipeline';
-  clients.disabled = currentMode() !== 'auto';
-  const v = Number(rtt.value);
+  el.batchSize.disabled = currentMode() !== 'pipeline';
+  el.clients.disabled = currentMode() !== 'auto';
+  const v = Number(el.rtt.value);
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v));
   }
   for (const b of document.querySelectorAll<HTMLButtonElement>('.link-presets button')) {
-    b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v && bandwidth.value !== '' && Number(b.dataset.mbps) === Number(bandwidth.value)));
+    b.setAttribute('aria-pressed', String(Number(b.dataset.rtt) === v && el.bandwidth.value !== '' && Number(b.dataset.mbps) === Number(el.bandwidth.value)));
   }
 }
 
 /** The simulated bandwidth in Mbit/s, or undefined (the field is empty: unlimited). */
 export function bandwidthMbps(): number | undefined {
-  return bandwidth.value.trim() === '' && !bandwidth.validity.badInput ? undefined : Number(bandwidth.value);
+  return el.bandwidth.value.trim() === '' && !el.bandwidth.validity.badInput ? undefined : Number(el.bandwidth.value);
 }
 
 /**
@@ -85,14 +88,14 @@ export function bandwidthMbps(): number | undefined {
  * a value, or a permalink or lesson setting one, makes it the reader's.
  */
 export function fitBatchSize(l: ServerLimits, commands: number) {
-  if (!('auto' in batchSize.dataset)) return;
-  batchSize.value = String(Math.max(1, Math.min(commands, l.maxCommands ?? Infinity)));
+  if (!('auto' in el.batchSize.dataset)) return;
+  el.batchSize.value = String(Math.max(1, Math.min(commands, l.maxCommands ?? Infinity)));
 }
 
 /** The batch size is the reader's from now on: the field no longer follows the batch. */
 function batchSizeChosen() {
-  delete batchSize.dataset.auto;
-  batchSizeNote.textContent = '';
+  delete el.batchSize.dataset.auto;
+  el.batchSizeNote.textContent = '';
 }
 
 /** A run control whose value cannot be sent, and what to tell the reader. */
@@ -109,60 +112,60 @@ export interface ControlError {
  * silent 0.
  */
 export function controlError(l: ServerLimits): ControlError | null {
-  if (!batchSize.disabled) {
-    const size = Number(batchSize.value);
-    if (batchSize.validity.badInput || batchSize.value.trim() === '' || !Number.isInteger(size) || size < 1) {
-      return { input: batchSize, message: `Batch size must be a whole number, at least 1${batchSize.value ? ` (it is ${batchSize.value})` : ''}.` };
+  if (!el.batchSize.disabled) {
+    const size = Number(el.batchSize.value);
+    if (el.batchSize.validity.badInput || el.batchSize.value.trim() === '' || !Number.isInteger(size) || size < 1) {
+      return { input: el.batchSize, message: `Batch size must be a whole number, at least 1${el.batchSize.value ? ` (it is ${el.batchSize.value})` : ''}.` };
     }
   }
-  if (!clients.disabled) {
-    const c = Number(clients.value);
-    if (clients.validity.badInput || clients.value.trim() === '' || !Number.isInteger(c) || c < 1) {
-      return { input: clients, message: `Clients must be a whole number, at least 1${clients.value ? ` (it is ${clients.value})` : ''}.` };
+  if (!el.clients.disabled) {
+    const c = Number(el.clients.value);
+    if (el.clients.validity.badInput || el.clients.value.trim() === '' || !Number.isInteger(c) || c < 1) {
+      return { input: el.clients, message: `Clients must be a whole number, at least 1${el.clients.value ? ` (it is ${el.clients.value})` : ''}.` };
     }
   }
-  const ms = Number(rtt.value);
+  const ms = Number(el.rtt.value);
   const max = l.maxRttMs ?? Infinity;
-  if (rtt.validity.badInput || rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > max) {
+  if (el.rtt.validity.badInput || el.rtt.value.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > max) {
     const range = max === Infinity ? ', at least 0' : ` from 0 to ${max}`;
-    return { input: rtt, message: `Simulated RTT must be a number of milliseconds${range}, e.g. 0.25${rtt.value ? ` (it is ${rtt.value})` : ' (the field is empty or not a number)'}.` };
+    return { input: el.rtt, message: `Simulated RTT must be a number of milliseconds${range}, e.g. 0.25${el.rtt.value ? ` (it is ${el.rtt.value})` : ' (the field is empty or not a number)'}.` };
   }
   const mbps = bandwidthMbps();
   const [lo, hi] = [l.minMbps ?? 0.01, l.maxMbps ?? Infinity];
-  if (mbps !== undefined && (bandwidth.validity.badInput || !Number.isFinite(mbps) || mbps < lo || mbps > hi)) {
-    return { input: bandwidth, message: `Bandwidth must be a number of Mbit/s from ${lo} to ${hi === Infinity ? 'any' : hi}, e.g. 100, or empty for unlimited${bandwidth.value ? ` (it is ${bandwidth.value})` : ''}.` };
+  if (mbps !== undefined && (el.bandwidth.validity.badInput || !Number.isFinite(mbps) || mbps < lo || mbps > hi)) {
+    return { input: el.bandwidth, message: `Bandwidth must be a number of Mbit/s from ${lo} to ${hi === Infinity ? 'any' : hi}, e.g. 100, or empty for unlimited${el.bandwidth.value ? ` (it is ${el.bandwidth.value})` : ''}.` };
   }
   return null;
 }
 
 /** The batch request for `snap` with the controls' values (checked by controlError first). */
 export function request(snap: BatchSnapshot): BatchRequest {
-  const size = Number(batchSize.value);
+  const size = Number(el.batchSize.value);
   const req: BatchRequest = {
     text: snap.inlineText,
     mode: currentMode(),
     // Outside pipeline mode the field is disabled and the server ignores it.
     batch_size: Number.isInteger(size) && size >= 1 ? size : 1000,
     on_error: $<HTMLSelectElement>('on-error').value as 'continue' | 'stop',
-    simulated_rtt_ms: Number(rtt.value),
+    simulated_rtt_ms: Number(el.rtt.value),
   };
   const mbps = bandwidthMbps();
   if (mbps !== undefined) req.simulated_bandwidth_mbps = mbps;
-  if (req.mode === 'auto') req.clients = Number(clients.value);
+  if (req.mode === 'auto') req.clients = Number(el.clients.value);
   if ($<HTMLInputElement>('resp3').checked) req.resp3 = true;
   return req;
 }
 
 /** Marks `input` invalid with `message` in the summary; editing any control takes both away. */
 export function showControlError({ input, message }: ControlError) {
-  for (const i of [batchSize, rtt, clients, bandwidth]) i.removeAttribute('aria-invalid');
+  for (const i of [el.batchSize, el.rtt, el.clients, el.bandwidth]) i.removeAttribute('aria-invalid');
   input.setAttribute('aria-invalid', 'true');
   summaryMessage(message, 'error', 'controls');
   input.focus();
 }
 
 export function clearControlError() {
-  for (const i of [batchSize, rtt, clients, bandwidth]) i.removeAttribute('aria-invalid');
+  for (const i of [el.batchSize, el.rtt, el.clients, el.bandwidth]) i.removeAttribute('aria-invalid');
   clearSummaryMessage('controls');
 }
 
@@ -176,7 +179,7 @@ export function clearControlError() {
 export function updateWarning(l: ServerLimits, commands: () => number, refused: string | null = null, advice: string | null = null) {
   const warning = $<HTMLParagraphElement>('run-warning');
   const blocking = refused ?? (l.batchTimeoutMs !== undefined && !controlError(l)
-    ? budgetWarning(currentMode(), commands(), Number(batchSize.value), Number(rtt.value), l.batchTimeoutMs, Number(clients.value))
+    ? budgetWarning(currentMode(), commands(), Number(el.batchSize.value), Number(el.rtt.value), l.batchTimeoutMs, Number(el.clients.value))
     : null);
   // `advice` (a command Redis will answer with an error) is said, but Run stays on.
   const text = blocking ?? advice;
@@ -198,35 +201,35 @@ export const refusalShown = () => {
 
 /** Wires the controls: submit runs, presets set the RTT, a fixed value takes its stale message away, every change calls `changed`. */
 export function wireControls(run: () => void, changed: () => void) {
-  form.addEventListener('submit', (e) => {
+  el.form.addEventListener('submit', (e) => {
     e.preventDefault();
     run();
   });
   for (const b of document.querySelectorAll<HTMLButtonElement>('.presets button')) {
     b.addEventListener('click', () => {
-      rtt.value = b.dataset.rtt ?? '0';
+      el.rtt.value = b.dataset.rtt ?? '0';
       clearControlError();
       syncControls();
     });
   }
   for (const b of document.querySelectorAll<HTMLButtonElement>('.link-presets button')) {
     b.addEventListener('click', () => {
-      rtt.value = b.dataset.rtt ?? '0';
-      bandwidth.value = b.dataset.mbps ?? '';
+      el.rtt.value = b.dataset.rtt ?? '0';
+      el.bandwidth.value = b.dataset.mbps ?? '';
       clearControlError();
       syncControls();
     });
   }
-  rtt.addEventListener('input', syncControls);
-  bandwidth.addEventListener('input', syncControls);
-  batchSize.addEventListener('input', batchSizeChosen);
+  el.rtt.addEventListener('input', syncControls);
+  el.bandwidth.addEventListener('input', syncControls);
+  el.batchSize.addEventListener('input', batchSizeChosen);
   for (const r of document.querySelectorAll('input[name="mode"]')) r.addEventListener('change', syncControls);
-  form.addEventListener('input', clearControlError);
-  form.addEventListener('change', clearControlError);
+  el.form.addEventListener('input', clearControlError);
+  el.form.addEventListener('change', clearControlError);
   syncControls();
-  form.addEventListener('input', changed);
-  form.addEventListener('change', changed);
-  form.addEventListener('click', (e) => {
+  el.form.addEventListener('input', changed);
+  el.form.addEventListener('change', changed);
+  el.form.addEventListener('click', (e) => {
     if ((e.target as HTMLElement).closest('.presets button, .link-presets button')) changed();
   });
 }
