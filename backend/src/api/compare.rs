@@ -45,11 +45,10 @@ pub struct CompareRequest {
     /// Extra delay per round trip in ms, 0 to 1000.
     #[schema(minimum = 0, maximum = 1000)]
     pub simulated_rtt_ms: Option<f64>,
-    /// Simulated bandwidth of the link in each direction, in Mbit/s, 0.01 to
-    /// 100000 (fractions allowed). Default: unlimited. Each direction sends
-    /// its bytes one after another at this rate, besides the RTT.
+    /// Simulated bandwidth in Mbit/s, 0.01 to 100000, as for `POST /api/v1/batch`. Default: unlimited.
     #[schema(minimum = 0.01, maximum = 100000, example = 100)]
     pub simulated_bandwidth_mbps: Option<f64>,
+    /// Speak RESP3 (HELLO 3) in every run. Default false.
     pub resp3: Option<bool>,
     /// Keys to WATCH before the transaction run.
     #[schema(value_type = Option<Vec<schema::Arg>>)]
