@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # Files the Dockerfile's stages read (COPY . ., COPY scripts/ web/, the entrypoint).
 NEEDED = [
-    "Cargo.toml", "Cargo.lock", "Dockerfile", "backend/Cargo.toml", "cli/Cargo.toml", "cli/src/main.rs", "doctor/Cargo.toml", "model/Cargo.toml", "resp/Cargo.toml",
+    "Cargo.toml", "Cargo.lock", "Dockerfile", "backend/Cargo.toml", "cli/Cargo.toml", "cli/src/main.rs", "doctor/Cargo.toml", "http/Cargo.toml", "http/build.rs", "model/Cargo.toml", "resp/Cargo.toml",
     "wasm/Cargo.toml", "scripts/build-rust.sh", "scripts/build-web.sh", "scripts/setup.sh",
     "scripts/docker-entrypoint.sh", "web/package.json", "web/package-lock.json", "web/index.html",
     "web/doctor.html", "web/src/main.ts",
