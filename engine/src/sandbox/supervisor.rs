@@ -70,6 +70,8 @@ pub enum SandboxError {
 
 /// The sandbox's redis-server children.
 pub struct Supervisor {
+    /// Itself, for a start that outlives the request that asked for it.
+    me: std::sync::Weak<Supervisor>,
     settings: Settings,
     /// The private directory (0700) the children's own are made in.
     root: tempfile::TempDir,
@@ -92,6 +94,11 @@ pub struct Supervisor {
     spare_start: tokio::sync::Mutex<()>,
     /// Wakes the task that starts spares.
     refill: Notify,
+    /// When spares were taken lately (the last [`TAKEN_WINDOW`]): how many
+    /// to keep ready follows the rate new visitors come at.
+    taken: Mutex<std::collections::VecDeque<Instant>>,
+    /// Wakes the new visitors waiting for a spare.
+    spare_ready: Notify,
     /// The command table every child shares (same binary, same settings):
     /// read once from the first child, not again for each visitor.
     template: Arc<Pool>,
@@ -155,7 +162,8 @@ impl Supervisor {
             })
             .map_err(spawn_err)?;
         let (rt, first, template) = ready_rx.recv().map_err(|_| spawn_err(std::io::Error::other("the supervisor thread ended")))??;
-        let me = Arc::new(Supervisor {
+        let me = Arc::new_cyclic(|me| Supervisor {
+            me: me.clone(),
             settings,
             root,
             state,
@@ -168,6 +176,8 @@ impl Supervisor {
             spares: Mutex::default(),
             spare_start: tokio::sync::Mutex::new(()),
             refill: Notify::new(),
+            taken: Mutex::default(),
+            spare_ready: Notify::new(),
             template,
             rt,
             jail,
@@ -491,17 +501,23 @@ impl Supervisor {
     /// is all of them; the others go only if they pass the budget by
     /// themselves, or past the cap on visitors running.
     async fn keep_memory_budget(&self) {
-        let running: Vec<(Arc<Visitor>, Instant, u64)> = {
+        let alive: Vec<(Arc<Visitor>, Instant, Arc<Child>)> = {
             let visitors = self.visitors.lock().expect("visitors lock");
             visitors
                 .values()
                 .filter_map(|v| {
                     let child = v.child.lock().expect("visitor lock").clone()?;
-                    child.is_alive().then(|| (v.clone(), v.last_seen(), child.process.private_bytes()))
+                    child.is_alive().then(|| (v.clone(), v.last_seen(), child))
                 })
                 .collect()
         };
-        let spares: u64 = self.spares.lock().expect("spares lock").iter().map(|c| c.process.private_bytes()).sum();
+        let spare_children = self.spares.lock().expect("spares lock").clone();
+        // A /proc read per child: off the thread that starts children.
+        let read = tokio::task::spawn_blocking(move || {
+            let spares: u64 = spare_children.iter().map(|c| c.process.private_bytes()).sum();
+            (spares, alive.into_iter().map(|(v, seen, child)| (v, seen, child.process.private_bytes())).collect::<Vec<_>>())
+        });
+        let Ok((spares, running)) = read.await else { return };
         let mut total = spares + running.iter().map(|r| r.2).sum::<u64>();
         let mut count = running.len();
         metrics::gauge!(MEMORY_GAUGE).set(total as f64);
@@ -608,6 +624,8 @@ impl Supervisor {
     /// A spare child, left a spare (started now if there is none): what a
     /// new visitor's Redis will look like, for a look without taking one.
     pub async fn spare(&self) -> Result<Arc<Child>, StartError> {
+        // The first, and one started here goes first: new visitors take
+        // the last, so what a probe looked at is given out last.
         let alive = || self.spares.lock().expect("spares lock").iter().find(|c| c.is_alive()).cloned();
         if let Some(child) = alive() {
             return Ok(child);
@@ -617,7 +635,9 @@ impl Supervisor {
             return Ok(child);
         }
         let child = self.start_child().await?;
-        self.spares.lock().expect("spares lock").push(child.clone());
+        self.spares.lock().expect("spares lock").insert(0, child.clone());
+        self.spare_ready.notify_waiters();
+        self.gauges();
         Ok(child)
     }
 
@@ -636,18 +656,74 @@ impl Supervisor {
         self.spares.lock().expect("spares lock").len()
     }
 
-    /// A spare if one is alive, else a new child started now.
-    async fn take_child(&self) -> Result<Arc<Child>, SandboxError> {
+    /// Spares to keep ready: `--sandbox-spares`, or as many as new visitors
+    /// take in [`SPARES_LEAD`] at the rate they came lately, up to
+    /// [`SPARES_FOLLOW`] times `--sandbox-spares` (none if that is 0).
+    fn spares_wanted(&self) -> usize {
+        let configured = self.settings.spares;
+        let now = Instant::now();
+        let mut taken = self.taken.lock().expect("taken lock");
+        while taken.front().is_some_and(|t| now.saturating_duration_since(*t) > TAKEN_WINDOW) {
+            taken.pop_front();
+        }
+        let lead = (taken.len() as f64 * SPARES_LEAD.as_secs_f64() / TAKEN_WINDOW.as_secs_f64()).ceil() as usize;
+        lead.clamp(configured, configured * SPARES_FOLLOW)
+    }
+
+    /// `child` ready for the next new visitor, and those waiting told.
+    fn add_spare(&self, child: Arc<Child>) {
+        self.spares.lock().expect("spares lock").push(child);
+        self.spare_ready.notify_waiters();
+        self.gauges();
+    }
+
+    /// A live spare, if there is one.
+    fn pop_spare(&self) -> Option<Arc<Child>> {
         loop {
             let spare = self.spares.lock().expect("spares lock").pop();
             self.refill.notify_one();
             match spare {
-                Some(child) if child.is_alive() => return Ok(child),
+                Some(child) if child.is_alive() => return Some(child),
                 Some(_) => continue,
-                None => break,
+                None => return None,
             }
         }
-        Ok(self.start_child().await?)
+    }
+
+    /// A spare if one is alive, else the first ready of a child started
+    /// now for this visitor and the spares being started already (their
+    /// own start then becomes a spare).
+    async fn take_child(&self) -> Result<Arc<Child>, SandboxError> {
+        self.taken.lock().expect("taken lock").push_back(Instant::now());
+        if let Some(child) = self.pop_spare() {
+            return Ok(child);
+        }
+        let (tx, mut own) = tokio::sync::oneshot::channel::<Result<Arc<Child>, StartError>>();
+        let (bin, max_bytes, root, password) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf(), self.save_password.clone());
+        let (jail, me) = (self.jail.clone(), self.me.clone());
+        self.rt.spawn(async move {
+            let started = Process::start_from(&bin, &root, max_bytes, Some(&password), None, &jail).await;
+            let Some(sup) = me.upgrade() else { return };
+            if let Err(Ok(child)) = tx.send(started.map(|process| sup.child(process))) {
+                sup.add_spare(child);
+            }
+        });
+        loop {
+            let ready = self.spare_ready.notified();
+            tokio::pin!(ready);
+            // Registered before the look, so that a spare added meanwhile wakes it.
+            ready.as_mut().enable();
+            if let Some(child) = self.pop_spare() {
+                return Ok(child);
+            }
+            tokio::select! {
+                started = &mut own => {
+                    let started = started.map_err(|_| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other("the supervisor thread ended") })?;
+                    return Ok(started?);
+                }
+                _ = ready => {}
+            }
+        }
     }
 
     /// A new child, started on the supervisor's thread.
@@ -804,28 +880,50 @@ fn target_of(process: &Process) -> RedisTarget {
     RedisTarget::parse(&format!("unix://{}", process.socket.display())).expect("a unix:// URL of our own")
 }
 
-/// Keeps `--sandbox-spares` children started ahead.
+/// The window the rate of spares taken is measured over.
+const TAKEN_WINDOW: Duration = Duration::from_secs(2);
+/// Spares kept ready cover the visitors of this long at that rate: about
+/// what a few starts take on a busy machine.
+const SPARES_LEAD: Duration = Duration::from_millis(250);
+/// Most spares kept, as a multiple of `--sandbox-spares`.
+const SPARES_FOLLOW: usize = 4;
+/// Spares started at once: a start mostly waits for redis-server to load,
+/// so a few overlap, but each forks and execs on the supervisor's thread.
+const STARTS_AT_ONCE: usize = 4;
+
+/// Keeps [`Supervisor::spares_wanted`] children started ahead, a few
+/// started at once.
 async fn keep_spares(me: std::sync::Weak<Supervisor>) {
     let mut backoff = Duration::from_millis(100);
+    let mut starting = tokio::task::JoinSet::new();
     loop {
         let Some(sup) = me.upgrade() else { return };
-        if sup.spares() >= sup.settings.spares {
+        let short = sup.spares_wanted().saturating_sub(sup.spares() + starting.len());
+        for _ in 0..short.min(STARTS_AT_ONCE.saturating_sub(starting.len())) {
+            let sup = sup.clone();
+            starting.spawn(async move { sup.start_child().await });
+        }
+        if starting.is_empty() {
             // Checked again now and then: a spare may have died.
             let _ = tokio::time::timeout(Duration::from_secs(5), sup.refill.notified()).await;
             continue;
         }
-        match sup.start_child().await {
-            Ok(child) => {
-                sup.spares.lock().expect("spares lock").push(child);
-                sup.gauges();
+        let started = tokio::select! {
+            started = starting.join_next() => started,
+            _ = sup.refill.notified() => continue,
+        };
+        match started {
+            Some(Ok(Ok(child))) => {
+                sup.add_spare(child);
                 backoff = Duration::from_millis(100);
             }
-            Err(e) => {
+            Some(Ok(Err(e))) => {
                 tracing::error!(error = %e, "could not start a spare redis-server for the sandbox");
                 drop(sup);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
+            Some(Err(_)) | None => {}
         }
     }
 }
