@@ -163,7 +163,9 @@ pub(crate) async fn run_pooled<K: ResultSink>(
     let mut source = BatchSource::new(&batch.commands);
     let probe = exec::server::Probe::pooled(probe_pool, plan, &settings).await;
     let pre = batch.checked_for(&table);
-    let ran = exec::drive::run_plan_on(exec::execution::Execution::new(lease.conn, fallback, plan, &mut source, sink, false, table.clone(), pre), plan).await;
+    let mut r = exec::execution::Execution::new(lease.conn, fallback, plan, &mut source, sink, false, table.clone(), pre);
+    exec::drive::run_mode(&mut r, plan).await;
+    let ran = r.finish();
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, probe_pool, &mut out.summary).await;
     if out.summary.not_sent == out.summary.commands {
@@ -199,7 +201,9 @@ pub(crate) async fn run_on_session<K: ResultSink>(
     let probe = exec::server::Probe::pooled(pool, &batch.plan, &settings).await;
     let mut source = BatchSource::new(&batch.commands);
     let pre = batch.checked_for(&table);
-    let ran = exec::drive::run_plan_on(exec::execution::Execution::new(c, None, &batch.plan, &mut source, sink, false, table.clone(), pre), &batch.plan).await;
+    let mut r = exec::execution::Execution::new(c, None, &batch.plan, &mut source, sink, false, table.clone(), pre);
+    exec::drive::run_mode(&mut r, &batch.plan).await;
+    let ran = r.finish();
     *conn = ran.reusable.or(ran.kept);
     let mut out = ran.report;
     exec::server::Probe::finish_pooled(probe, pool, &mut out.summary).await;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::conn::ConnectError;
 use crate::commands::Table;
-use crate::exec::drive::run_plan_on;
+use crate::exec::drive::run_mode;
 use crate::exec::{check_command, BatchError, BatchSource, CommandResult, CommandSource, Commands, ExecError, InputError, InputErrorKind, NodeSummary, ResultSink, Status, StreamReport, TransactionStatus};
 
 use super::redirect::{self, Redirect};
@@ -113,7 +113,9 @@ pub(crate) async fn run<S: CommandSource, K: ResultSink>(run: Run<'_>, io: Io<'_
         let fallback = lease.reused.then_some((&target, settings));
         let mut results: Vec<CommandResult> = Vec::with_capacity(commands.len());
         let mut batch_source = BatchSource::new(&commands);
-        let ran = run_plan_on(crate::exec::execution::Execution::new(lease.conn, fallback, plan, &mut batch_source, &mut results, false, table.clone(), None), plan).await;
+        let mut r = crate::exec::execution::Execution::new(lease.conn, fallback, plan, &mut batch_source, &mut results, false, table.clone(), None);
+        run_mode(&mut r, plan).await;
+        let ran = r.finish();
         if let Some(conn) = ran.reusable {
             cluster.checkin(&address, &target, conn);
         }

@@ -2,7 +2,7 @@
 //! chosen, the books closed. Above the execution's primitives and the
 //! modes that use them.
 
-use super::execution::{Execution, RunOutcome};
+use super::execution::Execution;
 use super::source::{CommandSource, ResultSink, StreamReport};
 use super::{auto, pipeline, sequential, transaction, ExecError, ExecOptions, Mode, Plan};
 use crate::commands::Table;
@@ -21,24 +21,30 @@ pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
     let settings = plan.conn_settings(opts);
     let conn = Conn::connect(target, &settings).await?;
     if !plan.server_stats {
-        return Ok(run_plan_on(Execution::new(conn, None, plan, source, sink, check, table, None), plan).await.report);
+        let mut r = Execution::new(conn, None, plan, source, sink, check, table, None);
+        run_mode(&mut r, plan).await;
+        return Ok(r.finish().report);
     }
     let probe = super::server::Probe::start(Conn::connect(target, &super::server::side_settings(&settings)).await).await;
-    let mut report = run_plan_on(Execution::new(conn, None, plan, source, sink, check, table, None), plan).await.report;
+    let mut r = Execution::new(conn, None, plan, source, sink, check, table, None);
+    run_mode(&mut r, plan).await;
+    let mut report = r.finish().report;
     // pipelab's own: the side connection and the batch's.
     report.summary.server = Some(probe.finish(2).await.0);
     Ok(report)
 }
 
-/// Runs the plan's mode on `r` (an [`Execution`] of `plan`) and closes the books.
-pub(crate) async fn run_plan_on<S: CommandSource, K: ResultSink>(mut r: Execution<'_, S, K>, plan: &Plan) -> RunOutcome<S::Error> {
+/// Runs the plan's mode on `r` (an [`Execution`] of `plan`); the caller
+/// closes the books ([`Execution::finish`]). By reference: an async fn's
+/// argument is held twice in its future, and an execution is kilobytes,
+/// copied on every batch.
+pub(crate) async fn run_mode<S: CommandSource, K: ResultSink>(r: &mut Execution<'_, S, K>, plan: &Plan) {
     match plan.mode {
-        Mode::Sequential => sequential::run(&mut r, plan.on_error).await,
-        Mode::Pipeline => pipeline::run(&mut r, plan.batch_size, plan.on_error, true).await,
-        Mode::Transaction => transaction::run(&mut r, &plan.watch).await,
-        Mode::Auto => auto::run(&mut r, plan.clients, plan.window_us, plan.on_error).await,
+        Mode::Sequential => sequential::run(r, plan.on_error).await,
+        Mode::Pipeline => pipeline::run(r, plan.batch_size, plan.on_error, true).await,
+        Mode::Transaction => transaction::run(r, &plan.watch).await,
+        Mode::Auto => auto::run(r, plan.clients, plan.window_us, plan.on_error).await,
     }
-    r.finish()
 }
 
 #[cfg(test)]
@@ -173,7 +179,9 @@ mod tests {
             one(&mut conn, &["DEL", "list"]).await;
             conn.prepare_reuse(&settings);
             let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-            let ran = run_plan_on(Execution::new(conn, None, &plan, &mut source, &mut results, false, table.clone(), Some(&pre)), &plan).await;
+            let mut r = Execution::new(conn, None, &plan, &mut source, &mut results, false, table.clone(), Some(&pre));
+            run_mode(&mut r, &plan).await;
+            let ran = r.finish();
             assert!(ran.report.connection_error.is_none(), "{mode:?}: {:?}", ran.report.connection_error);
             assert_eq!(results.iter().filter(|r| r.status == Status::Ok).count(), 10, "{mode:?}");
             if mode != Mode::Transaction {
@@ -194,7 +202,9 @@ mod tests {
         // With the fallback (a pooled connection): the batch runs once, on a fresh connection.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_plan_on(Execution::new(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None), &plan()).await;
+        let mut r = Execution::new(dead, Some((&target, &settings)), &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None);
+        run_mode(&mut r, &plan()).await;
+        let ran = r.finish();
         assert!(ran.report.connection_error.is_none(), "{:?}", ran.report.connection_error);
         assert_eq!(results[0].status, Status::Ok);
         assert_eq!(results[0].reply, Some(resp::Value::Integer(1)));
@@ -203,7 +213,9 @@ mod tests {
         // Without it (a connection of the batch's own): not sent, not unknown, never retried.
         let dead = dead_conn(&target, &settings).await;
         let (mut source, mut results) = (BatchSource::new(&commands), Vec::new());
-        let ran = run_plan_on(Execution::new(dead, None, &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None), &plan()).await;
+        let mut r = Execution::new(dead, None, &plan(), &mut source, &mut results, true, crate::commands::fallback::table(), None);
+        run_mode(&mut r, &plan()).await;
+        let ran = r.finish();
         assert_eq!(results[0].status, Status::NotSent);
         assert!(ran.report.connection_error.is_some());
         assert!(ran.reusable.is_none());

@@ -299,7 +299,8 @@ impl<'s, S: CommandSource, K: ResultSink> Execution<'s, S, K> {
         }
     }
 
-    pub(super) fn finish(mut self) -> RunOutcome<S::Error> {
+    /// Closes the books: the summary's counts and times, the connection's fate.
+    pub(crate) fn finish(mut self) -> RunOutcome<S::Error> {
         debug_assert_eq!(self.emitted, self.pulled, "every command pulled gets exactly one result");
         if let Some(io) = self.conn.as_ref().map(Conn::stats).or(self.last_stats) {
             self.summary.set_io(io);
