@@ -20,17 +20,18 @@ pub(crate) async fn connect_and_run_plan<S: CommandSource, K: ResultSink>(
 ) -> Result<StreamReport<S::Error>, ExecError> {
     let settings = plan.conn_settings(opts);
     let conn = Conn::connect(target, &settings).await?;
-    if !plan.server_stats {
-        let mut r = Execution::new(conn, None, plan, source, sink, check, table, None);
-        run_mode(&mut r, plan).await;
-        return Ok(r.finish().report);
-    }
-    let probe = super::server::Probe::start(Conn::connect(target, &super::server::side_settings(&settings)).await).await;
+    let probe = match plan.server_stats {
+        true => Some(super::server::Probe::start(Conn::connect(target, &super::server::side_settings(&settings)).await).await),
+        false => None,
+    };
+    // One execution on either path: each would have its own room in this future.
     let mut r = Execution::new(conn, None, plan, source, sink, check, table, None);
     run_mode(&mut r, plan).await;
     let mut report = r.finish().report;
-    // pipelab's own: the side connection and the batch's.
-    report.summary.server = Some(probe.finish(2).await.0);
+    if let Some(probe) = probe {
+        // pipelab's own: the side connection and the batch's.
+        report.summary.server = Some(probe.finish(2).await.0);
+    }
     Ok(report)
 }
 
