@@ -57,7 +57,8 @@ pub struct Settings {
     /// smaller of 1 GiB and a tenth of its filesystem): past it the
     /// visitors idle longest lose theirs.
     pub disk: u64,
-    /// Spares ready at once, so a new visitor does not wait for one.
+    /// Spares ready at once, so a new visitor does not wait for one (more,
+    /// up to four times this, while new visitors come fast).
     pub spares: usize,
     /// Most visitors with a running child at once: past it the least
     /// recently active hibernate (each child holds a process and sockets).
