@@ -189,7 +189,8 @@ pub struct SandboxConfig {
     pub sandbox_disk: u64,
 
     /// Redis children started ahead, so that a new visitor's first answer
-    /// does not wait for one to start.
+    /// does not wait for one to start; while new visitors come fast, more
+    /// are kept (a quarter second of arrivals, up to 4 times this).
     #[arg(long, env = "PIPELAB_SANDBOX_SPARES", default_value_t = 4)]
     pub sandbox_spares: usize,
 
