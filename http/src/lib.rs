@@ -1,11 +1,11 @@
 //! The HTTP layer under both surfaces of `pipelab-server` (the REST API and
 //! the Upstash-compatible one) and the doctor's page: the server's
 //! configuration ([`config`]), logs and metrics ([`telemetry`]), the
-//! listening socket's caps ([`net`]), the page's files ([`page`]), the gate in front of the whole
-//! router ([`gate`]: guards, rate limits, tokens, the sandbox visitor's
-//! cookie, security headers), who sent a request ([`caller`]), the memory
-//! of answers being written ([`budget`]), and the one JSON error shape
-//! ([`error`]). Each surface words the gate's refusals its own way through
+//! listening socket's caps ([`net`]), the page's files ([`page`]), the
+//! gate in front of the whole router ([`gate`]: guards, rate limits,
+//! tokens, the sandbox visitor's cookie, security headers), who sent a
+//! request ([`caller`]), the memory of answers being written
+//! ([`budget`]), and the one JSON error shape ([`error`]). Each surface words the gate's refusals its own way through
 //! [`surface::Surface`], so nothing here looks at a path to guess whose
 //! request it is. [`HttpState`] is what these need: the engine and the
 //! HTTP policy, built once at start-up.
