@@ -49,12 +49,14 @@ part "scripts/test-servers.sh (the server matrix)" bash scripts/test-servers.sh
 # The engine and the doctor alone, without the features the server turns
 # on: they must build, and depend on no HTTP, CLI or OpenAPI crate.
 below_http() {
-  cargo check -p pipelab-engine -p pipelab-doctor --locked
+  # Each crate alone: its own features, nothing a crate above it turns on.
+  local crate
+  for crate in pipelab-engine pipelab-doctor pipelab-http pipelab-server; do cargo check -p "$crate" --locked; done
+  cargo check -p pipelab-doctor --features page --locked
   local found
   found=$(cargo tree -e normal -p pipelab-engine -p pipelab-doctor --prefix none --locked | grep -E '^(axum|hyper|tower|clap|utoipa) ' | sort -u || true)
   if [ -n "$found" ]; then echo "the engine or the doctor depends on: $found"; return 1; fi
   # The server's surfaces and the doctor's page share the HTTP layer, not each other.
-  cargo check -p pipelab-http -p pipelab-server --locked
   if cargo tree -e normal -p pipelab-server --prefix none --locked | grep -q '^pipelab-doctor '; then echo "the server depends on the doctor"; return 1; fi
   if cargo tree -e normal -p pipelab-doctor --features page --prefix none --locked | grep -q '^pipelab-server '; then echo "the doctor depends on the server"; return 1; fi
 }
