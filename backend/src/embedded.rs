@@ -16,6 +16,12 @@ use pipelab_http::config::EmbeddedConfig;
 use tempfile::TempDir;
 use tokio::process::Child;
 
+/// The embedded redis-server's private directory in the temporary directory.
+const PRIVATE_PREFIX: &str = "pipelab-redis-";
+/// Older than this, a private directory no child listens in was abandoned
+/// (a child starting has not listened yet).
+const SETTLED: Duration = Duration::from_secs(60);
+
 /// How long it may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -61,7 +67,12 @@ impl EmbeddedRedis {
     /// death signal is tied to the thread that spawned it.
     pub fn start(bin: &str, config: &EmbeddedConfig) -> Result<EmbeddedRedis, EmbeddedError> {
         let spawn_err = |source| EmbeddedError::Spawn { bin: bin.into(), source };
-        let dir = launch::private_dir("pipelab-redis-", &std::env::temp_dir()).map_err(spawn_err)?;
+        // What a pipelab killed outright left there, its child gone with it.
+        let swept = launch::sweep_abandoned(PRIVATE_PREFIX, &std::env::temp_dir(), SETTLED);
+        if swept > 0 {
+            tracing::info!(swept, "removed the private directories of embedded redis-servers whose pipelab was killed");
+        }
+        let dir = launch::private_dir(PRIVATE_PREFIX, &std::env::temp_dir()).map_err(spawn_err)?;
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(spawn_err)?;
         let mut me = EmbeddedRedis {
             child: None,

@@ -32,6 +32,27 @@ pub fn private_dir(prefix: &str, root: &Path) -> io::Result<tempfile::TempDir> {
     private.tempdir_in(root)
 }
 
+/// Removes the private directories under `root` named `prefix…` that a
+/// pipelab killed outright left behind (its child died with it, by the
+/// parent-death signal, but nothing removed the directory): those older
+/// than `settled` whose socket no process listens on. A directory whose
+/// child is starting is younger; one whose child serves accepts a
+/// connection; one that is not this user's cannot be removed and stays.
+/// Returns how many went.
+pub fn sweep_abandoned(prefix: &str, root: &Path, settled: Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let named = entry.file_name().to_str().is_some_and(|n| n.starts_with(prefix));
+        let old = || entry.metadata().ok().filter(|m| m.is_dir()).and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).is_some_and(|age| age > settled);
+        let dir = entry.path();
+        if named && old() && std::os::unix::net::UnixStream::connect(socket(&dir)).is_err() && std::fs::remove_dir_all(&dir).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// The child's Unix socket in its private directory `dir`.
 pub fn socket(dir: &Path) -> PathBuf {
     dir.join("redis.sock")
@@ -155,4 +176,34 @@ pub fn log_tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `name` under `root` holding a socket file: listened on (the listener
+    /// returned) or not (bound, then closed), its time set `age` back.
+    fn private(root: &Path, name: &str, listening: bool, age: Duration) -> Option<std::os::unix::net::UnixListener> {
+        let dir = root.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(socket(&dir)).unwrap();
+        let when = std::time::SystemTime::now() - age;
+        std::fs::File::open(&dir).unwrap().set_modified(when).unwrap();
+        listening.then_some(listener)
+    }
+
+    #[test]
+    fn only_old_directories_that_nobody_listens_in_are_swept() {
+        let root = tempfile::tempdir().unwrap();
+        let hour = Duration::from_secs(3600);
+        private(root.path(), "pipelab-redis-abandoned", false, hour);
+        let _serving = private(root.path(), "pipelab-redis-serving", true, hour);
+        private(root.path(), "pipelab-redis-starting", false, Duration::ZERO);
+        private(root.path(), "someone-else", false, hour);
+        assert_eq!(sweep_abandoned("pipelab-redis-", root.path(), Duration::from_secs(60)), 1);
+        let mut left: Vec<String> = std::fs::read_dir(root.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["pipelab-redis-serving", "pipelab-redis-starting", "someone-else"]);
+    }
 }
