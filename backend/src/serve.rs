@@ -32,13 +32,16 @@ macro_rules! refuse {
     };
 }
 
-/// Run the server until Ctrl-C or SIGTERM. Exit status 0 after a clean
-/// shutdown; 1 if it could not start (port in use, no redis-server, bad URL).
 /// Starts the doctor of `--doctor-listen` (the binary passes the doctor's
-/// own): its proxy accepting on the listener, each connection relayed to the
-/// Redis given; returns where it listens and its JSON routes.
+/// own): its proxy accepting on the listener (on the runtime given), each
+/// connection relayed to the Redis given; returns the address it listens
+/// on (`host:port`) and its JSON routes.
 pub type StartDoctor = fn(&ServeConfig, &tokio::runtime::Runtime, tokio::net::TcpListener, RedisTarget) -> (String, axum::Router);
 
+/// Run the server until Ctrl-C or SIGTERM, the doctor of `--doctor-listen`
+/// started by `start_doctor`. Exit status 0 after a clean shutdown; 1 if
+/// it could not start (port in use, no redis-server, bad URL); 2 for an
+/// invalid setting.
 pub fn main(cfg: ServeConfig, start_doctor: StartDoctor) -> ExitCode {
     pipelab_http::telemetry::init_logging(cfg.log_format);
     pipelab_http::telemetry::install_metrics();
