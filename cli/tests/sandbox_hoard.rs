@@ -348,6 +348,9 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     let burst = summary(&seen.hoarders.iter().filter(|(sent, _)| *sent < 1.0).copied().collect::<Vec<_>>(), false);
     let steady_h = summary(&seen.hoarders, true);
     let all_n = summary(&seen.newcomers, false);
+    let burst_n = summary(&seen.newcomers.iter().filter(|(sent, _)| *sent <= burst_end).copied().collect::<Vec<_>>(), false);
+    let mut waited: Vec<f64> = seen.newcomers_served_after.iter().map(|(ms, _)| *ms).collect();
+    let waited = (waited.len(), pct(&mut waited, 0.5), pct(&mut waited, 0.99), pct(&mut waited, 1.0));
     let steady_n = summary(&seen.newcomers, true);
     let mut first = std::mem::take(&mut seen.first_answers);
     let first = (first.len(), pct(&mut first, 0.5), pct(&mut first, 0.99), pct(&mut first, 1.0));
@@ -364,9 +367,9 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     eprintln!(
         "hoard: {} addresses ({v4_count} IPv4, {} IPv6 /64s) at {per_minute} new visitors a minute for {:.1} s: {served} served; refused {:?}; socket errors {}\n\
          every fresh visitor's first answer {}\n\
-         THE OPENING BURST (sent in the first second; the last served at {burst_end:.1} s), NOT held to 1 s: {}\n\
+         the opening burst (sent in the first second; the last served at {burst_end:.1} s): {}; newcomers meanwhile {}\n\
          after it: hoarders' new visitors {}; newcomers' (one every 250 ms) {}\n\
-         newcomers in all {}; {} refused\n\
+         newcomers in all {}; from their first try to served {}; {} refused\n\
          keys: {} visitors checked in {:.1} s, {} lost\n{}\n{}\n{}",
         hoarders.len(),
         hoarders.len() - v4_count,
@@ -375,9 +378,11 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
         seen.errors.len(),
         f(first),
         f(burst),
+        f(burst_n),
         f(steady_h),
         f(steady_n),
         f(all_n),
+        f(waited),
         seen.newcomers_refused.len(),
         kept.len(),
         check_time.as_secs_f64(),

@@ -70,8 +70,6 @@ pub enum SandboxError {
 
 /// The sandbox's redis-server children.
 pub struct Supervisor {
-    /// Itself, for a start that outlives the request that asked for it.
-    me: std::sync::Weak<Supervisor>,
     settings: Settings,
     /// The private directory (0700) the children's own are made in.
     root: tempfile::TempDir,
@@ -97,8 +95,11 @@ pub struct Supervisor {
     /// When spares were taken lately (the last [`TAKEN_WINDOW`]): how many
     /// to keep ready follows the rate new visitors come at.
     taken: Mutex<std::collections::VecDeque<Instant>>,
-    /// Wakes the new visitors waiting for a spare.
-    spare_ready: Notify,
+    /// New visitors waiting for a child, the newest last. Each child
+    /// started goes to the newest still waiting: under a flood of new
+    /// visitors one who comes now is served within a few starts, while the
+    /// flood, which would keep every start busy anyway, waits its turn.
+    waiting: Mutex<Vec<Waiter>>,
     /// The command table every child shares (same binary, same settings):
     /// read once from the first child, not again for each visitor.
     template: Arc<Pool>,
@@ -162,8 +163,7 @@ impl Supervisor {
             })
             .map_err(spawn_err)?;
         let (rt, first, template) = ready_rx.recv().map_err(|_| spawn_err(std::io::Error::other("the supervisor thread ended")))??;
-        let me = Arc::new_cyclic(|me| Supervisor {
-            me: me.clone(),
+        let me = Arc::new(Supervisor {
             settings,
             root,
             state,
@@ -177,7 +177,7 @@ impl Supervisor {
             spare_start: tokio::sync::Mutex::new(()),
             refill: Notify::new(),
             taken: Mutex::default(),
-            spare_ready: Notify::new(),
+            waiting: Mutex::default(),
             template,
             rt,
             jail,
@@ -635,9 +635,19 @@ impl Supervisor {
             return Ok(child);
         }
         let child = self.start_child().await?;
-        self.spares.lock().expect("spares lock").insert(0, child.clone());
-        self.spare_ready.notify_waiters();
-        self.gauges();
+        let waiting = self.waiting.lock().expect("waiting lock");
+        match waiting.is_empty() {
+            true => {
+                self.spares.lock().expect("spares lock").insert(0, child.clone());
+                drop(waiting);
+                self.gauges();
+            }
+            // A new visitor waits: it is theirs (a look at it changes nothing).
+            false => {
+                drop(waiting);
+                self.add_spare(child.clone());
+            }
+        }
         Ok(child)
     }
 
@@ -670,11 +680,45 @@ impl Supervisor {
         lead.clamp(configured, configured * SPARES_FOLLOW)
     }
 
-    /// `child` ready for the next new visitor, and those waiting told.
+    /// `child` to the newest new visitor still waiting, or a spare if none is.
     fn add_spare(&self, child: Arc<Child>) {
-        self.spares.lock().expect("spares lock").push(child);
-        self.spare_ready.notify_waiters();
+        let mut waiting = self.waiting.lock().expect("waiting lock");
+        let mut child = Ok(child);
+        while let Some(waiter) = waiting.pop() {
+            match waiter.send(child) {
+                Ok(()) => return,
+                // They left: the next one.
+                Err(back) => child = back,
+            }
+        }
+        if let Ok(child) = child {
+            self.spares.lock().expect("spares lock").push(child);
+        }
+        drop(waiting);
         self.gauges();
+    }
+
+    /// `e` to the new visitors waiting: the newest only if the start was
+    /// slow (the machine is busy, the next may do), every one if
+    /// redis-server cannot start at all.
+    fn fail_waiting(&self, e: StartError) {
+        let mut waiting = self.waiting.lock().expect("waiting lock");
+        let failed: Vec<Waiter> = match e {
+            StartError::Timeout { .. } => waiting.pop().into_iter().collect(),
+            _ => std::mem::take(&mut *waiting),
+        };
+        drop(waiting);
+        let why = e.to_string();
+        for waiter in failed {
+            let _ = waiter.send(Err(StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(why.clone()) }));
+        }
+    }
+
+    /// New visitors waiting for a child who are still there.
+    fn waiting(&self) -> usize {
+        let mut waiting = self.waiting.lock().expect("waiting lock");
+        waiting.retain(|w| !w.is_closed());
+        waiting.len()
     }
 
     /// A live spare, if there is one.
@@ -690,40 +734,25 @@ impl Supervisor {
         }
     }
 
-    /// A spare if one is alive, else the first ready of a child started
-    /// now for this visitor and the spares being started already (their
-    /// own start then becomes a spare).
+    /// A spare if one is alive, else the next child started (a few start
+    /// at once: [`keep_spares`]) that no newer visitor is waiting for.
     async fn take_child(&self) -> Result<Arc<Child>, SandboxError> {
         self.taken.lock().expect("taken lock").push_back(Instant::now());
-        if let Some(child) = self.pop_spare() {
-            return Ok(child);
-        }
-        let (tx, mut own) = tokio::sync::oneshot::channel::<Result<Arc<Child>, StartError>>();
-        let (bin, max_bytes, root, password) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf(), self.save_password.clone());
-        let (jail, me) = (self.jail.clone(), self.me.clone());
-        self.rt.spawn(async move {
-            let started = Process::start_from(&bin, &root, max_bytes, Some(&password), None, &jail).await;
-            let Some(sup) = me.upgrade() else { return };
-            if let Err(Ok(child)) = tx.send(started.map(|process| sup.child(process))) {
-                sup.add_spare(child);
-            }
-        });
-        loop {
-            let ready = self.spare_ready.notified();
-            tokio::pin!(ready);
-            // Registered before the look, so that a spare added meanwhile wakes it.
-            ready.as_mut().enable();
+        let rx = {
+            // Under the lock add_spare hands children out by: a child started
+            // meanwhile is either a spare seen here or handed to this waiter.
+            let mut waiting = self.waiting.lock().expect("waiting lock");
             if let Some(child) = self.pop_spare() {
                 return Ok(child);
             }
-            tokio::select! {
-                started = &mut own => {
-                    let started = started.map_err(|_| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other("the supervisor thread ended") })?;
-                    return Ok(started?);
-                }
-                _ = ready => {}
-            }
-        }
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            waiting.push(tx);
+            rx
+        };
+        self.refill.notify_one();
+        let mut waiter = Waiting { sup: self, rx };
+        let started = (&mut waiter.rx).await.map_err(|_| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other("the supervisor thread ended") })?;
+        Ok(started?)
     }
 
     /// A new child, started on the supervisor's thread.
@@ -891,14 +920,33 @@ const SPARES_FOLLOW: usize = 4;
 /// so a few overlap, but each forks and execs on the supervisor's thread.
 const STARTS_AT_ONCE: usize = 4;
 
-/// Keeps [`Supervisor::spares_wanted`] children started ahead, a few
-/// started at once.
+/// A new visitor's place among those waiting for a child.
+type Waiter = tokio::sync::oneshot::Sender<Result<Arc<Child>, StartError>>;
+
+/// A new visitor waiting for a child; a child handed to them after they
+/// left (their request dropped) goes back to the spares.
+struct Waiting<'a> {
+    sup: &'a Supervisor,
+    rx: tokio::sync::oneshot::Receiver<Result<Arc<Child>, StartError>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.rx.close();
+        if let Ok(Ok(child)) = self.rx.try_recv() {
+            self.sup.add_spare(child);
+        }
+    }
+}
+
+/// Keeps children starting, a few at once, for the new visitors waiting
+/// and [`Supervisor::spares_wanted`] ahead of them.
 async fn keep_spares(me: std::sync::Weak<Supervisor>) {
     let mut backoff = Duration::from_millis(100);
     let mut starting = tokio::task::JoinSet::new();
     loop {
         let Some(sup) = me.upgrade() else { return };
-        let short = sup.spares_wanted().saturating_sub(sup.spares() + starting.len());
+        let short = (sup.spares_wanted() + sup.waiting()).saturating_sub(sup.spares() + starting.len());
         for _ in 0..short.min(STARTS_AT_ONCE.saturating_sub(starting.len())) {
             let sup = sup.clone();
             starting.spawn(async move { sup.start_child().await });
@@ -918,8 +966,13 @@ async fn keep_spares(me: std::sync::Weak<Supervisor>) {
                 backoff = Duration::from_millis(100);
             }
             Some(Ok(Err(e))) => {
-                tracing::error!(error = %e, "could not start a spare redis-server for the sandbox");
+                tracing::error!(error = %e, "could not start a redis-server for the sandbox");
+                let slow = matches!(e, StartError::Timeout { .. });
+                sup.fail_waiting(e);
                 drop(sup);
+                if slow {
+                    continue;
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
