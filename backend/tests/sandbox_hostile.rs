@@ -224,3 +224,28 @@ async fn a_finished_script_leaves_no_heap_beyond_the_budget() {
     let counted = a.child(&app).process.private_bytes();
     assert!(counted >= 40 << 20, "the budget counts the heap left behind: {} MiB", counted >> 20);
 }
+
+/// A visitor's CPU bomb yields to pipelab: every thread of their Redis
+/// (Redis's background threads too, which a lazy free keeps busy) runs
+/// five steps of `nice` below pipelab's priority once it is theirs.
+#[tokio::test]
+async fn a_visitors_redis_runs_below_pipelabs_priority() {
+    let app = start(Settings { spares: 1, ..Settings::default() }, &[]);
+    let mut a = Visitor::at("10.0.0.1");
+    let (s, r) = a.batch(&app, "PING").await;
+    assert_eq!(s, 200, "{r}");
+    // SAFETY: reads this thread's priority.
+    let ours = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let pid = a.child(&app).process.pid;
+    let threads: Vec<(String, i32)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+            // The fields after the command's name, which is in parentheses: nice is the 17th.
+            let nice = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(16).unwrap().parse().unwrap();
+            (stat.split_whitespace().next().unwrap().to_string(), nice)
+        })
+        .collect();
+    assert!(threads.len() >= 2, "redis-server runs background threads: {threads:?}");
+    assert!(threads.iter().all(|(_, nice)| *nice == (ours + 5).min(19)), "pipelab at nice {ours}; the visitor's Redis: {threads:?}");
+}

@@ -349,6 +349,9 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     let steady_h = summary(&seen.hoarders, true);
     let all_n = summary(&seen.newcomers, false);
     let burst_n = summary(&seen.newcomers.iter().filter(|(sent, _)| *sent <= burst_end).copied().collect::<Vec<_>>(), false);
+    let mut slowest = seen.newcomers.clone();
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest.truncate(3);
     let mut waited: Vec<f64> = seen.newcomers_served_after.iter().map(|(ms, _)| *ms).collect();
     let waited = (waited.len(), pct(&mut waited, 0.5), pct(&mut waited, 0.99), pct(&mut waited, 1.0));
     let steady_n = summary(&seen.newcomers, true);
@@ -369,7 +372,7 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
          every fresh visitor's first answer {}\n\
          the opening burst (sent in the first second; the last served at {burst_end:.1} s): {}; newcomers meanwhile {}\n\
          after it: hoarders' new visitors {}; newcomers' (one every 250 ms) {}\n\
-         newcomers in all {}; from their first try to served {}; {} refused\n\
+         newcomers in all {}; the slowest (sent at s, ms) {slowest:.1?}; from their first try to served {}; {} refused\n\
          keys: {} visitors checked in {:.1} s, {} lost\n{}\n{}\n{}",
         hoarders.len(),
         hoarders.len() - v4_count,

@@ -196,8 +196,8 @@ impl Process {
         cmd.env_clear().envs(std::env::vars_os().filter(|(k, _)| KEPT_ENV.iter().any(|kept| k == kept)));
         let confinement = jail.prepare(dir.path()).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         let mut enter = confinement.entry();
-        // SAFETY: only async-signal-safe calls (setrlimit, signal,
-        // setpriority, setsid, then the jail's raw system calls on what was
+        // SAFETY: only async-signal-safe calls (setrlimit, signal, setsid,
+        // then the jail's raw system calls on what was
         // built before the fork) between fork and exec.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
@@ -235,6 +235,7 @@ impl Process {
         });
         let process = Process { pid, socket, dir, exit, kill: Mutex::new(Some(kill_tx)) };
         process.wait_ready(bin).await?;
+        lower_priority(pid).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         Ok(process)
     }
 
@@ -371,8 +372,24 @@ fn limit_self(address_space: u64, rdb_bytes: u64) -> io::Result<()> {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         // Its own session: a Ctrl-C meant for pipelab's terminal is not its.
         libc::setsid();
-        let current = libc::getpriority(libc::PRIO_PROCESS, 0);
-        libc::setpriority(libc::PRIO_PROCESS, 0, (current + NICENESS).min(19));
+    }
+    Ok(())
+}
+
+/// Every thread of child `pid` [`NICENESS`] below pipelab's priority, before
+/// it is given to anyone: its start (redis-server's own, and loading a
+/// visitor's saved keys) runs at pipelab's priority, so a busy machine does
+/// not hold a newcomer's first answer behind every other process.
+fn lower_priority(pid: u32) -> io::Result<()> {
+    // SAFETY: reads the calling thread's priority.
+    let nice = (unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) } + NICENESS).min(19);
+    // Linux sets a priority per thread, and redis-server's background threads run from its start.
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Some(tid) = task?.file_name().to_str().and_then(|t| t.parse::<libc::id_t>().ok()) else { continue };
+        // SAFETY: a plain system call on a thread of our own child.
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }
