@@ -268,6 +268,8 @@ def run(args, port, pid, rport, cookies=None, ping_cookie=None):
                 try:
                     error = json.loads(rest)["error"]
                     key = f"{status} {error['code']}"
+                    if "nothing was run" in error.get("message", ""):
+                        key += " (up front)"
                     messages.setdefault(key, error.get("message", ""))
                 except (ValueError, KeyError, TypeError):
                     pass

@@ -19,22 +19,27 @@
 //! Any other answer of 64 KiB or more is charged too. Past the budget a
 //! batch's answer is refused, never held: 413 `answer_too_large` if it
 //! alone is larger than the budget, else 503 `busy` with `Retry-After`
-//! ([`refused`]). A batch is not refused up front: a small answer takes
-//! none of the budget. When a large answer is released, the allocator is asked
+//! ([`refused`]). A batch is not refused up front, as a small answer takes
+//! none of the budget, but for one of an asker whose answer was just
+//! refused while the budget is still held ([`Budget::refuse_again`]). When a large answer is released, the allocator is asked
 //! to give the memory back to the system ([`set_release_hook`]), at once and
 //! by each runtime thread as it goes idle in the next seconds
 //! ([`collect_if_due`]).
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::response::Response;
 use http_body::Frame;
 
 use super::error::{ApiCode, ApiError};
+use pipelab_engine::engine::ClientKey;
+use pipelab_engine::sandbox::VisitorId;
 
 /// Answers smaller than this are not charged (nor reframed).
 pub const CHARGED_FROM: u64 = 64 * 1024;
@@ -44,7 +49,7 @@ const FRAME: usize = 64 * 1024;
 const COLLECT_FROM: u64 = 8 << 20;
 /// What a refused client is told to wait: answers are read, or their
 /// clients cut by `--write-timeout-ms`, in about this long.
-const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// In the refusal of an answer larger than the whole budget ([`refused`]).
 const TOO_LARGE: &str = "larger than the server's memory for answers";
 
@@ -67,7 +72,36 @@ pub struct Budget {
     /// Bytes released so far: each [`COLLECT_FROM`] more calls the release
     /// hook (an answer is released a frame at a time).
     freed: AtomicU64,
+    /// Askers whose answer was refused for want of room lately.
+    refused: Mutex<HashMap<Asker, Strikes>>,
 }
+
+/// Who asked for an answer, for [`Budget::refuse_again`]: a sandbox
+/// visitor, else the client their fair share counts (a token or an address).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Asker {
+    Visitor(VisitorId),
+    Client(ClientKey),
+}
+
+impl Asker {
+    pub fn of(visitor: Option<&VisitorId>, client: Option<ClientKey>) -> Option<Asker> {
+        visitor.cloned().map(Asker::Visitor).or(client.map(Asker::Client))
+    }
+}
+
+/// An asker's answers refused in a row, and until when the next are
+/// refused before they run.
+#[derive(Debug, Clone, Copy)]
+struct Strikes {
+    count: u32,
+    until: Instant,
+}
+
+/// The longest an asker refused again and again waits.
+const MOST_WAIT: Duration = Duration::from_secs(8);
+/// A refusal this long after the last wait ended starts the count anew.
+const STRIKES_FORGOTTEN: Duration = Duration::from_secs(30);
 
 static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
 /// Until when (ms on [`clock_ms`]) idle runtime threads give memory back:
@@ -111,7 +145,46 @@ pub fn set_release_hook(hook: fn()) {
 
 impl Budget {
     pub fn new(max: u64) -> Arc<Budget> {
-        Arc::new(Budget { max: max.max(1), used: AtomicU64::new(0), freed: AtomicU64::new(0) })
+        Arc::new(Budget { max: max.max(1), used: AtomicU64::new(0), freed: AtomicU64::new(0), refused: Mutex::default() })
+    }
+
+    /// 503 `busy` before a batch of `asker`'s runs, while their last answer
+    /// refused for want of room is recent (the wait doubles with each
+    /// refusal in a row, up to [`MOST_WAIT`]) and more than half the budget
+    /// is still held. Why: a refused answer still cost its Redis the whole
+    /// reply, and a client that asks again at once, never reading, would
+    /// keep Redis making replies for nobody and every other caller waiting.
+    pub fn refuse_again(&self, asker: impl FnOnce() -> Option<Asker>) -> Option<ApiError> {
+        if self.used() <= self.max / 2 {
+            return None;
+        }
+        let asker = asker()?;
+        let until = self.refused.lock().expect("refused lock").get(&asker)?.until;
+        let wait = until.checked_duration_since(Instant::now())?;
+        let message = format!(
+            "the server's memory for answers is spent (answers being made or not yet read hold {} MiB, --max-response-memory {} MiB) and your last answer was refused for it: nothing was run; try again in {} s",
+            self.used() >> 20,
+            self.max >> 20,
+            wait.as_secs_f64().ceil().max(1.0)
+        );
+        Some(ApiError::new(ApiCode::Busy, message).retry_after(wait))
+    }
+
+    /// After a batch of `asker`'s ran: if its answer was refused for want
+    /// of room (its `connection_error` says so), their next batches wait.
+    pub fn note_refusal(&self, asker: impl FnOnce() -> Option<Asker>, connection_error: Option<&str>) {
+        let Some(why) = connection_error.filter(|e| e.contains(pipelab_engine::conn::MEMORY_REFUSED)) else { return };
+        // An answer larger than the whole budget is refused whatever the others hold.
+        if why.contains(TOO_LARGE) {
+            return;
+        }
+        let Some(asker) = asker() else { return };
+        let now = Instant::now();
+        let mut refused = self.refused.lock().expect("refused lock");
+        refused.retain(|_, s| now < s.until + STRIKES_FORGOTTEN);
+        let count = refused.get(&asker).map_or(0, |s| s.count) + 1;
+        let wait = (RETRY_AFTER * 2u32.saturating_pow(count - 1)).min(MOST_WAIT);
+        refused.insert(asker, Strikes { count, until: now + wait });
     }
 
     /// After `n` bytes were released: past each [`COLLECT_FROM`] the
@@ -379,5 +452,27 @@ mod tests {
         drop(dropped);
         assert_eq!(budget.used(), 0);
         assert!(Charge::new(&budget).grow(1).is_ok());
+    }
+
+    #[test]
+    fn an_asker_refused_for_room_waits_longer_each_time_while_the_budget_is_held() {
+        let budget = Budget::new(100 << 20);
+        let a = || Some(Asker::Client(ClientKey::Address([10, 0, 0, 1].into())));
+        let b = || Some(Asker::Client(ClientKey::Address([10, 0, 0, 2].into())));
+        let spent = Refusal::Spent { used_mib: 90, max_mib: 100 }.to_string();
+        let mut held = Charge::new(&budget);
+        held.grow(90 << 20).unwrap();
+        budget.note_refusal(a, Some(&spent));
+        let e = budget.refuse_again(a).expect("a is refused before their batch runs");
+        assert_eq!((e.retry_after, e.body.message.contains("nothing was run")), (Some(1), true), "{e:?}");
+        assert!(budget.refuse_again(b).is_none(), "b's answer was not refused");
+        budget.note_refusal(a, Some(&spent));
+        budget.note_refusal(a, Some(&spent));
+        assert_eq!(budget.refuse_again(a).and_then(|e| e.retry_after), Some(4), "the third refusal in a row: 4 s");
+        // Larger than the whole budget: refused whatever others hold, no wait.
+        budget.note_refusal(b, Some(&Refusal::TooLarge { mib: 200, max_mib: 100 }.to_string()));
+        assert!(budget.refuse_again(b).is_none());
+        drop(held);
+        assert!(budget.refuse_again(a).is_none(), "room again: a's batches run");
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pipelab_engine::engine::Backend;
-use pipelab_http::budget::Charge;
+use pipelab_http::budget::{Asker, Charge};
 use pipelab_http::error::ApiError;
 use super::kept::{Keep, KeptResults};
 use super::AppState;
@@ -60,12 +60,20 @@ pub async fn run_batch_counted(state: &AppState, on: &Backend, batch: &Batch, he
 /// each result handed to `sink` as it comes; logged and counted. A dead
 /// pooled connection that could not be replaced is not an error here (the
 /// sink has its `not_sent` results): see [`StreamReport::reconnect_failed`].
-/// Not refused up front when the budget for answers is spent: a small
-/// answer takes none of it, and a large one is refused as its replies come
-/// (`pipelab_http::budget`).
+/// Not refused up front when the budget for answers is spent (a small
+/// answer takes none of it, and a large one is refused as its replies
+/// come: `pipelab_http::budget`), unless the caller's own answer was just
+/// refused for it (503 `busy`, `Budget::refuse_again`).
 pub async fn run_logged<K: ResultSink>(state: &AppState, on: &Backend, batch: &Batch, sink: &mut K, opts: RunOptions<'_>) -> Result<StreamReport<Infallible>, ApiError> {
+    let asker = || Asker::of(on.visitor.as_ref().map(|lease| &lease.visitor.id), on.client);
+    if let Some(refused) = state.http.budget.refuse_again(asker) {
+        return Err(refused);
+    }
     let span = BatchSpan::start(batch.plan.mode, batch.commands.len());
     let result = state.http.engine.run(on, batch, sink, opts).await;
+    if let Ok(out) = &result {
+        state.http.budget.note_refusal(asker, out.connection_error.as_deref());
+    }
     match &result {
         Ok(out) if out.reconnect_failed.is_some() => span.fail("redis_unavailable"),
         Ok(out) => span.finish(&out.summary, out.transaction.as_ref()),
