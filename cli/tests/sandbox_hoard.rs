@@ -8,11 +8,12 @@
 //! its `Retry-After`). Beside them a newcomer from an address of its own
 //! arrives every 250 ms. Held: an IPv6 /64 counts as one address for the
 //! rate; every address is served, refused only by its rate; no newcomer is
-//! refused; once the opening burst (every address at once, a child start
-//! each) has been served, a fresh visitor's first answer stays under 1 s at
-//! p99; afterwards every visitor served still holds their key. The opening
+//! refused; a newcomer's first answer stays under 1 s at p99 from the
+//! opening burst's second on, while that burst (every address at once, a
+//! child start each) is served too, and a hoarder's once it has been;
+//! afterwards every visitor served still holds their key. The opening
 //! burst's own figures are printed, not held to the second: a 2-core node
-//! starts about 40 children a second (docs/sandbox.md).
+//! starts about 120 children a second (docs/sandbox.md).
 //!
 //! CI runs it for 30 s (`PIPELAB_HOARD_SECONDS`), newcomers going on 10 s past the opening burst;; `bench/sandbox.sh hoard`
 //! runs it for a minute on a release build.
@@ -337,9 +338,9 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     let mut seen = seen.lock().unwrap();
     let served = seen.hoarders.len();
     // The opening burst: every address fires at once at the start, and each
-    // of those new visitors needs a redis-server started (25 to 30 ms each,
-    // mostly Redis's own: about 40 a second on 2 busy cores). Its figures
-    // are printed; the second is held from the moment it has been served on.
+    // of those new visitors needs a redis-server started (docs/sandbox.md).
+    // Its figures are printed; for hoarders the second is held once it has
+    // been served, for newcomers from its second on.
     let burst_end = seen.hoarders.iter().filter(|(sent, _)| *sent < 1.0).map(|(sent, ms)| sent + ms / 1000.0).fold(0.0, f64::max);
     let summary = |v: &[(f64, f64)], steady: bool| {
         let mut ms: Vec<f64> = v.iter().filter(|(sent, _)| !steady || *sent > burst_end).map(|x| x.1).collect();
@@ -349,6 +350,8 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     let steady_h = summary(&seen.hoarders, true);
     let all_n = summary(&seen.newcomers, false);
     let burst_n = summary(&seen.newcomers.iter().filter(|(sent, _)| *sent <= burst_end).copied().collect::<Vec<_>>(), false);
+    // Newcomers who came after the burst's own second: while it is served, and after.
+    let late_n = summary(&seen.newcomers.iter().filter(|(sent, _)| *sent >= 1.0).copied().collect::<Vec<_>>(), false);
     let mut slowest = seen.newcomers.clone();
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
     slowest.truncate(3);
@@ -403,6 +406,7 @@ async fn a_thousand_addresses_cannot_hoard_the_sandbox() {
     assert!(seen.newcomers_refused.is_empty(), "newcomers refused: {:?}", seen.newcomers_refused);
     assert!(steady_n.0 >= 10, "newcomers served after the burst: {}", steady_n.0);
     assert!(steady_n.2 < 1000.0 && (steady_h.0 == 0 || steady_h.2 < 1000.0), "a fresh visitor's first answer after the opening burst: p99 newcomers {:.1} ms, hoarders {:.1} ms", steady_n.2, steady_h.2);
+    assert!(late_n.2 < 1000.0, "a newcomer's first answer while the opening burst is served and after: p99 {:.1} ms", late_n.2);
     assert!(lost.is_empty(), "{} of {} visitors lost their key: {:?}", lost.len(), kept.len(), &lost[..lost.len().min(10)]);
     drop(server);
 }
