@@ -150,7 +150,7 @@ impl Budget {
 
     /// 503 `busy` before a batch of `asker`'s runs, while their last answer
     /// refused for want of room is recent (the wait doubles with each
-    /// refusal in a row, up to [`MOST_WAIT`]) and more than half the budget
+    /// refusal in a row, up to 8 s) and more than half the budget
     /// is still held. Why: a refused answer still cost its Redis the whole
     /// reply, and a client that asks again at once, never reading, would
     /// keep Redis making replies for nobody and every other caller waiting.
