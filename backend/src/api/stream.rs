@@ -115,25 +115,15 @@ pub async fn respond(state: AppState, on: Backend, batch: Batch, keep: Keep) -> 
 /// channel would cost more than its report's serialization saves.
 async fn respond_inline(state: &AppState, on: &Backend, batch: &Batch, keep: Keep) -> Result<Response, ApiError> {
     let mut kept = KeptResults::new(state, keep, batch.commands.len());
-    let mut out = run_logged(state, on, batch, &mut kept, RunOptions::default()).await?;
-    if let Some(msg) = out.reconnect_failed.take() {
+    let out = run_logged(state, on, batch, &mut kept, RunOptions::default()).await?;
+    if let Some(msg) = out.reconnect_failed {
         return Err(msg.into());
     }
     if let Some(refused) = budget::refused(out.connection_error.as_deref()) {
         return Err(refused);
     }
-    if kept.json_bytes < WRITTEN_APART_FROM {
-        return Ok(report_response(&mut kept, &out));
-    }
-    // 60 MB of JSON for a 10 MB value of NUL bytes: tens of ms that every
-    // other request on this serving thread would wait.
-    let made = tokio::task::spawn_blocking(move || report_response(&mut kept, &out)).await;
-    Ok(made.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+    Ok(report_response(&mut kept, &out))
 }
-
-/// A small batch's answer with more JSON than this is written on a
-/// blocking thread, not on the serving thread.
-const WRITTEN_APART_FROM: u64 = 1 << 20;
 
 /// The report of a batch that ran, its results all collected in `kept`,
 /// as one ordinary response.
