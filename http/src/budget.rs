@@ -85,6 +85,9 @@ pub enum Asker {
 }
 
 impl Asker {
+    /// The visitor if the request has one (the sandbox), else the client
+    /// its fair share counts; `None` for neither (a request not through a
+    /// socket), which is never refused up front.
     pub fn of(visitor: Option<&VisitorId>, client: Option<ClientKey>) -> Option<Asker> {
         visitor.cloned().map(Asker::Visitor).or(client.map(Asker::Client))
     }

@@ -708,9 +708,12 @@ impl Supervisor {
             _ => std::mem::take(&mut *waiting),
         };
         drop(waiting);
+        // The newest gets the error itself; the others a copy of its words.
         let why = e.to_string();
-        for waiter in failed {
-            let _ = waiter.send(Err(StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(why.clone()) }));
+        let mut own = Some(e);
+        for waiter in failed.into_iter().rev() {
+            let e = own.take().unwrap_or_else(|| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(why.clone()) });
+            let _ = waiter.send(Err(e));
         }
     }
 
