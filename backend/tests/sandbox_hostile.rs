@@ -82,6 +82,60 @@ async fn the_cap_on_running_visitors_holds_under_a_burst() {
     assert!(sandbox(&app).hibernated() >= 7, "{} hibernated", sandbox(&app).hibernated());
 }
 
+/// Hibernated visitors coming back, several at a time, are started again
+/// faster than the budget looks each second: room is made as each one
+/// starts, so no more run than the cap and those being served at that
+/// moment; every one reads their own key back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cap_holds_while_hibernated_visitors_come_back() {
+    const MAX: usize = 4;
+    const AT_ONCE: usize = 4;
+    let app = start(Settings { spares: 1, max_visitors: MAX, ..Settings::default() }, &[]);
+    let sup = sandbox(&app).clone();
+    let mut crowd = Vec::new();
+    for i in 0..40 {
+        let mut v = Visitor::at(&format!("10.0.{i}.1"));
+        let (s, r) = v.batch(&app, &format!("SET mine {i}")).await;
+        assert_eq!(s, 200, "{r}");
+        crowd.push(v);
+    }
+    let end = Instant::now() + Duration::from_secs(15);
+    while sup.children() > MAX && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(sup.children() <= MAX, "{} running before they come back", sup.children());
+
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let peak = tokio::spawn({
+        let (sup, done) = (sup.clone(), done.clone());
+        async move {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                peak = peak.max(sup.children());
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            peak
+        }
+    });
+    let queue = tokio::sync::Mutex::new(crowd.into_iter().enumerate());
+    let comers = (0..AT_ONCE).map(|_| async {
+        let mut wrong = Vec::new();
+        loop {
+            let Some((i, mut v)) = queue.lock().await.next() else { return wrong };
+            let (s, r) = v.batch(&app, "GET mine").await;
+            if s != 200 || replies(&r)[0]["value"] != json!(i.to_string()) {
+                wrong.push(format!("{i}: {s} {r}"));
+            }
+        }
+    });
+    let wrong: Vec<String> = futures_util::future::join_all(comers).await.into_iter().flatten().collect();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let peak = peak.await.unwrap();
+    assert!(wrong.is_empty(), "{wrong:?}");
+    assert!(peak <= MAX + 2 * AT_ONCE, "{peak} ran at once, for --sandbox-max-visitors {MAX} and {AT_ONCE} coming back at a time");
+    assert!(sup.hibernated() >= 40 - MAX - AT_ONCE, "{} hibernated", sup.hibernated());
+}
+
 /// `/readyz` is never rate limited: a flood of it while no spare is ready
 /// must not start a redis-server per request (nor keep them all as spares).
 #[tokio::test]

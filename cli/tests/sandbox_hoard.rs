@@ -15,7 +15,7 @@
 //! burst's own figures are printed, not held to the second: a 2-core node
 //! starts about 120 children a second (docs/sandbox.md).
 //!
-//! CI runs it for 30 s (`PIPELAB_HOARD_SECONDS`), newcomers going on 10 s past the opening burst;; `bench/sandbox.sh hoard`
+//! CI runs it for 30 s (`PIPELAB_HOARD_SECONDS`), newcomers going on 10 s past the opening burst; `bench/sandbox.sh hoard`
 //! runs it for a minute on a release build.
 
 mod api_harness;

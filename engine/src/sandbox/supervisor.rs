@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,8 +42,13 @@ pub const DISK_GAUGE: &str = "pipelab_sandbox_saved_bytes";
 pub const MOVED_COUNTER: &str = "pipelab_sandbox_visitors_moved_total";
 /// Counter: saved keys removed to keep `--sandbox-disk`.
 pub const DISCARDED_COUNTER: &str = "pipelab_sandbox_saved_discarded_total";
-/// Visitors saved at once when the node stops.
+/// Visitors saved at once when the node stops, when they are idle and
+/// for the memory budget: each SAVE runs in a redis-server of its own.
 const SAVES_AT_ONCE: usize = 4;
+
+/// The most saves at once that keep `--sandbox-max-visitors` when many
+/// visitors come back together.
+const MAX_CAP_SAVES_AT_ONCE: usize = 32;
 
 /// What a visitor whose saved keys had to go is told.
 const DISCARDED: &str = "Your saved keys were removed while you were away (this sandbox's room for saved keys was full, and yours had waited longest): your Redis is new and empty.";
@@ -83,6 +88,8 @@ pub struct Supervisor {
     save_password: String,
     /// Wakes the task that keeps the memory budget.
     pressure: Notify,
+    /// Wakes the task that keeps `--sandbox-max-visitors`.
+    over_cap: Notify,
     /// New visitors per address: a bucket each, refilled over a minute.
     arrivals: Mutex<HashMap<std::net::IpAddr, Bucket>>,
     visitors: Mutex<HashMap<VisitorId, Arc<Visitor>>>,
@@ -100,6 +107,13 @@ pub struct Supervisor {
     /// visitors one who comes now is served within a few starts, while the
     /// flood, which would keep every start busy anyway, waits its turn.
     waiting: Mutex<Vec<Waiter>>,
+    /// Visitors being given a child now, counted against
+    /// `--sandbox-max-visitors` before their child runs.
+    entering: AtomicUsize,
+    /// Visitors with a child, those hibernated and their files' bytes, kept
+    /// as the slots change: the table holds every visitor of the last
+    /// `--sandbox-idle`, too many to count at each start or save.
+    tally: Tally,
     /// The command table every child shares (same binary, same settings):
     /// read once from the first child, not again for each visitor.
     template: Arc<Pool>,
@@ -109,6 +123,24 @@ pub struct Supervisor {
     jail: Arc<super::Jail>,
     /// Dropped with the supervisor: its thread ends, and with it every child.
     _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// What [`Supervisor::children`], [`Supervisor::hibernated`] and the disk
+/// budget count, changed with each visitor's slots.
+#[derive(Default)]
+struct Tally {
+    running: AtomicUsize,
+    hibernated: AtomicUsize,
+    saved_bytes: std::sync::atomic::AtomicU64,
+}
+
+/// A visitor being given a child: counted in [`Supervisor::enter`], uncounted when dropped.
+struct Entering<'a>(&'a AtomicUsize);
+
+impl Drop for Entering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// How long a cut batch's Redis has to answer PING before it is replaced.
@@ -171,6 +203,7 @@ impl Supervisor {
             disk,
             save_password,
             pressure: Notify::new(),
+            over_cap: Notify::new(),
             arrivals: Mutex::default(),
             visitors: Mutex::default(),
             spares: Mutex::default(),
@@ -178,6 +211,8 @@ impl Supervisor {
             refill: Notify::new(),
             taken: Mutex::default(),
             waiting: Mutex::default(),
+            entering: AtomicUsize::new(0),
+            tally: Tally::default(),
             template,
             rt,
             jail,
@@ -189,6 +224,7 @@ impl Supervisor {
         me.adopt_saved();
         me.rt.spawn(reap_idle(Arc::downgrade(&me)));
         me.rt.spawn(keep_memory(Arc::downgrade(&me)));
+        me.rt.spawn(keep_cap(Arc::downgrade(&me)));
         me.gauges();
         Ok(me)
     }
@@ -236,7 +272,7 @@ impl Supervisor {
             }
             let v = Visitor::new(id.clone(), None, self.settings.visitor_batches, self.settings.visitor_sessions);
             v.started.store(true, Ordering::Release);
-            *v.saved.lock().expect("visitor lock") = Some(meta.len());
+            self.set_saved(&v, Some(meta.len()));
             *v.last_seen.lock().expect("visitor lock") = now.checked_sub(age).unwrap_or(now);
             visitors.insert(id, Arc::new(v));
         }
@@ -311,20 +347,66 @@ impl Supervisor {
             None => {}
         }
         let hibernated = visitor.saved.lock().expect("visitor lock").is_some();
+        if !hibernated && !visitor.started.load(Ordering::Acquire) {
+            self.arrive(visitor.from)?;
+        }
+        let entering = self.enter();
         let child = match hibernated {
             true => self.restore(&visitor).await?,
-            false => {
-                if !visitor.started.load(Ordering::Acquire) {
-                    self.arrive(visitor.from)?;
-                }
-                self.take_child().await?
-            }
+            false => self.take_child().await?,
         };
         visitor.started.store(true, Ordering::Release);
-        *visitor.child.lock().expect("visitor lock") = Some(child.clone());
+        let was = visitor.child.lock().expect("visitor lock").replace(child.clone());
+        if was.is_none() {
+            self.tally.running.fetch_add(1, Ordering::AcqRel);
+        }
+        drop(entering);
         self.gauges();
         self.pressure.notify_one();
         Ok(Lease { visitor, child })
+    }
+
+    /// One more visitor about to run, counted until their child is theirs;
+    /// past `--sandbox-max-visitors` room is made as their child starts
+    /// ([`keep_cap`]), not at the budget's next look: a crowd coming back
+    /// at once would start hundreds in between.
+    fn enter(&self) -> Entering<'_> {
+        let coming = self.entering.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.children() + coming > self.settings.max_visitors {
+            self.over_cap.notify_one();
+        }
+        Entering(&self.entering)
+    }
+
+    /// While more visitors run or are being given a child than
+    /// `--sandbox-max-visitors`, the least recently active of those who
+    /// can be (no request of theirs under way) hibernate, as many at once
+    /// as are past it (at least [`SAVES_AT_ONCE`], at most
+    /// [`MAX_CAP_SAVES_AT_ONCE`]).
+    /// When all of them are busy it looks again a little later, for a
+    /// couple of seconds: visitors who arrived together go quiet together.
+    async fn keep_cap(&self) {
+        let max = self.settings.max_visitors;
+        for _ in 0..100 {
+            let mut running: Vec<(Instant, Arc<Visitor>)> = {
+                let visitors = self.visitors.lock().expect("visitors lock");
+                visitors.values().filter(|v| v.child.lock().expect("visitor lock").is_some()).map(|v| (v.last_seen(), v.clone())).collect()
+            };
+            let mut count = running.len() + self.entering.load(Ordering::Acquire);
+            if count <= max {
+                return;
+            }
+            running.sort_by_key(|r| r.0);
+            let before = count;
+            // As many saves at once as visitors past the cap: they are
+            // started as fast as they come back, and a save (at the child's
+            // lower priority) is slower than a start.
+            let at_once = (count - max).clamp(SAVES_AT_ONCE, MAX_CAP_SAVES_AT_ONCE);
+            self.hibernate_while(running.into_iter().map(|(_, v)| (v, 0)), at_once, &mut 0, &mut count, |_, count| count > max).await;
+            if count == before {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
     }
 
     /// A child started on the visitor's saved keys (their file then
@@ -333,7 +415,7 @@ impl Supervisor {
         let path = self.saved_path(&visitor.id);
         match self.start_child_from(Some(path.clone())).await {
             Ok(child) => {
-                *visitor.saved.lock().expect("visitor lock") = None;
+                self.set_saved(visitor, None);
                 let _ = std::fs::remove_file(&path);
                 Ok(child)
             }
@@ -351,10 +433,26 @@ impl Supervisor {
         }
     }
 
+    /// Visitor `v`'s saved keys set to `to` (their file's size), kept in
+    /// the tally: what they were.
+    fn set_saved(&self, v: &Visitor, to: Option<u64>) -> Option<u64> {
+        let was = std::mem::replace(&mut *v.saved.lock().expect("visitor lock"), to);
+        let t = &self.tally;
+        if let Some(bytes) = was {
+            t.hibernated.fetch_sub(1, Ordering::AcqRel);
+            t.saved_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        }
+        if let Some(bytes) = to {
+            t.hibernated.fetch_add(1, Ordering::AcqRel);
+            t.saved_bytes.fetch_add(bytes, Ordering::AcqRel);
+        }
+        was
+    }
+
     /// The visitor's saved keys are gone (the file removed if still
     /// there); `why` is what they are told.
     fn forget_saved(&self, visitor: &Visitor, why: &str) {
-        *visitor.saved.lock().expect("visitor lock") = None;
+        self.set_saved(visitor, None);
         *visitor.notice.lock().expect("visitor lock") = Some(why.to_string());
         let _ = std::fs::remove_file(self.saved_path(&visitor.id));
     }
@@ -403,9 +501,10 @@ impl Supervisor {
                 _ => return false,
             }
         };
+        self.tally.running.fetch_sub(1, Ordering::AcqRel);
         match self.save(&v.id, &child).await {
             Ok(bytes) => {
-                *v.saved.lock().expect("visitor lock") = Some(bytes);
+                self.set_saved(v, Some(bytes));
                 child.process.stop("hibernated");
                 // Its memory is free, and a session on it sees why, before this returns.
                 let _ = tokio::time::timeout(Duration::from_secs(5), child.process.ended()).await;
@@ -417,6 +516,7 @@ impl Supervisor {
             Err(e) => {
                 tracing::warn!(error = %e, "could not save a sandbox visitor's keys; their Redis goes on");
                 *v.child.lock().expect("visitor lock") = Some(child);
+                self.tally.running.fetch_add(1, Ordering::AcqRel);
                 false
             }
         }
@@ -486,20 +586,24 @@ impl Supervisor {
             .filter(|v| v.child.lock().expect("visitor lock").is_some() && now.saturating_duration_since(v.last_seen()) >= after)
             .cloned()
             .collect();
-        for v in idle {
-            self.hibernate(&v, "idle").await;
-        }
+        use futures_util::StreamExt;
+        futures_util::stream::iter(idle)
+            .for_each_concurrent(SAVES_AT_ONCE, |v| async move {
+                self.hibernate(&v, "idle").await;
+            })
+            .await;
     }
 
     /// The memory budget: while the children (spares too) hold more than
-    /// `--sandbox-memory`, or more run than `--sandbox-max-visitors`, visitors
-    /// hibernate, the least recently active first. Past the memory budget
-    /// only those holding more than an even share of it are taken (a quiet
+    /// `--sandbox-memory`, visitors hibernate, the least recently active
+    /// first (past `--sandbox-max-visitors` running, [`keep_cap`] is
+    /// woken). Past the memory budget only those holding more than an even
+    /// share of it are taken (a quiet
     /// visitor with a few keys frees little, and did nothing): an offender
     /// whose batch still runs is waited for, not replaced by a quiet
     /// visitor. When every child holds more than its share (a crowd), that
     /// is all of them; the others go only if they pass the budget by
-    /// themselves, or past the cap on visitors running.
+    /// themselves.
     async fn keep_memory_budget(&self) {
         let alive: Vec<(Arc<Visitor>, Instant, Arc<Child>)> = {
             let visitors = self.visitors.lock().expect("visitors lock");
@@ -521,34 +625,45 @@ impl Supervisor {
         let mut total = spares + running.iter().map(|r| r.2).sum::<u64>();
         let mut count = running.len();
         metrics::gauge!(MEMORY_GAUGE).set(total as f64);
-        let (budget, max) = (self.settings.memory, self.settings.max_visitors);
-        if total <= budget && count <= max {
+        let budget = self.settings.memory;
+        if count > self.settings.max_visitors {
+            self.over_cap.notify_one();
+        }
+        if total <= budget {
             return;
         }
         let share = budget / (count + self.spares()).max(1) as u64;
         let (mut offenders, others): (Vec<_>, Vec<_>) = running.into_iter().partition(|r| r.2 > share);
         offenders.sort_by_key(|r| r.1);
-        for (v, _, bytes) in &offenders {
-            if total <= budget {
-                break;
-            }
-            if self.hibernate(v, "memory").await {
-                total = total.saturating_sub(*bytes);
-                count -= 1;
-            }
-        }
+        self.hibernate_while(offenders.iter().map(|(v, _, bytes)| (v.clone(), *bytes)), SAVES_AT_ONCE, &mut total, &mut count, |total, _| total > budget).await;
         let crowd = spares + others.iter().map(|r| r.2).sum::<u64>();
         // The rest of the overage is the offenders' whose batches run: theirs to end.
         let mut by_recency = offenders.into_iter().filter(|(v, _, _)| self.child_of(&v.id).is_some()).chain(others).collect::<Vec<_>>();
         by_recency.sort_by_key(|r| r.1);
-        for (v, _, bytes) in by_recency {
-            let over_memory = total > budget && crowd > budget;
-            if !over_memory && count <= max {
-                break;
+        let over = |total: u64, _| total > budget && crowd > budget;
+        self.hibernate_while(by_recency.into_iter().map(|(v, _, bytes)| (v, bytes)), SAVES_AT_ONCE, &mut total, &mut count, over).await;
+    }
+
+    /// Hibernates `candidates` (each with the bytes its child holds) in
+    /// their order while `over(total, count)` holds of what would be left,
+    /// `at_once` at a time. A candidate that cannot hibernate (a batch of
+    /// theirs runs) leaves its room to the next.
+    async fn hibernate_while(&self, mut candidates: impl Iterator<Item = (Arc<Visitor>, u64)>, at_once: usize, total: &mut u64, count: &mut usize, over: impl Fn(u64, usize) -> bool) {
+        use futures_util::stream::{FuturesUnordered, StreamExt};
+        let mut saving = FuturesUnordered::new();
+        // What the saves under way will free, if they succeed.
+        let (mut freeing, mut leaving) = (0u64, 0usize);
+        loop {
+            while saving.len() < at_once && over(total.saturating_sub(freeing), count.saturating_sub(leaving)) {
+                let Some((v, bytes)) = candidates.next() else { break };
+                (freeing, leaving) = (freeing + bytes, leaving + 1);
+                saving.push(async move { (self.hibernate(&v, "memory").await, bytes) });
             }
-            if self.hibernate(&v, "memory").await {
-                total = total.saturating_sub(bytes);
-                count -= 1;
+            let Some((done, bytes)) = saving.next().await else { return };
+            (freeing, leaving) = (freeing - bytes, leaving - 1);
+            if done {
+                *total = total.saturating_sub(bytes);
+                *count -= 1;
             }
         }
     }
@@ -557,6 +672,11 @@ impl Supervisor {
     /// those of the visitors idle longest are removed (they are told when
     /// they come back).
     fn keep_disk(&self) {
+        let total = self.tally.saved_bytes.load(Ordering::Acquire);
+        metrics::gauge!(DISK_GAUGE).set(total as f64);
+        if total <= self.disk {
+            return;
+        }
         let mut saved: Vec<(Arc<Visitor>, Instant, u64)> = self
             .visitors
             .lock()
@@ -653,7 +773,7 @@ impl Supervisor {
 
     /// Visitors holding a child now.
     pub fn children(&self) -> usize {
-        self.visitors.lock().expect("visitors lock").values().filter(|v| v.child.lock().expect("visitor lock").is_some()).count()
+        self.tally.running.load(Ordering::Acquire)
     }
 
     /// Visitors remembered now (with a Redis or not).
@@ -815,9 +935,10 @@ impl Supervisor {
         };
         for v in gone {
             if let Some(child) = v.child.lock().expect("visitor lock").take() {
+                self.tally.running.fetch_sub(1, Ordering::AcqRel);
                 child.process.stop("idle");
             }
-            if v.saved.lock().expect("visitor lock").take().is_some() {
+            if self.set_saved(&v, None).is_some() {
                 let _ = std::fs::remove_file(self.saved_path(&v.id));
             }
         }
@@ -826,7 +947,7 @@ impl Supervisor {
 
     /// Visitors hibernated now.
     pub fn hibernated(&self) -> usize {
-        self.visitors.lock().expect("visitors lock").values().filter(|v| v.saved.lock().expect("visitor lock").is_some()).count()
+        self.tally.hibernated.load(Ordering::Acquire)
     }
 
     fn gauges(&self) {
@@ -997,6 +1118,18 @@ async fn reap_idle(me: std::sync::Weak<Supervisor>) {
             None => return,
         };
         tokio::time::sleep(every).await;
+    }
+}
+
+/// Keeps `--sandbox-max-visitors` when a visitor enters past it
+/// ([`Supervisor::keep_cap`]).
+async fn keep_cap(me: std::sync::Weak<Supervisor>) {
+    loop {
+        let Some(sup) = me.upgrade() else { return };
+        // Timed, so that a supervisor dropped meanwhile is let go.
+        if tokio::time::timeout(Duration::from_secs(1), sup.over_cap.notified()).await.is_ok() {
+            sup.keep_cap().await;
+        }
     }
 }
 
