@@ -39,6 +39,12 @@
 #   EVERY_MS=N         a new visitor every N ms (default 20)
 #   HIBERNATE_AFTER=S  --sandbox-hibernate-after in seconds (default 20)
 #   WITHIN=S           the returning visitors come back within S seconds (default 60)
+#   HOARD=1            hoarders beside the crowd, as in the hoarding test:
+#                      --sandbox-new-visitors-per-minute 1, 1,000 IPv4
+#                      addresses and 64 IPv6 /64s (root) sending cookie-less
+#                      new visitors as fast as that allows, from 2 s before
+#                      the crowd until it is done (bench/sandbox_hoarders.py;
+#                      their figures under "hoarders")
 #
 # Usage: bench/sandbox.sh [VISITORS (default 1000)] [ACTIVE (default 200)]
 #   PIPELAB_BIN=path     use this binary instead of building target/release/pipelab
@@ -119,13 +125,32 @@ if [ "${1:-}" = crowd ]; then
   fi
   rdb_timings >"$work/rdb.json"
   port=$(free_port)
-  "$bin" serve --listen "127.0.0.1:$port" --sandbox --sandbox-hibernate-after "${HIBERNATE_AFTER:-20}s" --sandbox-spares 8 \
-    --sandbox-state-dir "$work/state" --max-connections 4096 >"$work/serve.log" 2>&1 &
+  listen=127.0.0.1 hoard=()
+  if [ "${HOARD:-}" = 1 ]; then
+    # Each crowd visitor is one new visitor from an address of its own: the test's rate refuses none of them.
+    hoard=(--sandbox-new-visitors-per-minute 1)
+    # The IPv6 hoarders need [::] (which takes IPv4 too); without IPv6 they say so and stay out.
+    if [ "$(cat /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null)" = 0 ]; then listen='[::]'; fi
+  fi
+  "$bin" serve --listen "$listen:$port" --sandbox --sandbox-hibernate-after "${HIBERNATE_AFTER:-20}s" --sandbox-spares 8 \
+    --sandbox-state-dir "$work/state" --max-connections 4096 "${hoard[@]}" >"$work/serve.log" 2>&1 &
   pids+=($!)
   serve_pid=$!
   wait_ready "$bin" "$port" >/dev/null
+  : >"$work/hoarders.json"
+  if [ "${HOARD:-}" = 1 ]; then
+    python3 bench/sandbox_hoarders.py --port "$port" >"$work/hoarders.json" &
+    hoard_pid=$!
+    pids+=("$hoard_pid")
+    # The crowd's first visitors meet the hoarders' opening burst.
+    sleep 2
+  fi
   python3 bench/sandbox_crowd.py --port "$port" --visitors "$VISITORS" --returning "$RETURNING" --every-ms "${EVERY_MS:-20}" \
     --within "${WITHIN:-60}" --hibernate-after "${HIBERNATE_AFTER:-20}" >"$work/crowd.json"
+  if [ "${HOARD:-}" = 1 ]; then
+    kill -TERM "$hoard_pid"
+    wait "$hoard_pid" || echo "[bench] the hoarders exited with $?" >&2
+  fi
   children=$(pgrep -P "$serve_pid" redis-server || true)
   private=0 n=0
   for c in $children; do
@@ -134,12 +159,17 @@ if [ "${1:-}" = crowd ]; then
   done
   self=$(awk '/^VmRSS:/{print $2}' "/proc/$serve_pid/status")
   hibernated=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^pipelab_sandbox_hibernated /{print $2}')
-  state_kb=$(du -sk "$work/state" | cut -f1)
-  python3 - "$work/crowd.json" "$work/rdb.json" "$n" "$private" "$self" "${hibernated:-0}" "$state_kb" <<'PY'
+  # Children still hibernating rename files under du: it says so, and its total stands.
+  state_kb=$( (du -sk "$work/state" 2>/dev/null || true) | cut -f1)
+  python3 - "$work/crowd.json" "$work/rdb.json" "$work/hoarders.json" "${HOARD:-0}" "$n" "$private" "$self" "${hibernated:-0}" "$state_kb" <<'PY'
 import json, sys
 out = json.load(open(sys.argv[1]))
 out["rdb"] = json.load(open(sys.argv[2]))
-n, private, me, hibernated, state = (int(float(x)) for x in sys.argv[3:])
+out["hoard"] = sys.argv[4] == "1"
+if out["hoard"]:
+    text = open(sys.argv[3]).read()
+    out["hoarders"] = json.loads(text) if text.strip() else None
+n, private, me, hibernated, state = (int(float(x)) for x in sys.argv[5:])
 out["memory"] = {"children_running": n, "children_private_mb": round(private / 1024, 1), "pipelab_rss_mb": round(me / 1024, 1),
                  "hibernated": hibernated, "state_dir_mb": round(state / 1024, 1)}
 print(json.dumps(out, indent=2))

@@ -70,14 +70,17 @@ def main():
     ap.add_argument("--hibernate-after", type=float, default=20)
     a = ap.parse_args()
 
-    visitors, first, failed = [], [], []
+    visitors, first, failed, first_at = [], [], [], []
     start = time.monotonic()
     for n in range(a.visitors):
         v = Visitor(a.port, n)
         due = start + n * a.every_ms / 1000
         time.sleep(max(0.0, due - time.monotonic()))
+        sent = time.monotonic() - start
         status, _, ms = v.post(LESSON)
         (first if status == 200 else failed).append(ms if status == 200 else status)
+        if status == 200:
+            first_at.append((round(ms, 1), n, round(sent, 2)))
         visitors.append(v)
     arrive_s = time.monotonic() - start
     # The first ones have been quiet past --sandbox-hibernate-after (and its reaper's tick).
@@ -107,6 +110,7 @@ def main():
     print(json.dumps({
         "visitors": a.visitors, "arrive_s": round(arrive_s, 1),
         "new_first_answer": summary(first), "new_failed": failed[:20], "new_failed_n": len(failed),
+        "new_slowest": [{"ms": ms, "visitor": n, "sent_s": at} for ms, n, at in sorted(first_at, reverse=True)[:5]],
         "returning": a.returning, "within_s": a.within,
         "returning_first_answer": summary(back), "returning_failed": back_failed[:20], "returning_failed_n": len(back_failed),
         "returning_keys_lost": len(lost),
