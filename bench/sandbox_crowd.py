@@ -86,18 +86,20 @@ def main():
     # The first ones have been quiet past --sandbox-hibernate-after (and its reaper's tick).
     time.sleep(max(0.0, a.hibernate_after + 2 - (time.monotonic() - start - a.returning * a.every_ms / 1000)))
 
-    back, back_failed, lost = [], [], []
+    back, back_failed, lost, back_at = [], [], [], []
     lock = threading.Lock()
     t0 = time.monotonic()
 
     def come_back(i, v):
         time.sleep(max(0.0, t0 + i * a.within / a.returning - time.monotonic()))
+        sent = time.monotonic() - start
         status, data, ms = v.post(BACK)
         with lock:
             if status != 200:
                 back_failed.append(status)
                 return
             back.append(ms)
+            back_at.append((round(ms, 1), i, round(sent, 2)))
             results = json.loads(data)["results"]
             if results[0]["reply"]["value"] != 100 or results[1]["reply"]["value"] != "value 42":
                 lost.append(i)
@@ -113,6 +115,7 @@ def main():
         "new_slowest": [{"ms": ms, "visitor": n, "sent_s": at} for ms, n, at in sorted(first_at, reverse=True)[:5]],
         "returning": a.returning, "within_s": a.within,
         "returning_first_answer": summary(back), "returning_failed": back_failed[:20], "returning_failed_n": len(back_failed),
+        "returning_slowest": [{"ms": ms, "visitor": n, "sent_s": at} for ms, n, at in sorted(back_at, reverse=True)[:10]],
         "returning_keys_lost": len(lost),
     }))
 
