@@ -878,7 +878,7 @@ impl Supervisor {
         Ok(started?)
     }
 
-    /// A new child, launched on the supervisor's thread.
+    /// A new child, started on the supervisor's thread.
     async fn start_child(&self) -> Result<Arc<Child>, StartError> {
         self.start_child_from(None).await
     }
