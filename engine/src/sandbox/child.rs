@@ -182,15 +182,6 @@ impl Process {
     /// as `dump.rdb` before redis-server starts, and loaded before it
     /// answers PING (`LOADING` until then).
     pub async fn start_from(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>, jail: &Arc<Jail>) -> Result<Process, StartError> {
-        let process = Process::launch(bin, root, max_bytes, save_password, rdb, jail)?;
-        process.ready(bin).await?;
-        Ok(process)
-    }
-
-    /// [`Process::start_from`] up to the child's exec, not waiting for it
-    /// to answer ([`Process::ready`] does, on any thread). Must run on
-    /// the thread that lives as long as the children, in its runtime.
-    pub fn launch(bin: &str, root: &Path, max_bytes: u64, save_password: Option<&str>, rdb: Option<&Path>, jail: &Arc<Jail>) -> Result<Process, StartError> {
         let dir = launch::private_dir("v", root).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
         if let Some(rdb) = rdb {
             // A link where it can be (one filesystem), else a copy: the saved file stays until the child is up.
@@ -242,14 +233,15 @@ impl Process {
             };
             let _ = exit_tx.send(Some(ended));
         });
-        Ok(Process { pid, socket, dir, exit, kill: Mutex::new(Some(kill_tx)) })
+        let process = Process { pid, socket, dir, exit, kill: Mutex::new(Some(kill_tx)) };
+        process.wait_ready(bin).await?;
+        lower_priority(pid).map_err(|source| StartError::Spawn { bin: bin.into(), source })?;
+        Ok(process)
     }
 
-    /// Waits until the launched child answers PING, then lowers its
-    /// priority; stops it if it does not answer in time.
-    pub async fn ready(&self, bin: &str) -> Result<(), StartError> {
+    async fn wait_ready(&self, bin: &str) -> Result<(), StartError> {
         match launch::wait_ready(&self.socket, || self.exit().map(|exit| exit.describe())).await {
-            Ok(()) => lower_priority(self.pid).map_err(|source| StartError::Spawn { bin: bin.into(), source }),
+            Ok(()) => Ok(()),
             Err(NotReady::Exited(status)) => Err(StartError::Exited { bin: bin.into(), status, log: launch::log_tail(&launch::log(self.dir.path()), 5) }),
             Err(NotReady::Timeout) => {
                 self.stop("start timeout");

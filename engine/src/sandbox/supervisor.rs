@@ -883,19 +883,15 @@ impl Supervisor {
         self.start_child_from(None).await
     }
 
-    /// A new child on the keys of `rdb` if given: launched on the
-    /// supervisor's thread, which then goes on to the next start while this
-    /// caller waits for it to answer (a returning visitor's keys loading
-    /// are not polled behind a flood of new visitors' starts).
+    /// A new child on the keys of `rdb` if given, started on the supervisor's thread.
     async fn start_child_from(&self, rdb: Option<PathBuf>) -> Result<Arc<Child>, StartError> {
         let (bin, max_bytes, root, password) = (self.settings.redis_server.clone(), self.settings.max_bytes, self.root.path().to_path_buf(), self.save_password.clone());
         let jail = self.jail.clone();
         let process = self
             .rt
-            .spawn(async move { Process::launch(&bin, &root, max_bytes, Some(&password), rdb.as_deref(), &jail) })
+            .spawn(async move { Process::start_from(&bin, &root, max_bytes, Some(&password), rdb.as_deref(), &jail).await })
             .await
             .map_err(|e| StartError::Spawn { bin: self.settings.redis_server.clone(), source: std::io::Error::other(e.to_string()) })??;
-        process.ready(&self.settings.redis_server).await?;
         Ok(self.child(process))
     }
 
